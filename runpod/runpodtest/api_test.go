@@ -195,7 +195,9 @@ func TestCreateRefusesBadRequests(t *testing.T) {
 		{"no name", with(func(b map[string]any) { delete(b, "name") }), 422},
 		{"no image", with(func(b map[string]any) { delete(b, "image") }), 422},
 		{"bad port", with(func(b map[string]any) { b["ports"] = []string{"22"} }), 422},
-		{"small persistent volume", with(func(b map[string]any) { b["mounts"] = map[string]any{"persistent": map[string]any{"size": 5, "path": "/workspace"}} }), 422},
+		{"small persistent volume", with(func(b map[string]any) {
+			b["mounts"] = map[string]any{"persistent": map[string]any{"size": 5, "path": "/workspace"}}
+		}), 422},
 		{"wrong type", with(func(b map[string]any) { b["disk"] = "big" }), 422},
 		{"no compute", with(func(b map[string]any) { delete(b, "gpu") }), 400},
 		{"gpu and cpu", with(func(b map[string]any) { b["cpu"] = map[string]any{"id": "cpu3c", "vcpuCount": 2} }), 400},

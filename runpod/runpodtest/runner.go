@@ -165,6 +165,7 @@ func (s *Server) failLaunchLocked(p *pod, l *launch, err error) {
 
 // podSpec is everything needed to start a pod's processes.
 type podSpec struct {
+	podID   string
 	words   []string
 	env     []string // NAME=value, secrets resolved
 	nsDir   string   // host directory the pod's private root is built on
@@ -214,7 +215,7 @@ func (s *Server) podSpecLocked(p *pod) (*podSpec, error) {
 	if err != nil {
 		return nil, err
 	}
-	spec := &podSpec{words: words, diskGB: p.disk, sshPort: freePort()}
+	spec := &podSpec{podID: p.id, words: words, diskGB: p.disk, sshPort: freePort()}
 	if spec.sshPort == 0 {
 		return nil, errors.New("runpodtest: no free port on 127.0.0.1 for the pod's sshd")
 	}

@@ -42,11 +42,15 @@ type initStatus struct {
 // and ErrPodRunnerNeedsRoot otherwise. Tests that need the runner call it to
 // skip (or fail) with that reason.
 func CheckPodRunner() error {
-	if os.Geteuid() != 0 {
+	if geteuid() != 0 {
 		return ErrPodRunnerNeedsRoot
 	}
 	return nil
 }
+
+// geteuid is os.Geteuid, a variable so that a test run as root can see what
+// a user without root gets.
+var geteuid = os.Geteuid
 
 type linuxPod struct {
 	cmd  *exec.Cmd
@@ -58,6 +62,7 @@ type linuxPod struct {
 }
 
 func startPodProcess(spec *podSpec, out io.Writer) (podProcess, error) {
+	podID := spec.podID
 	if strings.ContainsAny(spec.nsDir, ",:\\") {
 		return nil, fmt.Errorf("runpodtest: the fake's directory %q holds a character overlayfs options cannot carry", spec.nsDir)
 	}
@@ -73,7 +78,7 @@ func startPodProcess(spec *podSpec, out io.Writer) (podProcess, error) {
 	}
 	lp := &linuxPod{done: make(chan struct{})}
 	started := make(chan error, 1)
-	go lp.run(payload, out, started)
+	go lp.run(podID, payload, out, started)
 	if err := <-started; err != nil {
 		return nil, err
 	}
@@ -83,7 +88,7 @@ func startPodProcess(spec *podSpec, out io.Writer) (podProcess, error) {
 // run starts the pod's init and waits for it. The init gets SIGKILL when the
 // thread that started it ends (Pdeathsig), which covers this process dying
 // too; so the goroutine keeps its thread until the pod is gone.
-func (lp *linuxPod) run(payload []byte, out io.Writer, started chan<- error) {
+func (lp *linuxPod) run(podID string, payload []byte, out io.Writer, started chan<- error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	defer close(lp.done)
@@ -101,7 +106,8 @@ func (lp *linuxPod) run(payload []byte, out io.Writer, started chan<- error) {
 		return
 	}
 	cmd := exec.Command("/proc/self/exe")
-	cmd.Args = []string{"runpodtest-pod-init"}
+	// The pod's id names its init in ps; it is no secret.
+	cmd.Args = []string{"runpodtest-pod-init", podID}
 	// The init's own env is only its marker: the pod's env comes on fd 3.
 	cmd.Env = []string{initEnvVar + "=1"}
 	cmd.Dir = "/"
