@@ -1,0 +1,49 @@
+package bootstrap
+
+import (
+	_ "embed"
+	"strings"
+
+	"github.com/overbrainer/overbrainer-go/watchdog"
+)
+
+//go:embed bootstrap.sh
+var functions string
+
+// HeredocEnd ends the quoted here-document that carries the watchdog inside
+// the pod's command. No line of the watchdog may equal it.
+const HeredocEnd = "OVERBRAINER_WATCHDOG_END"
+
+// MaxCommandBytes bounds the pod's command: it travels in the create call's
+// args and must stay well inside what Runpod and the shells accept.
+const MaxCommandBytes = 32 * 1024
+
+// Functions returns the bootstrap's shell functions, without write_watchdog
+// and without the call that runs them.
+func Functions() string { return functions }
+
+// Script returns the whole script the pod runs: the bootstrap's functions, a
+// write_watchdog function holding the watchdog in a quoted here-document, and
+// the call to bootstrap_main. write_watchdog writes to a sibling .tmp file and
+// moves it into place only when the write succeeded, so a write cut short by a
+// full disk never leaves a truncated watchdog to exec.
+func Script() string {
+	var b strings.Builder
+	b.WriteString(functions)
+	b.WriteString("\nwrite_watchdog() {\n")
+	b.WriteString("  mkdir -p \"$(dirname \"$1\")\" || return 1\n")
+	b.WriteString("  cat > \"$1.tmp\" <<'" + HeredocEnd + "' || return 1\n")
+	b.WriteString(watchdog.Script())
+	if !strings.HasSuffix(watchdog.Script(), "\n") {
+		b.WriteString("\n")
+	}
+	b.WriteString(HeredocEnd + "\n")
+	b.WriteString("  mv -f \"$1.tmp\" \"$1\"\n")
+	b.WriteString("}\n\nbootstrap_main\n")
+	return b.String()
+}
+
+// Command returns the pod's command: ["bash", "-c", Script()].
+func Command() []string {
+	return []string{"bash", "-c", Script()}
+}

@@ -1,0 +1,248 @@
+package podenv
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Version is the SDK version the pod reports in OVERBRAINER_VERSION and the
+// watchdog in its User-Agent.
+const Version = "0.1.0"
+
+// JobEnv is where the bootstrap writes the job's environment on the pod (mode
+// 0600, without secrets); job scripts source it.
+const JobEnv = "/etc/overbrainer/job.env"
+
+// HostKeyEnv is the pod variable that carries the base64 of the pod's private
+// host key. Its value in the create call is only [HostKeyPlaceholder], which
+// Runpod replaces with the run's secret at boot.
+const HostKeyEnv = "OVERBRAINER_HOST_KEY"
+
+// DefaultAPIURL is the Runpod REST v2 API the watchdog calls when
+// Settings.APIURL is empty.
+const DefaultAPIURL = "https://api.runpod.io/v2"
+
+// Defaults for the graces when Settings leaves them zero. A zero boot grace
+// would delete the pod at the watchdog's first tick, which is never meant.
+const (
+	DefaultBootGrace     = 30 * time.Minute
+	DefaultRetrieveGrace = time.Hour
+)
+
+var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// HostKeySecretName is the name of the Runpod secret that holds the run's
+// host key (base64 of the OpenSSH private key).
+func HostKeySecretName(runID string) string {
+	return "overbrainer_host_key_" + runID
+}
+
+// HostKeyPlaceholder is the value of [HostKeyEnv] in the create call: Runpod
+// replaces it with the secret [HostKeySecretName](runID) when the pod boots.
+func HostKeyPlaceholder(runID string) string {
+	return "{{ RUNPOD_SECRET_" + HostKeySecretName(runID) + " }}"
+}
+
+// Settings is what a pod's bootstrap and watchdog need to know about a run.
+type Settings struct {
+	// RunID names the run: it ends up in a secret name and in paths, so it
+	// is limited to [A-Za-z0-9_-]{1,64}.
+	RunID string
+	// Workdir is the absolute directory on the pod that holds run
+	// directories; the run's directory is Workdir/RunID.
+	Workdir string
+	// Deadline is when the watchdog deletes the pod unless a client holds
+	// the lease. Zero means no deadline (a kept pod).
+	Deadline time.Time
+	// BootGrace is how long the watchdog waits for a job to start before it
+	// deletes the pod; zero means DefaultBootGrace.
+	BootGrace time.Duration
+	// RetrieveGrace is how long the watchdog keeps a pod whose job ended
+	// without the client retrieving the results; zero means
+	// DefaultRetrieveGrace.
+	RetrieveGrace time.Duration
+	// Keep (--keep-pod) stops the watchdog from deleting the pod once the
+	// job exists; before that, the boot grace and a failed bootstrap still
+	// apply.
+	Keep bool
+	// VolumeDir is the absolute mount path of the network volume, if the pod
+	// has one: the watchdog's disk rule measures it with du instead of df.
+	VolumeDir string
+	// VolumeGB is the network volume's size when the pod is created; zero
+	// when unknown. The client's .pod/volume_gb replaces it after a grow.
+	VolumeGB int
+	// APIURL is the Runpod REST v2 base URL for the watchdog; empty means
+	// DefaultAPIURL.
+	APIURL string
+	// AuthorizedKey is the client's public key, one authorized_keys line.
+	AuthorizedKey string
+	// Claim is the run's public host key, the same on every pod of the run:
+	// the bootstrap claims the run directory with it and checks that the
+	// delivered host key matches it.
+	Claim string
+}
+
+// FieldError reports a Settings field that cannot make a working pod. It
+// never quotes key material.
+type FieldError struct {
+	Field  string
+	Reason string
+}
+
+func (e *FieldError) Error() string {
+	return "podenv: Settings." + e.Field + ": " + e.Reason
+}
+
+// Validate reports every invalid field, joined; nil when the settings can
+// build a pod.
+func (s Settings) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, &FieldError{Field: field, Reason: fmt.Sprintf(format, args...)})
+	}
+	for _, f := range []struct{ name, value string }{
+		{"RunID", s.RunID}, {"Workdir", s.Workdir}, {"VolumeDir", s.VolumeDir},
+		{"APIURL", s.APIURL}, {"AuthorizedKey", s.AuthorizedKey}, {"Claim", s.Claim},
+	} {
+		if strings.ContainsAny(f.value, "\n\r\x00") {
+			bad(f.name, "contains a newline or NUL")
+		}
+	}
+	if len(errs) > 0 {
+		// The checks below would only repeat the same problem.
+		return errors.Join(errs...)
+	}
+	if !runIDPattern.MatchString(s.RunID) {
+		bad("RunID", "%q is not 1 to 64 of [A-Za-z0-9_-]", s.RunID)
+	}
+	switch {
+	case s.Workdir == "":
+		bad("Workdir", "is empty")
+	case !path.IsAbs(s.Workdir):
+		bad("Workdir", "%q is not an absolute path", s.Workdir)
+	}
+	if !s.Deadline.IsZero() && s.Deadline.Before(time.Unix(0, 0)) {
+		bad("Deadline", "%s is before 1970", s.Deadline.UTC().Format(time.RFC3339))
+	}
+	if s.BootGrace < 0 {
+		bad("BootGrace", "%s is negative", s.BootGrace)
+	}
+	if s.RetrieveGrace < 0 {
+		bad("RetrieveGrace", "%s is negative", s.RetrieveGrace)
+	}
+	if s.VolumeDir != "" && !path.IsAbs(s.VolumeDir) {
+		bad("VolumeDir", "%q is not an absolute path", s.VolumeDir)
+	}
+	switch {
+	case s.VolumeGB < 0:
+		bad("VolumeGB", "%d is negative", s.VolumeGB)
+	case s.VolumeGB > 0 && s.VolumeDir == "":
+		bad("VolumeGB", "is set without VolumeDir")
+	}
+	if s.APIURL != "" {
+		u, err := url.Parse(s.APIURL)
+		switch {
+		case err != nil:
+			bad("APIURL", "does not parse as a URL")
+		case u.Scheme != "http" && u.Scheme != "https":
+			bad("APIURL", "%q is not an http(s) URL", s.APIURL)
+		case u.Host == "":
+			bad("APIURL", "%q has no host", s.APIURL)
+		case u.User != nil || u.RawQuery != "" || u.Fragment != "":
+			// Credentials or a query would end up in the watchdog's curl
+			// command line.
+			bad("APIURL", "must not carry user info, a query or a fragment")
+		}
+	}
+	if err := checkPublicKey(s.AuthorizedKey); err != nil {
+		bad("AuthorizedKey", "%v", err)
+	}
+	if err := checkPublicKey(s.Claim); err != nil {
+		bad("Claim", "%v", err)
+	}
+	return errors.Join(errs...)
+}
+
+// publicKeyLine is one authorized_keys line without options: a key type
+// `ssh-<type>`, a base64 blob, and an optional comment.
+var publicKeyLine = regexp.MustCompile(`^ssh-[a-z0-9@.-]+ [A-Za-z0-9+/]+={0,2}( [^\x00-\x1f]*)?$`)
+
+// checkPublicKey accepts one line of `ssh-<type> <base64> [comment]`. The
+// check is syntactic on purpose: the bootstrap compares the claim with the
+// delivered host key and deletes the pod on a mismatch, so a well-formed but
+// wrong key cannot leave a pod unguarded. It never echoes the value: a pasted
+// private key must not reach an error string.
+func checkPublicKey(line string) error {
+	if line == "" {
+		return errors.New("is empty")
+	}
+	if !publicKeyLine.MatchString(line) {
+		return errors.New("is not one line of `ssh-<type> <base64> [comment]`")
+	}
+	return nil
+}
+
+// wholeSeconds rounds a duration up to whole seconds, so that a positive
+// grace never becomes zero.
+func wholeSeconds(d time.Duration) string {
+	return strconv.FormatInt(int64(math.Ceil(d.Seconds())), 10)
+}
+
+// RunDir is the run's directory on the pod: Workdir/RunID.
+func (s Settings) RunDir() string {
+	return path.Join(path.Clean(s.Workdir), s.RunID)
+}
+
+// Env returns the pod's environment variables, or the validation error. The
+// map holds no secret.
+func (s Settings) Env() (map[string]string, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	boot, retrieve := s.BootGrace, s.RetrieveGrace
+	if boot == 0 {
+		boot = DefaultBootGrace
+	}
+	if retrieve == 0 {
+		retrieve = DefaultRetrieveGrace
+	}
+	api := strings.TrimRight(s.APIURL, "/")
+	if api == "" {
+		api = DefaultAPIURL
+	}
+	keep := "0"
+	if s.Keep {
+		keep = "1"
+	}
+	env := map[string]string{
+		"OVERBRAINER_RUN_ID":         s.RunID,
+		HostKeyEnv:                   HostKeyPlaceholder(s.RunID),
+		"OVERBRAINER_WORKDIR":        path.Clean(s.Workdir),
+		"OVERBRAINER_RUN_DIR":        s.RunDir(),
+		"OVERBRAINER_BOOT_GRACE":     wholeSeconds(boot),
+		"OVERBRAINER_RETRIEVE_GRACE": wholeSeconds(retrieve),
+		"OVERBRAINER_KEEP_POD":       keep,
+		"OVERBRAINER_API_URL":        api,
+		"OVERBRAINER_AUTHORIZED_KEY": s.AuthorizedKey,
+		"OVERBRAINER_CLAIM":          s.Claim,
+		"OVERBRAINER_VERSION":        Version,
+		"JUPYTER_DISABLE":            "1",
+	}
+	if !s.Deadline.IsZero() {
+		env["OVERBRAINER_DEADLINE"] = strconv.FormatInt(s.Deadline.Unix(), 10)
+	}
+	if s.VolumeDir != "" {
+		env["OVERBRAINER_VOLUME_DIR"] = path.Clean(s.VolumeDir)
+	}
+	if s.VolumeGB > 0 {
+		env["OVERBRAINER_VOLUME_GB"] = strconv.Itoa(s.VolumeGB)
+	}
+	return env, nil
+}

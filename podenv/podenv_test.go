@@ -1,0 +1,245 @@
+package podenv_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/overbrainer/overbrainer-go/podenv"
+)
+
+// seedSettings are the settings of the seed module's tests, value for value.
+func seedSettings() podenv.Settings {
+	return podenv.Settings{
+		RunID:         "r1",
+		Workdir:       "/workspace/overbrainer",
+		Deadline:      time.Unix(1_790_021_600, 0),
+		BootGrace:     30 * time.Minute,
+		RetrieveGrace: 3600 * time.Second,
+		APIURL:        "https://api.runpod.io/v2",
+		AuthorizedKey: "ssh-ed25519 AAAAclient overbrainer-r1",
+		Claim:         "ssh-ed25519 AAAAhost",
+	}
+}
+
+func mustEnv(t *testing.T, s podenv.Settings) map[string]string {
+	t.Helper()
+	env, err := s.Env()
+	if err != nil {
+		t.Fatalf("Env: %v", err)
+	}
+	return env
+}
+
+func TestEnvHoldsTheWatchdogSettingsAndNoSecret(t *testing.T) {
+	env := mustEnv(t, seedSettings())
+	want := map[string]string{
+		"OVERBRAINER_RUN_ID":         "r1",
+		"OVERBRAINER_HOST_KEY":       "{{ RUNPOD_SECRET_overbrainer_host_key_r1 }}",
+		"OVERBRAINER_WORKDIR":        "/workspace/overbrainer",
+		"OVERBRAINER_RUN_DIR":        "/workspace/overbrainer/r1",
+		"OVERBRAINER_DEADLINE":       "1790021600",
+		"OVERBRAINER_BOOT_GRACE":     "1800",
+		"OVERBRAINER_RETRIEVE_GRACE": "3600",
+		"OVERBRAINER_KEEP_POD":       "0",
+		"OVERBRAINER_API_URL":        "https://api.runpod.io/v2",
+		"OVERBRAINER_AUTHORIZED_KEY": "ssh-ed25519 AAAAclient overbrainer-r1",
+		"OVERBRAINER_CLAIM":          "ssh-ed25519 AAAAhost",
+		"OVERBRAINER_VERSION":        podenv.Version,
+		"JUPYTER_DISABLE":            "1",
+	}
+	if diff := cmp.Diff(want, env); diff != "" {
+		t.Errorf("Env() mismatch (-want +got):\n%s", diff)
+	}
+	for _, name := range []string{"HF_TOKEN", "PUBLIC_KEY", "RUNPOD_API_KEY"} {
+		if _, ok := env[name]; ok {
+			t.Errorf("env holds %s", name)
+		}
+	}
+	if len(env) > 50 {
+		t.Errorf("env has %d variables", len(env))
+	}
+}
+
+func TestKeptPodHasNoDeadlineAndNoVolume(t *testing.T) {
+	s := seedSettings()
+	s.Keep = true
+	s.Deadline = time.Time{}
+	env := mustEnv(t, s)
+	if got := env["OVERBRAINER_KEEP_POD"]; got != "1" {
+		t.Errorf("OVERBRAINER_KEEP_POD = %q, want 1", got)
+	}
+	for _, name := range []string{"OVERBRAINER_DEADLINE", "OVERBRAINER_VOLUME_DIR", "OVERBRAINER_VOLUME_GB"} {
+		if v, ok := env[name]; ok {
+			t.Errorf("%s = %q, want it absent", name, v)
+		}
+	}
+}
+
+func TestNetworkVolumeHandsItsMountAndSizeToTheWatchdog(t *testing.T) {
+	s := seedSettings()
+	s.VolumeDir = "/workspace/data"
+	s.VolumeGB = 200
+	env := mustEnv(t, s)
+	got := map[string]string{
+		"OVERBRAINER_VOLUME_DIR": env["OVERBRAINER_VOLUME_DIR"],
+		"OVERBRAINER_VOLUME_GB":  env["OVERBRAINER_VOLUME_GB"],
+	}
+	want := map[string]string{"OVERBRAINER_VOLUME_DIR": "/workspace/data", "OVERBRAINER_VOLUME_GB": "200"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestDefaultsAndNormalisation(t *testing.T) {
+	s := seedSettings()
+	s.APIURL = ""
+	s.BootGrace = 0
+	s.RetrieveGrace = 1500 * time.Millisecond
+	s.Workdir = "/workspace/overbrainer/"
+	env := mustEnv(t, s)
+	got := map[string]string{}
+	for _, k := range []string{"OVERBRAINER_API_URL", "OVERBRAINER_BOOT_GRACE", "OVERBRAINER_RETRIEVE_GRACE", "OVERBRAINER_WORKDIR", "OVERBRAINER_RUN_DIR"} {
+		got[k] = env[k]
+	}
+	want := map[string]string{
+		"OVERBRAINER_API_URL":        "https://api.runpod.io/v2",
+		"OVERBRAINER_BOOT_GRACE":     "1800",
+		"OVERBRAINER_RETRIEVE_GRACE": "2", // rounded up, never to zero
+		"OVERBRAINER_WORKDIR":        "/workspace/overbrainer",
+		"OVERBRAINER_RUN_DIR":        "/workspace/overbrainer/r1",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	s.APIURL = "http://127.0.0.1:8080/v2/"
+	if got := mustEnv(t, s)["OVERBRAINER_API_URL"]; got != "http://127.0.0.1:8080/v2" {
+		t.Errorf("API URL = %q, want the trailing slash trimmed", got)
+	}
+}
+
+func TestHostKeyPlaceholder(t *testing.T) {
+	if got, want := podenv.HostKeyPlaceholder("run-7_x"), "{{ RUNPOD_SECRET_overbrainer_host_key_run-7_x }}"; got != want {
+		t.Errorf("HostKeyPlaceholder = %q, want %q", got, want)
+	}
+	if got, want := podenv.HostKeySecretName("r1"), "overbrainer_host_key_r1"; got != want {
+		t.Errorf("HostKeySecretName = %q, want %q", got, want)
+	}
+	if podenv.JobEnv != "/etc/overbrainer/job.env" || podenv.HostKeyEnv != "OVERBRAINER_HOST_KEY" {
+		t.Errorf("JobEnv %q, HostKeyEnv %q", podenv.JobEnv, podenv.HostKeyEnv)
+	}
+}
+
+func TestBadSettingsNameTheField(t *testing.T) {
+	const privateKey = "-----BEGIN OPENSSH PRIVATE KEY-----b3BlbnNzaC1rZXktdjE-----END OPENSSH PRIVATE KEY-----"
+	cases := []struct {
+		name  string
+		edit  func(*podenv.Settings)
+		field string
+	}{
+		{"empty run id", func(s *podenv.Settings) { s.RunID = "" }, "RunID"},
+		{"run id with slash", func(s *podenv.Settings) { s.RunID = "../r1" }, "RunID"},
+		{"run id with space", func(s *podenv.Settings) { s.RunID = "r 1" }, "RunID"},
+		{"run id with dot", func(s *podenv.Settings) { s.RunID = "r.1" }, "RunID"},
+		{"run id too long", func(s *podenv.Settings) { s.RunID = strings.Repeat("a", 65) }, "RunID"},
+		{"run id with newline", func(s *podenv.Settings) { s.RunID = "r1\n" }, "RunID"},
+		{"empty workdir", func(s *podenv.Settings) { s.Workdir = "" }, "Workdir"},
+		{"relative workdir", func(s *podenv.Settings) { s.Workdir = "workspace" }, "Workdir"},
+		{"workdir with NUL", func(s *podenv.Settings) { s.Workdir = "/work\x00space" }, "Workdir"},
+		{"negative boot grace", func(s *podenv.Settings) { s.BootGrace = -time.Second }, "BootGrace"},
+		{"negative retrieve grace", func(s *podenv.Settings) { s.RetrieveGrace = -time.Minute }, "RetrieveGrace"},
+		{"deadline before 1970", func(s *podenv.Settings) { s.Deadline = time.Date(1969, 12, 31, 0, 0, 0, 0, time.UTC) }, "Deadline"},
+		{"relative volume dir", func(s *podenv.Settings) { s.VolumeDir = "data" }, "VolumeDir"},
+		{"negative volume size", func(s *podenv.Settings) { s.VolumeDir = "/data"; s.VolumeGB = -1 }, "VolumeGB"},
+		{"volume size without dir", func(s *podenv.Settings) { s.VolumeGB = 10 }, "VolumeGB"},
+		{"ftp API URL", func(s *podenv.Settings) { s.APIURL = "ftp://api.runpod.io/v2" }, "APIURL"},
+		{"API URL without scheme", func(s *podenv.Settings) { s.APIURL = "api.runpod.io/v2" }, "APIURL"},
+		{"API URL with credentials", func(s *podenv.Settings) { s.APIURL = "https://user:pw@api.runpod.io/v2" }, "APIURL"},
+		{"API URL with query", func(s *podenv.Settings) { s.APIURL = "https://api.runpod.io/v2?api_key=x" }, "APIURL"},
+		{"API URL with newline", func(s *podenv.Settings) { s.APIURL = "https://api.runpod.io/v2\nx" }, "APIURL"},
+		{"empty authorized key", func(s *podenv.Settings) { s.AuthorizedKey = "" }, "AuthorizedKey"},
+		{"authorized key on two lines", func(s *podenv.Settings) { s.AuthorizedKey = "ssh-ed25519 AAAA\nssh-ed25519 BBBB" }, "AuthorizedKey"},
+		{"authorized key without type", func(s *podenv.Settings) { s.AuthorizedKey = "AAAAC3NzaC1lZDI1NTE5" }, "AuthorizedKey"},
+		{"authorized key with options", func(s *podenv.Settings) { s.AuthorizedKey = `command="x" ssh-ed25519 AAAA` }, "AuthorizedKey"},
+		{"authorized key not base64", func(s *podenv.Settings) { s.AuthorizedKey = "ssh-ed25519 $(reboot)" }, "AuthorizedKey"},
+		{"private key as claim", func(s *podenv.Settings) { s.Claim = privateKey }, "Claim"},
+		{"empty claim", func(s *podenv.Settings) { s.Claim = "" }, "Claim"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := seedSettings()
+			tc.edit(&s)
+			env, err := s.Env()
+			if err == nil {
+				t.Fatalf("Env() = %v, want an error naming %s", env, tc.field)
+			}
+			if env != nil {
+				t.Errorf("Env() returned a map with its error")
+			}
+			var fe *podenv.FieldError
+			if !errors.As(err, &fe) || fe.Field != tc.field {
+				t.Errorf("error %q does not name field %s", err, tc.field)
+			}
+			if !strings.Contains(err.Error(), "Settings."+tc.field) {
+				t.Errorf("error %q does not say Settings.%s", err, tc.field)
+			}
+			if strings.Contains(err.Error(), "PRIVATE KEY") || strings.Contains(err.Error(), "b3BlbnNzaC1rZXktdjE") {
+				t.Errorf("error %q quotes key material", err)
+			}
+		})
+	}
+}
+
+func TestEveryBadFieldIsReported(t *testing.T) {
+	s := podenv.Settings{RunID: "a/b", Workdir: "rel", BootGrace: -1}
+	err := s.Validate()
+	var fields []string
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		var fe *podenv.FieldError
+		if errors.As(e, &fe) {
+			fields = append(fields, fe.Field)
+		}
+	}
+	want := []string{"RunID", "Workdir", "BootGrace", "AuthorizedKey", "Claim"}
+	if diff := cmp.Diff(want, fields); diff != "" {
+		t.Errorf("fields (-want +got):\n%s", diff)
+	}
+}
+
+// FuzzEnv checks that whatever the input, Env either refuses it or returns
+// values that cannot break the pod: one line each, no NUL, and a run dir
+// under the workdir.
+func FuzzEnv(f *testing.F) {
+	f.Add("r1", "/workspace/overbrainer", int64(1_790_021_600), int64(1800), "/data", 200, "https://api.runpod.io/v2", "ssh-ed25519 AAAAclient c", "ssh-ed25519 AAAAhost")
+	f.Add("../x", "rel", int64(-5), int64(-1), "x", -1, "ftp://x", "ssh-rsa\nAAAA", "")
+	f.Fuzz(func(t *testing.T, runID, workdir string, deadline, grace int64, volDir string, volGB int, api, authKey, claim string) {
+		s := podenv.Settings{
+			RunID: runID, Workdir: workdir, BootGrace: time.Duration(grace) * time.Second,
+			VolumeDir: volDir, VolumeGB: volGB, APIURL: api, AuthorizedKey: authKey, Claim: claim,
+		}
+		if deadline != 0 {
+			s.Deadline = time.Unix(deadline, 0)
+		}
+		env, err := s.Env()
+		if err != nil {
+			if env != nil {
+				t.Fatal("map returned with an error")
+			}
+			return
+		}
+		for k, v := range env {
+			if strings.ContainsAny(v, "\n\r\x00") {
+				t.Fatalf("%s = %q breaks a line", k, v)
+			}
+		}
+		if !strings.HasPrefix(env["OVERBRAINER_RUN_DIR"], strings.TrimRight(env["OVERBRAINER_WORKDIR"], "/")+"/") {
+			t.Fatalf("run dir %q outside workdir %q", env["OVERBRAINER_RUN_DIR"], env["OVERBRAINER_WORKDIR"])
+		}
+		if env["OVERBRAINER_BOOT_GRACE"] == "0" {
+			t.Fatal("a zero boot grace would delete the pod at once")
+		}
+	})
+}

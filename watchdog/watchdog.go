@@ -1,0 +1,53 @@
+package watchdog
+
+import (
+	_ "embed"
+)
+
+//go:embed group_signal.sh
+var groupSignal string
+
+//go:embed watchdog.sh
+var script string
+
+// GroupSignal is the POSIX sh function `group_signal SIG PGID`, which sends a
+// signal to a whole process group (0 only tests that the group exists). The
+// watchdog uses it to see whether a job is alive; job scripts use it to stop a
+// job's whole process tree.
+func GroupSignal() string { return groupSignal }
+
+// Script returns the watchdog as the pod runs it: the group_signal helper
+// followed by watchdog.sh.
+func Script() string { return groupSignal + script }
+
+// Files of the pod file protocol, relative to the run directory
+// ($OVERBRAINER_RUN_DIR). The watchdog writes Verdict, Log, Du and DuRunning;
+// the client writes Lease, SnapshotAt, CostCapAt, VolumeGB and Retrieved; the
+// bootstrap writes BootstrapFailed; the job scripts write JobPID, ExitCode and
+// Cancelled; SnapshotRequest is written by the client or the watchdog and read
+// by the trainer.
+const (
+	PodDir          = ".pod"
+	Verdict         = ".pod/watchdog"
+	Log             = ".pod/watchdog.log"
+	Lease           = ".pod/lease"
+	SnapshotAt      = ".pod/snapshot_at"
+	CostCapAt       = ".pod/cost_cap_at"
+	VolumeGB        = ".pod/volume_gb"
+	Du              = ".pod/du"
+	DuRunning       = ".pod/du.running"
+	Retrieved       = ".pod/retrieved"
+	BootstrapFailed = ".pod/bootstrap_failed"
+	JobPID          = "job.pid"
+	ExitCode        = "exit_code"
+	Cancelled       = "cancelled"
+	SnapshotRequest = "snapshot.request"
+)
+
+// Snapshot request reasons, the content of SnapshotRequest.
+const (
+	ReasonStop     = "stop"
+	ReasonCost     = "cost"
+	ReasonDeadline = "deadline"
+	ReasonDisk     = "disk"
+)
