@@ -277,34 +277,45 @@ func (s *Server) gpuType(id string) (GPUType, bool) {
 }
 
 func (s *Server) deletePod(w http.ResponseWriter, id string) {
-	if !s.terminate(id) {
+	if !s.terminate(id, func() { w.WriteHeader(http.StatusNoContent) }) {
 		writeProblem(w, http.StatusNotFound, "pod not found")
-		return
 	}
-	w.WriteHeader(http.StatusNoContent)
 }
 
-// terminate terminates a pod and returns once its processes are gone; false
-// when there is no such pod (or it is terminated already).
-func (s *Server) terminate(id string) bool {
+// terminate terminates a pod: it kills the pod's processes, waits until they
+// are all gone, marks the pod TERMINATED, then answers (which records the
+// answer in the request log) and only then wakes WaitPod. So whoever sees a
+// pod TERMINATED knows that nothing of it runs and that the call that ended
+// it has its answer logged. False when there is no such pod to terminate.
+func (s *Server) terminate(id string, answer func()) bool {
 	s.mu.Lock()
 	p, ok := s.pods[id]
 	if !ok || p.status == StatusTerminated {
 		s.mu.Unlock()
 		return false
 	}
+	// The run stays attached while it dies, so that it is not taken for
+	// a command that exited by itself.
+	p.terminating = true
 	l := p.launch
-	p.launch = nil
-	p.sshPort = 0
-	p.setStatus(StatusTerminated, s.cfg.now())
-	s.notifyLocked()
 	s.mu.Unlock()
 	if l != nil {
 		l.kill()
 		<-l.done
 	}
+	s.mu.Lock()
+	if p.status != StatusTerminated {
+		p.launch = nil
+		p.sshPort = 0
+		p.setStatus(StatusTerminated, s.cfg.now())
+	}
+	s.mu.Unlock()
 	// The pod's container disk and persistent volume go with it.
 	s.removePodFiles(id)
+	answer()
+	s.mu.Lock()
+	s.notifyLocked()
+	s.mu.Unlock()
 	return true
 }
 
@@ -334,6 +345,11 @@ func (s *Server) podAction(w http.ResponseWriter, r *http.Request, id string) {
 	}
 	now := s.cfg.now()
 	s.refreshLocked(p, now)
+	if p.terminating && action != "terminate" {
+		s.mu.Unlock()
+		writeProblem(w, http.StatusConflict, "the pod is being terminated")
+		return
+	}
 	if !slices.Contains(p.actions(), action) {
 		status := p.status
 		s.mu.Unlock()
@@ -342,11 +358,9 @@ func (s *Server) podAction(w http.ResponseWriter, r *http.Request, id string) {
 	}
 	if action == "terminate" {
 		s.mu.Unlock()
-		if !s.terminate(id) {
+		if !s.terminate(id, func() { w.WriteHeader(http.StatusNoContent) }) {
 			writeProblem(w, http.StatusNotFound, "pod not found")
-			return
 		}
-		w.WriteHeader(http.StatusNoContent)
 		return
 	}
 	l := p.launch

@@ -12,23 +12,29 @@ import (
 // the whole bootstrap is far smaller.
 const maxBody = 8 << 20
 
-// statusRecorder remembers the status a handler answered, for the request
-// log.
+// statusRecorder writes the status a handler answers into the request log
+// as it answers, so that the log is complete before anything that follows
+// the answer.
 type statusRecorder struct {
 	http.ResponseWriter
+	s      *Server
+	entry  int
 	status int
 }
 
 func (w *statusRecorder) WriteHeader(code int) {
 	if w.status == 0 {
 		w.status = code
+		w.s.logMu.Lock()
+		w.s.requests[w.entry].Status = code
+		w.s.logMu.Unlock()
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
 
 func (w *statusRecorder) Write(b []byte) (int, error) {
 	if w.status == 0 {
-		w.status = http.StatusOK
+		w.WriteHeader(http.StatusOK)
 	}
 	return w.ResponseWriter.Write(b)
 }
@@ -43,6 +49,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 
 	s.mu.Lock()
 	caller := s.callerLocked(r)
+	s.logMu.Lock()
 	entry := len(s.requests)
 	s.requests = append(s.requests, Request{
 		Time:     s.cfg.now(),
@@ -53,25 +60,22 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		Body:     body,
 		Caller:   caller,
 	})
+	s.logMu.Unlock()
 	fault := s.takeFaultLocked(r.Method, r.URL.Path, caller)
 	s.mu.Unlock()
 
 	if fault != nil {
-		s.mu.Lock()
+		s.logMu.Lock()
 		s.requests[entry].Fault = true
 		if !fault.Hang && !fault.Drop {
 			s.requests[entry].Status = fault.Status
 		}
-		s.mu.Unlock()
+		s.logMu.Unlock()
 		s.serveFault(w, r, fault)
 		return
 	}
 
-	rec := &statusRecorder{ResponseWriter: w}
-	s.route(rec, r, caller)
-	s.mu.Lock()
-	s.requests[entry].Status = rec.status
-	s.mu.Unlock()
+	s.route(&statusRecorder{ResponseWriter: w, s: s, entry: entry}, r, caller)
 }
 
 // callerLocked names whose key made the request: CallerAccount, a pod id,

@@ -113,8 +113,9 @@ type pod struct {
 	exitCode      int
 	errMsg        string
 
-	log    *podLog
-	launch *launch // the current run of the pod runner, if any
+	log         *podLog
+	launch      *launch // the current run of the pod runner, if any
+	terminating bool    // a DELETE or terminate is killing it
 }
 
 // setStatus moves the pod to status at now and keeps its billing intervals.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"path"
@@ -126,7 +127,7 @@ func (s *Server) runLaunch(p *pod, l *launch) {
 		l.proc = proc
 	}
 	l.mu.Unlock()
-	if killed || p.launch != l {
+	if killed || p.launch != l || p.terminating {
 		s.mu.Unlock()
 		proc.kill()
 		proc.wait()
@@ -139,7 +140,7 @@ func (s *Server) runLaunch(p *pod, l *launch) {
 	code := proc.wait()
 
 	s.mu.Lock()
-	if p.launch == l {
+	if p.launch == l && !p.terminating {
 		// The command ended by itself: the container exited.
 		p.launch = nil
 		p.setStatus(StatusExited, s.cfg.now())
@@ -152,7 +153,7 @@ func (s *Server) runLaunch(p *pod, l *launch) {
 
 // failLaunchLocked puts the pod in ERROR with why it could not run.
 func (s *Server) failLaunchLocked(p *pod, l *launch, err error) {
-	if p.launch != l {
+	if p.launch != l || p.terminating {
 		return
 	}
 	p.launch = nil
@@ -306,9 +307,28 @@ func (s *Server) removePodFiles(id string) {
 	_ = os.RemoveAll(path.Join(s.tmp, "pods", id))
 }
 
-// freePort returns a 127.0.0.1 TCP port nothing listens on right now.
+// freePort returns a TCP port that nothing listens on right now, on any
+// address (the pod's sshd may listen on all of them). It picks below the
+// kernel's ephemeral range, so that the outgoing connections of a busy
+// machine cannot take the port between now and the pod's bind.
 func freePort() int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	lo := 32768
+	if data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(data)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > 2048 {
+				lo = n
+			}
+		}
+	}
+	base := max(lo-12000, 1024)
+	for range 100 {
+		port := base + mrand.IntN(lo-base)
+		if ln, err := net.Listen("tcp", ":"+strconv.Itoa(port)); err == nil {
+			ln.Close()
+			return port
+		}
+	}
+	ln, err := net.Listen("tcp", ":0")
 	if err != nil {
 		return 0
 	}

@@ -41,8 +41,12 @@ type Server struct {
 	volumes  map[string]*volume
 	volOrder []string
 	faults   []*faultRule
-	requests []Request
 	closed   bool
+
+	// logMu guards the request log on its own, so that an answer written
+	// while s.mu is held can still be logged. Order: s.mu, then logMu.
+	logMu    sync.Mutex
+	requests []Request
 }
 
 // Caller names who made a request in Request.Caller, besides a pod id.
@@ -265,8 +269,8 @@ type Request struct {
 
 // Requests returns the request log so far.
 func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
 	out := make([]Request, len(s.requests))
 	for i, r := range s.requests {
 		r.Header = r.Header.Clone()
