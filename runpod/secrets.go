@@ -10,6 +10,7 @@ package runpod
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -108,7 +109,7 @@ func (c *Client) CreateSecret(ctx context.Context, name, value string) (Secret, 
 			return s, nil
 		case ctx.Err() != nil:
 			return Secret{}, ctx.Err()
-		case !isNotFound(ferr):
+		case !errors.Is(ferr, ErrNotFound):
 			return Secret{}, fmt.Errorf("runpod: create secret %q: outcome unknown: %w; looking it up: %w", name, err, ferr)
 		case attempt >= c.maxAttempts:
 			return Secret{}, err
@@ -116,10 +117,6 @@ func (c *Client) CreateSecret(ctx context.Context, name, value string) (Secret, 
 	}
 }
 
-func isNotFound(err error) bool {
-	ae, ok := err.(*APIError)
-	return ok && ae.StatusCode == http.StatusNotFound
-}
 
 // DeleteSecret deletes the secret with the given ID.
 func (c *Client) DeleteSecret(ctx context.Context, id string) error {
