@@ -117,7 +117,6 @@ func (c *Client) CreateSecret(ctx context.Context, name, value string) (Secret, 
 	}
 }
 
-
 // DeleteSecret deletes the secret with the given ID.
 func (c *Client) DeleteSecret(ctx context.Context, id string) error {
 	if id == "" {
