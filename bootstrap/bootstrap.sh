@@ -147,8 +147,9 @@ prepare_run_dir() {
     why=run_dir_unwritable
   fi
   if [ -n "$why" ]; then
-    say "$why: ${RUN_DIR:-OVERBRAINER_RUN_DIR is empty}; reporting from /tmp"
+    say "$why: ${RUN_DIR:-OVERBRAINER_RUN_DIR is empty}"
     RUN_DIR=${TMPDIR:-/tmp}/overbrainer-bootstrap
+    say "the watchdog reports from $RUN_DIR"
     OVERBRAINER_RUN_DIR=$RUN_DIR
     export OVERBRAINER_RUN_DIR
     if ! { mkdir -p "$RUN_DIR/.pod" && write_watchdog "$RUN_DIR/.pod/watchdog.sh"; }; then
@@ -295,8 +296,7 @@ write_job_env() {
 }
 
 # start_sshd: a key-only sshd for root with our host key, on
-# OVERBRAINER_SSH_PORT (22) of OVERBRAINER_SSH_LISTEN (0.0.0.0). sshd binds
-# before it daemonizes, so a taken port fails here.
+# OVERBRAINER_SSH_PORT (22) of OVERBRAINER_SSH_LISTEN (0.0.0.0).
 start_sshd() {
   port=${OVERBRAINER_SSH_PORT:-22}
   listen=${OVERBRAINER_SSH_LISTEN:-0.0.0.0}
@@ -332,11 +332,20 @@ SSHD_END
   if ! "$SSHD" -t -f "$ETC/sshd_config" </dev/null >&2; then
     fail sshd_failed
   fi
-  rm -f "$ETC/sshd.log"
-  if ! (unset RUNPOD_API_KEY && exec "$SSHD" -f "$ETC/sshd_config" -E "$ETC/sshd.log") </dev/null; then
-    cat "$ETC/sshd.log" >&2 2>/dev/null
+  rm -f "$ETC/sshd.log" "$ETC/sshd.pid"
+  (unset RUNPOD_API_KEY && exec "$SSHD" -f "$ETC/sshd_config" -E "$ETC/sshd.log") </dev/null ||
     fail sshd_failed
-  fi
+  # sshd may daemonize before it binds; it writes its pid file once its
+  # sockets listen, and logs why it could not.
+  tries=0
+  until [ -s "$ETC/sshd.pid" ] && kill -0 "$(cat "$ETC/sshd.pid")" 2>/dev/null; do
+    tries=$((tries + 1))
+    if [ "$tries" -gt 300 ] || grep -q 'Cannot bind' "$ETC/sshd.log" 2>/dev/null; then
+      cat "$ETC/sshd.log" >&2
+      fail sshd_failed
+    fi
+    sleep 0.1 2>/dev/null || sleep 1
+  done
   say "sshd listening on $listen:$port"
 }
 
