@@ -17,6 +17,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/overbrainer/overbrainer-go/bootstrap"
+	"github.com/overbrainer/overbrainer-go/internal/shtest"
 	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
@@ -29,12 +30,12 @@ type world struct {
 	t       *testing.T
 	host    key // the run's host key; its public half is the claim
 	client  key
-	api     *fakeAPI
+	api     *shtest.FakeAPI
 	apiKey  string
 	podID   string
 	workdir string
 	runDir  string
-	stubs   string
+	bin     *shtest.Bin
 	tmpdir  string
 	port    int
 	argvLog string
@@ -46,11 +47,11 @@ func newWorld(t *testing.T) *world {
 		t:       t,
 		host:    newKey(t, "overbrainer-host-r1"),
 		client:  newKey(t, "overbrainer-client-r1"),
-		api:     newFakeAPI(t),
+		api:     shtest.NewFakeAPI(t),
 		apiKey:  "rpa_POD_SCOPED_" + strconv.FormatInt(time.Now().UnixNano(), 36),
 		podID:   "pod" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36),
 		workdir: filepath.Join(t.TempDir(), "workspace"),
-		stubs:   t.TempDir(),
+		bin:     shtest.NewBin(t),
 		tmpdir:  t.TempDir(),
 		port:    freePort(t),
 	}
@@ -61,7 +62,7 @@ func newWorld(t *testing.T) *world {
 	// The host's package managers must never run: these stubs fail and
 	// record how they were called.
 	for _, pm := range []string{"apt-get", "apk"} {
-		stub(t, w.stubs, pm, w.record(pm)+"\nexit 1")
+		w.bin.Stub(pm, w.record(pm)+"\nexit 1")
 	}
 	return w
 }
@@ -73,7 +74,7 @@ func (w *world) record(name string) string {
 		shellQuote(w.calls(name)), shellQuote("^RUNPOD_API_KEY="), shellQuote(w.calls(name)))
 }
 
-func (w *world) calls(name string) string { return filepath.Join(w.stubs, name+".calls") }
+func (w *world) calls(name string) string { return filepath.Join(w.bin.Dir, name+".calls") }
 
 // env is the container's environment: podenv's, with the host key secret
 // resolved as Runpod does at boot, the variables Runpod adds, and short
@@ -84,7 +85,7 @@ func (w *world) env() map[string]string {
 		RunID:         "r1",
 		Workdir:       w.workdir,
 		BootGrace:     time.Hour,
-		APIURL:        w.api.URL,
+		APIURL:        w.api.URL(),
 		AuthorizedKey: w.client.line,
 		Claim:         w.host.line,
 	}.Env()
@@ -97,7 +98,7 @@ func (w *world) env() map[string]string {
 	env[podenv.HostKeyEnv] = w.host.b64
 	env["RUNPOD_POD_ID"] = w.podID
 	env["RUNPOD_API_KEY"] = w.apiKey
-	env["PATH"] = w.stubs + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	env["PATH"] = w.bin.Dir + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 	env["HOME"] = "/root"
 	env["TMPDIR"] = w.tmpdir
 	env["OVERBRAINER_PROBE_TRIES"] = "1"
@@ -120,7 +121,7 @@ func (w *world) wrapCommands(env map[string]string) {
 	dir := w.t.TempDir()
 	w.argvLog = filepath.Join(w.t.TempDir(), "argv.log")
 	seen := map[string]bool{}
-	sysPath := "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	sysPath := shtest.SystemPath
 	for _, d := range filepath.SplitList(sysPath) {
 		entries, _ := os.ReadDir(d)
 		for _, e := range entries {
@@ -137,7 +138,16 @@ func (w *world) wrapCommands(env map[string]string) {
 			}
 		}
 	}
-	env["PATH"] = w.stubs + ":" + dir + ":" + sysPath
+	env["PATH"] = w.bin.Dir + ":" + dir + ":" + sysPath
+}
+
+func noSecretIn(t *testing.T, what, text string, secrets []string) {
+	t.Helper()
+	for _, s := range secrets {
+		if strings.Contains(text, s) {
+			t.Errorf("%s holds a secret (%.8s...)", what, s)
+		}
+	}
 }
 
 // checkArgvLog fails the test if a secret reached a program's command line,
@@ -145,11 +155,7 @@ func (w *world) wrapCommands(env map[string]string) {
 func (w *world) checkArgvLog(secrets []string, want ...string) {
 	w.t.Helper()
 	log := "\n" + readString(w.argvLog)
-	for _, s := range secrets {
-		if strings.Contains(log, s) {
-			w.t.Errorf("a secret (%.8s...) was on a command line", s)
-		}
-	}
+	noSecretIn(w.t, "a command line", log, secrets)
 	for _, want := range want {
 		if !strings.Contains(log, "\n"+want) {
 			w.t.Errorf("the command line log lacks %q:%s", want, log)
@@ -296,7 +302,7 @@ func TestBootServesSSH(t *testing.T) {
 	scan := scanCmdlines(append(w.host.secrets(w.apiKey), env["HF_TOKEN"]))
 	p := startPod(t, podSpec{shell: []string{"bash"}, env: env, workdir: w.workdir, tmpfsWorkdir: true})
 
-	eventually(t, bootTimeout, func() bool {
+	shtest.Eventually(t, bootTimeout, func() bool {
 		return w.verdictAt(p.path(w.runDir)) == "ready\n" || p.exited()
 	}, "no ready verdict; output:\n%s", p.stderr)
 	hits, runs := scan.finish()
@@ -307,7 +313,8 @@ func TestBootServesSSH(t *testing.T) {
 		t.Errorf("a secret was on a command line (%d scans):\n%s", runs, strings.Join(hits, "\n"))
 	}
 	w.checkArgvLog(append(w.host.secrets(w.apiKey), env["HF_TOKEN"]), bootPrograms...)
-	if w.api.count("GET", "/pods/"+w.podID, w.apiKey) == 0 {
+	noSecretIn(t, "the pod's output", p.stderr.String(), w.host.secrets(w.apiKey))
+	if apiCount(w.api, "GET", "/pods/"+w.podID, w.apiKey) == 0 {
 		t.Error("the watchdog never probed the API with the pod's key")
 	}
 	if _, err := os.Stat(w.runDir); !os.IsNotExist(err) {
@@ -407,7 +414,7 @@ func TestBootServesSSH(t *testing.T) {
 	t.Run("processes", func(t *testing.T) {
 		// The guard ended with the bootstrap: no forked bootstrap shell is
 		// left, only the watchdog in its place.
-		eventually(t, bootTimeout, func() bool {
+		shtest.Eventually(t, bootTimeout, func() bool {
 			for _, pid := range p.nsProcs() {
 				if strings.HasPrefix(readString(fmt.Sprintf("/proc/%d/cmdline", pid)), "bash\x00-c\x00") {
 					return false
@@ -470,7 +477,7 @@ func TestClaimResumesTheRunAndRefusesAnother(t *testing.T) {
 	if got := w.verdictAt(w.runDir); got != "failed bootstrap: claimed_by_other_run\n" {
 		t.Errorf("verdict %q, want failed bootstrap: claimed_by_other_run\n%s", got, intruder.stderr)
 	}
-	if n := w.api.count("DELETE", "/pods/"+w.podID, w.apiKey); n == 0 {
+	if n := apiCount(w.api, "DELETE", "/pods/"+w.podID, w.apiKey); n == 0 {
 		t.Error("the other run's pod was not deleted")
 	}
 	if got := readString(filepath.Join(w.runDir, ".pod/claim")); got != claim {
@@ -570,7 +577,7 @@ func failCases() []failCase {
 			env: func(w *world, env map[string]string) {
 				env["OVERBRAINER_SSHD"] = "/nonexistent/sshd"
 				env["OVERBRAINER_BOOT_TIMEOUT"] = "2"
-				stub(w.t, w.stubs, "apt-get", "exec sleep 600")
+				w.bin.Stub("apt-get", "exec sleep 600")
 			}},
 	}
 }
@@ -622,8 +629,8 @@ func TestEveryFailureDeletesThePod(t *testing.T) {
 					if c.fallback {
 						runDir = filepath.Join(w.tmpdir, "overbrainer-bootstrap")
 					}
-					eventually(t, bootTimeout, func() bool {
-						return w.api.count("DELETE", "/pods/"+w.podID, w.apiKey) > 0 || p.exited() && !c.hangs
+					shtest.Eventually(t, bootTimeout, func() bool {
+						return apiCount(w.api, "DELETE", "/pods/"+w.podID, w.apiKey) > 0 || p.exited() && !c.hangs
 					}, "no DELETE; output:\n%s", p.stderr)
 					if !c.hangs {
 						p.waitExit(bootTimeout)
@@ -631,19 +638,20 @@ func TestEveryFailureDeletesThePod(t *testing.T) {
 							t.Errorf("the pod's command exited %d", code)
 						}
 					}
-					if n := w.api.count("DELETE", "/pods/"+w.podID, w.apiKey); n != 1 {
+					if n := apiCount(w.api, "DELETE", "/pods/"+w.podID, w.apiKey); n != 1 {
 						t.Errorf("%d DELETEs, want 1:\n%s", n, p.stderr)
 					}
 					if got := readString(filepath.Join(runDir, watchdog.BootstrapFailed)); got != c.reason+"\n" {
 						t.Errorf("%s = %q, want %q", watchdog.BootstrapFailed, got, c.reason)
 					}
-					eventually(t, bootTimeout, func() bool { return w.verdictAt(runDir) != "" }, "no verdict")
+					shtest.Eventually(t, bootTimeout, func() bool { return w.verdictAt(runDir) != "" }, "no verdict")
 					if got, want := w.verdictAt(runDir), "failed bootstrap: "+c.reason+"\n"; got != want {
 						t.Errorf("verdict %q, want %q", got, want)
 					}
 					if !strings.Contains(p.stderr.String(), "failed: "+c.reason) {
 						t.Errorf("stderr does not say why:\n%s", p.stderr)
 					}
+					noSecretIn(t, "the pod's output", p.stderr.String(), w.host.secrets(w.apiKey))
 					if c.check != nil {
 						c.check(t, w)
 					}
@@ -657,7 +665,7 @@ func TestEveryFailureDeletesThePod(t *testing.T) {
 // it) and logs in over SSH.
 func (w *world) ready(p *pod, runDir func() string) {
 	w.t.Helper()
-	eventually(w.t, bootTimeout, func() bool { return w.verdictAt(runDir()) == "ready\n" || p.exited() },
+	shtest.Eventually(w.t, bootTimeout, func() bool { return w.verdictAt(runDir()) == "ready\n" || p.exited() },
 		"no ready verdict:\n%s", p.stderr)
 	if p.exited() {
 		w.t.Fatalf("the pod's command ended:\n%s", p.stderr)
@@ -671,7 +679,7 @@ func (w *world) ready(p *pod, runDir func() string) {
 // puts a secret on a command line (posh and mksh have no built-in printf).
 func TestBootsUnderEveryShell(t *testing.T) {
 	needNamespaces(t)
-	for _, shell := range allShells {
+	for _, shell := range shtest.Names {
 		t.Run(shell, func(t *testing.T) {
 			argv := shellArgv(t, shell)
 			t.Parallel()
@@ -700,7 +708,7 @@ func TestInstallsOpenSSHWhenMissing(t *testing.T) {
 			target := filepath.Join(t.TempDir(), "sshd")
 			env["OVERBRAINER_SSHD"] = target
 			// The stub "installs" sshd by linking the real one in place.
-			stub(t, w.stubs, pm, w.record(pm)+`
+			w.bin.Stub(pm, w.record(pm)+`
 case "$*" in *openssh-server*) ln -s `+sshdPath+` `+shellQuote(target)+` ;; esac`)
 			p := startPod(t, podSpec{shell: []string{"bash"}, env: env, workdir: w.workdir})
 			w.ready(p, func() string { return w.runDir })
@@ -733,13 +741,13 @@ func TestNoWatchdogStillDeletesThePod(t *testing.T) {
 				}
 				// runpodctl authenticates with the pod's RUNPOD_API_KEY, so it
 				// gets the environment as it is.
-				stub(t, w.stubs, "runpodctl", `echo "$*" >> `+shellQuote(w.calls("runpodctl"))+"\n"+exit)
+				w.bin.Stub("runpodctl", `echo "$*" >> `+shellQuote(w.calls("runpodctl"))+"\n"+exit)
 				full := []string{
 					"mount -t tmpfs -o size=4k tmpfs " + shellQuote(w.workdir),
 					"mount -t tmpfs -o size=4k tmpfs " + shellQuote(w.tmpdir),
 				}
 				p := startPod(t, podSpec{shell: argv, env: env, workdir: w.workdir, setup: full})
-				eventually(t, bootTimeout, func() bool {
+				shtest.Eventually(t, bootTimeout, func() bool {
 					for _, pid := range p.nsProcs() {
 						if strings.HasSuffix(readString(fmt.Sprintf("/proc/%d/cmdline", pid)), "sleep\x003600\x00") {
 							return true
@@ -751,7 +759,7 @@ func TestNoWatchdogStillDeletesThePod(t *testing.T) {
 					t.Fatalf("the pod's command ended:\n%s", p.stderr)
 				}
 				calls := readString(w.calls("runpodctl"))
-				deletes := w.api.count("DELETE", "/pods/"+w.podID, w.apiKey)
+				deletes := apiCount(w.api, "DELETE", "/pods/"+w.podID, w.apiKey)
 				if runpodctlWorks {
 					if want := "pod delete " + w.podID + "\n"; calls != want || deletes != 0 {
 						t.Errorf("runpodctl calls %q (want %q), %d API DELETEs (want 0)", calls, want, deletes)

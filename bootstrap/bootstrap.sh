@@ -8,9 +8,9 @@
 # to .pod/bootstrap_failed and the watchdog is exec'd with
 # OVERBRAINER_BOOT_FAILED=1, so it reports `failed bootstrap: REASON` and
 # deletes the pod. A run directory that cannot take the watchdog gets one in
-# /tmp instead; if even that fails, no_watchdog deletes the pod itself. A guard
-# fails the bootstrap with bootstrap_timeout if it hangs (apt-get, a stuck
-# network volume) for OVERBRAINER_BOOT_TIMEOUT seconds.
+# $TMPDIR (/tmp) instead; if even that fails, no_watchdog deletes the pod
+# itself. A guard fails the bootstrap with bootstrap_timeout if it hangs
+# (apt-get, a stuck network volume) for OVERBRAINER_BOOT_TIMEOUT seconds.
 #
 # Reasons: run_dir_missing, run_dir_unwritable, claim_missing, claim_failed,
 # claimed_by_other_run, host_key_missing, host_key_invalid, host_key_mismatch,
@@ -136,8 +136,8 @@ stop_guard() {
 }
 
 # prepare_run_dir: creates .pod and writes the watchdog there; a run directory
-# that is missing or cannot take it (a full volume) gets a stand-in under /tmp
-# so that the watchdog can still delete the pod.
+# that is missing or cannot take it (a full volume) gets a stand-in under
+# $TMPDIR (/tmp) so that the watchdog can still delete the pod.
 prepare_run_dir() {
   RUN_DIR=${OVERBRAINER_RUN_DIR:-}
   why=

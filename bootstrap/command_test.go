@@ -13,6 +13,7 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/overbrainer/overbrainer-go/bootstrap"
+	"github.com/overbrainer/overbrainer-go/internal/shtest"
 	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
@@ -63,7 +64,7 @@ func TestPathsAgreeWithPodenv(t *testing.T) {
 }
 
 func TestEveryShellParsesTheCommand(t *testing.T) {
-	for _, shell := range allShells {
+	for _, shell := range shtest.Names {
 		t.Run(shell, func(t *testing.T) {
 			argv := append(shellArgv(t, shell), "-n", "-c", bootstrap.Script())
 			out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
@@ -84,8 +85,7 @@ func TestScriptIsPOSIX(t *testing.T) {
 }
 
 func TestShellcheck(t *testing.T) {
-	_, err := exec.LookPath("shellcheck")
-	need(t, err == nil, "shellcheck is not installed")
+	shtest.NeedTool(t, "shellcheck")
 	out, err := exec.Command("shellcheck", "-s", "sh", "bootstrap.sh").CombinedOutput()
 	if err != nil {
 		t.Fatalf("shellcheck -s sh bootstrap.sh: %v\n%s", err, out)
@@ -134,15 +134,15 @@ func TestFailureReasonsAreTheExportedOnes(t *testing.T) {
 // /usr/bin/printf (posh, mksh). A printf stub first on PATH records any call.
 func TestFeedKeepsSecretsOffCommandLines(t *testing.T) {
 	const secret = "c2VjcmV0LWhvc3Qta2V5LWJhc2U2NA== 'quoted' $HOME"
-	for _, shell := range allShells {
+	for _, shell := range shtest.Names {
 		t.Run(shell, func(t *testing.T) {
 			argv := shellArgv(t, shell)
-			dir := t.TempDir()
-			log := filepath.Join(dir, "printf.calls")
-			stub(t, dir, "printf", `echo "$*" >> "`+log+`"; exec /usr/bin/printf "$@"`)
+			bin := shtest.NewBin(t)
+			log := filepath.Join(bin.Dir, "printf.calls")
+			bin.Stub("printf", `echo "$*" >> "`+log+`"; exec /usr/bin/printf "$@"`)
 			script := bootstrap.Functions() + "\nfeed \"$SECRET\"\n"
 			cmd := exec.Command(argv[0], append(argv[1:], "-c", script)...)
-			cmd.Env = []string{"PATH=" + dir + ":/usr/bin:/bin", "SECRET=" + secret}
+			cmd.Env = []string{"PATH=" + bin.Dir + ":" + shtest.SystemPath, "SECRET=" + secret}
 			out, err := cmd.Output()
 			if err != nil {
 				t.Fatalf("feed: %v", err)

@@ -8,11 +8,8 @@ import (
 	"encoding/pem"
 	"fmt"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,6 +20,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/overbrainer/overbrainer-go/bootstrap"
+	"github.com/overbrainer/overbrainer-go/internal/shtest"
 )
 
 // need skips the test when what it needs is missing, or fails it under
@@ -33,24 +31,22 @@ func need(t *testing.T, ok bool, format string, args ...any) {
 		return
 	}
 	msg := fmt.Sprintf(format, args...)
-	if os.Getenv("REQUIRE_SHELLS") == "1" {
+	if shtest.Required() {
 		t.Fatalf("%s (required: REQUIRE_SHELLS=1)", msg)
 	}
 	t.Skipf("skipped: %s", msg)
 }
 
-// allShells are the shells the command must parse under; "busybox sh" runs
-// busybox's ash.
-var allShells = []string{"sh", "dash", "busybox sh", "bash", "posh", "yash", "mksh"}
-
-// shellArgv returns the argv prefix that runs shell, skipping (or failing
-// under REQUIRE_SHELLS) when it is not installed.
-func shellArgv(t *testing.T, shell string) []string {
+// shellArgv returns the argv prefix that runs the shtest shell name,
+// skipping (or failing under REQUIRE_SHELLS) when it is not installed.
+func shellArgv(t *testing.T, name string) []string {
 	t.Helper()
-	argv := strings.Fields(shell)
-	_, err := exec.LookPath(argv[0])
-	need(t, err == nil, "%s is not installed", argv[0])
-	return argv
+	sh, ok := shtest.Lookup(name)
+	if !ok {
+		t.Fatalf("unknown shell %q", name)
+	}
+	shtest.Need(t, sh)
+	return sh.Argv
 }
 
 // key is an ed25519 key in the forms the pod sees: the OpenSSH private key
@@ -114,30 +110,9 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// eventually polls cond until it holds, failing the test after timeout.
-// Timeouts are generous: the tests run on loaded 2-core machines.
-func eventually(t *testing.T, timeout time.Duration, cond func() bool, format string, args ...any) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s: "+format, append([]any{timeout}, args...)...)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func readString(path string) string {
 	b, _ := os.ReadFile(path)
 	return string(b)
-}
-
-// stub writes an executable shell script named name into dir.
-func stub(t *testing.T, dir, name, body string) {
-	t.Helper()
-	if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // syncBuffer is a bytes.Buffer safe for a process writing while a test reads.
@@ -353,50 +328,11 @@ func (p *pod) path(path string) string {
 	return fmt.Sprintf("/proc/%d/root%s", init, path)
 }
 
-// apiCall is one request the fake Runpod API received.
-type apiCall struct {
-	Method, Path, Auth string
-}
-
-// fakeAPI answers the watchdog's probe (GET /pods/{id}: 200) and deletes
-// (DELETE /pods/{id}: 204), recording every request.
-type fakeAPI struct {
-	URL   string
-	mu    sync.Mutex
-	calls []apiCall
-}
-
-func newFakeAPI(t *testing.T) *fakeAPI {
-	t.Helper()
-	f := &fakeAPI{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f.mu.Lock()
-		f.calls = append(f.calls, apiCall{Method: r.Method, Path: r.URL.Path, Auth: r.Header.Get("Authorization")})
-		f.mu.Unlock()
-		switch {
-		case !strings.HasPrefix(r.URL.Path, "/pods/"):
-			http.NotFound(w, r)
-		case r.Method == http.MethodGet:
-			w.Header().Set("Content-Type", "application/json")
-			fmt.Fprintf(w, `{"id":%q}`, strings.TrimPrefix(r.URL.Path, "/pods/"))
-		case r.Method == http.MethodDelete:
-			w.WriteHeader(http.StatusNoContent)
-		default:
-			w.WriteHeader(http.StatusOK)
-		}
-	}))
-	t.Cleanup(srv.Close)
-	f.URL = srv.URL
-	return f
-}
-
-// count returns how many method requests reached path with the bearer key.
-func (f *fakeAPI) count(method, path, apiKey string) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+// apiCount counts the requests method path that carried the bearer key.
+func apiCount(api *shtest.FakeAPI, method, path, apiKey string) int {
 	n := 0
-	for _, c := range f.calls {
-		if c.Method == method && c.Path == path && c.Auth == "Bearer "+apiKey {
+	for _, r := range api.Requests() {
+		if r.Method == method && r.Path == path && r.Auth == "Bearer "+apiKey {
 			n++
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/overbrainer/overbrainer-go/bootstrap"
+	"github.com/overbrainer/overbrainer-go/internal/shtest"
 )
 
 // hostileEnv returns values that a naive quoting would break or execute,
@@ -125,7 +126,7 @@ func TestJobEnvRoundTripsHostileValues(t *testing.T) {
 	}
 	for _, writer := range []string{"dash", "bash"} {
 		t.Run(writer, func(t *testing.T) {
-			for _, reader := range allShells {
+			for _, reader := range shtest.Names {
 				t.Run(reader, func(t *testing.T) {
 					env, keep := env, keep
 					if reader == "yash" {
