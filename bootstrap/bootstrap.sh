@@ -359,8 +359,10 @@ bootstrap_main() {
   HOST_KEY=$ETC/ssh_host_ed25519_key
   GUARD=
   prepare_run_dir
-  start_guard
   claim_run_dir
+  # After the claim, which clears an earlier pod's bootstrap_failed; the
+  # volume just took the watchdog, so the claim does not hang.
+  start_guard
   install_host_key
   install_authorized_key
   write_job_env

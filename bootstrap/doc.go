@@ -8,11 +8,11 @@
 //     anything else can fail; from then on every failure is handed to the
 //     watchdog, which reports `failed bootstrap: REASON` in .pod/watchdog and
 //     deletes the pod (the reasons are the Reason constants);
-//   - starts a guard that fails the bootstrap with bootstrap_timeout if it is
-//     still running after OVERBRAINER_BOOT_TIMEOUT seconds (default 900);
 //   - claims the run directory: .pod/claim holds OVERBRAINER_CLAIM, the run's
 //     public host key; finding the same key (type and base64, comments
 //     ignored) means a resumed run on a network volume, another one fails;
+//   - starts a guard that fails the bootstrap with bootstrap_timeout if it is
+//     still running after OVERBRAINER_BOOT_TIMEOUT seconds (default 900);
 //   - decodes OVERBRAINER_HOST_KEY (base64 of an OpenSSH private key, a Runpod
 //     secret) into /etc/overbrainer/ssh_host_ed25519_key (0600) once
 //     `ssh-keygen -y` shows its public half is the claim;
