@@ -380,11 +380,9 @@ func (s *Server) podAction(w http.ResponseWriter, r *http.Request, id string) {
 	s.mu.Unlock()
 
 	if l != nil {
-		if action == "stop" {
-			l.stop(s.cfg.stopGrace)
-		} else {
-			l.kill()
-		}
+		// stop and restart end the command as docker does: SIGTERM, then
+		// SIGKILL after the grace.
+		l.stop(s.cfg.stopGrace)
 		<-l.done
 	}
 

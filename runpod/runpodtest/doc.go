@@ -7,9 +7,13 @@
 // # Setup
 //
 //	srv := runpodtest.NewTestServer(t)
-//	// Give the code under test srv.BaseURL() for https://api.runpod.io/v2,
-//	// srv.GraphQLURL() for GraphQL, and srv.APIKey() as the account key.
-//	// Then srv.Pods(), srv.Requests() show what it did.
+//	client, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()),
+//		runpod.WithGraphQLURL(srv.GraphQLURL()))
+//
+// Any other client works the same way: srv.BaseURL() stands for
+// https://api.runpod.io/v2, srv.GraphQLURL() for the GraphQL endpoint and
+// srv.APIKey() for the account key. Then srv.Pods() and srv.Requests() show
+// what the code under test did.
 //
 // NewTestServer closes the fake when the test ends and fails the test if a pod
 // was left billing. NewServer is the same without a test (call Close).
@@ -45,7 +49,9 @@
 // # State and faults
 //
 // Pods returns every pod with its status, env, bill and exit code; Requests
-// the request log (method, path, headers, body, whose key, status);
+// the request log (method, path, headers, body, whose key, status), kept in
+// memory only, Authorization header included so that a test can check the
+// key a call used;
 // Secrets, NetworkVolumes and PodLog the rest. WaitPod and WaitStatus wait
 // for a pod's state without polling. Fail makes the next N calls to a path
 // (optionally only a given caller's) answer a status with an optional
@@ -78,12 +84,13 @@
 // The command's env is PATH and HOME, the pod's env with its
 // {{ RUNPOD_SECRET_<name> }} placeholders resolved from the fake's secrets,
 // then RUNPOD_POD_ID, a pod-scoped RUNPOD_API_KEY, RUNPOD_PUBLIC_IP=127.0.0.1,
-// RUNPOD_TCP_PORT_22 and OVERBRAINER_SSH_PORT (a free 127.0.0.1 port, which
-// the pod reports as its mapping of port 22), and OVERBRAINER_API_URL =
-// BaseURL. It reaches the command through a pipe, never a command line or a
+// RUNPOD_TCP_PORT_22 and OVERBRAINER_SSH_PORT (a free port, which the pod
+// reports as its mapping of port 22), RUNPOD_POD_HOSTNAME, RUNPOD_DC_ID,
+// RUNPOD_GPU_COUNT, and OVERBRAINER_API_URL = BaseURL; nothing of the test
+// process's own env. It reaches the command through a pipe, never a command line or a
 // file. The command's output goes to PodLog, keys and secrets redacted.
 //
-// Stop sends SIGTERM and kills after WithStopGrace; DELETE, terminate and
+// Stop and restart send SIGTERM and kill after WithStopGrace; DELETE, terminate and
 // Close kill the process group and the namespace's init, which takes down
 // everything in the namespace (sshd too), and return once it is all gone.
 // If the test process dies, the kernel kills its pods (Pdeathsig).
@@ -100,8 +107,10 @@
 //     whole command, and the pod runs on the host's files.
 //   - A command that ends leaves the pod EXITED; Runpod may restart the
 //     container instead.
-//   - A pod's network is the host's: its sshd listens on 127.0.0.1 directly,
-//     the port it reports as public. ssh.proxy is always null.
+//   - A pod's network is the host's: there is no port mapping, its sshd
+//     listens on the port it reports as public (on every address the
+//     bootstrap asks for), and the pod reaches the fake on 127.0.0.1.
+//     ssh.proxy is always null.
 //   - A secret the env names but the fake lacks is left as the placeholder.
 //   - Templates, clusters, serverless, registries, billing endpoints, pod
 //     PATCH and logs, and network volume create/delete/list are not served
