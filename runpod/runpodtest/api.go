@@ -298,6 +298,9 @@ func (s *Server) terminate(id string, answer func()) bool {
 	// a command that exited by itself.
 	p.terminating = true
 	l := p.launch
+	if l == nil {
+		l = p.dying // a stop is ending it: finish it now
+	}
 	s.mu.Unlock()
 	if l != nil {
 		l.kill()
@@ -345,9 +348,9 @@ func (s *Server) podAction(w http.ResponseWriter, r *http.Request, id string) {
 	}
 	now := s.cfg.now()
 	s.refreshLocked(p, now)
-	if p.terminating && action != "terminate" {
+	if (p.terminating || p.stopping) && action != "terminate" {
 		s.mu.Unlock()
-		writeProblem(w, http.StatusConflict, "the pod is being terminated")
+		writeProblem(w, http.StatusConflict, "the pod is being stopped or terminated")
 		return
 	}
 	if !slices.Contains(p.actions(), action) {
@@ -363,35 +366,34 @@ func (s *Server) podAction(w http.ResponseWriter, r *http.Request, id string) {
 		}
 		return
 	}
+	// stop and restart end the command as docker does: SIGTERM, then
+	// SIGKILL after the grace. The pod keeps its status until the command
+	// is gone, so that whoever sees it EXITED knows that nothing of it runs.
 	l := p.launch
-	switch action {
-	case "stop":
-		p.launch = nil
-		p.sshPort = 0
-		p.setStatus(StatusExited, now)
-	case "restart":
-		p.launch = nil
-		p.setStatus(StatusStarting, now)
-	case "start":
-		p.setStatus(StatusStarting, now)
-		p.errMsg = ""
-	}
-	s.notifyLocked()
+	p.launch, p.dying = nil, l
+	p.stopping = true
 	s.mu.Unlock()
-
 	if l != nil {
-		// stop and restart end the command as docker does: SIGTERM, then
-		// SIGKILL after the grace.
 		l.stop(s.cfg.stopGrace)
 		<-l.done
 	}
-
 	s.mu.Lock()
-	if action != "stop" && p.status == StatusStarting && p.launch == nil {
-		if s.cfg.runner && !s.closed {
-			s.startLaunchLocked(p)
-		} else if !s.cfg.runner {
-			p.setStatus(StatusRunning, s.cfg.now())
+	p.stopping, p.dying = false, nil
+	if p.status != StatusTerminated && !p.terminating {
+		now = s.cfg.now()
+		switch action {
+		case "stop":
+			p.sshPort = 0
+			p.setStatus(StatusExited, now)
+		case "restart", "start":
+			p.errMsg = ""
+			if s.cfg.runner && !s.closed {
+				p.setStatus(StatusStarting, now)
+				s.startLaunchLocked(p)
+			} else {
+				p.setStatus(StatusStarting, now) // a restart starts anew
+				p.setStatus(StatusRunning, now)
+			}
 		}
 		s.notifyLocked()
 	}

@@ -116,6 +116,8 @@ type pod struct {
 	log         *podLog
 	launch      *launch // the current run of the pod runner, if any
 	terminating bool    // a DELETE or terminate is killing it
+	stopping    bool    // a stop or restart is ending its command
+	dying       *launch // the run a stop or restart is ending
 }
 
 // setStatus moves the pod to status at now and keeps its billing intervals.

@@ -409,3 +409,47 @@ func TestCloseKillsEveryPod(t *testing.T) {
 		t.Errorf("the fake's directory %s is still there: %v", srv.tmp, err)
 	}
 }
+
+// A DELETE that comes while a stop waits out its grace ends the pod at once,
+// and a second stop meanwhile is refused.
+func TestPodRunnerDeleteCutsAStopShort(t *testing.T) {
+	requireRunner(t)
+	// A grace far longer than the test's timeout: only the DELETE can end
+	// the stop in time.
+	srv := NewTestServer(t, WithPodRunner(), WithStopGrace(time.Hour))
+	p := createPod(t, srv, shPod("stubborn", `trap 'echo got-term' TERM; echo ready; while :; do sleep 0.1; done`, nil))
+	waitLog(t, srv, p.ID, "ready\n")
+	stopped := make(chan int, 1)
+	go func() {
+		// Not call: t.Fatal must stay on the test's goroutine.
+		req, _ := http.NewRequest("POST", srv.BaseURL()+"/pods/"+p.ID+"/action", strings.NewReader(`{"action":"stop"}`))
+		req.Header.Set("Authorization", "Bearer "+srv.APIKey())
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			stopped <- -1
+			return
+		}
+		resp.Body.Close()
+		stopped <- resp.StatusCode
+	}()
+	waitLog(t, srv, p.ID, "got-term\n")
+	if got, _ := srv.Pod(p.ID); got.Status != StatusRunning {
+		t.Errorf("a pod whose command still runs shows %s", got.Status)
+	}
+	checkProblem(t, srv, srv.APIKey(), "POST", "/v2/pods/"+p.ID+"/action", map[string]string{"action": "stop"}, http.StatusConflict)
+	mustCall(t, srv, srv.APIKey(), "DELETE", "/v2/pods/"+p.ID, nil, http.StatusNoContent)
+	if left := podProcs(t, p.ID); len(left) != 0 {
+		t.Errorf("processes %v left after DELETE", left)
+	}
+	select {
+	case status := <-stopped:
+		if status != http.StatusOK {
+			t.Errorf("the stop answered %d", status)
+		}
+	case <-waitCtx(t).Done():
+		t.Fatal("the stop never returned")
+	}
+	if got, _ := srv.Pod(p.ID); got.Status != StatusTerminated || got.Billing {
+		t.Errorf("pod %s, billing=%v", got.Status, got.Billing)
+	}
+}
