@@ -86,7 +86,9 @@
 // then RUNPOD_POD_ID, a pod-scoped RUNPOD_API_KEY, RUNPOD_PUBLIC_IP=127.0.0.1,
 // RUNPOD_TCP_PORT_22 and OVERBRAINER_SSH_PORT (a free port, which the pod
 // reports as its mapping of port 22), RUNPOD_POD_HOSTNAME, RUNPOD_DC_ID,
-// RUNPOD_GPU_COUNT, and OVERBRAINER_API_URL = BaseURL; nothing of the test
+// RUNPOD_GPU_COUNT, OVERBRAINER_API_URL = BaseURL and
+// OVERBRAINER_SSH_LISTEN=127.0.0.1 (the pod shares the host's network, so its
+// sshd listens on loopback only); nothing of the test
 // process's own env. It reaches the command through a pipe, never a command line or a
 // file. The command's output goes to PodLog, keys and secrets redacted.
 //

@@ -237,6 +237,9 @@ func (s *Server) podSpecLocked(p *pod) (*podSpec, error) {
 	}
 	env["OVERBRAINER_API_URL"] = s.BaseURL()
 	env["OVERBRAINER_SSH_PORT"] = port
+	// The pod shares the host's network: its sshd listens on loopback only,
+	// so a local pod is never reachable from another machine.
+	env["OVERBRAINER_SSH_LISTEN"] = "127.0.0.1"
 	names := make([]string, 0, len(env))
 	for k := range env {
 		names = append(names, k)
