@@ -32,9 +32,16 @@ func TestMain(m *testing.M) {
 const (
 	podID  = "pod-7f3a9c"
 	apiKey = "rpa_S3CRET_0b9e7c1d2a4f6e8d0c1b2a3f4e5d6c7b"
-	// wait bounds every poll: generous, for a loaded 2-core machine.
-	wait = 90 * time.Second
 )
+
+// wait bounds every poll: generous, for a loaded 2-core machine.
+// WATCHDOG_TEST_WAIT (a Go duration) overrides it, e.g. for mutation runs.
+var wait = func() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("WATCHDOG_TEST_WAIT")); err == nil {
+		return d
+	}
+	return 90 * time.Second
+}()
 
 // pod is one watchdog under test: its run directory, fake API, stubs and env.
 type pod struct {

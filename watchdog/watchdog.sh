@@ -160,11 +160,17 @@ due() {
 }
 
 # pause SECONDS: sleeps in the background and waits for it, so that TERM and
-# INT are handled at once rather than when sleep ends.
+# INT are handled at once rather than when sleep ends. posh's wait sometimes
+# returns before the sleep ended (with the status of some other child), so
+# it waits again while /proc still shows the sleep (a builtin test, no
+# process).
 pause() {
   sleep "$1" &
   sleeper=$!
   wait "$sleeper"
+  while [ -d "/proc/$sleeper" ]; do
+    wait "$sleeper"
+  done
   sleeper=
 }
 
