@@ -31,8 +31,8 @@
 #
 # Timing: the loop wakes every INTERVAL seconds, or sooner when one of the
 # time rules above falls due earlier, so each fires within a second or two of
-# its time whatever INTERVAL is. A steady tick runs two or three processes
-# (date, df, sleep); see watchdog_test.go and the benchmark.
+# its time whatever INTERVAL is. A steady tick runs three processes under
+# dash (date, df, sleep; BenchmarkTickProcesses counts them per shell).
 #
 # The API key is read once, removed from the environment (so no child inherits
 # it) and handed to curl on its standard input only: never on a command line,
@@ -188,7 +188,7 @@ on_signal() {
 lease_check() {
   lease=stale
   [ -f "$POD_DIR/lease" ] || return 0
-  touched=$(stat -c %Y "$POD_DIR/lease" 2>/dev/null)
+  { touched=$(stat -c %Y "$POD_DIR/lease"); } 2>/dev/null
   number "$touched" || return 0
   touched=$number
   age=$((n - touched))
@@ -276,7 +276,9 @@ disk_full() {
     [ $((shrunk_a * 10000)) -ge $((shrunk_b * VOLUME_FULL)) ]
     return
   fi
-  out=$("$DF" -Pk -- "$RUN_DIR" 2>/dev/null)
+  # The redirection outside the substitution lets bash and yash exec df
+  # without a second fork.
+  { out=$("$DF" -Pk -- "$RUN_DIR"); } 2>/dev/null
   used=
   avail=
   while read -r _ _ u a _; do
