@@ -721,3 +721,18 @@ func TestFullDiskForTheLog(t *testing.T) {
 		}
 	})
 }
+
+// Without RUNPOD_POD_ID there is nothing to delete: the watchdog keeps trying
+// (every tick logs the failure) and never calls the API on a wrong path.
+func TestNoPodIDNeverCallsTheCollection(t *testing.T) {
+	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+		p := newPod(t, sh)
+		p.setEnv("RUNPOD_POD_ID", "", "OVERBRAINER_BOOT_GRACE", "1")
+		p.start()
+		_, i := p.waitEvent(watchdog.KindDeleteFailed)
+		p.waitTicks(i, 2)
+		if n := len(p.api.Requests()); n != 0 {
+			t.Errorf("%d API calls without a pod id: %+v", n, p.api.Requests())
+		}
+	})
+}

@@ -163,13 +163,15 @@ due() {
 # INT are handled at once rather than when sleep ends. posh's wait sometimes
 # returns before the sleep ended (with the status of some other child), so
 # it waits again while /proc still shows the sleep (a builtin test, no
-# process).
+# process); a bounded number of times, in case the pid was already reused.
 pause() {
   sleep "$1" &
   sleeper=$!
   wait "$sleeper"
-  while [ -d "/proc/$sleeper" ]; do
+  rewaits=0
+  while [ -d "/proc/$sleeper" ] && [ "$rewaits" -lt 50 ]; do
     wait "$sleeper"
+    rewaits=$((rewaits + 1))
   done
   sleeper=
 }
@@ -391,6 +393,9 @@ job_ended() {
 # $deleted_by tells which one worked: only `stop` leaves the volume billing.
 delete_pod() {
   log "delete_reason reason=$1"
+  # Without a pod id the calls below would name the pod collection, whose 404
+  # must never be read as "deleted".
+  [ -n "$POD_ID" ] || return 1
   api DELETE "/pods/$POD_ID"
   log "delete_code method=DELETE code=$code"
   case $code in
