@@ -1,0 +1,230 @@
+package podssh
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// untarScript unpacks the tar stream on standard input into $1, which it
+// creates. Ownership is root's in the headers, so tar running as root keeps
+// it sane without GNU-only flags.
+const untarScript = `mkdir -p "$1" && cd "$1" && tar -xf -`
+
+// tarScript writes a tar stream of the names (after $1, relative to the
+// directory $1) that exist; nothing at all when none does.
+const tarScript = `dir=$1
+shift
+cd "$dir" || exit 1
+n=$#
+while [ "$n" -gt 0 ]; do
+  f=$1
+  shift
+  if [ -e "$f" ]; then set -- "$@" "$f"; fi
+  n=$((n - 1))
+done
+[ "$#" -gt 0 ] || exit 0
+exec tar -cf - "$@"`
+
+// Upload copies the local directory dir into remoteDir on the pod (created
+// when missing), as one tar stream over a session: regular files,
+// directories and symbolic links, with their permission bits.
+func (c *Conn) Upload(ctx context.Context, dir, remoteDir string) error {
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(WriteTar(pw, dir)) }()
+	var errb bytes.Buffer
+	err := c.Run(ctx, Command(untarScript, remoteDir), pr, nil, &errb)
+	pr.Close()
+	if err != nil {
+		return fmt.Errorf("podssh: upload of %s: %w", dir, commandError(err, errb.Bytes()))
+	}
+	return nil
+}
+
+// WriteTar writes dir's tree to w as a tar stream, names relative to dir.
+// Files other than regular files, directories and symbolic links are an
+// error: a socket or a device has no place in a job's directory.
+func WriteTar(w io.Writer, dir string) error {
+	tw := tar.NewWriter(w)
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil || rel == "." {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		link := ""
+		switch {
+		case info.Mode().IsRegular(), info.IsDir():
+		case info.Mode()&fs.ModeSymlink != 0:
+			if link, err = os.Readlink(p); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("%s: not a regular file, directory or symbolic link", p)
+		}
+		h, err := tar.FileInfoHeader(info, link)
+		if err != nil {
+			return err
+		}
+		h.Name = filepath.ToSlash(rel)
+		if info.IsDir() {
+			h.Name += "/"
+		}
+		h.Uid, h.Gid, h.Uname, h.Gname = 0, 0, "root", "root"
+		h.Format = tar.FormatPAX
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if !info.Mode().IsRegular() {
+			return nil
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, err = io.Copy(tw, f)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return tw.Close()
+}
+
+// Download copies the names (relative to remoteDir; missing ones are
+// skipped) from the pod into the local directory dir, created 0700 when
+// missing. It returns what ExtractTar extracted.
+func (c *Conn) Download(ctx context.Context, remoteDir string, names []string, dir string) (Extracted, error) {
+	for _, n := range names {
+		if n == "" || strings.HasPrefix(n, "-") || strings.HasPrefix(n, "/") {
+			return Extracted{}, fmt.Errorf("podssh: download: bad name %q", n)
+		}
+	}
+	// A failed extraction stops reading: the session is then closed, or the
+	// remote tar would block on a full window for ever.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	pr, pw := io.Pipe()
+	var errb bytes.Buffer
+	done := make(chan error, 1)
+	go func() {
+		err := c.Run(ctx, Command(tarScript, append([]string{remoteDir}, names...)...), nil, pw, &errb)
+		if err != nil {
+			pw.CloseWithError(errRemote)
+		} else {
+			pw.Close()
+		}
+		done <- err
+	}()
+	got, xerr := ExtractTar(pr, dir)
+	if xerr != nil {
+		cancel()
+		pr.CloseWithError(errors.New("podssh: extraction stopped"))
+	} else {
+		// tar pads its stream past the end-of-archive marker.
+		_, _ = io.Copy(io.Discard, pr)
+	}
+	runErr := <-done
+	switch {
+	case xerr != nil && !errors.Is(xerr, errRemote):
+		return got, fmt.Errorf("podssh: download from %s: %w", remoteDir, xerr)
+	case runErr != nil:
+		return got, fmt.Errorf("podssh: download from %s: %w", remoteDir, commandError(runErr, errb.Bytes()))
+	}
+	return got, nil
+}
+
+// errRemote ends the local side of a download whose remote side failed; the
+// remote error is the one reported.
+var errRemote = errors.New("podssh: the remote tar failed")
+
+// Extracted counts what ExtractTar wrote, and what it refused.
+type Extracted struct {
+	Files, Dirs int
+	Bytes       int64
+	// Skipped names entries that were not written: links (which could
+	// point a later entry outside the directory), devices and the like.
+	Skipped []string
+}
+
+// ExtractTar unpacks a tar stream into dir, created 0700 when missing. Only
+// regular files and directories are written; a name that would leave dir
+// is an error. An empty stream is no error.
+func ExtractTar(r io.Reader, dir string) (Extracted, error) {
+	var got Extracted
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return got, err
+	}
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return got, nil
+		}
+		if err != nil {
+			return got, err
+		}
+		name := path.Clean(strings.TrimPrefix(h.Name, "./"))
+		if name == "." {
+			continue
+		}
+		if path.IsAbs(name) || name == ".." || strings.HasPrefix(name, "../") {
+			return got, fmt.Errorf("tar entry %q leaves the directory", h.Name)
+		}
+		target := filepath.Join(dir, filepath.FromSlash(name))
+		perm := fs.FileMode(h.Mode).Perm()
+		switch h.Typeflag {
+		case tar.TypeDir:
+			if err := os.MkdirAll(target, perm|0o700); err != nil {
+				return got, err
+			}
+			got.Dirs++
+		case tar.TypeReg:
+			if err := os.MkdirAll(filepath.Dir(target), 0o700); err != nil {
+				return got, err
+			}
+			n, err := writeFile(target, tr, perm|0o600)
+			got.Bytes += n
+			if err != nil {
+				return got, err
+			}
+			got.Files++
+		default:
+			got.Skipped = append(got.Skipped, name)
+		}
+	}
+}
+
+// writeFile replaces target with r's content. An existing symbolic link at
+// target is replaced, never followed.
+func writeFile(target string, r io.Reader, perm fs.FileMode) (int64, error) {
+	if fi, err := os.Lstat(target); err == nil && !fi.Mode().IsRegular() {
+		if err := os.RemoveAll(target); err != nil {
+			return 0, err
+		}
+	}
+	f, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscallNoFollow, perm)
+	if err != nil {
+		return 0, err
+	}
+	n, err := io.Copy(f, r)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return n, err
+}
