@@ -1,0 +1,118 @@
+package shtest
+
+import (
+	"os"
+	"os/exec"
+	"sync"
+	"testing"
+)
+
+// Shell is one way to run a POSIX sh script.
+type Shell struct {
+	// Name identifies the shell in test names: sh, dash, busybox, bash, posh,
+	// yash or mksh.
+	Name string
+	// Argv is the command that runs a script file given as the next argument,
+	// e.g. ["/usr/bin/busybox", "sh"]. Empty when the shell is not installed.
+	Argv []string
+}
+
+// Available reports whether the shell was found on this machine.
+func (s Shell) Available() bool { return len(s.Argv) > 0 }
+
+// Names lists every supported shell, in the order [All] returns them.
+var Names = []string{"sh", "dash", "busybox", "bash", "posh", "yash", "mksh"}
+
+var (
+	detectOnce sync.Once
+	detected   []Shell
+)
+
+// All returns the supported shells, each detected once per test binary. A
+// shell that is not installed has an empty Argv.
+func All() []Shell {
+	detectOnce.Do(func() {
+		for _, name := range Names {
+			sh := Shell{Name: name}
+			bin := name
+			if name == "busybox" {
+				bin = "busybox"
+			}
+			if p, err := exec.LookPath(bin); err == nil {
+				sh.Argv = []string{p}
+				if name == "busybox" {
+					sh.Argv = append(sh.Argv, "sh")
+				}
+			}
+			detected = append(detected, sh)
+		}
+	})
+	out := make([]Shell, len(detected))
+	copy(out, detected)
+	return out
+}
+
+// Lookup returns the shell called name, and false when the name is unknown.
+func Lookup(name string) (Shell, bool) {
+	for _, sh := range All() {
+		if sh.Name == name {
+			return sh, true
+		}
+	}
+	return Shell{}, false
+}
+
+// Required reports whether missing shells and tools must fail the tests
+// (REQUIRE_SHELLS=1) instead of skipping them.
+func Required() bool { return os.Getenv("REQUIRE_SHELLS") == "1" }
+
+// Need skips the test when sh is not installed, or fails it when
+// REQUIRE_SHELLS=1.
+func Need(t testing.TB, sh Shell) {
+	t.Helper()
+	if sh.Available() {
+		return
+	}
+	if Required() {
+		t.Fatalf("shell %s is not installed and REQUIRE_SHELLS=1", sh.Name)
+	}
+	t.Skipf("shell %s is not installed", sh.Name)
+}
+
+// NeedTool returns the path of the command name, skipping the test when it is
+// missing (failing it when REQUIRE_SHELLS=1).
+func NeedTool(t testing.TB, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err == nil {
+		return p
+	}
+	if Required() {
+		t.Fatalf("%s is not installed and REQUIRE_SHELLS=1", name)
+	}
+	t.Skipf("%s is not installed", name)
+	return ""
+}
+
+// ForEach runs fn in a parallel subtest named after each shell of [All].
+func ForEach(t *testing.T, fn func(t *testing.T, sh Shell)) {
+	t.Helper()
+	ForShells(t, Names, fn)
+}
+
+// ForShells runs fn in a parallel subtest for each named shell. An unknown
+// name fails the test; a missing shell is handled as by [Need].
+func ForShells(t *testing.T, names []string, fn func(t *testing.T, sh Shell)) {
+	t.Helper()
+	for _, name := range names {
+		sh, ok := Lookup(name)
+		if !ok {
+			t.Fatalf("shtest: unknown shell %q (known: %v)", name, Names)
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			Need(t, sh)
+			fn(t, sh)
+		})
+	}
+}
