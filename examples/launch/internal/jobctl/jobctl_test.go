@@ -12,29 +12,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/overbrainer/overbrainer-go/internal/shtest"
 )
 
-// shells are the shells the pod scripts must work under: whichever one the
-// image's sh is.
-var shells = [][]string{{"sh"}, {"dash"}, {"busybox", "sh"}, {"bash"}, {"posh"}, {"yash"}, {"mksh"}}
-
-func needs(t *testing.T, why string) {
-	t.Helper()
-	if os.Getenv("REQUIRE_SHELLS") == "1" {
-		t.Fatalf("REQUIRE_SHELLS=1 but %s", why)
-	}
-	t.Skip(why)
-}
-
 func forEachShell(t *testing.T, f func(t *testing.T, shell []string)) {
-	for _, sh := range shells {
-		t.Run(strings.Join(sh, "_"), func(t *testing.T) {
-			if _, err := exec.LookPath(sh[0]); err != nil {
-				needs(t, sh[0]+" is not installed")
-			}
-			f(t, sh)
-		})
-	}
+	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) { f(t, sh.Argv) })
 }
 
 // runScript runs what podssh.Command would run on the pod, under shell
@@ -89,16 +72,7 @@ func cmdlinesContaining(s string) []string {
 
 func waitFile(t *testing.T, p string) string {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if b, err := os.ReadFile(p); err == nil {
-			return string(b)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never appeared", p)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return shtest.WaitFile(t, p, 60*time.Second)
 }
 
 // newRun makes a run directory with a command.sh, and a job env file.
@@ -197,9 +171,7 @@ func readAll(r interface{ Read([]byte) (int, error) }) (string, error) {
 }
 
 func TestStartUnderEveryShell(t *testing.T) {
-	if _, err := exec.LookPath("setsid"); err != nil {
-		needs(t, "no setsid (util-linux)")
-	}
+	shtest.NeedTool(t, "setsid")
 	forEachShell(t, func(t *testing.T, shell []string) {
 		startAndFinish(t, shell, nil)
 	})
@@ -225,14 +197,10 @@ func binWithout(t *testing.T, names ...string) string {
 // Without setsid the start uses busybox's, and without either it refuses
 // to start a job that the watchdog could not watch as a group.
 func TestStartWithoutSetsid(t *testing.T) {
-	if _, err := exec.LookPath("busybox"); err != nil {
-		needs(t, "busybox is not installed")
-	}
+	shtest.NeedTool(t, "busybox")
 	for _, shell := range []string{"dash", "bash"} {
 		t.Run(shell, func(t *testing.T) {
-			if _, err := exec.LookPath(shell); err != nil {
-				needs(t, shell+" is not installed")
-			}
+			shtest.NeedTool(t, shell)
 			bin := binWithout(t, "setsid")
 			startAndFinish(t, []string{filepath.Join(bin, shell)}, []string{"PATH=" + bin})
 

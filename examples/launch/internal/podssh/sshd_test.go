@@ -11,17 +11,9 @@ import (
 	"sync"
 	"testing"
 	"time"
-)
 
-// needs skips the test when a tool is missing, or fails it when CI asked
-// for every tool (REQUIRE_SHELLS=1).
-func needs(t *testing.T, why string) {
-	t.Helper()
-	if os.Getenv("REQUIRE_SHELLS") == "1" {
-		t.Fatalf("REQUIRE_SHELLS=1 but %s", why)
-	}
-	t.Skip(why)
-}
+	"github.com/overbrainer/overbrainer-go/internal/shtest"
+)
 
 // sshd is a real OpenSSH server on 127.0.0.1 for one test, with the given
 // host key and one authorized client key.
@@ -53,10 +45,13 @@ func startSSHD(t *testing.T, host *Key, authorized string) *sshd {
 	t.Helper()
 	bin := "/usr/sbin/sshd"
 	if _, err := os.Stat(bin); err != nil {
-		needs(t, "no "+bin+" (apt-get install openssh-server)")
+		bin = shtest.NeedTool(t, "sshd")
 	}
 	if os.Geteuid() != 0 {
-		needs(t, "sshd needs root to log a user in")
+		if shtest.Required() {
+			t.Fatal("REQUIRE_SHELLS=1 but not root: sshd needs root to log a user in")
+		}
+		t.Skip("sshd needs root to log a user in")
 	}
 	// sshd refuses to start without its privilege separation directory.
 	if err := os.MkdirAll("/run/sshd", 0o755); err != nil {
