@@ -44,7 +44,7 @@ while [ "$step" -lt "$steps" ]; do
   sleep "$pause"
   step=$((step + 1))
   echo "step $step/$steps loss $(loss)"
-  if [ $((step % 5)) -eq 0 ]; then
+  if [ $((step % 5)) -eq 0 ] && [ "$step" -lt "$steps" ]; then
     checkpoint periodic
   fi
 done
