@@ -1,12 +1,375 @@
-# overbrainer pod bootstrap (POSIX sh functions). The pod's command defines
-# these, then write_watchdog, then calls bootstrap_main.
+# overbrainer pod bootstrap (POSIX sh functions). The pod's command is these
+# functions, then write_watchdog (the watchdog in a here-document), then a call
+# to bootstrap_main; it runs as the container's command (bash -c) under
+# docker-init.
+#
+# Nothing may leave the pod unguarded. The watchdog is written before any step
+# that can fail, and every failure after that is `fail REASON`: the reason goes
+# to .pod/bootstrap_failed and the watchdog is exec'd with
+# OVERBRAINER_BOOT_FAILED=1, so it reports `failed bootstrap: REASON` and
+# deletes the pod. A run directory that cannot take the watchdog gets one in
+# $TMPDIR (/tmp) instead; if even that fails, no_watchdog deletes the pod
+# itself. A guard fails the bootstrap with bootstrap_timeout if it hangs
+# (apt-get, a stuck network volume) for OVERBRAINER_BOOT_TIMEOUT seconds.
+#
+# Reasons: run_dir_missing, run_dir_unwritable, claim_missing, claim_failed,
+# claimed_by_other_run, host_key_missing, host_key_invalid, host_key_mismatch,
+# host_key_failed, authorized_key_invalid, authorized_key_failed,
+# job_env_failed, no_sshd, sshd_failed, bootstrap_timeout.
+#
+# Secrets: OVERBRAINER_HOST_KEY is moved into an unexported variable at once
+# and only ever reaches base64 on stdin; RUNPOD_API_KEY stays for the watchdog
+# but not for sshd or the package manager; neither goes to JOB_ENV.
+# OVERBRAINER_SSHD and OVERBRAINER_SSH_KEYGEN name the binaries (tests).
 
-# bootstrap_main: prepares the run directory, writes the watchdog and hands the
-# container over to it.
+say() {
+  printf 'overbrainer bootstrap: %s\n' "$*" >&2
+}
+
+# feed VALUE: writes VALUE and a newline to stdout without putting it on a
+# command line: with printf when the shell has it built in, else through a
+# here-document (posh and mksh run /usr/bin/printf).
+feed() {
+  case $(command -V printf 2>/dev/null) in
+    *builtin* | *built-in*) printf '%s\n' "$1" ;;
+    *)
+      cat <<FEED_END
+$1
+FEED_END
+      ;;
+  esac
+}
+
+# key_id LINE: prints the type and base64 of a public key line, without its
+# comment, which is how keys are compared.
+key_id() {
+  read -r kt kb _ <<KEY_END
+$1
+KEY_END
+  printf '%s %s\n' "$kt" "$kb"
+}
+
+# public_key_line VALUE: VALUE is one `ssh-TYPE BASE64 [comment]` line.
+public_key_line() {
+  case $1 in
+    *'
+'*) return 1 ;;
+  esac
+  read -r kt kb _ <<KEY_END
+$1
+KEY_END
+  case $kt in
+    ssh-?* | ecdsa-?* | sk-?*) ;;
+    *) return 1 ;;
+  esac
+  case $kb in
+    '' | *[!A-Za-z0-9+/=]*) return 1 ;;
+  esac
+}
+
+run_watchdog() {
+  stop_guard
+  umask 022
+  # The shell running us (bash on a pod) has printf built in, which the
+  # watchdog needs to keep the API key off curl's command line.
+  exec "${BASH:-sh}" "$WATCHDOG"
+}
+
+# fail REASON: records why the bootstrap failed and hands the pod to the
+# watchdog, which reports it and deletes the pod.
+fail() {
+  say "failed: $1"
+  [ -z "${HOST_KEY:-}" ] || rm -f "$HOST_KEY.tmp"
+  printf '%s\n' "$1" >"$POD_DIR/bootstrap_failed" 2>/dev/null ||
+    say "cannot write $POD_DIR/bootstrap_failed"
+  OVERBRAINER_BOOT_FAILED=1
+  export OVERBRAINER_BOOT_FAILED
+  run_watchdog
+  no_watchdog "cannot run $WATCHDOG"
+}
+
+# no_watchdog WHY: the last resort when no watchdog can run: delete the pod
+# once with runpodctl, else with the API, then sleep so that the container
+# neither exits nor restarts into the same failure.
+no_watchdog() {
+  say "$1: deleting pod ${RUNPOD_POD_ID:-?} without a watchdog"
+  if [ -z "${RUNPOD_POD_ID:-}" ]; then
+    say "RUNPOD_POD_ID is not set: cannot delete the pod"
+  elif command -v runpodctl >/dev/null 2>&1 &&
+    { runpodctl pod delete "$RUNPOD_POD_ID" >&2 ||
+      runpodctl remove pod "$RUNPOD_POD_ID" >&2; }; then
+    say "pod deleted with runpodctl"
+  else
+    code=$(feed "Authorization: Bearer ${RUNPOD_API_KEY:-}" |
+      curl -s -o /dev/null -w '%{http_code}' --max-time 30 -H @- -X DELETE \
+        "${OVERBRAINER_API_URL:-https://api.runpod.io/v2}/pods/$RUNPOD_POD_ID" 2>/dev/null)
+    say "DELETE answered ${code:-000}"
+  fi
+  while :; do sleep 3600; done
+}
+
+# start_guard: fails the bootstrap if it is still running after
+# OVERBRAINER_BOOT_TIMEOUT seconds. The hung bootstrap is left alone: it keeps
+# the container up while the guard's watchdog deletes the pod.
+start_guard() {
+  limit=${OVERBRAINER_BOOT_TIMEOUT:-900}
+  case $limit in '' | *[!0-9]*) limit=900 ;; esac
+  (
+    waited=0
+    while [ "$waited" -lt "$limit" ]; do
+      sleep 1
+      waited=$((waited + 1))
+    done
+    say "failed: bootstrap_timeout (still running after ${limit}s)"
+    printf 'bootstrap_timeout\n' >"$POD_DIR/bootstrap_failed"
+    OVERBRAINER_BOOT_FAILED=1
+    export OVERBRAINER_BOOT_FAILED
+    umask 022
+    exec "${BASH:-sh}" "$WATCHDOG"
+  ) </dev/null &
+  GUARD=$!
+}
+
+stop_guard() {
+  [ -z "${GUARD:-}" ] || kill "$GUARD" 2>/dev/null
+  GUARD=
+}
+
+# prepare_run_dir: creates .pod and writes the watchdog there; a run directory
+# that is missing or cannot take it (a full volume) gets a stand-in under
+# $TMPDIR (/tmp) so that the watchdog can still delete the pod.
+prepare_run_dir() {
+  RUN_DIR=${OVERBRAINER_RUN_DIR:-}
+  why=
+  if [ -z "$RUN_DIR" ]; then
+    why=run_dir_missing
+  elif ! { mkdir -p "$RUN_DIR/.pod" && write_watchdog "$RUN_DIR/.pod/watchdog.sh"; }; then
+    why=run_dir_unwritable
+  fi
+  if [ -n "$why" ]; then
+    say "$why: ${RUN_DIR:-OVERBRAINER_RUN_DIR is empty}"
+    RUN_DIR=${TMPDIR:-/tmp}/overbrainer-bootstrap
+    say "the watchdog reports from $RUN_DIR"
+    OVERBRAINER_RUN_DIR=$RUN_DIR
+    export OVERBRAINER_RUN_DIR
+    if ! { mkdir -p "$RUN_DIR/.pod" && write_watchdog "$RUN_DIR/.pod/watchdog.sh"; }; then
+      no_watchdog "cannot write the watchdog"
+    fi
+  fi
+  POD_DIR=$RUN_DIR/.pod
+  WATCHDOG=$POD_DIR/watchdog.sh
+  [ -z "$why" ] || fail "$why"
+}
+
+# claim_run_dir: the run directory belongs to the first run that claims it.
+# The claim is the run's public host key, the same on every pod of the run, so
+# finding our own claim means a resumed run (a network volume) and going on.
+# The file is created exclusively (noclobber), so two pods racing for one
+# directory cannot both win.
+claim_run_dir() {
+  public_key_line "${OVERBRAINER_CLAIM:-}" || fail claim_missing
+  CLAIM=$(key_id "$OVERBRAINER_CLAIM")
+  if (set -C && printf '%s\n' "$OVERBRAINER_CLAIM" >"$POD_DIR/claim") 2>/dev/null; then
+    say "claimed $RUN_DIR"
+  elif [ -f "$POD_DIR/claim" ]; then
+    theirs=$(key_id "$(head -n 1 "$POD_DIR/claim")")
+    [ "$theirs" = "$CLAIM" ] || fail claimed_by_other_run
+    say "resuming the run in $RUN_DIR"
+  else
+    fail claim_failed
+  fi
+  # Files of an earlier pod of this run would mislead the client.
+  rm -f "$POD_DIR/bootstrap_failed" "$POD_DIR/watchdog"
+}
+
+# locate OVERRIDE NAME: prints the absolute path of the program NAME.
+locate() {
+  if [ -n "$1" ]; then
+    [ -x "$1" ] && printf '%s\n' "$1"
+    return
+  fi
+  found=$(command -v "$2" 2>/dev/null)
+  case $found in
+    /*) printf '%s\n' "$found" && return 0 ;;
+  esac
+  for d in /usr/sbin /usr/bin /sbin /bin /usr/local/sbin /usr/local/bin; do
+    [ -x "$d/$2" ] && printf '%s\n' "$d/$2" && return 0
+  done
+  return 1
+}
+
+find_openssh() {
+  SSHD=$(locate "${OVERBRAINER_SSHD:-}" sshd) &&
+    KEYGEN=$(locate "${OVERBRAINER_SSH_KEYGEN:-}" ssh-keygen)
+}
+
+# ensure_openssh: finds sshd and ssh-keygen, installing openssh-server with
+# apt-get or apk when the image lacks them.
+ensure_openssh() {
+  find_openssh && return 0
+  say "no sshd or ssh-keygen: installing openssh-server"
+  (
+    unset RUNPOD_API_KEY
+    if command -v apt-get >/dev/null 2>&1; then
+      DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+          --no-install-recommends openssh-server && exit 0
+    fi
+    if command -v apk >/dev/null 2>&1; then
+      apk add --no-cache openssh-server openssh-keygen && exit 0
+    fi
+    exit 1
+  ) </dev/null >&2
+  find_openssh || fail no_sshd
+}
+
+# install_host_key: decodes the run's host key into sshd's host key file
+# (0600) once its public half is the claim.
+install_host_key() {
+  case $host_key_b64 in
+    '' | *'{{'* | *RUNPOD_SECRET_*) fail host_key_missing ;;
+  esac
+  ensure_openssh
+  umask 077
+  if ! { mkdir -p "$ETC" && chmod 755 "$ETC" && rm -f "$HOST_KEY.tmp" &&
+    : >"$HOST_KEY.tmp"; }; then
+    fail host_key_failed
+  fi
+  feed "$host_key_b64" | base64 -d >"$HOST_KEY.tmp" 2>/dev/null ||
+    fail host_key_invalid
+  ours=$("$KEYGEN" -y -P '' -f "$HOST_KEY.tmp" </dev/null 2>/dev/null) ||
+    fail host_key_invalid
+  public_key_line "$ours" || fail host_key_invalid
+  [ "$(key_id "$ours")" = "$CLAIM" ] || fail host_key_mismatch
+  if ! { mv -f "$HOST_KEY.tmp" "$HOST_KEY" && chmod 600 "$HOST_KEY"; }; then
+    fail host_key_failed
+  fi
+  umask 022
+}
+
+install_authorized_key() {
+  public_key_line "${OVERBRAINER_AUTHORIZED_KEY:-}" ||
+    fail authorized_key_invalid
+  umask 077
+  if ! { mkdir -p /root/.ssh && chmod 700 /root/.ssh &&
+    printf '%s\n' "$OVERBRAINER_AUTHORIZED_KEY" >/root/.ssh/authorized_keys.tmp &&
+    mv -f /root/.ssh/authorized_keys.tmp /root/.ssh/authorized_keys &&
+    chmod 600 /root/.ssh/authorized_keys; } 2>/dev/null; then
+    fail authorized_key_failed
+  fi
+  umask 022
+}
+
+# job_env_lines: prints the environment as `export NAME='value'` lines that
+# any POSIX shell sources back to the same values, without RUNPOD_API_KEY,
+# the host key, or anything named like a secret (TOKEN, SECRET, KEY, PASSW,
+# CREDENTIAL) unless its value is public keys only. awk reads the values from
+# its own environment, never from a command line.
+job_env_lines() {
+  awk '
+function public(v,   n, i, line) {
+  n = split(v, line, "\n")
+  for (i = 1; i <= n; i++)
+    if (line[i] !~ /^(ssh-|ecdsa-|sk-)[A-Za-z0-9@.-]+ [A-Za-z0-9+\/]+=*( .*)?$/)
+      return 0
+  return n > 0
+}
+BEGIN {
+  for (name in ENVIRON) {
+    if (name !~ /^[A-Za-z_][A-Za-z0-9_]*$/) continue
+    if (name ~ /^(_|PWD|OLDPWD|SHLVL|RUNPOD_API_KEY|OVERBRAINER_HOST_KEY)$/) continue
+    v = ENVIRON[name]
+    if (toupper(name) ~ /TOKEN|SECRET|KEY|PASSW|CREDENTIAL/ && !public(v)) continue
+    n = split(v, part, "\047")
+    out = part[1]
+    for (i = 2; i <= n; i++) out = out "\047\\\047\047" part[i]
+    printf "export %s=\047%s\047\n", name, out
+  }
+}'
+}
+
+write_job_env() {
+  umask 077
+  { job_env_lines >"$JOB_ENV.tmp" && mv -f "$JOB_ENV.tmp" "$JOB_ENV" &&
+    chmod 600 "$JOB_ENV"; } 2>/dev/null || fail job_env_failed
+  umask 022
+}
+
+# start_sshd: a key-only sshd for root with our host key, on
+# OVERBRAINER_SSH_PORT (22) of OVERBRAINER_SSH_LISTEN (0.0.0.0).
+start_sshd() {
+  port=${OVERBRAINER_SSH_PORT:-22}
+  listen=${OVERBRAINER_SSH_LISTEN:-0.0.0.0}
+  case $port in '' | *[!0-9]*) say "bad port $port" && fail sshd_failed ;; esac
+  case $listen in
+    '' | *[!0-9A-Za-z.:-]*) say "bad listen address" && fail sshd_failed ;;
+  esac
+  # The option names are those that OpenSSH 7 to 9 all accept.
+  { mkdir -p /run/sshd && chmod 755 /run/sshd && cat >"$ETC/sshd_config" <<SSHD_END; } || fail sshd_failed
+# Written by the overbrainer bootstrap: root, public keys only.
+Port $port
+ListenAddress $listen
+HostKey $HOST_KEY
+PidFile $ETC/sshd.pid
+AuthorizedKeysFile /root/.ssh/authorized_keys
+AuthenticationMethods publickey
+PubkeyAuthentication yes
+PasswordAuthentication no
+PermitEmptyPasswords no
+ChallengeResponseAuthentication no
+HostbasedAuthentication no
+PermitRootLogin prohibit-password
+PermitUserEnvironment no
+StrictModes yes
+UsePAM no
+UseDNS no
+X11Forwarding no
+PrintMotd no
+ClientAliveInterval 30
+ClientAliveCountMax 6
+Subsystem sftp internal-sftp
+SSHD_END
+  if ! "$SSHD" -t -f "$ETC/sshd_config" </dev/null >&2; then
+    fail sshd_failed
+  fi
+  rm -f "$ETC/sshd.log" "$ETC/sshd.pid"
+  (unset RUNPOD_API_KEY && exec "$SSHD" -f "$ETC/sshd_config" -E "$ETC/sshd.log") </dev/null ||
+    fail sshd_failed
+  # sshd may daemonize before it binds; it writes its pid file once its
+  # sockets listen, and logs why it could not.
+  tries=0
+  until [ -s "$ETC/sshd.pid" ] && kill -0 "$(cat "$ETC/sshd.pid")" 2>/dev/null; do
+    tries=$((tries + 1))
+    if [ "$tries" -gt 300 ] || grep -q 'Cannot bind' "$ETC/sshd.log" 2>/dev/null; then
+      cat "$ETC/sshd.log" >&2
+      fail sshd_failed
+    fi
+    sleep 0.1 2>/dev/null || sleep 1
+  done
+  say "sshd listening on $listen:$port"
+}
+
 bootstrap_main() {
-  RUN_DIR=${OVERBRAINER_RUN_DIR:?OVERBRAINER_RUN_DIR is not set}
-  WATCHDOG=$RUN_DIR/.pod/watchdog.sh
-  mkdir -p "$RUN_DIR/.pod" || exit 1
-  write_watchdog "$WATCHDOG" || exit 1
-  exec sh "$WATCHDOG"
+  umask 022
+  # The host key goes into an unexported variable: no child ever sees it.
+  host_key_b64=${OVERBRAINER_HOST_KEY:-}
+  unset OVERBRAINER_HOST_KEY
+  ETC=/etc/overbrainer
+  JOB_ENV=$ETC/job.env
+  HOST_KEY=$ETC/ssh_host_ed25519_key
+  GUARD=
+  prepare_run_dir
+  claim_run_dir
+  # After the claim, which clears an earlier pod's bootstrap_failed; the
+  # volume just took the watchdog, so the claim does not hang.
+  start_guard
+  install_host_key
+  install_authorized_key
+  write_job_env
+  start_sshd
+  stop_guard
+  # The guard may have fired just before it was stopped.
+  [ ! -f "$POD_DIR/bootstrap_failed" ] || fail bootstrap_timeout
+  say "ready; handing the pod to the watchdog"
+  run_watchdog
 }

@@ -1,7 +1,42 @@
-// Package bootstrap builds the pod's command: a `bash -c` script that prepares
-// the run directory, writes the watchdog before anything else can fail,
-// installs the run's host key and the client's key, writes the job
-// environment without secrets, starts a key-only sshd, and then execs the
-// watchdog as the container's main process. Any failure after the watchdog is
-// written hands the pod to the watchdog, which reports it and deletes the pod.
+// Package bootstrap builds the pod's command: a `bash -c` script that runs as
+// the container's command under docker-init and turns any image with bash
+// into a guarded, reachable pod ([Command]).
+//
+// In order, the script (bootstrap.sh, embedded):
+//
+//   - creates $OVERBRAINER_RUN_DIR/.pod and writes the watchdog there before
+//     anything else can fail; from then on every failure is handed to the
+//     watchdog, which reports `failed bootstrap: REASON` in .pod/watchdog and
+//     deletes the pod (the reasons are the Reason constants);
+//   - claims the run directory: .pod/claim holds OVERBRAINER_CLAIM, the run's
+//     public host key; finding the same key (type and base64, comments
+//     ignored) means a resumed run on a network volume, another one fails;
+//   - starts a guard that fails the bootstrap with bootstrap_timeout if it is
+//     still running after OVERBRAINER_BOOT_TIMEOUT seconds (default 900);
+//   - decodes OVERBRAINER_HOST_KEY (base64 of an OpenSSH private key, a Runpod
+//     secret) into /etc/overbrainer/ssh_host_ed25519_key (0600) once
+//     `ssh-keygen -y` shows its public half is the claim;
+//   - writes OVERBRAINER_AUTHORIZED_KEY as root's only authorized key;
+//   - writes the job environment (podenv.JobEnv, 0600): every variable as an
+//     `export NAME='value'` line, without RUNPOD_API_KEY, the host key, or
+//     any variable named like a secret (TOKEN, SECRET, KEY, PASSW, CREDENTIAL)
+//     unless its value is public keys only;
+//   - starts sshd with its own /etc/overbrainer/sshd_config: root by public
+//     key only, on OVERBRAINER_SSH_PORT (22) of OVERBRAINER_SSH_LISTEN
+//     (0.0.0.0), installing openssh-server with apt-get or apk when sshd or
+//     ssh-keygen is missing;
+//   - execs the watchdog as the container's main process.
+//
+// A run directory that cannot take the watchdog (missing, read-only, full)
+// gets one under $TMPDIR (or /tmp) that reports and deletes; if not even that
+// can be written, the bootstrap deletes the pod once with `runpodctl pod
+// delete` (or the API) and sleeps, so the container neither exits nor
+// restarts into the same failure.
+//
+// Secrets never reach a command line, a log or a world-readable file: the
+// host key is moved into an unexported shell variable at once and reaches
+// base64 on standard input only (printf where it is a shell built-in, else a
+// here-document); sshd and the package manager run without RUNPOD_API_KEY.
+// OVERBRAINER_SSHD and OVERBRAINER_SSH_KEYGEN name the programs to use
+// instead of searching PATH (tests use them).
 package bootstrap

@@ -1,0 +1,52 @@
+package bootstrap
+
+// Why a bootstrap failed: the content of the pod's .pod/bootstrap_failed, and
+// the REASON in the watchdog's verdict `failed bootstrap: REASON`. Every one
+// of them ends with the watchdog deleting the pod.
+const (
+	// OVERBRAINER_RUN_DIR is empty; the watchdog reports from /tmp.
+	ReasonRunDirMissing = "run_dir_missing"
+	// The run directory cannot take .pod/watchdog.sh (read-only, full); the
+	// watchdog reports from /tmp.
+	ReasonRunDirUnwritable = "run_dir_unwritable"
+	// OVERBRAINER_CLAIM is not one public key line.
+	ReasonClaimMissing = "claim_missing"
+	// .pod/claim could not be created.
+	ReasonClaimFailed = "claim_failed"
+	// .pod/claim holds another run's claim (an empty one counts as another).
+	ReasonClaimedByOtherRun = "claimed_by_other_run"
+	// OVERBRAINER_HOST_KEY is empty or still the unresolved secret reference.
+	ReasonHostKeyMissing = "host_key_missing"
+	// OVERBRAINER_HOST_KEY is not the base64 of an unencrypted OpenSSH key.
+	ReasonHostKeyInvalid = "host_key_invalid"
+	// The host key's public half is not the claim.
+	ReasonHostKeyMismatch = "host_key_mismatch"
+	// The host key could not be written under /etc/overbrainer.
+	ReasonHostKeyFailed = "host_key_failed"
+	// OVERBRAINER_AUTHORIZED_KEY is not one public key line.
+	ReasonAuthorizedKeyInvalid = "authorized_key_invalid"
+	// /root/.ssh/authorized_keys could not be written.
+	ReasonAuthorizedKeyFailed = "authorized_key_failed"
+	// The job environment (podenv.JobEnv) could not be written.
+	ReasonJobEnvFailed = "job_env_failed"
+	// No sshd or ssh-keygen, and installing openssh-server with apt-get or
+	// apk failed.
+	ReasonNoSSHD = "no_sshd"
+	// sshd rejected its configuration or could not listen on its port.
+	ReasonSSHDFailed = "sshd_failed"
+	// The bootstrap still ran after OVERBRAINER_BOOT_TIMEOUT seconds
+	// (default 900), for instance in a hung apt-get.
+	ReasonBootstrapTimeout = "bootstrap_timeout"
+)
+
+// Reasons returns every reason a bootstrap can fail with.
+func Reasons() []string {
+	return []string{
+		ReasonRunDirMissing, ReasonRunDirUnwritable, ReasonClaimMissing,
+		ReasonClaimFailed, ReasonClaimedByOtherRun, ReasonHostKeyMissing,
+		ReasonHostKeyInvalid, ReasonHostKeyMismatch, ReasonHostKeyFailed,
+		ReasonAuthorizedKeyInvalid, ReasonAuthorizedKeyFailed,
+		ReasonJobEnvFailed, ReasonNoSSHD, ReasonSSHDFailed,
+		ReasonBootstrapTimeout,
+	}
+}

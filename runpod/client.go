@@ -1,0 +1,263 @@
+package runpod
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/go-resty/resty/v2"
+)
+
+// Defaults. Every one can be changed with an Option.
+const (
+	// DefaultBaseURL is Runpod's REST v2 API. Request paths ("/pods",
+	// "/network-volumes/{id}", ...) are relative to it.
+	DefaultBaseURL = "https://api.runpod.io/v2"
+	// DefaultGraphQLURL is Runpod's GraphQL API, used only for secrets,
+	// which REST v2 does not offer.
+	DefaultGraphQLURL = "https://api.runpod.io/graphql"
+	// DefaultUserAgent is sent as User-Agent unless WithUserAgent says
+	// otherwise.
+	DefaultUserAgent = "overbrainer-go-runpod/1"
+	// DefaultMaxAttempts is how many times a retryable request is sent in
+	// all (the first try included).
+	DefaultMaxAttempts = 5
+	// DefaultMaxWait caps each wait between attempts, whether it comes from
+	// the backoff or from a Retry-After header.
+	DefaultMaxWait = 30 * time.Second
+	// DefaultTimeout bounds one HTTP exchange when the client makes its own
+	// http.Client (see WithHTTPClient).
+	DefaultTimeout = 60 * time.Second
+)
+
+// baseWait is the first backoff step; each retry doubles it, up to maxWait.
+const baseWait = 500 * time.Millisecond
+
+// maxSuccessBody bounds a 2xx body. A pod list of a large account is well
+// under this; a body over it is a fault, not something to truncate.
+const maxSuccessBody = 64 << 20
+
+// Client talks to Runpod's REST v2 API (and, for secrets only, its GraphQL
+// API). It is safe for concurrent use. Make one with New.
+type Client struct {
+	key         string
+	baseURL     string
+	graphQLURL  string
+	userAgent   string
+	log         *slog.Logger
+	maxAttempts int
+	maxWait     time.Duration
+	rc          *resty.Client
+
+	// Seams for tests: how the client waits and reads the clock.
+	sleep func(ctx context.Context, d time.Duration) error
+	now   func() time.Time
+}
+
+// Option configures a Client in New. An option given a nonsensical value
+// makes New fail with an error wrapping ErrInvalid.
+type Option func(*config) error
+
+type config struct {
+	baseURL     string
+	graphQLURL  string
+	userAgent   string
+	httpClient  *http.Client
+	log         *slog.Logger
+	maxAttempts int
+	maxWait     time.Duration
+	debug       bool
+}
+
+// WithBaseURL points the client at another REST v2 root, such as a fake
+// Runpod in tests ("http://127.0.0.1:8080/v2"). It must be an absolute http
+// or https URL without credentials, query or fragment.
+func WithBaseURL(u string) Option {
+	return func(c *config) error {
+		v, err := checkURL("base URL", u)
+		c.baseURL = v
+		return err
+	}
+}
+
+// WithGraphQLURL points the client at another GraphQL endpoint (used for
+// secrets only), with the same rules as WithBaseURL.
+func WithGraphQLURL(u string) Option {
+	return func(c *config) error {
+		v, err := checkURL("GraphQL URL", u)
+		c.graphQLURL = v
+		return err
+	}
+}
+
+// WithHTTPClient makes the client send its requests through hc (a copy of
+// it: hc itself is not modified). hc's Timeout bounds each attempt, not the
+// whole call with its retries; bound that with the context.
+func WithHTTPClient(hc *http.Client) Option {
+	return func(c *config) error {
+		if hc == nil {
+			return invalidf("WithHTTPClient: nil *http.Client")
+		}
+		c.httpClient = hc
+		return nil
+	}
+}
+
+// WithLogger sends the client's log lines to l. Each HTTP attempt is logged
+// at debug level with its method, path, status, attempt number and wait
+// before a retry. Log lines never hold the API key or request bodies.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) error {
+		if l == nil {
+			return invalidf("WithLogger: nil *slog.Logger")
+		}
+		c.log = l
+		return nil
+	}
+}
+
+// WithUserAgent sets the User-Agent header.
+func WithUserAgent(ua string) Option {
+	return func(c *config) error {
+		if strings.TrimSpace(ua) == "" || strings.ContainsAny(ua, "\r\n") {
+			return invalidf("WithUserAgent: empty or multi-line user agent")
+		}
+		c.userAgent = ua
+		return nil
+	}
+}
+
+// WithRetry sets how many times a retryable request is sent in all
+// (maxAttempts ≥ 1; 1 means never retry) and the longest wait between two
+// attempts (maxWait > 0). maxWait caps both the exponential backoff and a
+// server's Retry-After: asked to wait longer, the client waits maxWait and
+// tries again.
+func WithRetry(maxAttempts int, maxWait time.Duration) Option {
+	return func(c *config) error {
+		if maxAttempts < 1 || maxAttempts > 100 {
+			return invalidf("WithRetry: max attempts %d not in 1..100", maxAttempts)
+		}
+		if maxWait <= 0 {
+			return invalidf("WithRetry: max wait %s must be positive", maxWait)
+		}
+		c.maxAttempts, c.maxWait = maxAttempts, maxWait
+		return nil
+	}
+}
+
+// WithDebug, when on, also logs a dump of every HTTP exchange (headers and
+// bodies, through resty's debug output) at debug level on the client's
+// logger. The Authorization header is redacted in the dump, the API key is
+// scrubbed from it, and requests that carry a secret (CreateSecret) are
+// never dumped.
+func WithDebug(on bool) Option {
+	return func(c *config) error {
+		c.debug = on
+		return nil
+	}
+}
+
+// New makes a client that authenticates with apiKey (sent only as
+// "Authorization: Bearer <key>", never in a URL, a log line or an error).
+func New(apiKey string, opts ...Option) (*Client, error) {
+	if strings.TrimSpace(apiKey) == "" {
+		return nil, invalidf("empty API key")
+	}
+	if strings.ContainsFunc(apiKey, func(r rune) bool { return r < 0x21 || r == 0x7f }) {
+		return nil, invalidf("API key contains whitespace or control characters")
+	}
+	cfg := config{
+		baseURL:     DefaultBaseURL,
+		graphQLURL:  DefaultGraphQLURL,
+		userAgent:   DefaultUserAgent,
+		log:         slog.New(slog.DiscardHandler),
+		maxAttempts: DefaultMaxAttempts,
+		maxWait:     DefaultMaxWait,
+	}
+	for _, o := range opts {
+		if o == nil {
+			return nil, invalidf("nil Option")
+		}
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	var hc http.Client
+	if cfg.httpClient != nil {
+		hc = *cfg.httpClient
+	} else {
+		hc.Timeout = DefaultTimeout
+	}
+	c := &Client{
+		key:         apiKey,
+		baseURL:     cfg.baseURL,
+		graphQLURL:  cfg.graphQLURL,
+		userAgent:   cfg.userAgent,
+		log:         cfg.log,
+		maxAttempts: cfg.maxAttempts,
+		maxWait:     cfg.maxWait,
+		sleep:       sleepCtx,
+		now:         time.Now,
+	}
+	// resty builds and sends each single attempt; the retry loop is ours
+	// (see do). Its own retries stay off (RetryCount 0): they cap
+	// Retry-After at RetryMaxWaitTime (2 s by default) without saying so,
+	// and would resend POST /pods blindly.
+	c.rc = resty.NewWithClient(&hc).
+		SetBaseURL(c.baseURL).
+		SetRetryCount(0).
+		SetLogger(restyLogger{c}).
+		SetDebug(cfg.debug).
+		OnRequestLog(func(rl *resty.RequestLog) error {
+			if rl.Header.Get("Authorization") != "" {
+				rl.Header.Set("Authorization", "Bearer [REDACTED]")
+			}
+			rl.Body = c.scrub(rl.Body)
+			return nil
+		}).
+		OnResponseLog(func(rl *resty.ResponseLog) error {
+			rl.Body = c.scrub(rl.Body)
+			return nil
+		})
+	return c, nil
+}
+
+// BaseURL returns the REST root the client talks to.
+func (c *Client) BaseURL() string { return c.baseURL }
+
+func checkURL(what, raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", invalidf("%s: %v", what, err)
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "", invalidf("%s %q: scheme must be http or https", what, raw)
+	case u.Host == "":
+		return "", invalidf("%s %q: no host", what, raw)
+	case u.User != nil:
+		// Credentials in a URL end up in logs and errors.
+		return "", invalidf("%s: must not carry credentials", what)
+	case u.RawQuery != "" || u.Fragment != "" || u.ForceQuery:
+		return "", invalidf("%s %q: must not have a query or fragment", what, raw)
+	}
+	return strings.TrimRight(raw, "/"), nil
+}
+
+func invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+}
+
+// restyLogger routes resty's own output (its debug dumps, its warnings) to
+// the client's slog logger, scrubbed, instead of resty's default stderr.
+type restyLogger struct{ c *Client }
+
+func (l restyLogger) Errorf(f string, v ...any) { l.c.log.Error(l.c.scrub(fmt.Sprintf(f, v...))) }
+func (l restyLogger) Warnf(f string, v ...any)  { l.c.log.Warn(l.c.scrub(fmt.Sprintf(f, v...))) }
+func (l restyLogger) Debugf(f string, v ...any) {
+	l.c.log.Debug("runpod: http dump", "dump", l.c.scrub(fmt.Sprintf(f, v...)))
+}

@@ -1,0 +1,209 @@
+package runpod
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func simpleCreate(name string) CreatePodRequest {
+	return CreatePodRequest{Name: name, Image: "img", GPUTypeID: "NVIDIA GeForce RTX 4090", Ports: []string{"22/tcp"}}
+}
+
+// TestCreatePodTimeoutAfterServerMadePod: Runpod makes the pod but the
+// answer never arrives in time. CreatePod must find that pod rather than
+// make a second one.
+func TestCreatePodTimeoutAfterServerMadePod(t *testing.T) {
+	c, fs := setup(t, WithHTTPClient(&http.Client{Timeout: 500 * time.Millisecond}))
+	store := &podStore{}
+	store.onCreate = func(w http.ResponseWriter, r *http.Request, make func() Pod) {
+		make()
+		<-r.Context().Done() // slower than the client's timeout
+	}
+	store.serve(fs)
+	p, err := c.CreatePod(context.Background(), simpleCreate("overbrainer-r1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if store.len() != 1 || store.posts.Load() != 1 {
+		t.Fatalf("%d pods after %d creates, want 1 after 1", store.len(), store.posts.Load())
+	}
+	if p.ID != store.all()[0].ID || p.Name != "overbrainer-r1" {
+		t.Errorf("returned %+v, want the pod the server made", p)
+	}
+	if diff := cmp.Diff([]string{"POST /pods", "GET /pods"}, fs.requests()); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+}
+
+func TestCreatePodDroppedAfterServerMadePod(t *testing.T) {
+	c, fs := setup(t)
+	store := &podStore{}
+	store.onCreate = func(w http.ResponseWriter, r *http.Request, make func() Pod) {
+		make()
+		dropConnection(t, w)
+	}
+	store.serve(fs)
+	p, err := c.CreatePod(context.Background(), simpleCreate("overbrainer-r2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if store.len() != 1 || store.posts.Load() != 1 || p.ID != store.all()[0].ID {
+		t.Errorf("%d pods, %d creates, returned %s", store.len(), store.posts.Load(), p.ID)
+	}
+}
+
+// Runpod answered 5xx and made nothing: the listing proves it, and the
+// create is sent again.
+func TestCreatePodRetriesWhenNothingWasMade(t *testing.T) {
+	c, fs := setup(t)
+	store := &podStore{}
+	var n atomic.Int32
+	store.onCreate = func(w http.ResponseWriter, r *http.Request, make func() Pod) {
+		switch n.Add(1) {
+		case 1:
+			w.Header().Set("Retry-After", "4")
+			writeProblem(w, http.StatusServiceUnavailable, "upstream unavailable")
+		case 2:
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(http.StatusBadGateway)
+			_, _ = w.Write([]byte("<html><body><h1>502 Bad Gateway</h1></body></html>"))
+		default:
+			writeJSON(w, http.StatusCreated, wirePod(make()))
+		}
+	}
+	store.serve(fs)
+	p, err := c.CreatePod(context.Background(), simpleCreate("overbrainer-r3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if store.len() != 1 || p.ID != store.all()[0].ID {
+		t.Errorf("%d pods, returned %+v", store.len(), p)
+	}
+	want := []string{"POST /pods", "GET /pods", "POST /pods", "GET /pods", "POST /pods"}
+	if diff := cmp.Diff(want, fs.requests()); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+	if w := fs.recordedWaits(); len(w) != 2 || w[0] != 4*time.Second {
+		t.Errorf("waits %v: the first must honour Retry-After", w)
+	}
+}
+
+// An older pod with the same name (from a previous run that reused it) is
+// not taken for the one this call made.
+func TestCreatePodIgnoresOlderNamesake(t *testing.T) {
+	c, fs := setup(t)
+	store := &podStore{}
+	old := store.add(Pod{Name: "overbrainer-r4", CreatedAt: time.Now().UTC().Add(-24 * time.Hour)})
+	var n atomic.Int32
+	store.onCreate = func(w http.ResponseWriter, r *http.Request, make func() Pod) {
+		if n.Add(1) == 1 {
+			writeProblem(w, http.StatusGatewayTimeout, "timeout")
+			return
+		}
+		writeJSON(w, http.StatusCreated, wirePod(make()))
+	}
+	store.serve(fs)
+	p, err := c.CreatePod(context.Background(), simpleCreate("overbrainer-r4"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.ID == old.ID || store.len() != 2 || store.posts.Load() != 2 {
+		t.Errorf("returned %s (old %s), %d pods, %d creates", p.ID, old.ID, store.len(), store.posts.Load())
+	}
+}
+
+func TestCreatePodGivesUpAfterMaxAttempts(t *testing.T) {
+	c, fs := setup(t, WithRetry(3, time.Second))
+	store := &podStore{}
+	store.onCreate = func(w http.ResponseWriter, r *http.Request, make func() Pod) {
+		writeProblem(w, http.StatusServiceUnavailable, "no capacity upstream")
+	}
+	store.serve(fs)
+	_, err := c.CreatePod(context.Background(), simpleCreate("overbrainer-r5"))
+	var ae *APIError
+	if !errors.As(err, &ae) || ae.StatusCode != 503 || ae.Attempts != 3 {
+		t.Fatalf("err %v", err)
+	}
+	if errors.Is(err, ErrPodMayExist) {
+		t.Error("the listing showed no pod, yet the error says it may exist")
+	}
+	if store.posts.Load() != 3 || store.len() != 0 {
+		t.Errorf("%d creates, %d pods", store.posts.Load(), store.len())
+	}
+	// Every failed create is followed by a listing, the last one too.
+	if n := fs.count("GET /pods"); n != 3 {
+		t.Errorf("%d listings, want 3", n)
+	}
+}
+
+func TestCreatePodNotRetriedOnRejection(t *testing.T) {
+	for _, status := range []int{400, 402, 403, 422, 500} {
+		c, fs := setup(t)
+		store := &podStore{}
+		store.onCreate = func(w http.ResponseWriter, r *http.Request, make func() Pod) {
+			writeProblem(w, status, "rejected")
+		}
+		store.serve(fs)
+		_, err := c.CreatePod(context.Background(), simpleCreate("n"))
+		var ae *APIError
+		if !errors.As(err, &ae) || ae.StatusCode != status {
+			t.Errorf("%d: err %v", status, err)
+		}
+		if diff := cmp.Diff([]string{"POST /pods"}, fs.requests()); diff != "" {
+			t.Errorf("%d: requests (-want +got):\n%s", status, diff)
+		}
+	}
+}
+
+// When the create's outcome is unknown and the listing fails too, the
+// client must not guess: no second create, and an error that says the pod
+// may exist.
+func TestCreatePodUnknownOutcome(t *testing.T) {
+	c, fs := setup(t)
+	store := &podStore{}
+	store.onCreate = func(w http.ResponseWriter, r *http.Request, make func() Pod) {
+		make()
+		dropConnection(t, w)
+	}
+	store.onList = func(w http.ResponseWriter, r *http.Request) bool {
+		writeProblem(w, http.StatusInternalServerError, "database down")
+		return true
+	}
+	store.serve(fs)
+	_, err := c.CreatePod(context.Background(), simpleCreate("overbrainer-r6"))
+	if !errors.Is(err, ErrPodMayExist) {
+		t.Fatalf("err %v, want ErrPodMayExist", err)
+	}
+	var ae *APIError
+	if !errors.As(err, &ae) || ae.StatusCode != 500 {
+		t.Errorf("the listing's failure is not in the error: %v", err)
+	}
+	if store.posts.Load() != 1 {
+		t.Errorf("%d creates, want 1", store.posts.Load())
+	}
+	fs.checkNoLeak("error", err.Error())
+}
+
+func TestCreatePodCancelledWhileReconciling(t *testing.T) {
+	c, fs := setup(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	store := &podStore{}
+	store.onCreate = func(w http.ResponseWriter, r *http.Request, make func() Pod) {
+		cancel()
+		writeProblem(w, http.StatusBadGateway, "bad gateway")
+	}
+	store.serve(fs)
+	if _, err := c.CreatePod(ctx, simpleCreate("n")); err != context.Canceled {
+		t.Errorf("err %v, want context.Canceled", err)
+	}
+	if n := fs.count("POST /pods"); n != 1 {
+		t.Errorf("%d creates", n)
+	}
+}

@@ -1,0 +1,203 @@
+package runpod
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// DeleteResult says how far DeletePod got.
+type DeleteResult int
+
+// The outcomes of DeletePod, from worst to best.
+const (
+	// NotDeleted: every way failed; the pod may still run and bill.
+	NotDeleted DeleteResult = iota
+	// Stopped: only the stop action worked. Compute is released but the
+	// pod and its disk remain, and the disk keeps billing. Never a success.
+	Stopped
+	// Terminated: DELETE failed but the terminate action worked.
+	Terminated
+	// Deleted: DELETE worked, or the pod was already gone (404).
+	Deleted
+)
+
+// String names the result; Stopped says that the volume still bills.
+func (r DeleteResult) String() string {
+	switch r {
+	case Deleted:
+		return "deleted"
+	case Terminated:
+		return "terminated"
+	case Stopped:
+		return "stopped (volume still billing)"
+	case NotDeleted:
+		return "not deleted"
+	}
+	return fmt.Sprintf("DeleteResult(%d)", int(r))
+}
+
+// StillBilling reports whether the pod may still cost money: true unless it
+// was deleted or terminated.
+func (r DeleteResult) StillBilling() bool { return r != Deleted && r != Terminated }
+
+// DeleteError is DeletePod's error: the pod was only stopped, or not even
+// that. It keeps what each step of the fallback answered.
+type DeleteError struct {
+	PodID  string
+	Result DeleteResult // Stopped or NotDeleted
+	// The failures of DELETE /pods/{id}, the terminate action and the stop
+	// action (Stop is nil when the pod was stopped).
+	Delete, Terminate, Stop error
+}
+
+func (e *DeleteError) Error() string {
+	var b strings.Builder
+	if e.Result == Stopped {
+		fmt.Fprintf(&b, "runpod: pod %s only stopped, its volume still bills", e.PodID)
+	} else {
+		fmt.Fprintf(&b, "runpod: pod %s not deleted", e.PodID)
+	}
+	for _, s := range []struct {
+		name string
+		err  error
+	}{{"delete", e.Delete}, {"terminate", e.Terminate}, {"stop", e.Stop}} {
+		if s.err != nil {
+			fmt.Fprintf(&b, "; %s: %v", s.name, s.err)
+		}
+	}
+	return b.String()
+}
+
+// Unwrap exposes each step's failure (and ErrStillBilling when the pod was
+// stopped) to errors.Is and errors.As.
+func (e *DeleteError) Unwrap() []error {
+	var errs []error
+	if e.Result == Stopped {
+		errs = append(errs, ErrStillBilling)
+	}
+	for _, err := range []error{e.Delete, e.Terminate, e.Stop} {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+// DeletePod makes sure the pod stops costing money, trying harder ways to
+// the softer:
+//
+//  1. DELETE /pods/{id} (with retries): Deleted.
+//  2. the terminate action: Terminated.
+//  3. the stop action: Stopped, which releases the GPU but keeps the pod's
+//     disk billing.
+//
+// A 404 at any step means the pod is already gone: Deleted. The error is nil
+// only for Deleted and Terminated; for Stopped and NotDeleted it is a
+// *DeleteError (matching ErrStillBilling for Stopped). A cancelled ctx
+// stops the chain at once and returns ctx.Err().
+func (c *Client) DeletePod(ctx context.Context, id string) (DeleteResult, error) {
+	if id == "" {
+		return NotDeleted, invalidf("DeletePod: empty pod ID")
+	}
+	e := &DeleteError{PodID: id, Result: NotDeleted}
+	r := &call{method: http.MethodDelete, path: "/pods/{id}", params: map[string]string{"id": id}}
+	_, err := c.do(ctx, r, true)
+	if gone(err) {
+		return Deleted, nil
+	}
+	if ctx.Err() != nil {
+		return NotDeleted, ctx.Err()
+	}
+	e.Delete = err
+	c.logFallback(ctx, id, "terminate", err)
+
+	_, err = c.PodAction(ctx, id, ActionTerminate)
+	switch {
+	case err == nil:
+		return Terminated, nil
+	case errors.Is(err, ErrNotFound):
+		return Deleted, nil
+	case ctx.Err() != nil:
+		return NotDeleted, ctx.Err()
+	}
+	e.Terminate = err
+	c.logFallback(ctx, id, "stop", err)
+
+	_, err = c.PodAction(ctx, id, ActionStop)
+	switch {
+	case err == nil:
+		e.Result = Stopped
+		c.log.LogAttrs(ctx, slog.LevelWarn, "runpod: pod only stopped; its volume still bills",
+			slog.String("pod", id))
+		return Stopped, e
+	case errors.Is(err, ErrNotFound):
+		return Deleted, nil
+	case ctx.Err() != nil:
+		return NotDeleted, ctx.Err()
+	}
+	e.Stop = err
+	return NotDeleted, e
+}
+
+// gone reports a successful delete or a pod that no longer exists.
+func gone(err error) bool { return err == nil || errors.Is(err, ErrNotFound) }
+
+func (c *Client) logFallback(ctx context.Context, id, next string, err error) {
+	c.log.LogAttrs(ctx, slog.LevelWarn, "runpod: delete step failed, falling back",
+		slog.String("pod", id), slog.String("next", next), slog.String("error", c.scrub(err.Error())))
+}
+
+// deleteConcurrency bounds DeletePods' requests in flight, to stay clear of
+// the rate limit.
+const deleteConcurrency = 4
+
+// DeletePods deletes many pods at once (a few at a time) with DeletePod's
+// fallback each, and returns every pod's result. The error joins the
+// failures of the pods that still bill; one failure does not stop the
+// others.
+func (c *Client) DeletePods(ctx context.Context, ids ...string) (map[string]DeleteResult, error) {
+	var (
+		mu      sync.Mutex
+		results = make(map[string]DeleteResult, len(ids))
+		failed  = make(map[string]error)
+		g       errgroup.Group
+	)
+	g.SetLimit(deleteConcurrency)
+	for _, id := range ids {
+		mu.Lock()
+		_, dup := results[id]
+		if !dup {
+			results[id] = NotDeleted
+		}
+		mu.Unlock()
+		if dup {
+			continue
+		}
+		g.Go(func() error {
+			res, err := c.DeletePod(ctx, id)
+			mu.Lock()
+			defer mu.Unlock()
+			results[id] = res
+			if err != nil {
+				failed[id] = err
+			}
+			return nil
+		})
+	}
+	_ = g.Wait() // the goroutines report through failed
+	var errs []error
+	for _, id := range ids {
+		if err, ok := failed[id]; ok {
+			delete(failed, id)
+			errs = append(errs, fmt.Errorf("pod %s: %w", id, err))
+		}
+	}
+	return results, errors.Join(errs...)
+}

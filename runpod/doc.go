@@ -1,0 +1,61 @@
+// Package runpod is a client for Runpod's REST v2 API
+// (https://api.runpod.io/v2): GPU pods, pod actions, network volumes and the
+// GPU catalog, plus secrets, which only Runpod's GraphQL API offers.
+//
+// Make a client with New and an API key; every method takes a context:
+//
+//	c, err := runpod.New(os.Getenv("RUNPOD_API_KEY"))
+//	pod, err := c.CreatePod(ctx, runpod.CreatePodRequest{
+//		Name:      "overbrainer-" + runID,
+//		Image:     "runpod/pytorch:1.0.2-cu1281-torch280-ubuntu2404",
+//		GPUTypeID: "NVIDIA GeForce RTX 4090",
+//		Ports:     []string{"22/tcp"},
+//		Command:   []string{"bash", "-c", script},
+//	})
+//	...
+//	res, err := c.DeletePod(ctx, pod.ID)
+//
+// # Deleting
+//
+// A pod that is not deleted keeps billing. DeletePod tries DELETE, then the
+// terminate action, then the stop action, and says which worked (Deleted,
+// Terminated, Stopped). Stopped is not a success: the pod's disk still
+// bills, and DeletePod returns an error matching ErrStillBilling with it.
+// DeletePods does the same for many pods concurrently.
+//
+// # Errors and retries
+//
+// A non-2xx answer is an *APIError, read from Runpod's RFC 9457 problem
+// document, or from the raw body (at most 1 MiB) when there is none, as
+// with a proxy's HTML 502. errors.Is matches it against ErrNotFound,
+// ErrUnauthorized, ErrForbidden, ErrRateLimited and ErrConflict.
+//
+// Reads, deletes, PATCH and pod actions are retried on transport errors,
+// 429, 502, 503 and 504, with exponential backoff and jitter, never sooner
+// than a Retry-After header (seconds or HTTP-date) asks, never longer than
+// the cap set by WithRetry. Creating a pod is never retried blindly: before
+// sending the create again, CreatePod looks for the pod by name, so one call
+// makes at most one pod. A cancelled context ends any call at once with
+// ctx.Err(), during a backoff too.
+//
+// The API key travels only in the Authorization header. It never appears in
+// an error, a log line or a debug dump (see WithDebug), and neither does a
+// secret's value.
+//
+// # The start command
+//
+// REST v2 takes a pod's command as one string, args. CreatePodRequest takes
+// the command as words and renders them with QuoteArgs, each word in single
+// quotes. This relies on an assumption: that Runpod splits args into words
+// with POSIX shell quoting rules (no shell runs, nothing expands).
+// SplitArgs is the inverse, for fakes and for reading Pod.Args back.
+//
+// # Secrets
+//
+// CreateSecret, DeleteSecret, ListSecrets and FindSecret use the GraphQL
+// API at DefaultGraphQLURL (see WithGraphQLURL), the only Runpod API with
+// secrets in the OpenAPI snapshot this package follows. A pod's env value
+// "{{ RUNPOD_SECRET_<name> }}" is replaced by the secret at boot.
+//
+// The package keeps its HTTP library (resty) out of its API.
+package runpod

@@ -1,0 +1,297 @@
+package runpod
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Sentinel errors. An *APIError matches the one that fits its status code
+// with errors.Is, so callers need not compare status codes themselves.
+var (
+	// ErrNotFound matches a 404: the pod, volume or GPU type does not exist
+	// (or is not visible to the key).
+	ErrNotFound = errors.New("runpod: not found")
+	// ErrUnauthorized matches a 401: the API key is missing, malformed or
+	// revoked.
+	ErrUnauthorized = errors.New("runpod: unauthorized")
+	// ErrForbidden matches a 403: the key is valid but lacks the permission.
+	ErrForbidden = errors.New("runpod: forbidden")
+	// ErrRateLimited matches a 429 that outlasted the client's retries.
+	ErrRateLimited = errors.New("runpod: rate limited")
+	// ErrConflict matches a 409, e.g. an action not valid in the pod's
+	// current status, or a cluster pod that cannot be deleted alone.
+	ErrConflict = errors.New("runpod: conflict")
+
+	// ErrInvalid wraps every error about bad input detected before a request
+	// is sent: a bad option, a malformed CreatePodRequest, a volume shrink.
+	ErrInvalid = errors.New("runpod: invalid argument")
+
+	// ErrStillBilling is wrapped by DeletePod's error when the pod could only
+	// be stopped: compute is released but its disk keeps billing.
+	ErrStillBilling = errors.New("runpod: pod stopped, not deleted: its volume still bills")
+
+	// ErrPodMayExist is wrapped by CreatePod's error when a create attempt
+	// failed in a way that leaves it unknown whether Runpod made the pod, and
+	// the client could not find out (listing pods failed too). Look for the
+	// pod by name with ListPods before giving up on it.
+	ErrPodMayExist = errors.New("runpod: create outcome unknown: the pod may exist")
+)
+
+// maxErrorBody bounds how much of an error response is read: enough for any
+// problem document, small enough that a misbehaving proxy cannot make the
+// client buffer an endless HTML page.
+const maxErrorBody = 1 << 20
+
+// APIError is a non-2xx answer from Runpod, or a GraphQL answer carrying
+// errors. It is built from an RFC 9457 problem document when the body is one
+// and from the raw body text otherwise (an HTML page from a proxy's 502, for
+// instance). Its strings never contain the API key or a secret value.
+type APIError struct {
+	// Method and Path name the request, Path relative to the base URL
+	// ("/pods/abc"), or "graphql" for GraphQL calls.
+	Method, Path string
+	// StatusCode is the HTTP status. A GraphQL error that arrives with
+	// HTTP 200 gets the status its error code implies (401, 403, 404) or
+	// keeps 200 when there is none.
+	StatusCode int
+	// Title is the problem's short summary, or the status text.
+	Title string
+	// Detail is the problem's explanation, or the raw body text.
+	Detail string
+	// Errors lists individual validation failures (the problem document's
+	// errors[]) or GraphQL error messages.
+	Errors []string
+	// RequestID is Runpod's request identifier from the response headers,
+	// for support tickets.
+	RequestID string
+	// RetryAfter is the wait the server asked for (Retry-After), zero when
+	// it did not ask.
+	RetryAfter time.Duration
+	// Attempts is how many times the request was sent, retries included.
+	Attempts int
+}
+
+// Error renders the error on one line.
+func (e *APIError) Error() string {
+	var b strings.Builder
+	b.WriteString("runpod: ")
+	if e.Method != "" {
+		b.WriteString(e.Method)
+		b.WriteByte(' ')
+	}
+	b.WriteString(e.Path)
+	fmt.Fprintf(&b, ": %d", e.StatusCode)
+	if e.Title != "" {
+		b.WriteString(" " + e.Title)
+	}
+	if d := oneLine(e.Detail, 300); d != "" && d != e.Title {
+		b.WriteString(": " + d)
+	}
+	for i, m := range e.Errors {
+		if i == 5 {
+			fmt.Fprintf(&b, "; and %d more", len(e.Errors)-i)
+			break
+		}
+		b.WriteString("; " + oneLine(m, 200))
+	}
+	if e.RequestID != "" {
+		b.WriteString(" (request id " + e.RequestID + ")")
+	}
+	if e.Attempts > 1 {
+		fmt.Fprintf(&b, " after %d attempts", e.Attempts)
+	}
+	if e.RetryAfter > 0 {
+		fmt.Fprintf(&b, ", retry after %s", e.RetryAfter)
+	}
+	return b.String()
+}
+
+// Is lets errors.Is match an *APIError against the sentinel of its status.
+func (e *APIError) Is(target error) bool {
+	switch target {
+	case ErrNotFound:
+		return e.StatusCode == http.StatusNotFound
+	case ErrUnauthorized:
+		return e.StatusCode == http.StatusUnauthorized
+	case ErrForbidden:
+		return e.StatusCode == http.StatusForbidden
+	case ErrRateLimited:
+		return e.StatusCode == http.StatusTooManyRequests
+	case ErrConflict:
+		return e.StatusCode == http.StatusConflict
+	}
+	return false
+}
+
+// Temporary reports whether the failure is one the client retries (429, 502,
+// 503, 504): the same request may succeed later.
+func (e *APIError) Temporary() bool { return retryableStatus(e.StatusCode) }
+
+func retryableStatus(code int) bool {
+	switch code {
+	case http.StatusTooManyRequests, http.StatusBadGateway,
+		http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// problem is the RFC 9457 body Runpod sends (the OpenAPI ErrorResponse),
+// read loosely: any field may be missing or of an unexpected shape.
+type problem struct {
+	Title  string          `json:"title"`
+	Status int             `json:"status"`
+	Detail string          `json:"detail"`
+	Errors json.RawMessage `json:"errors"`
+}
+
+type graphQLError struct {
+	Message    string `json:"message"`
+	Extensions struct {
+		Code string `json:"code"`
+	} `json:"extensions"`
+}
+
+// parseAPIError builds the error for a response with status code, header and
+// the first maxErrorBody bytes of its body (truncated tells if there was
+// more).
+func parseAPIError(method, path string, code int, h http.Header, body []byte, truncated bool) *APIError {
+	e := &APIError{
+		Method:     method,
+		Path:       path,
+		StatusCode: code,
+		RequestID:  requestID(h),
+		RetryAfter: 0,
+	}
+	var p problem
+	if json.Unmarshal(body, &p) == nil && (p.Title != "" || p.Detail != "" || len(p.Errors) > 0) {
+		e.Title, e.Detail = p.Title, p.Detail
+		e.Errors = errorList(p.Errors)
+	} else {
+		e.Detail = strings.TrimSpace(strings.ToValidUTF8(string(body), "\uFFFD"))
+		if truncated {
+			e.Detail += " [truncated]"
+		}
+	}
+	if e.Title == "" {
+		e.Title = http.StatusText(code)
+	}
+	return e
+}
+
+// errorList reads errors[] as RFC 9457 strings or as GraphQL error objects.
+func errorList(raw json.RawMessage) []string {
+	if len(raw) == 0 {
+		return nil
+	}
+	var ss []string
+	if json.Unmarshal(raw, &ss) == nil {
+		return ss
+	}
+	var gs []graphQLError
+	if json.Unmarshal(raw, &gs) == nil {
+		out := make([]string, 0, len(gs))
+		for _, g := range gs {
+			out = append(out, g.Message)
+		}
+		return out
+	}
+	return []string{string(raw)}
+}
+
+// graphQLAPIError turns the errors of a GraphQL answer into an *APIError.
+func graphQLAPIError(code int, h http.Header, errs []graphQLError) *APIError {
+	e := &APIError{Method: http.MethodPost, Path: "graphql", StatusCode: code, RequestID: requestID(h), Title: "GraphQL error"}
+	for _, g := range errs {
+		e.Errors = append(e.Errors, g.Message)
+		switch strings.ToUpper(g.Extensions.Code) {
+		case "UNAUTHENTICATED":
+			e.StatusCode = http.StatusUnauthorized
+		case "FORBIDDEN":
+			e.StatusCode = http.StatusForbidden
+		case "NOT_FOUND":
+			e.StatusCode = http.StatusNotFound
+		}
+	}
+	if len(e.Errors) == 1 {
+		e.Detail, e.Errors = e.Errors[0], nil
+	}
+	return e
+}
+
+func requestID(h http.Header) string {
+	for _, k := range []string{"X-Request-Id", "Request-Id", "X-Runpod-Request-Id"} {
+		if v := h.Get(k); v != "" {
+			return oneLine(v, 100)
+		}
+	}
+	return ""
+}
+
+// parseRetryAfter reads Retry-After as delay-seconds or as an HTTP-date
+// (RFC 9110 §10.2.3). ok is false when the header is absent or unreadable.
+func parseRetryAfter(v string, now time.Time) (d time.Duration, ok bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if n, err := parseUint(v); err == nil {
+		const maxSecs = int64(1<<63-1) / int64(time.Second)
+		if n > uint64(maxSecs) {
+			n = uint64(maxSecs)
+		}
+		return time.Duration(n) * time.Second, true
+	}
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return 0, false
+	}
+	if d = t.Sub(now); d < 0 {
+		d = 0
+	}
+	return d, true
+}
+
+func parseUint(s string) (uint64, error) {
+	if s == "" || len(s) > 19 {
+		return 0, errors.New("not a number")
+	}
+	var n uint64
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return 0, errors.New("not a number")
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	return n, nil
+}
+
+// oneLine collapses whitespace and cuts s to at most max bytes (on a rune
+// boundary), so a body cannot spread an error over many lines.
+func oneLine(s string, max int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// redactedError hides secrets in the text of an error that is not ours
+// (a transport error), while errors.Is/As still see the original.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }

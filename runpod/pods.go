@@ -1,0 +1,475 @@
+package runpod
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// PodStatus is a pod's lifecycle status.
+type PodStatus string
+
+// The statuses of the v2 PodStatus enum.
+const (
+	StatusProvisioning PodStatus = "PROVISIONING" // being allocated
+	StatusStarting     PodStatus = "STARTING"     // container starting
+	StatusRunning      PodStatus = "RUNNING"      // container healthy
+	StatusExited       PodStatus = "EXITED"       // stopped; its disk still bills
+	StatusError        PodStatus = "ERROR"        // unrecoverable container error
+	StatusTerminated   PodStatus = "TERMINATED"   // gone
+)
+
+// CloudType is Runpod's cloud tier.
+type CloudType string
+
+// The cloud tiers. An empty CloudType in a CreatePodRequest lets Runpod
+// choose (it defaults to SECURE).
+const (
+	SecureCloud    CloudType = "SECURE"
+	CommunityCloud CloudType = "COMMUNITY"
+)
+
+// Action is a pod state transition for PodAction.
+type Action string
+
+// The actions of POST /pods/{id}/action.
+const (
+	ActionStart     Action = "start"
+	ActionStop      Action = "stop"
+	ActionRestart   Action = "restart"
+	ActionTerminate Action = "terminate"
+)
+
+// GPUConfig is a pod's GPU type and count.
+type GPUConfig struct {
+	ID    string `json:"id"`
+	Count int    `json:"count,omitempty"`
+}
+
+// PersistentMount is host-local storage that lives as long as the pod (and
+// dies with its host). Runpod's floor is 10 GB.
+type PersistentMount struct {
+	SizeGB int    `json:"size"`
+	Path   string `json:"path"`
+}
+
+// NetworkMount attaches an existing network volume, which outlives the pod.
+type NetworkMount struct {
+	VolumeID string `json:"volumeId"`
+	Path     string `json:"path"`
+}
+
+// Mounts is a pod's storage; at most one of the two kinds is set.
+type Mounts struct {
+	Persistent *PersistentMount `json:"persistent,omitempty"`
+	Network    []NetworkMount   `json:"network,omitempty"`
+}
+
+// PortMapping is a live mapping of a container port to a public address.
+type PortMapping struct {
+	Private int    `json:"private"`
+	Public  int    `json:"public"`
+	Type    string `json:"type"`
+	IP      string `json:"ip"`
+}
+
+// PodRuntime is what a running pod reports; Runpod sends none unless the
+// pod is RUNNING.
+type PodRuntime struct {
+	// Uptime is the seconds since the container started.
+	Uptime int           `json:"uptime"`
+	Ports  []PortMapping `json:"ports"`
+}
+
+// SSHEndpoint is one way to reach a pod over SSH.
+type SSHEndpoint struct {
+	Host     string `json:"host"`
+	Port     int    `json:"port"`
+	Username string `json:"username"`
+	Command  string `json:"command"`
+}
+
+// PodSSH holds the pod's SSH endpoints: through Runpod's proxy, or direct to
+// its published 22/tcp. Either may be nil.
+type PodSSH struct {
+	Proxy  *SSHEndpoint `json:"proxy"`
+	Direct *SSHEndpoint `json:"direct"`
+}
+
+// Pod is a Runpod pod as REST v2 describes it.
+type Pod struct {
+	ID      string    `json:"id"`
+	Name    string    `json:"name"`
+	Status  PodStatus `json:"status"`
+	Actions []Action  `json:"actions"`
+	Image   string    `json:"image"`
+	// Args is the container's start command as one string; see SplitArgs
+	// and the Command method.
+	Args            string            `json:"args"`
+	ContainerDiskGB int               `json:"disk"`
+	Ports           []string          `json:"ports"`
+	Env             map[string]string `json:"env"`
+	GPU             *GPUConfig        `json:"gpu,omitempty"`
+	Cloud           CloudType         `json:"cloud"`
+	DataCenterID    string            `json:"dataCenterId"`
+	CUDAVersion     string            `json:"cudaVersion"`
+	Mounts          Mounts            `json:"mounts"`
+	SSH             *PodSSH           `json:"ssh"`
+	Template        string            `json:"template"`
+	// CostPerHr is the current price in USD per hour; 0 once the pod is
+	// EXITED or TERMINATED (an EXITED pod's disk still bills apart).
+	CostPerHr float64     `json:"cost"`
+	Locked    bool        `json:"locked"`
+	Runtime   *PodRuntime `json:"runtime"`
+	CreatedAt time.Time   `json:"createdAt"`
+	StartedAt *time.Time  `json:"startedAt"`
+}
+
+// PublicPort returns the public address of the pod's container port private,
+// from the live port mappings; for port 22 it falls back to the direct SSH
+// endpoint. ok is false while the pod has no such mapping (not yet running,
+// or the port not exposed).
+func (p *Pod) PublicPort(private int) (ip string, port int, ok bool) {
+	if p.Runtime != nil {
+		var best *PortMapping
+		for i := range p.Runtime.Ports {
+			m := &p.Runtime.Ports[i]
+			if m.Private != private || m.Public == 0 || m.IP == "" {
+				continue
+			}
+			if best == nil || (m.Type == "tcp" && best.Type != "tcp") {
+				best = m
+			}
+		}
+		if best != nil {
+			return best.IP, best.Public, true
+		}
+	}
+	if private == 22 && p.SSH != nil && p.SSH.Direct != nil && p.SSH.Direct.Host != "" && p.SSH.Direct.Port != 0 {
+		return p.SSH.Direct.Host, p.SSH.Direct.Port, true
+	}
+	return "", 0, false
+}
+
+// Command returns the pod's start command split into words (see SplitArgs),
+// nil when the pod has none.
+func (p *Pod) Command() ([]string, error) { return SplitArgs(p.Args) }
+
+// CreatePodRequest is what CreatePod needs to make a GPU pod.
+type CreatePodRequest struct {
+	// Name must be unique among the account's pods: CreatePod finds the pod
+	// again by this name when a create attempt's outcome is unknown.
+	Name  string
+	Image string
+	// GPUTypeID is a GPU type ID from the catalog, e.g.
+	// "NVIDIA GeForce RTX 4090"; GPUCount defaults to 1.
+	GPUTypeID string
+	GPUCount  int
+	// Cloud is SECURE or COMMUNITY; empty lets Runpod choose (SECURE).
+	Cloud CloudType
+	// ContainerDiskGB is the ephemeral container disk; 0 keeps Runpod's
+	// default.
+	ContainerDiskGB int
+	// At most one of PersistentVolume and NetworkVolume.
+	PersistentVolume *PersistentMount
+	NetworkVolume    *NetworkMount
+	// Ports to expose, as "port/proto" with proto tcp or http: "22/tcp".
+	Ports []string
+	// Env is the container's environment. Values may reference Runpod
+	// secrets as "{{ RUNPOD_SECRET_<name> }}".
+	Env map[string]string
+	// Command replaces the image's command. REST v2 takes it as one string,
+	// args: the client renders Command there with QuoteArgs.
+	Command []string
+	// DataCenterIDs are preferred data centers; empty lets Runpod choose.
+	DataCenterIDs []string
+}
+
+// createPodBody is the v2 CreatePodRequest schema, the subset we use.
+type createPodBody struct {
+	Name          string            `json:"name"`
+	Image         string            `json:"image"`
+	GPU           *GPUConfig        `json:"gpu"`
+	Cloud         CloudType         `json:"cloud,omitempty"`
+	Disk          int               `json:"disk,omitempty"`
+	Mounts        *Mounts           `json:"mounts,omitempty"`
+	Ports         []string          `json:"ports,omitempty"`
+	Env           map[string]string `json:"env,omitempty"`
+	Args          string            `json:"args,omitempty"`
+	DataCenterIDs []string          `json:"dataCenterIds,omitempty"`
+}
+
+func (req *CreatePodRequest) body() (*createPodBody, error) {
+	bad := func(format string, a ...any) error { return invalidf("CreatePod: "+format, a...) }
+	if strings.TrimSpace(req.Name) == "" {
+		return nil, bad("empty Name")
+	}
+	if strings.TrimSpace(req.Image) == "" {
+		return nil, bad("empty Image")
+	}
+	if strings.TrimSpace(req.GPUTypeID) == "" {
+		return nil, bad("empty GPUTypeID")
+	}
+	count := req.GPUCount
+	if count == 0 {
+		count = 1
+	}
+	if count < 0 {
+		return nil, bad("GPUCount %d is negative", req.GPUCount)
+	}
+	switch req.Cloud {
+	case "", SecureCloud, CommunityCloud:
+	default:
+		return nil, bad("Cloud %q is neither SECURE nor COMMUNITY", req.Cloud)
+	}
+	if req.ContainerDiskGB < 0 {
+		return nil, bad("ContainerDiskGB %d is negative", req.ContainerDiskGB)
+	}
+	b := &createPodBody{
+		Name: req.Name, Image: req.Image,
+		GPU:   &GPUConfig{ID: req.GPUTypeID, Count: count},
+		Cloud: req.Cloud, Disk: req.ContainerDiskGB,
+		Ports: req.Ports, Env: req.Env, DataCenterIDs: req.DataCenterIDs,
+	}
+	switch {
+	case req.PersistentVolume != nil && req.NetworkVolume != nil:
+		return nil, bad("PersistentVolume and NetworkVolume are mutually exclusive")
+	case req.PersistentVolume != nil:
+		v := *req.PersistentVolume
+		if v.SizeGB < 10 {
+			return nil, bad("PersistentVolume.SizeGB %d is under Runpod's 10 GB floor", v.SizeGB)
+		}
+		if !path.IsAbs(v.Path) {
+			return nil, bad("PersistentVolume.Path %q is not absolute", v.Path)
+		}
+		b.Mounts = &Mounts{Persistent: &v}
+	case req.NetworkVolume != nil:
+		v := *req.NetworkVolume
+		if strings.TrimSpace(v.VolumeID) == "" {
+			return nil, bad("empty NetworkVolume.VolumeID")
+		}
+		if !path.IsAbs(v.Path) {
+			return nil, bad("NetworkVolume.Path %q is not absolute", v.Path)
+		}
+		b.Mounts = &Mounts{Network: []NetworkMount{v}}
+	}
+	for _, p := range req.Ports {
+		if err := checkPort(p); err != nil {
+			return nil, bad("%v", err)
+		}
+	}
+	for k := range req.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return nil, bad("bad environment variable name %q", k)
+		}
+	}
+	for k, v := range req.Env {
+		if strings.ContainsRune(v, 0) {
+			return nil, bad("environment variable %s holds a NUL byte", k)
+		}
+	}
+	for _, w := range req.Command {
+		if strings.ContainsRune(w, 0) {
+			return nil, bad("Command word holds a NUL byte")
+		}
+	}
+	if len(req.Command) > 0 {
+		b.Args = QuoteArgs(req.Command)
+	}
+	return b, nil
+}
+
+func checkPort(p string) error {
+	num, proto, ok := strings.Cut(p, "/")
+	n, err := strconv.Atoi(num)
+	if !ok || err != nil || n < 1 || n > 65535 || (proto != "tcp" && proto != "http") {
+		return fmt.Errorf("port %q is not port/tcp or port/http", p)
+	}
+	return nil
+}
+
+// reconcileSkew is how much older than the CreatePod call a pod found by
+// name may look (clocks differ) and still be taken for the one it made.
+const reconcileSkew = 10 * time.Minute
+
+// CreatePod creates a GPU pod and returns it as Runpod reports it (usually
+// PROVISIONING; poll GetPod for RUNNING).
+//
+// A create is never resent blindly: when an attempt fails in a way that may
+// have made the pod anyway (a timeout, a dropped connection, 429, 502, 503,
+// 504), CreatePod waits as any retry would, then lists the pods named
+// req.Name. A pod of that name created since the call began (give or take
+// clock skew) is the one the lost attempt made, and CreatePod returns it;
+// only when there is none does it send the create again. So one CreatePod
+// call makes at most one pod, provided names are unique (launchers use
+// "overbrainer-<runid>"). If even the listing keeps failing, the error
+// wraps ErrPodMayExist.
+func (c *Client) CreatePod(ctx context.Context, req CreatePodRequest) (*Pod, error) {
+	b, err := req.body()
+	if err != nil {
+		return nil, err
+	}
+	r := &call{method: http.MethodPost, path: "/pods", body: b}
+	began := c.now()
+	for attempt := 1; ; attempt++ {
+		resp, err := c.once(ctx, r, attempt)
+		if err == nil {
+			var p Pod
+			if err := decode(r, resp, &p); err != nil {
+				// The pod exists but its description is unreadable.
+				return nil, fmt.Errorf("%w (%w)", err, ErrPodMayExist)
+			}
+			return &p, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if !c.retryable(err) {
+			return nil, c.finalError(r, err, attempt)
+		}
+		if err := c.pause(ctx, r, attempt, err); err != nil {
+			return nil, err
+		}
+		pods, lerr := c.ListPods(ctx, ListPodsOptions{Name: req.Name})
+		if lerr != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, fmt.Errorf("%w: create: %w; listing pods to check: %w",
+				ErrPodMayExist, c.finalError(r, err, attempt), lerr)
+		}
+		if p := newestSince(pods, began.Add(-reconcileSkew)); p != nil {
+			c.log.LogAttrs(ctx, slog.LevelInfo, "runpod: create attempt failed but made the pod; adopting it",
+				slog.String("name", req.Name), slog.String("id", p.ID), slog.Int("attempt", attempt))
+			return p, nil
+		}
+		if attempt >= c.maxAttempts {
+			// The listing shows the last attempt made no pod.
+			return nil, c.finalError(r, err, attempt)
+		}
+	}
+}
+
+func newestSince(pods []Pod, since time.Time) *Pod {
+	var best *Pod
+	for i := range pods {
+		p := &pods[i]
+		if !p.CreatedAt.IsZero() && p.CreatedAt.Before(since) {
+			continue
+		}
+		if best == nil || p.CreatedAt.After(best.CreatedAt) {
+			best = p
+		}
+	}
+	return best
+}
+
+// GetPod returns the pod with the given ID. A pod that does not exist is an
+// error matching ErrNotFound.
+func (c *Client) GetPod(ctx context.Context, id string) (*Pod, error) {
+	if id == "" {
+		return nil, invalidf("GetPod: empty pod ID")
+	}
+	r := &call{method: http.MethodGet, path: "/pods/{id}", params: map[string]string{"id": id}}
+	resp, err := c.do(ctx, r, true)
+	if err != nil {
+		return nil, err
+	}
+	var p Pod
+	if err := decode(r, resp, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// ListPodsOptions filters ListPods. REST v2 cannot filter by name, so the
+// client filters the full list itself.
+type ListPodsOptions struct {
+	// Name keeps only pods with exactly this name.
+	Name string
+	// NamePrefix keeps only pods whose name starts with it.
+	NamePrefix string
+	// IncludeClusterPods also lists pods that belong to clusters.
+	IncludeClusterPods bool
+}
+
+// ListPods returns the account's pods that match opts, sorted by creation
+// time, oldest first.
+func (c *Client) ListPods(ctx context.Context, opts ListPodsOptions) ([]Pod, error) {
+	r := &call{method: http.MethodGet, path: "/pods"}
+	if opts.IncludeClusterPods {
+		r.query = url.Values{"includeClusterPods": {"true"}}
+	}
+	resp, err := c.do(ctx, r, true)
+	if err != nil {
+		return nil, err
+	}
+	var out struct {
+		Pods []Pod `json:"pods"`
+	}
+	if err := decode(r, resp, &out); err != nil {
+		return nil, err
+	}
+	pods := out.Pods[:0]
+	for _, p := range out.Pods {
+		if opts.Name != "" && p.Name != opts.Name {
+			continue
+		}
+		if !strings.HasPrefix(p.Name, opts.NamePrefix) {
+			continue
+		}
+		pods = append(pods, p)
+	}
+	sort.SliceStable(pods, func(i, j int) bool { return pods[i].CreatedAt.Before(pods[j].CreatedAt) })
+	return pods, nil
+}
+
+// PodAction asks for a state transition. start, stop and restart return the
+// updated pod; terminate returns a nil pod (Runpod answers 204). An action
+// not valid in the pod's status is an error matching ErrConflict.
+func (c *Client) PodAction(ctx context.Context, id string, a Action) (*Pod, error) {
+	if id == "" {
+		return nil, invalidf("PodAction: empty pod ID")
+	}
+	switch a {
+	case ActionStart, ActionStop, ActionRestart, ActionTerminate:
+	default:
+		return nil, invalidf("PodAction: unknown action %q", a)
+	}
+	r := &call{
+		method: http.MethodPost, path: "/pods/{id}/action", params: map[string]string{"id": id},
+		body: struct {
+			Action Action `json:"action"`
+		}{a},
+	}
+	resp, err := c.do(ctx, r, true)
+	if err != nil {
+		return nil, err
+	}
+	if resp.status == http.StatusNoContent || len(strings.TrimSpace(string(resp.body))) == 0 {
+		return nil, nil
+	}
+	var p Pod
+	if err := decode(r, resp, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// PodCostPerHour returns what the pod costs now in USD per hour, as Runpod
+// reports it (0 once it is stopped or gone; a stopped pod's disk bills
+// apart).
+func (c *Client) PodCostPerHour(ctx context.Context, id string) (float64, error) {
+	p, err := c.GetPod(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	return p.CostPerHr, nil
+}

@@ -1,0 +1,268 @@
+package runpod
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// call describes one API request, sent once or several times.
+type call struct {
+	method string
+	path   string            // relative to the base URL, with {name} placeholders
+	params map[string]string // values of the placeholders (path-escaped by resty)
+	query  url.Values
+	body   any // marshalled to JSON; nil for no body
+	// graphQL sends the request to the GraphQL URL instead of base+path.
+	graphQL bool
+	// secrets are strings (besides the API key) that must not appear in an
+	// error or a log line; a call with secrets is never dumped in debug.
+	secrets []string
+}
+
+// where is the request's path with its placeholders filled in, for logs and
+// errors.
+func (r *call) where() string {
+	if r.graphQL {
+		return "graphql"
+	}
+	p := r.path
+	for k, v := range r.params {
+		p = strings.ReplaceAll(p, "{"+k+"}", url.PathEscape(v))
+	}
+	return p
+}
+
+// response is a received answer with a 2xx status.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// permanentError marks a failure that retrying cannot fix (an oversized or
+// undecodable body).
+type permanentError struct{ error }
+
+func (e permanentError) Unwrap() error { return e.error }
+
+// do sends r, retrying when retry is set and the failure is transient: a
+// transport error (connection refused or reset, timeout), 429, 502, 503 or
+// 504. It waits between attempts with exponential backoff and jitter, never
+// less than a Retry-After asks and never more than maxWait. A cancelled ctx
+// ends the call at once with ctx.Err(), in flight or mid-wait.
+//
+// The loop is ours rather than resty's: resty caps Retry-After at
+// RetryMaxWaitTime (2 s unless set) without telling, and CreatePod must
+// decide between attempts whether to resend at all (see CreatePod).
+func (c *Client) do(ctx context.Context, r *call, retry bool) (*response, error) {
+	for attempt := 1; ; attempt++ {
+		resp, err := c.once(ctx, r, attempt)
+		if err == nil {
+			return resp, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if !retry || attempt >= c.maxAttempts || !c.retryable(err) {
+			return nil, c.finalError(r, err, attempt)
+		}
+		if err := c.pause(ctx, r, attempt, err); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// pause waits before attempt+1 after err, logging why.
+func (c *Client) pause(ctx context.Context, r *call, attempt int, err error) error {
+	wait := c.waitFor(attempt, err)
+	c.log.LogAttrs(ctx, slog.LevelDebug, "runpod: retrying",
+		slog.String("method", r.method), slog.String("path", r.where()),
+		slog.Int("attempt", attempt), slog.Duration("wait", wait),
+		slog.String("reason", c.scrub(err.Error(), r.secrets...)))
+	return c.sleep(ctx, wait)
+}
+
+func (c *Client) retryable(err error) bool {
+	var ae *APIError
+	if errors.As(err, &ae) {
+		return ae.Temporary()
+	}
+	var pe permanentError
+	return !errors.As(err, &pe)
+}
+
+// waitFor is the pause after the given failed attempt: the backoff step
+// with jitter, raised to the server's Retry-After, capped at maxWait.
+func (c *Client) waitFor(attempt int, err error) time.Duration {
+	step := min(baseWait, c.maxWait)
+	for i := 1; i < attempt && step < c.maxWait; i++ {
+		step *= 2
+	}
+	step = min(step, c.maxWait)
+	// Jitter in [step/2, step]: clients that failed together do not retry
+	// together.
+	wait := step/2 + rand.N(step/2+1)
+	var ae *APIError
+	if errors.As(err, &ae) && ae.RetryAfter > wait {
+		wait = ae.RetryAfter
+	}
+	return min(wait, c.maxWait)
+}
+
+// finalError dresses the last failure of r after attempts tries.
+func (c *Client) finalError(r *call, err error, attempts int) error {
+	var ae *APIError
+	if errors.As(err, &ae) {
+		ae.Attempts = attempts
+		return ae
+	}
+	msg := fmt.Sprintf("runpod: %s %s: %v", r.method, r.where(), err)
+	if attempts > 1 {
+		msg += fmt.Sprintf(" (after %d attempts)", attempts)
+	}
+	return &redactedError{msg: c.scrub(msg, r.secrets...), err: err}
+}
+
+// once sends r one time. A non-2xx answer comes back as an *APIError.
+func (c *Client) once(ctx context.Context, r *call, attempt int) (*response, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	req := c.rc.R().
+		SetContext(ctx).
+		SetDoNotParseResponse(true).
+		SetHeader("Authorization", "Bearer "+c.key).
+		SetHeader("Accept", "application/json, application/problem+json").
+		SetHeader("User-Agent", c.userAgent)
+	if len(r.secrets) > 0 {
+		req.SetDebug(false)
+	}
+	for k, v := range r.params {
+		req.SetPathParam(k, v)
+	}
+	if r.query != nil {
+		req.SetQueryParamsFromValues(r.query)
+	}
+	if r.body != nil {
+		b, err := json.Marshal(r.body)
+		if err != nil {
+			return nil, permanentError{fmt.Errorf("encoding request: %w", err)}
+		}
+		req.SetHeader("Content-Type", "application/json").SetBody(b)
+	}
+	target := r.path
+	if r.graphQL {
+		target = c.graphQLURL
+	}
+	start := time.Now()
+	res, err := req.Execute(r.method, target)
+	if err != nil {
+		c.logAttempt(ctx, r, attempt, 0, start, err)
+		return nil, err
+	}
+	raw := res.RawResponse
+	defer raw.Body.Close()
+	code := raw.StatusCode
+	limit := int64(maxSuccessBody)
+	if code < 200 || code > 299 {
+		limit = maxErrorBody
+	}
+	body, err := io.ReadAll(io.LimitReader(raw.Body, limit+1))
+	if err != nil {
+		err = fmt.Errorf("reading response body: %w", err)
+		c.logAttempt(ctx, r, attempt, code, start, err)
+		return nil, err
+	}
+	truncated := int64(len(body)) > limit
+	if truncated {
+		body = body[:limit]
+	}
+	c.logAttempt(ctx, r, attempt, code, start, nil)
+	if code < 200 || code > 299 {
+		ae := parseAPIError(r.method, r.where(), code, raw.Header, body, truncated)
+		if d, ok := parseRetryAfter(raw.Header.Get("Retry-After"), c.now()); ok {
+			ae.RetryAfter = d
+		}
+		ae.Attempts = attempt
+		c.scrubAPIError(ae, r.secrets)
+		return nil, ae
+	}
+	if truncated {
+		return nil, permanentError{fmt.Errorf("response body larger than %d bytes", limit)}
+	}
+	return &response{status: code, header: raw.Header, body: body}, nil
+}
+
+func (c *Client) logAttempt(ctx context.Context, r *call, attempt, status int, start time.Time, err error) {
+	if !c.log.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	attrs := []slog.Attr{
+		slog.String("method", r.method), slog.String("path", r.where()),
+		slog.Int("attempt", attempt), slog.Duration("duration", time.Since(start)),
+	}
+	if status != 0 {
+		attrs = append(attrs, slog.Int("status", status))
+	}
+	if err != nil {
+		attrs = append(attrs, slog.String("error", c.scrub(err.Error(), r.secrets...)))
+	}
+	c.log.LogAttrs(ctx, slog.LevelDebug, "runpod: request", attrs...)
+}
+
+// decode reads a 2xx JSON body into out.
+func decode(r *call, resp *response, out any) error {
+	if err := json.Unmarshal(resp.body, out); err != nil {
+		return fmt.Errorf("runpod: %s %s: decoding %d response: %w", r.method, r.where(), resp.status, err)
+	}
+	return nil
+}
+
+// scrub replaces the API key and the given secrets in s, in their raw and
+// their JSON-escaped forms.
+func (c *Client) scrub(s string, secrets ...string) string {
+	for _, v := range append([]string{c.key}, secrets...) {
+		if v == "" {
+			continue
+		}
+		s = strings.ReplaceAll(s, v, "[REDACTED]")
+		if b, err := json.Marshal(v); err == nil {
+			if esc := string(b[1 : len(b)-1]); esc != v {
+				s = strings.ReplaceAll(s, esc, "[REDACTED]")
+			}
+		}
+	}
+	return s
+}
+
+func (c *Client) scrubAPIError(e *APIError, secrets []string) {
+	e.Title = c.scrub(e.Title, secrets...)
+	e.Detail = c.scrub(e.Detail, secrets...)
+	e.RequestID = c.scrub(e.RequestID, secrets...)
+	for i := range e.Errors {
+		e.Errors[i] = c.scrub(e.Errors[i], secrets...)
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,79 @@
+package runpod
+
+import (
+	"context"
+	"net/http"
+)
+
+// NetworkVolume is a network volume: storage that outlives pods, billed by
+// its size.
+type NetworkVolume struct {
+	ID           string `json:"id"`
+	Name         string `json:"name"`
+	SizeGB       int    `json:"size"`
+	DataCenterID string `json:"dataCenter"`
+	// Type is the storage tier, e.g. "STANDARD" or "HIGH_PERFORMANCE".
+	Type string `json:"type"`
+}
+
+// Runpod's bounds on a network volume's size, in GB.
+const (
+	MinVolumeGB = 10
+	MaxVolumeGB = 4096
+)
+
+// GetNetworkVolume returns the network volume with the given ID.
+func (c *Client) GetNetworkVolume(ctx context.Context, id string) (*NetworkVolume, error) {
+	if id == "" {
+		return nil, invalidf("GetNetworkVolume: empty volume ID")
+	}
+	r := &call{method: http.MethodGet, path: "/network-volumes/{id}", params: map[string]string{"id": id}}
+	resp, err := c.do(ctx, r, true)
+	if err != nil {
+		return nil, err
+	}
+	var v NetworkVolume
+	if err := decode(r, resp, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// GrowNetworkVolume grows the volume to sizeGB and returns it. A volume can
+// only grow: the client reads the current size first and refuses a smaller
+// sizeGB (an error wrapping ErrInvalid, with no PATCH sent); the same size
+// is a no-op. A size outside Runpod's 10..4096 GB is refused before any
+// request.
+func (c *Client) GrowNetworkVolume(ctx context.Context, id string, sizeGB int) (*NetworkVolume, error) {
+	if id == "" {
+		return nil, invalidf("GrowNetworkVolume: empty volume ID")
+	}
+	if sizeGB < MinVolumeGB || sizeGB > MaxVolumeGB {
+		return nil, invalidf("GrowNetworkVolume: size %d GB not in %d..%d", sizeGB, MinVolumeGB, MaxVolumeGB)
+	}
+	cur, err := c.GetNetworkVolume(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case sizeGB < cur.SizeGB:
+		return nil, invalidf("GrowNetworkVolume: volume %s is %d GB; it cannot shrink to %d GB", id, cur.SizeGB, sizeGB)
+	case sizeGB == cur.SizeGB:
+		return cur, nil
+	}
+	r := &call{
+		method: http.MethodPatch, path: "/network-volumes/{id}", params: map[string]string{"id": id},
+		body: struct {
+			Size int `json:"size"`
+		}{sizeGB},
+	}
+	resp, err := c.do(ctx, r, true)
+	if err != nil {
+		return nil, err
+	}
+	var v NetworkVolume
+	if err := decode(r, resp, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
