@@ -193,6 +193,16 @@ func TestKilledClientLeavesThePodToItsWatchdog(t *testing.T) {
 			p.wait(time.Minute)
 			r := w.onlyRun()
 			pod := w.waitPodGone(r, 2*time.Minute)
+			// The pod's own key deleted it: its watchdog did.
+			byWatchdog := false
+			for _, req := range w.srv.Requests() {
+				// Its status may be lost: the delete kills the
+				// watchdog's curl with the pod.
+				byWatchdog = byWatchdog || (req.Method == "DELETE" && req.Caller == pod.ID)
+			}
+			if !byWatchdog {
+				t.Fatal("the pod was not deleted by its watchdog")
+			}
 			if max := price * time.Since(began).Hours(); pod.Bill.USD > max {
 				t.Fatalf("bill %v > %v", pod.Bill.USD, max)
 			}
@@ -488,5 +498,83 @@ func TestFailuresDeleteThePod(t *testing.T) {
 				t.Fatalf("cost %v", r.CostUSD)
 			}
 		})
+	}
+}
+
+// A network volume that fills is grown before the watchdog's disk rule would
+// stop the job, and the watchdog is told the new size.
+func TestNetworkVolumeGrows(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	vol := w.srv.AddNetworkVolume("vol-test", 10)
+	// The watchdog measures the volume with this du: 8.8 GB, over 92% of
+	// the 9.4 usable GB and under the watchdog's 97%. It lives on the
+	// volume, which the pod mounts at /workspace (its /tmp is its own).
+	du := "#!/bin/sh\nprintf '8600000\\t%s\\n' \"$3\"\n"
+	if err := os.WriteFile(filepath.Join(vol.Dir, "fake-du"), []byte(du), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := w.run(args([]string{"run", "--network-volume", "vol-test", "--pod-env", "OVERBRAINER_DU=/workspace/fake-du"}, fast, demo(8))...)
+	if p.code != 0 {
+		t.Fatalf("exit %d", p.code)
+	}
+	mustContain(t, "stderr", p.stderr.String(), "network volume vol-test grown from 10 to 13 GB")
+	if strings.Contains(p.stderr.String(), "snapshot requested") {
+		t.Error("the watchdog asked for a disk snapshot")
+	}
+	vols := w.srv.NetworkVolumes()
+	if len(vols) != 1 || vols[0].SizeGB != 13 {
+		t.Fatalf("volumes %+v", vols)
+	}
+	if r := w.onlyRun(); r.VolumeGB != 13 {
+		t.Fatalf("run volume %d GB", r.VolumeGB)
+	}
+	w.assertClean()
+}
+
+// The README's first command: no key, so the in-process emulator.
+func TestLocalRun(t *testing.T) {
+	t.Parallel()
+	l := newLocal(t)
+	p := l.run(args([]string{"run"}, fast, demo(3))...)
+	if p.code != 0 {
+		t.Fatalf("exit %d", p.code)
+	}
+	mustContain(t, "stderr", p.stderr.String(), "no RUNPOD_API_KEY: using the local Runpod emulator",
+		"watchdog verdict: ready", "results downloaded to", "checkpoint.txt", "deleted", "cost: ~$", "the local emulator's price")
+	mustContain(t, "stdout", p.stdout.String(), "step 3/3", "training done")
+}
+
+// A local-server outlives the launchers: a --local run detaches on Ctrl-C,
+// and ls and stop find it again.
+func TestLocalServerDetachAndStop(t *testing.T) {
+	t.Parallel()
+	l := newLocal(t)
+	srv := l.start("local-server")
+	srv.waitOutput("local Runpod emulator at", time.Minute)
+
+	p := l.start(args([]string{"--local", "run"}, fast, demo(600))...)
+	p.waitOutput("step 1/600", 2*time.Minute)
+	p.signal(syscall.SIGINT)
+	if code := p.wait(time.Minute); code != 130 {
+		t.Fatalf("exit %d after Ctrl-C", code)
+	}
+	mustContain(t, "stderr", p.stderr.String(), "using the local-server", "detached from pod")
+	id := strings.Fields(lineWith(p.stderr.String(), "launch: run "))[2]
+
+	ls := l.run("--local", "ls")
+	mustContain(t, "ls", lineWith(ls.stdout.String(), id), "RUNNING", "detached")
+	s := l.run("--local", "stop", id)
+	if s.code != 0 {
+		t.Fatalf("stop exit %d", s.code)
+	}
+	mustContain(t, "stop", s.stderr.String(), "results downloaded", "deleted")
+
+	srv.signal(syscall.SIGINT)
+	if code := srv.wait(time.Minute); code != 0 {
+		t.Fatalf("local-server exit %d", code)
+	}
+	if _, err := os.Stat(filepath.Join(l.stateDir, "local-server.json")); err == nil {
+		t.Fatal("local-server.json left behind")
 	}
 }

@@ -74,6 +74,11 @@ func newWorld(t *testing.T, opts ...runpodtest.Option) *world {
 	t.Helper()
 	needPods(t)
 	srv := runpodtest.NewTestServer(t, append([]runpodtest.Option{runpodtest.WithPodRunner()}, opts...)...)
+	// runpodtest sets Server.URL after its HTTP server started, and its
+	// pod runner reads it from a handler's goroutine: taking the server's
+	// lock here orders the two for the race detector (reported to the
+	// fake's owner).
+	_ = srv.Pods()
 	return &world{t: t, srv: srv, stateDir: filepath.Join(t.TempDir(), "state")}
 }
 
@@ -98,6 +103,39 @@ func (w *world) command(args ...string) *exec.Cmd {
 	cmd.Env = append(cmd.Env, w.env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	return cmd
+}
+
+// local is a state directory for --local commands, which run their own
+// emulator (or a local-server's) instead of the test's.
+type local struct {
+	t        *testing.T
+	stateDir string
+}
+
+func newLocal(t *testing.T) *local {
+	t.Helper()
+	needPods(t)
+	return &local{t: t, stateDir: filepath.Join(t.TempDir(), "state")}
+}
+
+func (l *local) start(args ...string) *proc {
+	l.t.Helper()
+	full := append([]string{"--state-dir", l.stateDir}, args...)
+	cmd := exec.Command(binary, full...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "RUNPOD_API_KEY=") && !strings.HasPrefix(kv, "OVERBRAINER_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return startProc(l.t, cmd, args)
+}
+
+func (l *local) run(args ...string) *proc {
+	l.t.Helper()
+	p := l.start(args...)
+	p.wait(4 * time.Minute)
+	return p
 }
 
 // proc is a launcher running in the background.
@@ -128,11 +166,16 @@ func (s *syncBuffer) String() string {
 
 func (w *world) start(args ...string) *proc {
 	w.t.Helper()
-	p := &proc{t: w.t, cmd: w.command(args...), stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
+	return startProc(w.t, w.command(args...), args)
+}
+
+func startProc(t *testing.T, cmd *exec.Cmd, args []string) *proc {
+	t.Helper()
+	p := &proc{t: t, cmd: cmd, stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
 	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
-	w.t.Logf("launch %s", strings.Join(args, " "))
+	t.Logf("launch %s", strings.Join(args, " "))
 	if err := p.cmd.Start(); err != nil {
-		w.t.Fatal(err)
+		t.Fatal(err)
 	}
 	go func() {
 		err := p.cmd.Wait()
@@ -142,15 +185,15 @@ func (w *world) start(args ...string) *proc {
 		}
 		close(p.done)
 	}()
-	w.t.Cleanup(func() {
+	t.Cleanup(func() {
 		select {
 		case <-p.done:
 		default:
 			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 			<-p.done
 		}
-		if w.t.Failed() {
-			w.t.Logf("launch %s\n--- stdout:\n%s\n--- stderr:\n%s", strings.Join(args, " "), p.stdout, p.stderr)
+		if t.Failed() {
+			t.Logf("launch %s\n--- stdout:\n%s\n--- stderr:\n%s", strings.Join(args, " "), p.stdout, p.stderr)
 		}
 	})
 	return p

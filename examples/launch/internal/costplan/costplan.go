@@ -88,12 +88,15 @@ func Spent(costPerHr float64, start, end time.Time) float64 {
 	return costPerHr * end.Sub(start).Hours()
 }
 
-// Volume growth: at GrowAt of its size a network volume is grown by
-// GrowFactor, as many times as it takes to bring the usage back under
-// GrowAt.
+// Volume growth: a network volume is grown by GrowFactor when what it holds
+// reaches GrowAt of its usable part (VolumeUsable of its size, as the
+// watchdog counts it), as many times as it takes to bring the usage back
+// under GrowAt. The watchdog asks for a snapshot at 97% of the usable part:
+// growing first keeps a filling volume from ending the job.
 const (
-	GrowAt     = 0.92
-	GrowFactor = 1.25
+	GrowAt       = 0.92
+	GrowFactor   = 1.25
+	VolumeUsable = 0.94
 )
 
 // bytesPerGB is Runpod's GB, the one the watchdog uses too.
@@ -106,7 +109,7 @@ func Grow(sizeGB int, usedKiB int64) (newGB int, grow bool) {
 		return sizeGB, false
 	}
 	used := float64(usedKiB) * 1024
-	full := func(gb int) bool { return used >= GrowAt*float64(gb)*bytesPerGB }
+	full := func(gb int) bool { return used >= GrowAt*VolumeUsable*float64(gb)*bytesPerGB }
 	if !full(sizeGB) {
 		return sizeGB, false
 	}

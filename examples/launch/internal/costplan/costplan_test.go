@@ -109,19 +109,32 @@ func TestGrow(t *testing.T) {
 		grow   bool
 	}{
 		{100, 50, 100, false},
-		{100, 91.9, 100, false},
-		{100, 92, 125, true},
-		{100, 99, 125, true},
+		{100, 86.4, 100, false}, // 91.9% of the usable 94 GB
+		{100, 86.5, 125, true},  // 92%
+		{100, 93, 125, true},
 		{100, 120, 157, true}, // 125 would be full at once: 157
-		{10, 9.5, 13, true},
+		{10, 8.8, 13, true},
 		{0, 5, 0, false},
 	} {
 		got, grow := Grow(c.size, int64(c.usedGB*kib))
 		if got != c.want || grow != c.grow {
 			t.Errorf("Grow(%d, %v GB) = %d %v, want %d %v", c.size, c.usedGB, got, grow, c.want, c.grow)
 		}
-		if grow && float64(int64(c.usedGB*kib))*1024 >= GrowAt*float64(got)*1e9 {
+		if grow && float64(int64(c.usedGB*kib))*1024 >= GrowAt*VolumeUsable*float64(got)*1e9 {
 			t.Errorf("Grow(%d, %v GB) = %d is still full", c.size, c.usedGB, got)
+		}
+	}
+}
+
+// The client grows a volume before the watchdog's disk rule (97% of the
+// usable part) would ask the job to stop.
+func TestGrowComesBeforeTheWatchdogsDiskRule(t *testing.T) {
+	const watchdogAct = 0.97
+	for _, size := range []int{10, 100, 4000} {
+		// Just under the watchdog's threshold, in KiB as du reports.
+		used := int64(watchdogAct*VolumeUsable*float64(size)*1e9/1024) - 1
+		if _, grow := Grow(size, used); !grow {
+			t.Errorf("%d GB at the watchdog's threshold is not grown", size)
 		}
 	}
 }

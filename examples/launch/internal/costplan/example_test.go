@@ -23,6 +23,7 @@ func ExampleCostCap() {
 }
 
 func ExampleGrow() {
-	fmt.Println(costplan.Grow(200, 190_000_000)) // 190e6 KiB = 194.6 GB of 200
+	// 190e6 KiB = 194.6 GB, over 92% of the usable 188 GB of 200.
+	fmt.Println(costplan.Grow(200, 190_000_000))
 	// Output: 250 true
 }

@@ -13,8 +13,11 @@ if [ "$3" = 1 ]; then
   touch .pod/lease || exit 1
 fi
 
+# field FILE: prints the number that starts FILE (.pod/du holds du's whole
+# line, "KIB<tab>DIR"), or - when there is none.
 field() {
-  value=$(cat "$1" 2> /dev/null)
+  value=
+  read -r value _ < "$1" 2> /dev/null
   case $value in
     '' | *[!0-9]*) value=- ;;
   esac

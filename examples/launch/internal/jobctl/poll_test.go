@@ -87,7 +87,7 @@ exit 3
 			t.Fatalf("log %q", log.String())
 		}
 
-		os.WriteFile(filepath.Join(runDir, watchdog.Du), []byte("1234"), 0o600)
+		os.WriteFile(filepath.Join(runDir, watchdog.Du), []byte("1234\t/workspace\n"), 0o600)
 		os.WriteFile(filepath.Join(runDir, watchdog.SnapshotRequest), []byte("cost"), 0o600)
 		for {
 			st, b := poll(t, shell, runDir, offset, false, 1000)

@@ -121,8 +121,10 @@ func (d *driver) steps(ctx context.Context) error {
 		if err := d.start(ctx); err != nil {
 			return err
 		}
-	} else if d.r.Phase != state.PhaseRunning {
-		d.a.say("the job is already running (process group %d): following it from byte %d of its output", st.PID, d.r.LogOffset)
+	} else if st.Ended() {
+		d.a.say("the job has ended: reading the rest of its output from byte %d", d.r.LogOffset)
+	} else {
+		d.a.say("the job is already running (process group %d): following its output from byte %d", st.PID, d.r.LogOffset)
 		d.r.Phase = state.PhaseRunning
 		d.save()
 	}

@@ -122,7 +122,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.cloud, "cloud", "SECURE", "SECURE or COMMUNITY")
 	fs.IntVar(&f.diskGB, "disk-gb", 50, "container disk in GB")
 	fs.IntVar(&f.volumeGB, "volume-gb", 0, "a pod volume of this size in GB at --volume-path (0: none)")
-	fs.StringVar(&f.networkVolume, "network-volume", "", "id of a network volume to mount at --volume-path (grown by 25% when 92% full)")
+	fs.StringVar(&f.networkVolume, "network-volume", "", "id of a network volume to mount at --volume-path (grown by 25% when 92% of its usable part is used)")
 	fs.StringVar(&f.volumePath, "volume-path", DefaultVolumePath, "where the volume is mounted")
 	fs.StringVar(&f.workdir, "workdir", "", "directory of run directories on the pod (default: --volume-path/overbrainer)")
 	fs.Float64Var(&f.maxHours, "max-hours", 4, "deadline, in hours from now: the watchdog deletes the pod then unless this launcher still holds the lease")

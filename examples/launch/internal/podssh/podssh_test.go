@@ -218,6 +218,17 @@ func TestUploadAndDownload(t *testing.T) {
 	if err != nil || got.Files != 0 {
 		t.Fatalf("download of nothing = %+v, %v", got, err)
 	}
+	// A local file that cannot be archived fails the upload with its own
+	// error, not the remote tar's complaint about a cut stream.
+	bad := t.TempDir()
+	if err := mkfifo(filepath.Join(bad, "pipe")); err != nil {
+		t.Fatal(err)
+	}
+	err = c.Upload(ctx, bad, filepath.Join(t.TempDir(), "up"))
+	if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Fatalf("upload of a fifo: %v", err)
+	}
+
 	// A missing remote directory is.
 	_, err = c.Download(ctx, filepath.Join(remote, "absent"), []string{"x"}, t.TempDir())
 	var ce *CommandError

@@ -39,10 +39,20 @@ exec tar -cf - "$@"`
 // directories and symbolic links, with their permission bits.
 func (c *Conn) Upload(ctx context.Context, dir, remoteDir string) error {
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(WriteTar(pw, dir)) }()
+	local := make(chan error, 1)
+	go func() {
+		err := WriteTar(pw, dir)
+		pw.CloseWithError(err)
+		local <- err
+	}()
 	var errb bytes.Buffer
 	err := c.Run(ctx, Command(untarScript, remoteDir), pr, nil, &errb)
 	pr.Close()
+	// A local failure cuts the stream short, and the remote tar then
+	// complains about it: the local error is the one that explains.
+	if lerr := <-local; lerr != nil && !errors.Is(lerr, io.ErrClosedPipe) {
+		return fmt.Errorf("podssh: upload of %s: %w", dir, lerr)
+	}
 	if err != nil {
 		return fmt.Errorf("podssh: upload of %s: %w", dir, commandError(err, errb.Bytes()))
 	}
