@@ -181,7 +181,7 @@ func TestKilledClientLeavesThePodToItsWatchdog(t *testing.T) {
 		until string
 	}{
 		{"deadline", args([]string{"--max-hours", "0.006", "--retrieve-grace", "4s"}, demo(600)), "step 2/600"},
-		{"boot grace", []string{"--boot-grace", "4s", "--pod-env", "OVERBRAINER_BOOT_TIMEOUT=60"}, "created"},
+		{"boot grace", []string{"--boot-grace", "4s"}, "created"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -266,6 +266,27 @@ func TestDetachLsStop(t *testing.T) {
 	if line := lineWith(ls.stdout.String(), r.ID); !strings.Contains(line, "done") || !strings.Contains(line, "gone") {
 		t.Errorf("ls after stop: %q", line)
 	}
+}
+
+// With --down-on-interrupt, Ctrl-C collects what there is and deletes.
+func TestDownOnInterrupt(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	p := w.start(args([]string{"run", "--down-on-interrupt"}, fast, demo(600))...)
+	p.waitOutput("checkpoint: step 5", 2*time.Minute)
+	p.signal(syscall.SIGINT)
+	if code := p.wait(time.Minute); code != 130 {
+		t.Fatalf("exit %d after Ctrl-C, want 130", code)
+	}
+	mustContain(t, "stderr", p.stderr.String(), "results downloaded", "deleted", "cost: ~$")
+	r := w.onlyRun()
+	ckpt, _ := os.ReadFile(filepath.Join(r.OutDir, "outputs", "checkpoint.txt"))
+	// The checkpoint the job had written when Ctrl-C came (step 5 or a
+	// later one on a slow machine).
+	if !strings.Contains(string(ckpt), "reason=periodic\n") {
+		t.Fatalf("checkpoint %q", ckpt)
+	}
+	w.assertClean()
 }
 
 func lineWith(s, sub string) string {
@@ -407,8 +428,10 @@ func TestFailuresDeleteThePod(t *testing.T) {
 			noPod: true,
 		},
 		{
-			name:  "pod create fails",
-			setup: func(t *testing.T, w *world) { w.srv.Fail("POST", "/v2/pods", runpodtest.Fault{Status: 400, Detail: "no GPU"}) },
+			name: "pod create fails",
+			setup: func(t *testing.T, w *world) {
+				w.srv.Fail("POST", "/v2/pods", runpodtest.Fault{Status: 400, Detail: "no GPU"})
+			},
 			want:  []string{"creating the pod", "no GPU"},
 			noPod: true,
 		},

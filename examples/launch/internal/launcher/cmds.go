@@ -79,6 +79,8 @@ func (a *app) loadRun(id string) (*state.Run, error) {
 	return r, nil
 }
 
+var errNoPodYet = errors.New("the run has no pod")
+
 // findPod makes sure the run knows its pod's id, looking it up by name.
 func (a *app) findPod(ctx context.Context, r *state.Run) error {
 	if r.PodID != "" {
@@ -91,7 +93,16 @@ func (a *app) findPod(ctx context.Context, r *state.Run) error {
 	if len(pods) == 0 {
 		return errNoPodYet
 	}
-	r.PodID = pods[len(pods)-1].ID
+	p := pods[len(pods)-1]
+	r.PodID = p.ID
+	if r.BillingStart.IsZero() {
+		// The launcher died between the create call and saving its
+		// answer: the pod's own creation time is the best there is.
+		r.BillingStart = p.CreatedAt
+		if r.BillingStart.IsZero() {
+			r.BillingStart = r.Created
+		}
+	}
 	return a.store.Save(r)
 }
 
@@ -238,10 +249,6 @@ local run knows (orphans: "launch rm --all-orphans" removes them).`)
 	for _, r := range runs {
 		pod, live := byName[r.PodName]
 		delete(byName, r.PodName)
-		if r.Local && !live && a.inProcess() {
-			// This launcher's own emulator never knew the run.
-			live = false
-		}
 		status, age, cost := "-", "-", "-"
 		if !r.Created.IsZero() {
 			age = since(now.Sub(r.Created))

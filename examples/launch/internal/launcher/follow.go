@@ -67,11 +67,10 @@ type (
 	collectError struct{ err error }
 )
 
-func (e *podGoneError) Error() string  { return e.what }
-func (e *verdictError) Error() string  { return "the watchdog's verdict: " + e.verdict }
-func (e *collectError) Error() string  { return "downloading the results: " + e.err.Error() }
-func (e *collectError) Unwrap() error  { return e.err }
-func (e *podGoneError) Is(t error) bool { _, ok := t.(*podGoneError); return ok }
+func (e *podGoneError) Error() string { return e.what }
+func (e *verdictError) Error() string { return "the watchdog's verdict: " + e.verdict }
+func (e *collectError) Error() string { return "downloading the results: " + e.err.Error() }
+func (e *collectError) Unwrap() error { return e.err }
 
 // follow drives a run whose pod exists to its end, and decides what happens
 // to the pod when it cannot.
@@ -278,9 +277,7 @@ func (d *driver) waitVerdict(ctx context.Context) (jobctl.State, error) {
 				return st, &verdictError{"failed " + reason}
 			}
 			d.ready = true
-			if d.r.Phase == state.PhaseBooting {
-				d.a.say("watchdog verdict: %s", st.Verdict)
-			}
+			d.a.say("watchdog verdict: %s", st.Verdict)
 			return st, nil
 		}
 		if time.Since(start) > d.o.verdictTimeout {

@@ -19,9 +19,9 @@ import (
 // runner, either in this process (it ends with it) or a local-server in
 // another one.
 type localEmulator struct {
-	srv                          *runpodtest.Server // nil for a local-server
-	key, baseURL, graphQLURL     string
-	shared                       bool
+	srv                      *runpodtest.Server // nil for a local-server
+	key, baseURL, graphQLURL string
+	shared                   bool
 }
 
 // localServerFile records a running local-server in the state directory,

@@ -420,5 +420,3 @@ func (a *app) createFailed(r *state.Run, err error) {
 		a.say("saving the run: %v", serr)
 	}
 }
-
-var errNoPodYet = errors.New("the run has no pod")

@@ -58,14 +58,14 @@ type Run struct {
 	HFTokenEnv string `json:"hf_token_env,omitempty"`
 	OutDir     string `json:"out_dir"`
 
-	Deadline     time.Time `json:"deadline,omitzero"`
-	MaxCostUSD   float64   `json:"max_cost_usd,omitempty"`
-	Keep         bool      `json:"keep,omitempty"`
+	Deadline   time.Time `json:"deadline,omitzero"`
+	MaxCostUSD float64   `json:"max_cost_usd,omitempty"`
+	Keep       bool      `json:"keep,omitempty"`
 	// The watchdog's graces, as the pod's env has them.
 	BootGrace     time.Duration `json:"boot_grace"`
 	RetrieveGrace time.Duration `json:"retrieve_grace"`
-	CostPerHr    float64   `json:"cost_per_hr,omitempty"`
-	BillingStart time.Time `json:"billing_start,omitzero"`
+	CostPerHr     float64       `json:"cost_per_hr,omitempty"`
+	BillingStart  time.Time     `json:"billing_start,omitzero"`
 
 	NetworkVolumeID string `json:"network_volume_id,omitempty"`
 	VolumeDir       string `json:"volume_dir,omitempty"`
