@@ -227,7 +227,7 @@ func (a *app) newFlags(name, args, about string) *flag.FlagSet {
 	fs.SetOutput(a.stderr)
 	a.g.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(a.stderr, "usage: launch %s [flags] %s\n\n%s\n\nFlags:\n", name, args, about)
+		fmt.Fprintf(a.stderr, "usage: %s\n\n%s\n\nFlags:\n", strings.TrimSpace("launch "+name+" [flags] "+args), about)
 		printDefaults(fs)
 	}
 	return fs
