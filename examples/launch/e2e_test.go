@@ -147,9 +147,17 @@ func TestAttachAfterKill(t *testing.T) {
 	}
 	before := p.stdout.String()
 
+	// The end meets API errors: the delete call fails once (terminate
+	// takes over), the secret's delete fails (rm finishes it).
+	w.srv.Fail("DELETE", "/v2/pods/"+r.PodID, runpodtest.Fault{Status: 400, Caller: runpodtest.CallerAccount})
+	w.srv.Fail("POST", "/graphql", runpodtest.Fault{Status: 400})
 	a := w.run("attach", r.ID)
 	if a.code != 0 {
 		t.Fatalf("attach exit %d", a.code)
+	}
+	mustContain(t, "attach stderr", a.stderr.String(), "terminated (the delete call failed", "could not delete secret")
+	if rm := w.run("rm", r.ID); rm.code != 0 {
+		t.Fatalf("rm exit %d", rm.code)
 	}
 	after := a.stdout.String()
 	mustContain(t, "attach stdout", after, "step 12/12", "training done")
@@ -266,6 +274,27 @@ func TestDetachLsStop(t *testing.T) {
 	if line := lineWith(ls.stdout.String(), r.ID); !strings.Contains(line, "done") || !strings.Contains(line, "gone") {
 		t.Errorf("ls after stop: %q", line)
 	}
+}
+
+// The lease the client renews while the output progresses keeps the pod
+// past its deadline: the run ends as it would without one.
+func TestLeaseHoldsThePodPastTheDeadline(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	// The deadline comes some 10 s into the job, which runs 25 s.
+	p := w.run(args([]string{"run", "--max-hours", "0.004"}, fast, demo(25))...)
+	if p.code != 0 {
+		t.Fatalf("exit %d", p.code)
+	}
+	r := w.onlyRun()
+	if !w.pod(r).EndedAt.After(r.Deadline.Add(5 * time.Second)) {
+		t.Fatalf("the run ended at %s, not well past its deadline %s", w.pod(r).EndedAt, r.Deadline)
+	}
+	mustContain(t, "stdout", p.stdout.String(), "step 25/25", "training done")
+	if strings.Contains(p.stderr.String(), "snapshot requested") {
+		t.Error("the watchdog asked for a deadline snapshot while the lease was held")
+	}
+	w.assertClean()
 }
 
 // With --down-on-interrupt, Ctrl-C collects what there is and deletes.

@@ -267,8 +267,19 @@ func (d *driver) waitVerdict(ctx context.Context) (jobctl.State, error) {
 	start := time.Now()
 	for {
 		st, _, err := d.poll(ctx, false)
-		if err != nil {
+		var ce *podssh.CommandError
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			return st, ctx.Err()
+		case errors.As(err, &ce):
 			return st, fmt.Errorf("reading the watchdog's verdict: %w", err)
+		default:
+			// The connection broke: the pod may be gone.
+			if err := d.reconnect(ctx, err); err != nil {
+				return st, err
+			}
+			continue
 		}
 		if st.Verdict != "" {
 			d.r.Verdict = st.Verdict
