@@ -76,11 +76,12 @@ func (e *collectError) Unwrap() error { return e.err }
 // to the pod when it cannot.
 func (a *app) follow(ctx context.Context, r *state.Run, o followOpts) error {
 	d := &driver{a: a, r: r, o: o, exitCode: -1}
-	err := d.steps(ctx)
-	if d.conn != nil {
-		defer d.conn.Close()
-	}
-	return d.finish(ctx, err)
+	defer func() {
+		if d.conn != nil {
+			d.conn.Close()
+		}
+	}()
+	return d.finish(ctx, d.steps(ctx))
 }
 
 // connect loads the run's keys, waits for the pod and dials it.
@@ -187,7 +188,6 @@ func (d *driver) waitRunning(ctx context.Context) error {
 			}
 			if ip, port, ok := pod.PublicPort(22); ok && pod.Status == runpod.StatusRunning {
 				d.addr = fmt.Sprintf("%s:%d", ip, port)
-				d.a.live(&d.live, fmt.Sprintf("pod %s: RUNNING, SSH at %s | %s", d.r.PodID, d.addr, d.costLine()))
 				d.a.say("pod %s is running; SSH at %s", d.r.PodID, d.addr)
 				return nil
 			}
