@@ -630,3 +630,51 @@ func TestLocalServerDetachAndStop(t *testing.T) {
 		t.Fatal("local-server.json left behind")
 	}
 }
+
+// --keep-pod: the results are collected, and the pod stays, the watchdog's
+// rules lifted, until rm.
+func TestKeepPod(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	p := w.run(args([]string{"run", "--keep-pod"}, fast, demo(2))...)
+	if p.code != 0 {
+		t.Fatalf("exit %d", p.code)
+	}
+	mustContain(t, "stderr", p.stderr.String(), "results downloaded", "is kept (--keep-pod)", "launch rm ")
+	r := w.onlyRun()
+	// The retrieved marker is there and the watchdog ticks every second:
+	// a few ticks later the pod still runs.
+	time.Sleep(3 * time.Second)
+	if pod := w.pod(r); pod.Status != runpodtest.StatusRunning {
+		t.Fatalf("kept pod %s", pod.Status)
+	}
+	if rm := w.run("rm", r.ID); rm.code != 0 {
+		t.Fatalf("rm exit %d", rm.code)
+	}
+	w.assertClean()
+}
+
+// stop from another terminal while run follows: stop only asks, run
+// collects the checkpoint.
+func TestStopWhileFollowed(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	p := w.start(args([]string{"run"}, fast, demo(600))...)
+	p.waitOutput("step 2/600", 2*time.Minute)
+	r := w.onlyRun()
+	s := w.run("stop", r.ID)
+	if s.code != 0 {
+		t.Fatalf("stop exit %d", s.code)
+	}
+	mustContain(t, "stop stderr", s.stderr.String(), "another launcher follows run")
+	if code := p.wait(2 * time.Minute); code != 0 {
+		t.Fatalf("run exit %d", code)
+	}
+	mustContain(t, "run stdout", p.stdout.String(), "snapshot requested (stop): checkpointing and stopping")
+	mustContain(t, "run stderr", p.stderr.String(), "results downloaded", "deleted")
+	ckpt, _ := os.ReadFile(filepath.Join(r.OutDir, "outputs", "checkpoint.txt"))
+	if !strings.Contains(string(ckpt), "reason=snapshot stop\n") {
+		t.Fatalf("checkpoint %q", ckpt)
+	}
+	w.assertClean()
+}
