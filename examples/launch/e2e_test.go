@@ -281,8 +281,8 @@ func TestDetachLsStop(t *testing.T) {
 func TestLeaseHoldsThePodPastTheDeadline(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
-	// The deadline comes some 10 s into the job, which runs 25 s.
-	p := w.run(args([]string{"run", "--max-hours", "0.004"}, fast, demo(25))...)
+	// The deadline comes some 15 s into the job, which runs 30 s.
+	p := w.run(args([]string{"run", "--max-hours", "0.005"}, fast, demo(30))...)
 	if p.code != 0 {
 		t.Fatalf("exit %d", p.code)
 	}
@@ -290,7 +290,7 @@ func TestLeaseHoldsThePodPastTheDeadline(t *testing.T) {
 	if !w.pod(r).EndedAt.After(r.Deadline.Add(5 * time.Second)) {
 		t.Fatalf("the run ended at %s, not well past its deadline %s", w.pod(r).EndedAt, r.Deadline)
 	}
-	mustContain(t, "stdout", p.stdout.String(), "step 25/25", "training done")
+	mustContain(t, "stdout", p.stdout.String(), "step 30/30", "training done")
 	if strings.Contains(p.stderr.String(), "snapshot requested") {
 		t.Error("the watchdog asked for a deadline snapshot while the lease was held")
 	}
@@ -410,10 +410,11 @@ func (w *world) onlyRunOf(id string) *state.Run {
 func TestCostCapEndsTheRunWithASnapshot(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
-	// 60 s of money; the snapshot is asked 45 s before the end.
-	maxUSD := price * 60 / 3600
+	// 120 s of money; the snapshot is asked 100 s before the end, which
+	// leaves a loaded machine time to collect before the cap.
+	maxUSD := price * 120 / 3600
 	p := w.run(args([]string{"run", "--max-cost-usd", strconv.FormatFloat(maxUSD, 'f', 6, 64)}, fast,
-		[]string{"--snapshot-lead", "45s"}, demo(600))...)
+		[]string{"--snapshot-lead", "100s"}, demo(600))...)
 	if p.code != 0 {
 		t.Fatalf("exit %d", p.code)
 	}

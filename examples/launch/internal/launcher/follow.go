@@ -262,11 +262,12 @@ func (d *driver) poll(ctx context.Context, touch bool) (jobctl.State, []byte, er
 	return st, b, err
 }
 
-// waitVerdict waits for the watchdog's verdict.
+// waitVerdict waits for the watchdog's verdict. Its looks renew the lease:
+// a client that is here holds it, even before the job has output.
 func (d *driver) waitVerdict(ctx context.Context) (jobctl.State, error) {
 	start := time.Now()
 	for {
-		st, _, err := d.poll(ctx, false)
+		st, _, err := d.poll(ctx, true)
 		var ce *podssh.CommandError
 		switch {
 		case err == nil:
