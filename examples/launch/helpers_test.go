@@ -206,6 +206,12 @@ func (p *proc) wait(timeout time.Duration) int {
 	case <-p.done:
 		return p.code
 	case <-time.After(timeout):
+		// A Go program dumps its goroutines on SIGQUIT: say where it hangs.
+		_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-p.done:
+		case <-time.After(10 * time.Second):
+		}
 		p.t.Fatalf("the launcher did not exit within %s\n--- stdout:\n%s\n--- stderr:\n%s", timeout, p.stdout, p.stderr)
 	}
 	return 0

@@ -34,6 +34,10 @@ type followOpts struct {
 // maxChunk bounds the output one poll reads.
 const maxChunk = 1 << 20
 
+// shortCommand bounds the small commands (a poll, a put, the clock, the
+// start): one that takes longer is taken for a broken connection.
+const shortCommand = time.Minute
+
 // statusEvery is how often a line tells how long the job has run and what
 // it cost so far.
 const statusEvery = 10 * time.Minute
@@ -251,6 +255,8 @@ func (d *driver) dial(ctx context.Context, timeout time.Duration) error {
 
 // poll is one look at the run over SSH.
 func (d *driver) poll(ctx context.Context, touch bool) (jobctl.State, []byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, shortCommand)
+	defer cancel()
 	out, err := d.conn.Output(ctx, jobctl.PollCommand(d.r.RunDir, d.r.LogOffset, touch, maxChunk), nil)
 	if err != nil {
 		return jobctl.State{}, nil, err
@@ -303,6 +309,8 @@ func (d *driver) waitVerdict(ctx context.Context) (jobctl.State, error) {
 
 // put replaces a file of the run directory with content.
 func (d *driver) put(ctx context.Context, name, content string) error {
+	ctx, cancel := context.WithTimeout(ctx, shortCommand)
+	defer cancel()
 	_, err := d.conn.Output(ctx, jobctl.PutCommand(jobctl.RunFile(d.r.RunDir, name)), strings.NewReader(content))
 	if err != nil {
 		return fmt.Errorf("writing %s on the pod: %w", name, err)
@@ -333,8 +341,10 @@ func (d *driver) planCost(ctx context.Context) error {
 		}
 		d.r.CostPerHr = perHr
 	}
+	cctx, cancel := context.WithTimeout(ctx, shortCommand)
+	defer cancel()
 	sent := time.Now()
-	out, err := d.conn.Output(ctx, "date +%s", nil)
+	out, err := d.conn.Output(cctx, "date +%s", nil)
 	received := time.Now()
 	if err != nil {
 		return fmt.Errorf("reading the pod's clock: %w", err)
@@ -368,7 +378,9 @@ func (d *driver) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	out, err := d.conn.Output(ctx, jobctl.StartCommand(d.r.RunDir, podenv.JobEnv), in)
+	sctx, cancel := context.WithTimeout(ctx, shortCommand)
+	defer cancel()
+	out, err := d.conn.Output(sctx, jobctl.StartCommand(d.r.RunDir, podenv.JobEnv), in)
 	var ce *podssh.CommandError
 	if errors.As(err, &ce) && ce.Status == jobctl.StartAlreadyStarted {
 		d.a.say("the job had already been started")

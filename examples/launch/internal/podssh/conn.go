@@ -165,7 +165,19 @@ func (c *Conn) Run(ctx context.Context, cmd string, stdin io.Reader, stdout, std
 	}
 	defer s.Close()
 	s.Stdin, s.Stdout, s.Stderr = stdin, stdout, stderr
-	stop := context.AfterFunc(ctx, func() { s.Close() })
+	done := make(chan struct{})
+	defer close(done)
+	stop := context.AfterFunc(ctx, func() {
+		s.Close()
+		// Closing a session only asks the server to close it: when the
+		// server does not answer, the connection goes, which ends every
+		// wait on it.
+		select {
+		case <-done:
+		case <-time.After(abandonAfter):
+			c.Close()
+		}
+	})
 	defer stop()
 	err = s.Run(cmd)
 	if ctx.Err() != nil {
@@ -173,6 +185,10 @@ func (c *Conn) Run(ctx context.Context, cmd string, stdin io.Reader, stdout, std
 	}
 	return err
 }
+
+// abandonAfter is how long Run waits for a session it closed on a done
+// context before it closes the whole connection.
+var abandonAfter = 10 * time.Second
 
 // CommandError is a command's non-zero exit, with the end of what it wrote
 // on standard error.
