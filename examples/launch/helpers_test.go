@@ -85,7 +85,7 @@ func newWorld(t *testing.T, opts ...runpodtest.Option) *world {
 // fast are the knobs that make a run take seconds: the watchdog ticks every
 // second, the lease lives 5 s and is renewed every second.
 var fast = []string{
-	"--poll", "200ms", "--lease-every", "1s", "--lease-ttl", "5s", "--watchdog-interval", "1s",
+	"--poll", "500ms", "--lease-every", "1s", "--lease-ttl", "5s", "--watchdog-interval", "1s",
 	"--probe-wait", "1s", "--snapshot-lead", "3s", "--snapshot-wait", "30s",
 	"--start-timeout", "90s", "--verdict-timeout", "90s",
 }

@@ -115,8 +115,12 @@ func (s State) VerdictFailed() (reason string, failed bool) {
 	return reason, failed
 }
 
-// ParsePoll splits a poll's output into the state and the log bytes.
+// ParsePoll splits a poll's output into the state and the log bytes. Lines
+// before the header (a login shell's rc file may print some) are skipped.
 func ParsePoll(out []byte) (State, []byte, error) {
+	if i := bytes.Index(out, []byte("\nob1 ")); i >= 0 && !bytes.HasPrefix(out, []byte("ob1 ")) {
+		out = out[i+1:]
+	}
 	header, rest, ok := bytes.Cut(out, []byte("\n"))
 	if !ok {
 		return State{}, nil, fmt.Errorf("jobctl: poll output has no header: %.80q", out)
@@ -158,6 +162,13 @@ func ParsePoll(out []byte) (State, []byte, error) {
 	}
 	st.Verdict = strings.TrimSpace(string(verdict))
 	return st, logBytes, nil
+}
+
+// LastLine is the last non-empty line of a command's output: what the
+// command printed after anything a login shell's rc file printed first.
+func LastLine(out []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
 }
 
 // RunFile is the absolute path on the pod of a run directory's file.

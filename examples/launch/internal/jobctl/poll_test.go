@@ -168,6 +168,14 @@ func TestParsePollRefusesGarbage(t *testing.T) {
 	if !st.Ended() {
 		t.Fatal("exit code 0 is an end")
 	}
+	// What a login shell's rc file printed first is skipped.
+	noisy, b2, err := ParsePoll([]byte("conda: activated\nob1 42 0 0 0 10 1700000000 stop 99\nready\nbytes\n"))
+	if err != nil || string(b2) != "bytes\n" || noisy != st {
+		t.Fatalf("with noise: %+v %q %v", noisy, b2, err)
+	}
+	if got := LastLine([]byte("banner\n1700000000\n\n")); got != "1700000000" {
+		t.Fatalf("LastLine %q", got)
+	}
 }
 
 func TestPutUnderEveryShell(t *testing.T) {

@@ -349,7 +349,7 @@ func (d *driver) planCost(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reading the pod's clock: %w", err)
 	}
-	podNow, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
+	podNow, err := strconv.ParseInt(jobctl.LastLine(out), 10, 64)
 	if err != nil {
 		return fmt.Errorf("reading the pod's clock: %q is not a Unix time", out)
 	}
@@ -387,7 +387,7 @@ func (d *driver) start(ctx context.Context) error {
 	} else if err != nil {
 		return fmt.Errorf("starting the job: %w", err)
 	} else {
-		d.a.say("job started (process group %s): %s", strings.TrimSpace(string(out)), d.r.Command)
+		d.a.say("job started (process group %s): %s", jobctl.LastLine(out), d.r.Command)
 	}
 	d.r.Phase = state.PhaseRunning
 	d.save()

@@ -293,3 +293,29 @@ func TestWriteTarRefusesASocketOrFifo(t *testing.T) {
 	}
 	mustContain(t, err.Error(), "not a regular file")
 }
+
+// A login shell's rc file may print before the download's script runs: the
+// stream is read from its start mark on.
+func TestExtractAfterMarkSkipsNoise(t *testing.T) {
+	var b bytes.Buffer
+	b.WriteString("pyenv: warning\nsome banner without newline then\n" + tarMark)
+	tw := tar.NewWriter(&b)
+	tw.WriteHeader(&tar.Header{Name: "f", Mode: 0o644, Size: 2, Typeflag: tar.TypeReg})
+	tw.Write([]byte("ok"))
+	tw.Close()
+	dir := t.TempDir()
+	got, err := extractAfterMark(&b, dir)
+	if err != nil || got.Files != 1 {
+		t.Fatalf("%+v %v", got, err)
+	}
+	if f, _ := os.ReadFile(filepath.Join(dir, "f")); string(f) != "ok" {
+		t.Fatalf("f = %q", f)
+	}
+	if _, err := extractAfterMark(strings.NewReader("no mark at all\n"), t.TempDir()); err == nil {
+		t.Fatal("a stream without its mark was accepted")
+	}
+	// The mark alone: nothing to download.
+	if got, err := extractAfterMark(strings.NewReader(tarMark), t.TempDir()); err != nil || got.Files != 0 {
+		t.Fatalf("%+v %v", got, err)
+	}
+}

@@ -2,6 +2,7 @@ package podssh
 
 import (
 	"archive/tar"
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -19,8 +20,12 @@ import (
 // it sane without GNU-only flags.
 const untarScript = `mkdir -p "$1" && cd "$1" && tar -xf -`
 
-// tarScript writes a tar stream of the names (after $1, relative to the
-// directory $1) that exist; nothing at all when none does.
+// tarMark starts the download's stream: what a login shell's rc file may
+// print before the script runs is skipped up to it.
+const tarMark = "OVERBRAINER_TAR_STREAM\n"
+
+// tarScript writes tarMark, then a tar stream of the names (after $1,
+// relative to the directory $1) that exist; no stream when none does.
 const tarScript = `dir=$1
 shift
 cd "$dir" || exit 1
@@ -31,6 +36,7 @@ while [ "$n" -gt 0 ]; do
   if [ -e "$f" ]; then set -- "$@" "$f"; fi
   n=$((n - 1))
 done
+printf 'OVERBRAINER_TAR_STREAM\n'
 [ "$#" -gt 0 ] || exit 0
 exec tar -cf - "$@"`
 
@@ -141,7 +147,7 @@ func (c *Conn) Download(ctx context.Context, remoteDir string, names []string, d
 		}
 		done <- err
 	}()
-	got, xerr := ExtractTar(pr, dir)
+	got, xerr := extractAfterMark(pr, dir)
 	if xerr != nil {
 		cancel()
 		pr.CloseWithError(errors.New("podssh: extraction stopped"))
@@ -162,6 +168,23 @@ func (c *Conn) Download(ctx context.Context, remoteDir string, names []string, d
 // errRemote ends the local side of a download whose remote side failed; the
 // remote error is the one reported.
 var errRemote = errors.New("podssh: the remote tar failed")
+
+// extractAfterMark skips the stream up to tarMark, then extracts the rest.
+func extractAfterMark(r io.Reader, dir string) (Extracted, error) {
+	br := bufio.NewReader(r)
+	for {
+		line, err := br.ReadString('\n')
+		if line == tarMark {
+			return ExtractTar(br, dir)
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = errors.New("the stream ended before its start mark")
+			}
+			return Extracted{}, err
+		}
+	}
+}
 
 // Extracted counts what ExtractTar wrote, and what it refused.
 type Extracted struct {
