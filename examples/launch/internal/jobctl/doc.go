@@ -3,5 +3,5 @@
 // command lines and reads what they print: start the job detached in its own
 // process group (with the HF token on standard input only), look at the run
 // in one round trip (job state, verdict, snapshot request, new output, lease
-// renewal), and replace a pod file atomically.
+// renewal) over one long-lived session, and replace a pod file atomically.
 package jobctl

@@ -1,7 +1,6 @@
 package jobctl
 
 import (
-	"bytes"
 	_ "embed"
 	"errors"
 	"fmt"
@@ -11,14 +10,13 @@ import (
 	"strings"
 
 	"github.com/overbrainer/overbrainer-go/examples/launch/internal/podssh"
-	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
 //go:embed start.sh
 var startScript string
 
-//go:embed poll.sh
-var pollScript string
+//go:embed watch.sh
+var watchScript string
 
 //go:embed put.sh
 var putScript string
@@ -62,18 +60,6 @@ func PutCommand(file string) string {
 	return podssh.Command(putScript, file)
 }
 
-// PollCommand is the command line of one look at the run: see State. With
-// touchLease it first renews the lease. It returns at most max bytes of the
-// job's log from offset on.
-func PollCommand(runDir string, offset int64, touchLease bool, max int) string {
-	touch := "0"
-	if touchLease {
-		touch = "1"
-	}
-	return podssh.Command(watchdog.GroupSignal()+pollScript, runDir,
-		strconv.FormatInt(offset, 10), touch, strconv.Itoa(max))
-}
-
 // State is what one poll saw on the pod.
 type State struct {
 	// PID is the job's process group, 0 before the job started.
@@ -115,23 +101,12 @@ func (s State) VerdictFailed() (reason string, failed bool) {
 	return reason, failed
 }
 
-// ParsePoll splits a poll's output into the state and the log bytes. Lines
-// before the header (a login shell's rc file may print some) are skipped.
-func ParsePoll(out []byte) (State, []byte, error) {
-	if i := bytes.Index(out, []byte("\nob1 ")); i >= 0 && !bytes.HasPrefix(out, []byte("ob1 ")) {
-		out = out[i+1:]
-	}
-	header, rest, ok := bytes.Cut(out, []byte("\n"))
-	if !ok {
-		return State{}, nil, fmt.Errorf("jobctl: poll output has no header: %.80q", out)
-	}
-	verdict, logBytes, ok := bytes.Cut(rest, []byte("\n"))
-	if !ok {
-		return State{}, nil, fmt.Errorf("jobctl: poll output has no verdict line: %.80q", out)
-	}
-	f := strings.Fields(string(header))
-	if len(f) != 9 || f[0] != "ob1" {
-		return State{}, nil, fmt.Errorf("jobctl: bad poll header %.120q", header)
+// parseHeader reads watch.sh's header and verdict lines; n is the number of
+// log bytes that follow.
+func parseHeader(header, verdict string) (st State, n int, err error) {
+	f := strings.Fields(header)
+	if len(f) != 10 || f[0] != "ob1" {
+		return State{}, 0, fmt.Errorf("jobctl: bad watch header %.120q", header)
 	}
 	num := func(s string, none int64) (int64, error) {
 		if s == "-" {
@@ -139,7 +114,6 @@ func ParsePoll(out []byte) (State, []byte, error) {
 		}
 		return strconv.ParseInt(s, 10, 64)
 	}
-	var st State
 	var errs []error
 	pid, err := num(f[1], 0)
 	errs = append(errs, err)
@@ -157,11 +131,13 @@ func ParsePoll(out []byte) (State, []byte, error) {
 	}
 	st.DuKiB, err = num(f[8], -1)
 	errs = append(errs, err)
-	if err := errors.Join(errs...); err != nil {
-		return State{}, nil, fmt.Errorf("jobctl: bad poll header %.120q: %w", header, err)
+	n64, err := strconv.ParseInt(f[9], 10, 32)
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil || n64 < 0 {
+		return State{}, 0, fmt.Errorf("jobctl: bad watch header %.120q: %v", header, err)
 	}
-	st.Verdict = strings.TrimSpace(string(verdict))
-	return st, logBytes, nil
+	st.Verdict = strings.TrimSpace(verdict)
+	return st, int(n64), nil
 }
 
 // LastLine is the last non-empty line of a command's output: what the

@@ -188,11 +188,7 @@ func (a *app) stopFollowed(ctx context.Context, r *state.Run) error {
 		return fmt.Errorf("run %s has no pod yet", r.ID)
 	}
 	d := &driver{a: a, r: r, exitCode: -1, o: followOpts{followFlags: followFlags{startTimeout: time.Minute}}}
-	defer func() {
-		if d.conn != nil {
-			d.conn.Close()
-		}
-	}()
+	defer d.dropConn()
 	if err := d.connect(ctx); err != nil {
 		return err
 	}

@@ -51,6 +51,8 @@ type driver struct {
 	host ssh.PublicKey
 	addr string
 	conn *podssh.Conn
+	// watch is the long-lived look at the run over conn, made on first use.
+	watch *jobctl.Watcher
 	// ready says the watchdog's verdict was ready: its rules are armed, so
 	// the pod may be left to it.
 	ready     bool
@@ -80,11 +82,7 @@ func (e *collectError) Unwrap() error { return e.err }
 // to the pod when it cannot.
 func (a *app) follow(ctx context.Context, r *state.Run, o followOpts) error {
 	d := &driver{a: a, r: r, o: o, exitCode: -1}
-	defer func() {
-		if d.conn != nil {
-			d.conn.Close()
-		}
-	}()
+	defer d.dropConn()
 	return d.finish(ctx, d.steps(ctx))
 }
 
@@ -224,6 +222,7 @@ func (d *driver) dial(ctx context.Context, timeout time.Duration) error {
 	for {
 		c, err := podssh.Dial(ctx, podssh.Target{Addr: d.addr, Key: d.key, HostKey: d.host, Timeout: 20 * time.Second})
 		if err == nil {
+			d.dropConn()
 			d.conn = c
 			return nil
 		}
@@ -253,19 +252,37 @@ func (d *driver) dial(ctx context.Context, timeout time.Duration) error {
 	}
 }
 
+// dropConn closes the connection and its watcher.
+func (d *driver) dropConn() {
+	if d.watch != nil {
+		d.watch.Close()
+		d.watch = nil
+	}
+	if d.conn != nil {
+		d.conn.Close()
+		d.conn = nil
+	}
+}
+
 // poll is one look at the run over SSH.
 func (d *driver) poll(ctx context.Context, touch bool) (jobctl.State, []byte, error) {
+	if d.watch == nil {
+		w, err := jobctl.Watch(d.conn, d.r.RunDir)
+		if err != nil {
+			return jobctl.State{}, nil, err
+		}
+		d.watch = w
+	}
 	ctx, cancel := context.WithTimeout(ctx, shortCommand)
 	defer cancel()
-	out, err := d.conn.Output(ctx, jobctl.PollCommand(d.r.RunDir, d.r.LogOffset, touch, maxChunk), nil)
+	st, b, err := d.watch.Poll(ctx, d.r.LogOffset, touch, maxChunk)
 	if err != nil {
-		return jobctl.State{}, nil, err
+		d.watch.Close()
+		d.watch = nil
+		return st, nil, err
 	}
-	st, b, err := jobctl.ParsePoll(out)
-	if err == nil {
-		d.lastState = st
-	}
-	return st, b, err
+	d.lastState = st
+	return st, b, nil
 }
 
 // waitVerdict waits for the watchdog's verdict. Its looks renew the lease:
@@ -482,10 +499,7 @@ func (d *driver) followJob(ctx context.Context) (jobctl.State, error) {
 
 // reconnect replaces a broken SSH connection, unless the pod is gone.
 func (d *driver) reconnect(ctx context.Context, cause error) error {
-	if d.conn != nil {
-		d.conn.Close()
-		d.conn = nil
-	}
+	d.dropConn()
 	d.a.say("lost the SSH connection (%v): reconnecting", cause)
 	wait := d.r.Poll
 	for {
@@ -692,9 +706,14 @@ func (d *driver) interrupted() error {
 		if d.a.inProcess() && !d.o.downOnInterrupt {
 			d.a.say("the in-process local emulator ends with this launcher: collecting what there is and deleting the pod (run \"launch local-server\" to be able to detach)")
 		}
-		if d.conn != nil && d.lastState.Started() {
+		if d.addr != "" && d.lastState.Started() {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			got, err := d.conn.Download(ctx, d.r.RunDir, resultNames, d.r.OutDir)
+			// An interrupted look may have taken the connection down.
+			err := d.liveConn(ctx)
+			var got podssh.Extracted
+			if err == nil {
+				got, err = d.conn.Download(ctx, d.r.RunDir, resultNames, d.r.OutDir)
+			}
 			cancel()
 			if err != nil {
 				d.a.say("downloading the results: %v", err)
@@ -711,6 +730,18 @@ func (d *driver) interrupted() error {
 	d.a.say("detached from pod %s: it goes on under its watchdog. %s", d.r.PodID, d.guarantees())
 	d.a.say("resume with: launch attach %s   (or: launch stop %s, launch rm %s)", d.r.ID, d.r.ID, d.r.ID)
 	return &exitError{code: ExitInterrupted}
+}
+
+// liveConn makes sure the driver has an open connection.
+func (d *driver) liveConn(ctx context.Context) error {
+	if d.conn != nil {
+		select {
+		case <-d.conn.Done():
+		default:
+			return nil
+		}
+	}
+	return d.dial(ctx, 30*time.Second)
 }
 
 // guarantees says what the watchdog will do with a pod left to it.

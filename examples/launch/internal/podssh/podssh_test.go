@@ -2,9 +2,12 @@ package podssh
 
 import (
 	"archive/tar"
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -317,5 +320,34 @@ func TestExtractAfterMarkSkipsNoise(t *testing.T) {
 	// The mark alone: nothing to download.
 	if got, err := extractAfterMark(strings.NewReader(tarMark), t.TempDir()); err != nil || got.Files != 0 {
 		t.Fatalf("%+v %v", got, err)
+	}
+}
+
+// A stream is a conversation: lines in, answers out, and the command's exit
+// with its stderr at the end.
+func TestStream(t *testing.T) {
+	client, host := keys(t)
+	d := startSSHD(t, host, client.AuthorizedKey(""))
+	c := dial(t, d.addr, client, host)
+	st, err := c.Stream(Command(`while read -r l; do echo "got $l"; done; echo bye >&2; exit 4`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	br := bufio.NewReader(st.Out)
+	for _, l := range []string{"a", "b c"} {
+		fmt.Fprintln(st.In, l)
+		got, err := br.ReadString('\n')
+		if err != nil || got != "got "+l+"\n" {
+			t.Fatalf("%q %v", got, err)
+		}
+	}
+	st.In.Close()
+	if rest, _ := io.ReadAll(br); len(rest) != 0 {
+		t.Fatalf("rest %q", rest)
+	}
+	var ce *CommandError
+	if err := st.Wait(); !errors.As(err, &ce) || ce.Status != 4 || ce.Stderr != "bye" {
+		t.Fatalf("Wait = %#v", err)
 	}
 }
