@@ -18,9 +18,6 @@ var startScript string
 //go:embed watch.sh
 var watchScript string
 
-//go:embed put.sh
-var putScript string
-
 // Files of the run directory that the job scripts use besides the watchdog
 // package's: the job's command, its uploaded directory, its outputs (what
 // the client downloads) and its log.
@@ -52,12 +49,6 @@ func StartInput(hfToken string) (io.Reader, error) {
 		return nil, errors.New("jobctl: the HF token contains a newline or NUL")
 	}
 	return strings.NewReader(hfToken + "\n"), nil
-}
-
-// PutCommand is the command line that atomically replaces the file at the
-// absolute path file with its standard input.
-func PutCommand(file string) string {
-	return podssh.Command(putScript, file)
 }
 
 // State is what one poll saw on the pod.

@@ -57,28 +57,56 @@ func (w *Watcher) Close() { w.stop() }
 // bytes of the job's log from offset on. With touchLease it first renews
 // the lease. After an error the watcher is done: make a new one.
 func (w *Watcher) Poll(ctx context.Context, offset int64, touchLease bool, max int) (State, []byte, error) {
+	var st State
+	var b []byte
+	err := w.do(ctx, func() error {
+		var err error
+		st, b, err = w.look(offset, touchLease, max)
+		return err
+	})
+	return st, b, err
+}
+
+// Put replaces the client's pod file name (one of the watchdog package's
+// SnapshotAt, CostCapAt, VolumeGB, Retrieved, SnapshotRequest) with value,
+// a word of [A-Za-z0-9_-] or nothing.
+func (w *Watcher) Put(ctx context.Context, name, value string) error {
+	base := strings.TrimPrefix(name, watchdog.PodDir+"/")
+	if strings.ContainsAny(base+value, " \t\r\n/") {
+		return fmt.Errorf("jobctl: put %q %q: not one word each", name, value)
+	}
+	return w.do(ctx, func() error {
+		if _, err := fmt.Fprintf(w.in, "put %s %s\n", base, value); err != nil {
+			return w.ended(err)
+		}
+		line, err := w.answer()
+		if err != nil {
+			return err
+		}
+		if line != "ob1-ok\n" {
+			return fmt.Errorf("jobctl: watch.sh: put %s: %s", name, strings.TrimSpace(line))
+		}
+		return nil
+	})
+}
+
+// do runs one exchange, bounded by ctx. After an error the watcher is
+// broken.
+func (w *Watcher) do(ctx context.Context, exchange func() error) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.broken != nil {
-		return State{}, nil, w.broken
+		return w.broken
 	}
-	type result struct {
-		st  State
-		b   []byte
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		st, b, err := w.exchange(offset, touchLease, max)
-		done <- result{st, b, err}
-	}()
+	done := make(chan error, 1)
+	go func() { done <- exchange() }()
 	select {
-	case r := <-done:
-		if r.err != nil {
-			w.broken = r.err
+	case err := <-done:
+		if err != nil {
+			w.broken = err
 			w.stop()
 		}
-		return r.st, r.b, r.err
+		return err
 	case <-ctx.Done():
 	}
 	w.broken = ctx.Err()
@@ -91,11 +119,28 @@ func (w *Watcher) Poll(ctx context.Context, offset int64, touchLease bool, max i
 		w.drop()
 		<-done
 	}
-	return State{}, nil, ctx.Err()
+	return ctx.Err()
 }
 
-// exchange sends one request and reads its answer.
-func (w *Watcher) exchange(offset int64, touchLease bool, max int) (State, []byte, error) {
+// answer reads the first line of an answer. What a login shell's rc file
+// printed before watch.sh ran is skipped.
+func (w *Watcher) answer() (string, error) {
+	for {
+		line, err := w.br.ReadString('\n')
+		if err != nil {
+			return "", w.ended(err)
+		}
+		if strings.HasPrefix(line, "ob1-error") {
+			return "", fmt.Errorf("jobctl: watch.sh: %s", strings.TrimSpace(line))
+		}
+		if strings.HasPrefix(line, "ob1 ") || strings.HasPrefix(line, "ob1-ok") {
+			return line, nil
+		}
+	}
+}
+
+// look sends a poll request and reads its answer.
+func (w *Watcher) look(offset int64, touchLease bool, max int) (State, []byte, error) {
 	touch := 0
 	if touchLease {
 		touch = 1
@@ -103,20 +148,9 @@ func (w *Watcher) exchange(offset int64, touchLease bool, max int) (State, []byt
 	if _, err := fmt.Fprintf(w.in, "poll %d %d %d\n", offset, touch, max); err != nil {
 		return State{}, nil, w.ended(err)
 	}
-	var header string
-	for {
-		line, err := w.br.ReadString('\n')
-		if err != nil {
-			return State{}, nil, w.ended(err)
-		}
-		if strings.HasPrefix(line, "ob1-error") {
-			return State{}, nil, fmt.Errorf("jobctl: watch.sh: %s", strings.TrimSpace(line))
-		}
-		// A login shell's rc file may print before watch.sh runs.
-		if strings.HasPrefix(line, "ob1 ") {
-			header = line
-			break
-		}
+	header, err := w.answer()
+	if err != nil {
+		return State{}, nil, err
 	}
 	verdict, err := w.br.ReadString('\n')
 	if err != nil {

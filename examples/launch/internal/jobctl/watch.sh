@@ -1,17 +1,24 @@
-# watch.sh RUN_DIR (POSIX sh): the client's long-lived view of the run, one
-# per SSH connection, so that a look costs no new session (nor a new login
-# shell with its rc files). It reads requests on standard input, one a line:
+# watch.sh RUN_DIR (POSIX sh): the client's long-lived session with the run,
+# one per SSH connection, so that a look or a small write costs no new
+# session (nor a new login shell with its rc files). It reads requests on
+# standard input, one a line:
 #
 #   poll OFFSET TOUCH MAX
 #
-# and answers each with one header line
+# answered with one header line
 #
 #   ob1 PID EXIT ALIVE CANCELLED SIZE NOW REQUEST DU_KIB N
 #
 # (a - for what does not exist), the verdict line (empty while there is
 # none), then exactly N bytes of job.log from byte OFFSET on (N <= MAX). With
 # TOUCH=1 the look first touches .pod/lease, so the lease's mtime is the
-# pod's clock. The group_signal helper is prepended by the Go package.
+# pod's clock.
+#
+#   put NAME VALUE
+#
+# replaces one of the client's pod files (tmp + mv) with VALUE, a word of
+# [A-Za-z0-9_-] or nothing, and answers "ob1-ok". Anything else is answered
+# "ob1-error WHY". The group_signal helper is prepended by the Go package.
 
 cd "$1" || exit 1
 chunk=.pod/watch.$$.chunk
@@ -63,10 +70,35 @@ look() {
   cat "$chunk"
 }
 
-while IFS=' ' read -r what offset touch max; do
-  case $what:$offset:$max in
+# put NAME VALUE: one answer.
+put() {
+  case $1 in
+    snapshot_at | cost_cap_at | volume_gb | retrieved) file=.pod/$1 ;;
+    snapshot.request) file=$1 ;;
+    *)
+      echo "ob1-error not a client file: $1"
+      return
+      ;;
+  esac
+  case $2 in
+    *[!A-Za-z0-9_-]*)
+      echo "ob1-error bad value"
+      return
+      ;;
+  esac
+  if printf '%s' "$2" > "$file.$$.tmp" && mv -f "$file.$$.tmp" "$file"; then
+    echo "ob1-ok"
+  else
+    rm -f "$file.$$.tmp"
+    echo "ob1-error cannot write $file"
+  fi
+}
+
+while IFS=' ' read -r what a b c; do
+  case $what:$a:$c in
     poll:*[!0-9]*:* | poll:*:*[!0-9]* | poll::* | poll:*:) echo "ob1-error bad request" ;;
-    poll:*) look "$offset" "$touch" "$max" < /dev/null ;;
+    poll:*) look "$a" "$b" "$c" < /dev/null ;;
+    put:*) put "$a" "$b" < /dev/null ;;
     *) echo "ob1-error unknown request" ;;
   esac
 done

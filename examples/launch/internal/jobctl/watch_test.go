@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/overbrainer/overbrainer-go/examples/launch/internal/podssh"
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
@@ -280,29 +279,65 @@ func TestPollOnAPeerThatNeverAnswers(t *testing.T) {
 	}
 }
 
+// put writes the client's files, and only those, atomically.
 func TestPutUnderEveryShell(t *testing.T) {
 	forEachShell(t, func(t *testing.T, shell []string) {
-		file := filepath.Join(t.TempDir(), "a", "b", ".pod", "snapshot_at")
-		for _, content := range []string{"1700000000", "new\nlines\n"} {
-			if _, stderr, err := runScript(t, shell, nil, content, putScript, file); err != nil {
-				t.Fatalf("put: %v %s", err, stderr)
+		runDir, _ := newRun(t, "")
+		w := startWatch(t, shell, runDir)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		for _, c := range []struct{ name, value, file string }{
+			{watchdog.SnapshotAt, "1700000000", watchdog.SnapshotAt},
+			{watchdog.SnapshotAt, "1700000999", watchdog.SnapshotAt},
+			{watchdog.CostCapAt, "1700001000", watchdog.CostCapAt},
+			{watchdog.VolumeGB, "13", watchdog.VolumeGB},
+			{watchdog.Retrieved, "", watchdog.Retrieved},
+			{watchdog.SnapshotRequest, watchdog.ReasonStop, watchdog.SnapshotRequest},
+		} {
+			if err := w.Put(ctx, c.name, c.value); err != nil {
+				t.Fatalf("put %s: %v", c.name, err)
 			}
-			if b, _ := os.ReadFile(file); string(b) != content {
-				t.Fatalf("file %q, want %q", b, content)
+			if b, err := os.ReadFile(filepath.Join(runDir, c.file)); err != nil || string(b) != c.value {
+				t.Fatalf("%s = %q, %v", c.file, b, err)
 			}
 		}
-		left, _ := filepath.Glob(file + ".*")
+		left, _ := filepath.Glob(filepath.Join(runDir, ".pod", "*.tmp"))
 		if len(left) > 0 {
 			t.Fatalf("left behind: %v", left)
+		}
+		// The answer of a look after puts is still in step.
+		if st, _ := poll(t, w, 0, false, 10); st.Request != watchdog.ReasonStop {
+			t.Fatalf("%+v", st)
 		}
 	})
 }
 
+// Only the client's files, and only one word: anything else is refused
+// before it reaches the pod, or by watch.sh.
+func TestPutRefuses(t *testing.T) {
+	runDir, _ := newRun(t, "")
+	w := startWatch(t, []string{"sh"}, runDir)
+	ctx := context.Background()
+	if err := w.Put(ctx, "a b", "1"); err == nil {
+		t.Fatal("a name with a space was sent")
+	}
+	if err := w.Put(ctx, watchdog.SnapshotAt, "1\n2"); err == nil {
+		t.Fatal("a value with a newline was sent")
+	}
+	if err := w.Put(ctx, watchdog.Verdict, "ready"); err == nil || !strings.Contains(err.Error(), "not a client file") {
+		t.Fatalf("put of the verdict: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(runDir, watchdog.Verdict)); err == nil {
+		t.Fatal("the verdict was written")
+	}
+	out, _, err := runScript(t, []string{"sh"}, nil, "put snapshot_at 1$(id)\nput snapshot_at ../x\n", WatchScript(), runDir)
+	if err != nil || out != "ob1-error bad value\nob1-error bad value\n" {
+		t.Fatalf("%q %v", out, err)
+	}
+}
+
 // The command lines carry the scripts and their arguments, quoted.
 func TestCommandLines(t *testing.T) {
-	if got := PutCommand("/w/it's"); got != podssh.Command(putScript, "/w/it's") {
-		t.Fatal(got)
-	}
 	if got := WatchScript(); !strings.Contains(got, "group_signal()") || !strings.Contains(got, "look()") {
 		t.Fatal(got)
 	}

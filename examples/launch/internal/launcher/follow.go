@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"archive/tar"
 	"context"
 	"errors"
 	"fmt"
@@ -266,16 +267,13 @@ func (d *driver) dropConn() {
 
 // poll is one look at the run over SSH.
 func (d *driver) poll(ctx context.Context, touch bool) (jobctl.State, []byte, error) {
-	if d.watch == nil {
-		w, err := jobctl.Watch(d.conn, d.r.RunDir)
-		if err != nil {
-			return jobctl.State{}, nil, err
-		}
-		d.watch = w
+	w, err := d.watcher()
+	if err != nil {
+		return jobctl.State{}, nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, shortCommand)
 	defer cancel()
-	st, b, err := d.watch.Poll(ctx, d.r.LogOffset, touch, maxChunk)
+	st, b, err := w.Poll(ctx, d.r.LogOffset, touch, maxChunk)
 	if err != nil {
 		d.watch.Close()
 		d.watch = nil
@@ -324,29 +322,55 @@ func (d *driver) waitVerdict(ctx context.Context) (jobctl.State, error) {
 	}
 }
 
-// put replaces a file of the run directory with content.
-func (d *driver) put(ctx context.Context, name, content string) error {
-	ctx, cancel := context.WithTimeout(ctx, shortCommand)
-	defer cancel()
-	_, err := d.conn.Output(ctx, jobctl.PutCommand(jobctl.RunFile(d.r.RunDir, name)), strings.NewReader(content))
+// watcher returns the connection's watcher, made on first use.
+func (d *driver) watcher() (*jobctl.Watcher, error) {
+	if d.watch == nil {
+		w, err := jobctl.Watch(d.conn, d.r.RunDir)
+		if err != nil {
+			return nil, err
+		}
+		d.watch = w
+	}
+	return d.watch, nil
+}
+
+// put replaces one of the client's pod files with value, through the
+// watcher.
+func (d *driver) put(ctx context.Context, name, value string) error {
+	w, err := d.watcher()
+	if err == nil {
+		ctx, cancel := context.WithTimeout(ctx, shortCommand)
+		defer cancel()
+		if err = w.Put(ctx, name, value); err != nil {
+			d.watch.Close()
+			d.watch = nil
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("writing %s on the pod: %w", name, err)
 	}
 	return nil
 }
 
-// prepare writes the cost plan, uploads the job and its command.
+// prepare writes the cost plan, and uploads the job and its command in one
+// tar stream.
 func (d *driver) prepare(ctx context.Context) error {
 	if d.r.MaxCostUSD > 0 {
 		if err := d.planCost(ctx); err != nil {
 			return err
 		}
 	}
-	if err := d.conn.Upload(ctx, d.r.JobDir, jobctl.RunFile(d.r.RunDir, jobctl.JobDir)); err != nil {
+	err := d.conn.UploadTar(ctx, d.r.RunDir, func(tw *tar.Writer) error {
+		if err := podssh.AddTree(tw, d.r.JobDir, jobctl.JobDir+"/"); err != nil {
+			return err
+		}
+		return podssh.AddFile(tw, jobctl.CommandFile, []byte(d.r.Command+"\n"), 0o644)
+	})
+	if err != nil {
 		return fmt.Errorf("uploading the job: %w", err)
 	}
 	d.a.say("uploaded %s to %s", d.r.JobDir, jobctl.RunFile(d.r.RunDir, jobctl.JobDir))
-	return d.put(ctx, jobctl.CommandFile, d.r.Command+"\n")
+	return nil
 }
 
 // planCost writes .pod/snapshot_at and .pod/cost_cap_at on the pod's clock.
@@ -358,19 +382,14 @@ func (d *driver) planCost(ctx context.Context) error {
 		}
 		d.r.CostPerHr = perHr
 	}
-	cctx, cancel := context.WithTimeout(ctx, shortCommand)
-	defer cancel()
+	// A look carries the pod's clock; its round trip bounds the error.
 	sent := time.Now()
-	out, err := d.conn.Output(cctx, "date +%s", nil)
+	st, _, err := d.poll(ctx, false)
 	received := time.Now()
 	if err != nil {
 		return fmt.Errorf("reading the pod's clock: %w", err)
 	}
-	podNow, err := strconv.ParseInt(jobctl.LastLine(out), 10, 64)
-	if err != nil {
-		return fmt.Errorf("reading the pod's clock: %q is not a Unix time", out)
-	}
-	offset := costplan.ClockOffset(sent, received, podNow)
+	offset := costplan.ClockOffset(sent, received, st.PodNow)
 	plan, err := costplan.CostCap(d.r.BillingStart, d.r.CostPerHr, d.r.MaxCostUSD, d.r.SnapshotLead, offset)
 	if err != nil {
 		return err

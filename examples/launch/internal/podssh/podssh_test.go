@@ -221,6 +221,24 @@ func TestUploadAndDownload(t *testing.T) {
 	if err != nil || got.Files != 0 {
 		t.Fatalf("download of nothing = %+v, %v", got, err)
 	}
+	// A tree under a prefix and a file beside it, in one stream.
+	runDir := filepath.Join(t.TempDir(), "run")
+	err = c.UploadTar(ctx, runDir, func(tw *tar.Writer) error {
+		if err := AddTree(tw, src, "job/"); err != nil {
+			return err
+		}
+		return AddFile(tw, "command.sh", []byte("sh train.sh\n"), 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(runDir, "command.sh")); string(b) != "sh train.sh\n" {
+		t.Fatalf("command.sh %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(runDir, "job", "train.sh")); string(b) != "echo train\n" {
+		t.Fatalf("job/train.sh %q", b)
+	}
+
 	// A local file that cannot be archived fails the upload with its own
 	// error, not the remote tar's complaint about a cut stream.
 	bad := t.TempDir()

@@ -13,6 +13,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // untarScript unpacks the tar stream on standard input into $1, which it
@@ -44,10 +45,20 @@ exec tar -cf - "$@"`
 // when missing), as one tar stream over a session: regular files,
 // directories and symbolic links, with their permission bits.
 func (c *Conn) Upload(ctx context.Context, dir, remoteDir string) error {
+	return c.UploadTar(ctx, remoteDir, func(tw *tar.Writer) error { return AddTree(tw, dir, "") })
+}
+
+// UploadTar unpacks into remoteDir (created when missing) the tar stream
+// that write makes, as one session.
+func (c *Conn) UploadTar(ctx context.Context, remoteDir string, write func(*tar.Writer) error) error {
 	pr, pw := io.Pipe()
 	local := make(chan error, 1)
 	go func() {
-		err := WriteTar(pw, dir)
+		tw := tar.NewWriter(pw)
+		err := write(tw)
+		if err == nil {
+			err = tw.Close()
+		}
 		pw.CloseWithError(err)
 		local <- err
 	}()
@@ -57,26 +68,51 @@ func (c *Conn) Upload(ctx context.Context, dir, remoteDir string) error {
 	// A local failure cuts the stream short, and the remote tar then
 	// complains about it: the local error is the one that explains.
 	if lerr := <-local; lerr != nil && !errors.Is(lerr, io.ErrClosedPipe) {
-		return fmt.Errorf("podssh: upload of %s: %w", dir, lerr)
+		return fmt.Errorf("podssh: upload to %s: %w", remoteDir, lerr)
 	}
 	if err != nil {
-		return fmt.Errorf("podssh: upload of %s: %w", dir, commandError(err, errb.Bytes()))
+		return fmt.Errorf("podssh: upload to %s: %w", remoteDir, commandError(err, errb.Bytes()))
 	}
 	return nil
 }
 
 // WriteTar writes dir's tree to w as a tar stream, names relative to dir.
-// Files other than regular files, directories and symbolic links are an
-// error: a socket or a device has no place in a job's directory.
 func WriteTar(w io.Writer, dir string) error {
 	tw := tar.NewWriter(w)
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	if err := AddTree(tw, dir, ""); err != nil {
+		return err
+	}
+	return tw.Close()
+}
+
+// AddFile adds one regular file to a tar stream, owned by root.
+func AddFile(tw *tar.Writer, name string, content []byte, mode fs.FileMode) error {
+	h := &tar.Header{
+		Name: name, Mode: int64(mode.Perm()), Size: int64(len(content)), Typeflag: tar.TypeReg,
+		Uname: "root", Gname: "root", ModTime: time.Now(), Format: tar.FormatPAX,
+	}
+	if err := tw.WriteHeader(h); err != nil {
+		return err
+	}
+	_, err := tw.Write(content)
+	return err
+}
+
+// AddTree adds dir's tree to a tar stream under prefix (a directory name
+// ending in "/", or "" for the top): regular files, directories and
+// symbolic links. Anything else is an error: a socket or a device has no
+// place in a job's directory.
+func AddTree(tw *tar.Writer, dir, prefix string) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		rel, err := filepath.Rel(dir, p)
-		if err != nil || rel == "." {
+		if err != nil {
 			return err
+		}
+		if rel == "." && prefix == "" {
+			return nil
 		}
 		info, err := d.Info()
 		if err != nil {
@@ -96,8 +132,10 @@ func WriteTar(w io.Writer, dir string) error {
 		if err != nil {
 			return err
 		}
-		h.Name = filepath.ToSlash(rel)
-		if info.IsDir() {
+		h.Name = strings.TrimSuffix(prefix+filepath.ToSlash(rel), "/.")
+		if rel == "." {
+			h.Name = prefix
+		} else if info.IsDir() {
 			h.Name += "/"
 		}
 		h.Uid, h.Gid, h.Uname, h.Gname = 0, 0, "root", "root"
@@ -116,10 +154,6 @@ func WriteTar(w io.Writer, dir string) error {
 		_, err = io.Copy(tw, f)
 		return err
 	})
-	if err != nil {
-		return err
-	}
-	return tw.Close()
 }
 
 // Download copies the names (relative to remoteDir; missing ones are
