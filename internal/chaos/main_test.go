@@ -21,10 +21,20 @@ func TestMain(m *testing.M) {
 	if !set {
 		_ = flag.Set("test.parallel", "32")
 	}
+	var err error
+	if buildDir, err = os.MkdirTemp("", "chaos-bin-"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	code := m.Run()
+	os.RemoveAll(buildDir)
 	printFigures(os.Stdout)
 	os.Exit(code)
 }
+
+// buildDir holds the launcher binaries this package builds; TestMain
+// removes it.
+var buildDir string
 
 // loadPods is how many pods the load tests run at once.
 const loadPods = 50
