@@ -240,3 +240,31 @@ func (a tree) diff(b tree) string {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestChaosCapWrittenWhileTheWatchdogSleeps: the launcher writes
+// .pod/cost_cap_at once the pod runs, while its watchdog (production tick:
+// 60 s) sleeps until its next due time. The cap must still land within 2 s
+// of its time, not at the watchdog's next tick.
+func TestChaosCapWrittenWhileTheWatchdogSleeps(t *testing.T) {
+	shtest.ForShells(t, []string{"dash", "bash"}, func(t *testing.T, sh shtest.Shell) {
+		api := shtest.NewFakeAPI(t)
+		w := newWD(t, sh, api, "pod-late-cap")
+		w.startJob()
+		w.start()
+		// The probe is done and the verdict written: the watchdog has gone
+		// to sleep for its interval.
+		shtest.WaitFile(t, w.path(watchdog.Verdict), wait)
+		time.Sleep(time.Second)
+		capAt := time.Now().Unix() + 4
+		w.write(watchdog.CostCapAt, itoa(capAt)+"\n")
+		at := w.waitDelete()
+		delay := at.Sub(time.Unix(capAt, 0))
+		record(t, "clock", "cost cap written while the watchdog sleeps (60 s tick), "+sh.Name, "deleted %s after the cap", seconds(delay))
+		if delay > ruleBound+Slack {
+			t.Errorf("deleted %s after the cap: the watchdog only saw the cap at its next tick (bound %s + slack %s)", seconds(delay), ruleBound, Slack)
+		}
+		if r := w.reason(); r != watchdog.DeleteCostCap {
+			t.Errorf("delete reason %q", r)
+		}
+	})
+}
