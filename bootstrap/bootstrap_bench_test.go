@@ -295,4 +295,3 @@ func bootOnce(b *testing.B, baseline bool) (sshd, ready, login time.Duration) {
 	}
 	return sshd, ready, login
 }
-
