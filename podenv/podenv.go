@@ -114,9 +114,15 @@ func (s Settings) Validate() error {
 		if strings.ContainsAny(f.value, "\n\r\x00") {
 			bad(f.name, "contains a newline or NUL")
 		}
+		// Runpod replaces {{ RUNPOD_SECRET_<name> }} anywhere in an env
+		// value at boot: only the host key may ask for a secret, or one
+		// would land in a public variable and the job's environment.
+		if strings.Contains(f.value, "{{") {
+			bad(f.name, "contains %q, which Runpod would replace with a secret", "{{")
+		}
 	}
 	if len(errs) > 0 {
-		// The checks below would only repeat the same problem.
+		// The checks below would only repeat the same problems.
 		return errors.Join(errs...)
 	}
 	if !runIDPattern.MatchString(s.RunID) {

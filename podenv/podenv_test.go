@@ -167,6 +167,9 @@ func TestBadSettingsNameTheField(t *testing.T) {
 		{"authorized key not base64", func(s *podenv.Settings) { s.AuthorizedKey = "ssh-ed25519 $(reboot)" }, "AuthorizedKey"},
 		{"private key as claim", func(s *podenv.Settings) { s.Claim = privateKey }, "Claim"},
 		{"empty claim", func(s *podenv.Settings) { s.Claim = "" }, "Claim"},
+		{"secret placeholder in workdir", func(s *podenv.Settings) { s.Workdir = "/w/{{ RUNPOD_SECRET_hf }}" }, "Workdir"},
+		{"secret placeholder in key comment", func(s *podenv.Settings) { s.AuthorizedKey += " {{ RUNPOD_SECRET_hf }}" }, "AuthorizedKey"},
+		{"secret placeholder in volume dir", func(s *podenv.Settings) { s.VolumeDir = "/{{RUNPOD_SECRET_x}}" }, "VolumeDir"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -86,10 +87,11 @@ func (e *APIError) Error() string {
 	}
 	b.WriteString(e.Path)
 	fmt.Fprintf(&b, ": %d", e.StatusCode)
-	if e.Title != "" {
-		b.WriteString(" " + e.Title)
+	title := oneLine(e.Title, 200)
+	if title != "" {
+		b.WriteString(" " + title)
 	}
-	if d := oneLine(e.Detail, 300); d != "" && d != e.Title {
+	if d := oneLine(e.Detail, 300); d != "" && d != title {
 		b.WriteString(": " + d)
 	}
 	for i, m := range e.Errors {
@@ -272,9 +274,17 @@ func parseUint(s string) (uint64, error) {
 	return n, nil
 }
 
-// oneLine collapses whitespace and cuts s to at most max bytes (on a rune
-// boundary), so a body cannot spread an error over many lines.
+// oneLine makes s valid UTF-8, turns control characters into spaces,
+// collapses whitespace and cuts s to at most max bytes (on a rune boundary),
+// so a body or a header cannot spread an error over many lines or garble a
+// terminal.
 func oneLine(s string, max int) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(s, "\uFFFD"))
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) <= max {
 		return s
