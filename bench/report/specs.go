@@ -90,7 +90,7 @@ func (r Row) cells() []string {
 		}
 		return s + " " + r.Show
 	}
-	val, spread, base, ratio := r.Val.MissingWhy, "", "", ""
+	val, spread, base, ratio := short(r.Val.MissingWhy), "", "", ""
 	if r.Val.Present {
 		val = unit(num(r.Val.Median * r.Scale))
 		spread = fmt.Sprintf("%s–%s (n=%d)", num(r.Val.Min*r.Scale), num(r.Val.Max*r.Scale), r.Val.N)
@@ -99,13 +99,45 @@ func (r Row) cells() []string {
 		if r.BaseVal.Present {
 			base = unit(num(r.BaseVal.Median * r.Scale))
 		} else {
-			base = r.BaseVal.MissingWhy
+			base = short(r.BaseVal.MissingWhy)
 		}
 	}
 	if r.Ratio != 0 {
 		ratio = num(r.Ratio) + "×"
 	}
 	return []string{r.Part, r.Measure, r.Goal, val, spread, base, ratio, r.Verdict}
+}
+
+// short is the first word of why a measure is missing ("skip: msg" is
+// "skipped"); the reasons are listed in full under the table.
+func short(why string) string {
+	switch {
+	case strings.HasPrefix(why, "skip"):
+		return "skipped"
+	case strings.HasPrefix(why, "fail"):
+		return "failed"
+	}
+	return why
+}
+
+// missing lists, once each, why measures are missing.
+func missing(rows []Row) []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(bench string, st Stat) {
+		if st.Present || seen[st.MissingWhy] || st.MissingWhy == "not run" {
+			return
+		}
+		seen[st.MissingWhy] = true
+		out = append(out, strings.TrimPrefix(bench, "Benchmark")+": "+st.MissingWhy)
+	}
+	for _, r := range rows {
+		add(r.Bench, r.Val)
+		if r.Base != "" {
+			add(r.Base, r.BaseVal)
+		}
+	}
+	return out
 }
 
 var header = []string{"part", "measure", "goal", "median", "spread", "baseline", "ratio", "goal met"}
@@ -137,6 +169,9 @@ func printTable(w io.Writer, rows []Row) {
 		}
 		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
 	}
+	for _, m := range missing(rows) {
+		fmt.Fprintln(w, "  n/a "+m)
+	}
 }
 
 // markdownTable writes the rows as a Markdown table.
@@ -152,5 +187,13 @@ func markdownTable(w io.Writer, rows []Row) {
 			c[7] = "**MISSED**"
 		}
 		fmt.Fprintln(w, "| "+strings.Join(c, " | ")+" |")
+	}
+	if m := missing(rows); len(m) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "Not measured:")
+		fmt.Fprintln(w)
+		for _, l := range m {
+			fmt.Fprintln(w, "- "+l)
+		}
 	}
 }
