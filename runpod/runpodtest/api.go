@@ -1,0 +1,531 @@
+package runpodtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path"
+	"regexp"
+	"slices"
+)
+
+var (
+	portRE = regexp.MustCompile(`^[0-9]{1,5}/(http|tcp|udp)$`)
+	cudaRE = regexp.MustCompile(`^\d+\.\d+$`)
+)
+
+// decodeStrict decodes a JSON body, refusing fields the schema does not
+// have (additionalProperties/unevaluatedProperties false).
+func decodeStrict(r *http.Request, v any) error {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return fmt.Errorf("trailing data after the JSON body")
+	}
+	return nil
+}
+
+func (s *Server) listPods(w http.ResponseWriter, _ *http.Request) {
+	s.mu.Lock()
+	now := s.cfg.now()
+	out := wireListPods{Pods: []wirePod{}}
+	for _, id := range s.order {
+		p := s.pods[id]
+		s.refreshLocked(p, now)
+		if p.status == StatusTerminated {
+			continue // terminated pods leave the list
+		}
+		out.Pods = append(out.Pods, p.wire(now))
+	}
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) getPod(w http.ResponseWriter, id string) {
+	s.mu.Lock()
+	p, ok := s.pods[id]
+	if !ok || p.status == StatusTerminated {
+		s.mu.Unlock()
+		writeProblem(w, http.StatusNotFound, "pod not found")
+		return
+	}
+	now := s.cfg.now()
+	s.refreshLocked(p, now)
+	out := p.wire(now)
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, out)
+}
+
+// validateCreate checks a create request against the CreatePodRequest
+// schema: what it returns are 422 errors.
+func validateCreate(req *wireCreatePod) []string {
+	var errs []string
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
+	if req.Name == nil || *req.Name == "" {
+		bad("$.name: required, minLength 1")
+	}
+	if req.TemplateID == nil && (req.Image == nil || *req.Image == "") {
+		bad("$.image: required unless templateId is set")
+	}
+	if req.Disk != nil && *req.Disk < 1 {
+		bad("$.disk: minimum 1")
+	}
+	if req.Cloud != nil && *req.Cloud != "SECURE" && *req.Cloud != "COMMUNITY" {
+		bad("$.cloud: must be SECURE or COMMUNITY")
+	}
+	for i, port := range req.Ports {
+		if !portRE.MatchString(port) {
+			bad("$.ports[%d]: %q is not port/protocol", i, port)
+		}
+	}
+	for name := range req.Env {
+		if name == "" {
+			bad("$.env: empty variable name")
+		}
+	}
+	if g := req.GPU; g != nil {
+		if g.ID == "" {
+			bad("$.gpu.id: required")
+		}
+		if g.Count != nil && *g.Count < 1 {
+			bad("$.gpu.count: minimum 1")
+		}
+		for i, v := range g.AllowedCudaVersions {
+			if !cudaRE.MatchString(v) {
+				bad("$.gpu.allowedCudaVersions[%d]: not major.minor", i)
+			}
+		}
+		if g.MinCudaVersion != nil && !cudaRE.MatchString(*g.MinCudaVersion) {
+			bad("$.gpu.minCudaVersion: not major.minor")
+		}
+	}
+	if c := req.CPU; c != nil {
+		if c.ID == "" {
+			bad("$.cpu.id: required")
+		}
+		if c.VCPUCount < 2 {
+			bad("$.cpu.vcpuCount: minimum 2")
+		}
+	}
+	if m := req.Mounts; m != nil {
+		if pm := m.Persistent; pm != nil {
+			if pm.Size == nil || *pm.Size < 10 {
+				bad("$.mounts.persistent.size: required, minimum 10")
+			}
+			if !path.IsAbs(pm.Path) {
+				bad("$.mounts.persistent.path: required, an absolute path")
+			}
+		}
+		if len(m.Network) > 1 {
+			bad("$.mounts.network: maxItems 1")
+		}
+		for i, nm := range m.Network {
+			if nm.VolumeID == "" {
+				bad("$.mounts.network[%d].volumeId: required", i)
+			}
+			if !path.IsAbs(nm.Path) {
+				bad("$.mounts.network[%d].path: required, an absolute path", i)
+			}
+		}
+	}
+	return errs
+}
+
+func (s *Server) createPod(w http.ResponseWriter, r *http.Request) {
+	var req wireCreatePod
+	if err := decodeStrict(r, &req); err != nil {
+		writeProblem(w, http.StatusUnprocessableEntity, "Request validation failed.", "$: "+err.Error())
+		return
+	}
+	if errs := validateCreate(&req); len(errs) > 0 {
+		writeProblem(w, http.StatusUnprocessableEntity, "Request validation failed.", errs...)
+		return
+	}
+	if req.TemplateID != nil {
+		writeProblem(w, http.StatusNotFound, "template not found (runpodtest has no templates)")
+		return
+	}
+	if (req.GPU == nil) == (req.CPU == nil) {
+		writeProblem(w, http.StatusBadRequest, "exactly one of gpu or cpu must be set")
+		return
+	}
+	if m := req.Mounts; m != nil {
+		if m.Persistent != nil && len(m.Network) > 0 {
+			writeProblem(w, http.StatusBadRequest, "mounts.persistent and mounts.network are mutually exclusive")
+			return
+		}
+		if m.Persistent != nil && req.CPU != nil {
+			writeProblem(w, http.StatusBadRequest, "mounts.persistent is not allowed on a CPU pod")
+			return
+		}
+	}
+	cloud := "SECURE"
+	if req.Cloud != nil {
+		cloud = *req.Cloud
+	}
+	p := &pod{
+		id:       newID(),
+		key:      newKey(),
+		name:     *req.Name,
+		image:    *req.Image,
+		disk:     50,
+		env:      req.Env,
+		ports:    slices.Clone(req.Ports),
+		cloud:    cloud,
+		status:   StatusProvisioning,
+		exitCode: -1,
+	}
+	if req.Args != nil {
+		p.args = *req.Args
+		if words, err := SplitArgs(p.args); err == nil {
+			p.words = words
+		}
+	}
+	if req.Disk != nil {
+		p.disk = *req.Disk
+	}
+	if p.env == nil {
+		p.env = map[string]string{}
+	}
+	if g := req.GPU; g != nil {
+		if len(g.AllowedCudaVersions) > 0 && g.MinCudaVersion != nil {
+			writeProblem(w, http.StatusBadRequest, "gpu.allowedCudaVersions and gpu.minCudaVersion are mutually exclusive")
+			return
+		}
+		count := 1
+		if g.Count != nil {
+			count = *g.Count
+		}
+		gt, ok := s.gpuType(g.ID)
+		if !ok {
+			writeProblem(w, http.StatusBadRequest, fmt.Sprintf("could not place a pod: no GPU type %q", g.ID))
+			return
+		}
+		price := gt.SecurePrice
+		if cloud == "COMMUNITY" {
+			price = gt.CommunityPrice
+		}
+		if price <= 0 {
+			writeProblem(w, http.StatusBadRequest, fmt.Sprintf("could not place a pod: %s is not offered in %s cloud", g.ID, cloud))
+			return
+		}
+		if gt.MaxCount > 0 && count > gt.MaxCount {
+			writeProblem(w, http.StatusBadRequest, fmt.Sprintf("could not place a pod: at most %d x %s", gt.MaxCount, g.ID))
+			return
+		}
+		p.gpuID, p.gpuCount = g.ID, count
+		p.costPerHr = price * float64(count)
+	} else {
+		if n := req.CPU.VCPUCount; n&(n-1) != 0 {
+			writeProblem(w, http.StatusBadRequest, "cpu.vcpuCount must be a power of two")
+			return
+		}
+		p.cpuID, p.vcpus = req.CPU.ID, req.CPU.VCPUCount
+		p.costPerHr = s.cfg.cpuRate * float64(p.vcpus)
+	}
+	p.dataCenter = fakeDataCenter
+	if len(req.DataCenterIDs) > 0 {
+		p.dataCenter = req.DataCenterIDs[0]
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		writeProblem(w, http.StatusServiceUnavailable, "the fake is closing")
+		return
+	}
+	if m := req.Mounts; m != nil {
+		if pm := m.Persistent; pm != nil {
+			p.persistentGB, p.persistentPath = *pm.Size, path.Clean(pm.Path)
+		}
+		if len(m.Network) == 1 {
+			v, ok := s.volumes[m.Network[0].VolumeID]
+			if !ok {
+				writeProblem(w, http.StatusNotFound, "network volume not found")
+				return
+			}
+			p.netVolID, p.netVolPath = v.ID, path.Clean(m.Network[0].Path)
+			p.dataCenter = v.DataCenter
+		}
+	}
+	now := s.cfg.now()
+	p.createdAt = now
+	p.log = newPodLog(s)
+	s.pods[p.id] = p
+	s.order = append(s.order, p.id)
+	s.podKeys[p.key] = p.id
+	out := p.wire(now)
+	if s.cfg.runner {
+		s.startLaunchLocked(p)
+	} else if p.exposes22() {
+		p.sshPort = freePort()
+	}
+	s.notifyLocked()
+	writeJSON(w, http.StatusCreated, out)
+}
+
+func (s *Server) gpuType(id string) (GPUType, bool) {
+	for _, g := range s.cfg.gpus {
+		if g.ID == id {
+			return g, true
+		}
+	}
+	return GPUType{}, false
+}
+
+func (s *Server) deletePod(w http.ResponseWriter, id string) {
+	if !s.terminate(id, func() { w.WriteHeader(http.StatusNoContent) }) {
+		writeProblem(w, http.StatusNotFound, "pod not found")
+	}
+}
+
+// terminate terminates a pod: it kills the pod's processes, waits until they
+// are all gone, marks the pod TERMINATED, then answers (which records the
+// answer in the request log) and only then wakes WaitPod. So whoever sees a
+// pod TERMINATED knows that nothing of it runs and that the call that ended
+// it has its answer logged. False when there is no such pod to terminate.
+func (s *Server) terminate(id string, answer func()) bool {
+	s.mu.Lock()
+	p, ok := s.pods[id]
+	if !ok || p.status == StatusTerminated {
+		s.mu.Unlock()
+		return false
+	}
+	// The run stays attached while it dies, so that it is not taken for
+	// a command that exited by itself.
+	p.terminating = true
+	l := p.launch
+	if l == nil {
+		l = p.dying // a stop is ending it: finish it now
+	}
+	s.mu.Unlock()
+	if l != nil {
+		l.kill()
+		<-l.done
+	}
+	s.mu.Lock()
+	if p.status != StatusTerminated {
+		p.launch = nil
+		p.sshPort = 0
+		p.setStatus(StatusTerminated, s.cfg.now())
+	}
+	s.mu.Unlock()
+	// The pod's container disk and persistent volume go with it.
+	s.removePodFiles(id)
+	answer()
+	s.mu.Lock()
+	s.notifyLocked()
+	s.mu.Unlock()
+	return true
+}
+
+func (s *Server) podAction(w http.ResponseWriter, r *http.Request, id string) {
+	var req wirePodAction
+	if err := decodeStrict(r, &req); err != nil {
+		writeProblem(w, http.StatusUnprocessableEntity, "Request validation failed.", "$: "+err.Error())
+		return
+	}
+	if req.Action == nil {
+		writeProblem(w, http.StatusUnprocessableEntity, "Request validation failed.", "$.action: required")
+		return
+	}
+	action := *req.Action
+	switch action {
+	case "start", "stop", "restart", "terminate":
+	default:
+		writeProblem(w, http.StatusUnprocessableEntity, "Request validation failed.", fmt.Sprintf("$.action: %q is not one of start, stop, restart, terminate", action))
+		return
+	}
+	s.mu.Lock()
+	p, ok := s.pods[id]
+	if !ok || p.status == StatusTerminated {
+		s.mu.Unlock()
+		writeProblem(w, http.StatusNotFound, "pod not found")
+		return
+	}
+	now := s.cfg.now()
+	s.refreshLocked(p, now)
+	if (p.terminating || p.stopping) && action != "terminate" {
+		s.mu.Unlock()
+		writeProblem(w, http.StatusConflict, "the pod is being stopped or terminated")
+		return
+	}
+	if !slices.Contains(p.actions(), action) {
+		status := p.status
+		s.mu.Unlock()
+		writeProblem(w, http.StatusConflict, fmt.Sprintf("action %s is not valid for a pod in status %s", action, status))
+		return
+	}
+	if action == "terminate" {
+		s.mu.Unlock()
+		if !s.terminate(id, func() { w.WriteHeader(http.StatusNoContent) }) {
+			writeProblem(w, http.StatusNotFound, "pod not found")
+		}
+		return
+	}
+	// stop and restart end the command as docker does: SIGTERM, then
+	// SIGKILL after the grace. The pod keeps its status until the command
+	// is gone, so that whoever sees it EXITED knows that nothing of it runs.
+	l := p.launch
+	p.launch, p.dying = nil, l
+	p.stopping = true
+	s.mu.Unlock()
+	if l != nil {
+		l.stop(s.cfg.stopGrace)
+		<-l.done
+	}
+	s.mu.Lock()
+	p.stopping, p.dying = false, nil
+	if p.status != StatusTerminated && !p.terminating {
+		now = s.cfg.now()
+		switch action {
+		case "stop":
+			p.sshPort = 0
+			p.setStatus(StatusExited, now)
+		case "restart", "start":
+			p.errMsg = ""
+			if s.cfg.runner && !s.closed {
+				p.setStatus(StatusStarting, now)
+				s.startLaunchLocked(p)
+			} else {
+				p.setStatus(StatusStarting, now) // a restart starts anew
+				p.setStatus(StatusRunning, now)
+			}
+		}
+		s.notifyLocked()
+	}
+	out := p.wire(s.cfg.now())
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, out)
+}
+
+// ExitPod makes an API-only pod's command exit by itself with code, as if
+// its container ended: the pod turns EXITED. It fails for a pod that is not
+// RUNNING, and with the pod runner, where real commands exit on their own.
+func (s *Server) ExitPod(id string, code int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cfg.runner {
+		return fmt.Errorf("runpodtest: ExitPod is for API-only servers; with the pod runner, the pod's command exits by itself")
+	}
+	p, ok := s.pods[id]
+	if !ok {
+		return fmt.Errorf("runpodtest: no pod %q", id)
+	}
+	now := s.cfg.now()
+	s.refreshLocked(p, now)
+	if p.status != StatusRunning {
+		return fmt.Errorf("runpodtest: pod %s is %s, not RUNNING", id, p.status)
+	}
+	p.setStatus(StatusExited, now)
+	p.exitCode = code
+	p.sshPort = 0
+	s.notifyLocked()
+	return nil
+}
+
+func (s *Server) getNetworkVolume(w http.ResponseWriter, id string) {
+	s.mu.Lock()
+	v, ok := s.volumes[id]
+	var out wireNetworkVolume
+	if ok {
+		out = v.wire()
+	}
+	s.mu.Unlock()
+	if !ok {
+		writeProblem(w, http.StatusNotFound, "network volume not found")
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (v *volume) wire() wireNetworkVolume {
+	return wireNetworkVolume{ID: v.ID, Name: v.Name, Size: v.SizeGB, DataCenter: v.DataCenter, Type: "STANDARD"}
+}
+
+func (s *Server) patchNetworkVolume(w http.ResponseWriter, r *http.Request, id string) {
+	var req wireUpdateNetworkVolume
+	if err := decodeStrict(r, &req); err != nil {
+		writeProblem(w, http.StatusUnprocessableEntity, "Request validation failed.", "$: "+err.Error())
+		return
+	}
+	var errs []string
+	if req.Name == nil && req.Size == nil {
+		errs = append(errs, "$: minProperties 1")
+	}
+	if req.Name != nil && *req.Name == "" {
+		errs = append(errs, "$.name: minLength 1")
+	}
+	if req.Size != nil && (*req.Size < 10 || *req.Size > 4096) {
+		errs = append(errs, "$.size: between 10 and 4096")
+	}
+	if len(errs) > 0 {
+		writeProblem(w, http.StatusUnprocessableEntity, "Request validation failed.", errs...)
+		return
+	}
+	s.mu.Lock()
+	v, ok := s.volumes[id]
+	if !ok {
+		s.mu.Unlock()
+		writeProblem(w, http.StatusNotFound, "network volume not found")
+		return
+	}
+	if req.Size != nil && *req.Size < v.SizeGB {
+		size := v.SizeGB
+		s.mu.Unlock()
+		writeProblem(w, http.StatusBadRequest, fmt.Sprintf("network volume size cannot be reduced (now %d GB)", size))
+		return
+	}
+	if req.Size != nil {
+		v.SizeGB = *req.Size
+	}
+	if req.Name != nil {
+		v.Name = *req.Name
+	}
+	out := v.wire()
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (g GPUType) wire() wireGPUType {
+	out := wireGPUType{
+		ID:           g.ID,
+		Name:         g.Name,
+		Manufacturer: "NVIDIA",
+		Memory:       g.MemoryGB,
+		Secure:       g.SecurePrice > 0,
+		Community:    g.CommunityPrice > 0,
+		Price:        wireGPUPrice{Secure: g.SecurePrice, Community: g.CommunityPrice},
+	}
+	if g.Pool != "" {
+		pool := g.Pool
+		out.Pool = &pool
+	}
+	if out.Secure {
+		out.MaxCount.Secure = g.MaxCount
+	}
+	if out.Community {
+		out.MaxCount.Community = g.MaxCount
+	}
+	return out
+}
+
+func (s *Server) listGPUTypes(w http.ResponseWriter) {
+	out := wireListGPUTypes{GPUs: []wireGPUType{}}
+	for _, g := range s.cfg.gpus {
+		out.GPUs = append(out.GPUs, g.wire())
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) getGPUType(w http.ResponseWriter, id string) {
+	g, ok := s.gpuType(id)
+	if !ok {
+		writeProblem(w, http.StatusNotFound, "gpu type not found")
+		return
+	}
+	writeJSON(w, http.StatusOK, g.wire())
+}

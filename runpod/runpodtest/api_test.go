@@ -1,0 +1,687 @@
+package runpodtest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// call makes one API call with key (none when empty) and returns the status,
+// the headers and the body.
+func call(t testing.TB, srv *Server, key, method, path string, body any) (int, http.Header, []byte) {
+	t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	default:
+		raw, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequest(method, srv.URL+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header, raw
+}
+
+// mustCall is call that fails the test unless the status is want.
+func mustCall(t testing.TB, srv *Server, key, method, path string, body any, want int) []byte {
+	t.Helper()
+	status, _, raw := call(t, srv, key, method, path, body)
+	if status != want {
+		t.Fatalf("%s %s: status %d, want %d: %s", method, path, status, want, raw)
+	}
+	return raw
+}
+
+// checkProblem checks an error answer: the status, an RFC 9457 body that
+// matches ErrorResponse, and its content type.
+func checkProblem(t testing.TB, srv *Server, key, method, path string, body any, want int) wireProblem {
+	t.Helper()
+	status, header, raw := call(t, srv, key, method, path, body)
+	if status != want {
+		t.Fatalf("%s %s: status %d, want %d: %s", method, path, status, want, raw)
+	}
+	if ct := header.Get("Content-Type"); ct != "application/problem+json" {
+		t.Errorf("%s %s: Content-Type %q", method, path, ct)
+	}
+	checkSchema(t, "ErrorResponse", raw)
+	var p wireProblem
+	if err := json.Unmarshal(raw, &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Status != want || p.Title != http.StatusText(want) {
+		t.Errorf("problem %+v for status %d", p, want)
+	}
+	return p
+}
+
+func decode[T any](t testing.TB, raw []byte) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatalf("%v: %s", err, raw)
+	}
+	return v
+}
+
+const gpu4090 = "NVIDIA GeForce RTX 4090"
+
+func gpuPodBody(name string) map[string]any {
+	return map[string]any{
+		"name":  name,
+		"image": "runpod/pytorch:2.4.0",
+		"gpu":   map[string]any{"id": gpu4090, "count": 1},
+		"ports": []string{"22/tcp"},
+		"env":   map[string]string{"A": "1", "HOST_KEY": "{{ RUNPOD_SECRET_hk }}"},
+		"args":  QuoteArgs([]string{"sleep", "infinity"}),
+	}
+}
+
+func createPod(t testing.TB, srv *Server, body map[string]any) wirePod {
+	t.Helper()
+	raw := mustCall(t, srv, srv.APIKey(), "POST", "/v2/pods", body, http.StatusCreated)
+	checkSchema(t, "Pod", raw)
+	return decode[wirePod](t, raw)
+}
+
+func TestPodCreateGetListDelete(t *testing.T) {
+	srv := NewTestServer(t)
+	key := srv.APIKey()
+	created := createPod(t, srv, gpuPodBody("train-1"))
+	if created.Status != StatusProvisioning || created.Runtime != nil || created.SSH.Direct != nil {
+		t.Errorf("created pod: status %s runtime %v ssh %v", created.Status, created.Runtime, created.SSH.Direct)
+	}
+	if diff := cmp.Diff([]string{"stop", "terminate"}, created.Actions); diff != "" {
+		t.Errorf("actions of a provisioning pod (-want +got):\n%s", diff)
+	}
+	if created.Env["HOST_KEY"] != "{{ RUNPOD_SECRET_hk }}" {
+		t.Errorf("env shows %q: Runpod shows placeholders unresolved", created.Env["HOST_KEY"])
+	}
+
+	raw := mustCall(t, srv, key, "GET", "/v2/pods/"+created.ID, nil, http.StatusOK)
+	checkSchema(t, "Pod", raw)
+	got := decode[wirePod](t, raw)
+	if got.Status != StatusRunning || got.Cost != 0.69 {
+		t.Errorf("pod %s costs %v, want RUNNING at 0.69", got.Status, got.Cost)
+	}
+	if got.Runtime == nil || len(got.Runtime.Ports) != 1 {
+		t.Fatalf("runtime %+v, want the port 22 mapping", got.Runtime)
+	}
+	port := got.Runtime.Ports[0]
+	if port.Private != 22 || port.Public == 0 || port.Type != "tcp" || port.IP != "127.0.0.1" {
+		t.Errorf("port mapping %+v", port)
+	}
+	if d := got.SSH.Direct; d == nil || d.Port != port.Public || d.Host != "127.0.0.1" || d.Username != "root" {
+		t.Errorf("ssh.direct %+v, want root@127.0.0.1:%d", d, port.Public)
+	}
+
+	raw = mustCall(t, srv, key, "GET", "/v2/pods", nil, http.StatusOK)
+	checkSchema(t, "ListPodsResponse", raw)
+	if list := decode[wireListPods](t, raw); len(list.Pods) != 1 || list.Pods[0].ID != created.ID {
+		t.Errorf("list %+v", list)
+	}
+
+	status, _, body := call(t, srv, key, "DELETE", "/v2/pods/"+created.ID, nil)
+	if status != http.StatusNoContent || len(body) != 0 {
+		t.Errorf("DELETE: %d %q, want 204 without a body", status, body)
+	}
+	p := checkProblem(t, srv, key, "GET", "/v2/pods/"+created.ID, nil, http.StatusNotFound)
+	if p.Detail != "pod not found" {
+		t.Errorf("detail %q", p.Detail)
+	}
+	checkProblem(t, srv, key, "DELETE", "/v2/pods/"+created.ID, nil, http.StatusNotFound)
+	raw = mustCall(t, srv, key, "GET", "/v2/pods", nil, http.StatusOK)
+	if list := decode[wireListPods](t, raw); len(list.Pods) != 0 {
+		t.Errorf("a terminated pod is still listed: %+v", list)
+	}
+	pods := srv.Pods()
+	if len(pods) != 1 || pods[0].Status != StatusTerminated || pods[0].Billing {
+		t.Errorf("Pods() = %+v, want the terminated pod kept for inspection", pods)
+	}
+	if diff := cmp.Diff([]string{"sleep", "infinity"}, pods[0].Words); diff != "" {
+		t.Errorf("words (-want +got):\n%s", diff)
+	}
+}
+
+func TestCreateRefusesBadRequests(t *testing.T) {
+	srv := NewTestServer(t)
+	srv.AddNetworkVolume("vol1", 50)
+	with := func(change func(map[string]any)) map[string]any {
+		b := gpuPodBody("x")
+		change(b)
+		return b
+	}
+	cases := []struct {
+		name   string
+		body   any
+		status int
+	}{
+		{"not JSON", "{", 422},
+		{"unknown field", with(func(b map[string]any) { b["bogus"] = 1 }), 422},
+		{"unknown nested field", with(func(b map[string]any) { b["gpu"] = map[string]any{"id": gpu4090, "colour": "red"} }), 422},
+		{"no name", with(func(b map[string]any) { delete(b, "name") }), 422},
+		{"no image", with(func(b map[string]any) { delete(b, "image") }), 422},
+		{"bad port", with(func(b map[string]any) { b["ports"] = []string{"22"} }), 422},
+		{"small persistent volume", with(func(b map[string]any) {
+			b["mounts"] = map[string]any{"persistent": map[string]any{"size": 5, "path": "/workspace"}}
+		}), 422},
+		{"wrong type", with(func(b map[string]any) { b["disk"] = "big" }), 422},
+		{"no compute", with(func(b map[string]any) { delete(b, "gpu") }), 400},
+		{"gpu and cpu", with(func(b map[string]any) { b["cpu"] = map[string]any{"id": "cpu3c", "vcpuCount": 2} }), 400},
+		{"unknown gpu", with(func(b map[string]any) { b["gpu"] = map[string]any{"id": "NVIDIA Quantum 9000"} }), 400},
+		{"not in community", with(func(b map[string]any) {
+			b["gpu"] = map[string]any{"id": "NVIDIA H100 80GB HBM3"}
+			b["cloud"] = "COMMUNITY"
+		}), 400},
+		{"two kinds of mounts", with(func(b map[string]any) {
+			b["mounts"] = map[string]any{
+				"persistent": map[string]any{"size": 20, "path": "/workspace"},
+				"network":    []any{map[string]any{"volumeId": "vol1", "path": "/data"}},
+			}
+		}), 400},
+		{"unknown network volume", with(func(b map[string]any) {
+			b["mounts"] = map[string]any{"network": []any{map[string]any{"volumeId": "nope", "path": "/data"}}}
+		}), 404},
+		{"template", with(func(b map[string]any) { b["templateId"] = "t1" }), 404},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := checkProblem(t, srv, srv.APIKey(), "POST", "/v2/pods", c.body, c.status)
+			if c.status == 422 && len(p.Errors) == 0 {
+				t.Errorf("a 422 without errors: %+v", p)
+			}
+		})
+	}
+	if n := len(srv.Pods()); n != 0 {
+		t.Errorf("%d pods created by refused requests", n)
+	}
+}
+
+func TestKeys(t *testing.T) {
+	srv := NewTestServer(t, WithAPIKey("rpa_TESTACCOUNTKEY"))
+	if srv.APIKey() != "rpa_TESTACCOUNTKEY" {
+		t.Fatalf("APIKey %q", srv.APIKey())
+	}
+	srv.AddNetworkVolume("vol1", 50)
+	a := createPod(t, srv, gpuPodBody("a"))
+	b := createPod(t, srv, gpuPodBody("b"))
+	keyA := srv.PodKey(a.ID)
+	if keyA == "" || keyA == srv.PodKey(b.ID) || keyA == srv.APIKey() {
+		t.Fatalf("pod keys %q %q", keyA, srv.PodKey(b.ID))
+	}
+
+	if p := checkProblem(t, srv, "", "GET", "/v2/pods", nil, 401); p.Detail != "missing bearer token" {
+		t.Errorf("detail %q", p.Detail)
+	}
+	checkProblem(t, srv, "rpa_WRONG", "GET", "/v2/pods", nil, 401)
+
+	// A pod's key reaches its own pod and nothing else.
+	mustCall(t, srv, keyA, "GET", "/v2/pods/"+a.ID, nil, 200)
+	checkProblem(t, srv, keyA, "GET", "/v2/pods/"+b.ID, nil, 403)
+	checkProblem(t, srv, keyA, "DELETE", "/v2/pods/"+b.ID, nil, 403)
+	checkProblem(t, srv, keyA, "POST", "/v2/pods/"+b.ID+"/action", map[string]string{"action": "stop"}, 403)
+	checkProblem(t, srv, keyA, "GET", "/v2/pods", nil, 403)
+	checkProblem(t, srv, keyA, "POST", "/v2/pods", gpuPodBody("c"), 403)
+	checkProblem(t, srv, keyA, "GET", "/v2/network-volumes/vol1", nil, 403)
+	checkProblem(t, srv, keyA, "GET", "/v2/catalog/gpus", nil, 403)
+	status, _, _ := call(t, srv, keyA, "POST", "/graphql", map[string]any{"query": "query { myself { secrets { id name } } }"})
+	if status != 403 {
+		t.Errorf("GraphQL with a pod key: %d, want 403", status)
+	}
+	if p, _ := srv.Pod(b.ID); p.Status != StatusRunning {
+		t.Errorf("pod b is %s after refused calls", p.Status)
+	}
+	// Its own pod it may delete: what the watchdog does.
+	mustCall(t, srv, keyA, "DELETE", "/v2/pods/"+a.ID, nil, 204)
+	mustCall(t, srv, srv.APIKey(), "DELETE", "/v2/pods/"+b.ID, nil, 204)
+
+	var callers []string
+	for _, r := range srv.Requests() {
+		callers = append(callers, r.Caller)
+	}
+	if !slices.Contains(callers, a.ID) || !slices.Contains(callers, CallerAccount) || !slices.Contains(callers, CallerNone) {
+		t.Errorf("callers %v: want the account, pod %s and none", callers, a.ID)
+	}
+}
+
+func TestPodActions(t *testing.T) {
+	srv := NewTestServer(t)
+	key := srv.APIKey()
+	p := createPod(t, srv, gpuPodBody("acts"))
+	path := "/v2/pods/" + p.ID + "/action"
+	act := func(action string, want int) wirePod {
+		t.Helper()
+		raw := mustCall(t, srv, key, "POST", path, map[string]string{"action": action}, want)
+		if want != 200 {
+			return wirePod{}
+		}
+		checkSchema(t, "Pod", raw)
+		return decode[wirePod](t, raw)
+	}
+	if got := act("stop", 200); got.Status != StatusExited || got.Cost != 0 || got.Runtime != nil || got.SSH.Direct != nil {
+		t.Errorf("stopped pod: %s cost %v runtime %v", got.Status, got.Cost, got.Runtime)
+	} else if diff := cmp.Diff([]string{"start", "terminate"}, got.Actions); diff != "" {
+		t.Errorf("actions (-want +got):\n%s", diff)
+	}
+	checkProblem(t, srv, key, "POST", path, map[string]string{"action": "stop"}, 409)
+	checkProblem(t, srv, key, "POST", path, map[string]string{"action": "restart"}, 409)
+	if got := act("start", 200); got.Status != StatusRunning {
+		t.Errorf("started pod is %s", got.Status)
+	}
+	if got := act("restart", 200); got.Status != StatusRunning {
+		t.Errorf("restarted pod is %s", got.Status)
+	}
+	checkProblem(t, srv, key, "POST", path, map[string]string{"action": "explode"}, 422)
+	checkProblem(t, srv, key, "POST", path, map[string]any{"action": "stop", "force": true}, 422)
+	checkProblem(t, srv, key, "POST", path, map[string]any{}, 422)
+	status, _, body := call(t, srv, key, "POST", path, map[string]string{"action": "terminate"})
+	if status != 204 || len(body) != 0 {
+		t.Errorf("terminate: %d %q", status, body)
+	}
+	checkProblem(t, srv, key, "POST", path, map[string]string{"action": "start"}, 404)
+	checkProblem(t, srv, key, "GET", "/v2/pods/"+p.ID+"/logs", nil, 501)
+	checkProblem(t, srv, key, "PUT", "/v2/pods/"+p.ID, nil, 405)
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+
+func TestBillingFollowsTheClock(t *testing.T) {
+	clock := NewManualClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
+	srv := NewTestServer(t, WithClock(clock.Now), WithProvisioningDelay(2*time.Minute))
+	body := gpuPodBody("billed")
+	body["gpu"] = map[string]any{"id": gpu4090, "count": 2}
+	body["mounts"] = map[string]any{"persistent": map[string]any{"size": 100, "path": "/workspace"}}
+	p := createPod(t, srv, body)
+
+	clock.Advance(time.Minute)
+	if got, _ := srv.Pod(p.ID); got.Status != StatusProvisioning || got.Bill.USD != 0 || !got.Billing {
+		t.Errorf("after 1 of 2 provisioning minutes: %s, bill %+v", got.Status, got.Bill)
+	}
+	clock.Advance(time.Minute + 30*time.Minute)
+	got, _ := srv.Pod(p.ID)
+	if got.Status != StatusRunning || got.CostPerHr != 1.38 {
+		t.Fatalf("pod %s at %v/h", got.Status, got.CostPerHr)
+	}
+	if got.Bill.RunSeconds != 1800 || !near(got.Bill.RunUSD, 0.69) {
+		t.Errorf("after 30 running minutes at 1.38/h: %+v", got.Bill)
+	}
+	if !got.StartedAt.Equal(got.CreatedAt.Add(2 * time.Minute)) {
+		t.Errorf("started %v, created %v", got.StartedAt, got.CreatedAt)
+	}
+
+	// Stop is not delete: the volume keeps billing.
+	mustCall(t, srv, srv.APIKey(), "POST", "/v2/pods/"+p.ID+"/action", map[string]string{"action": "stop"}, 200)
+	clock.Advance(hoursPerMonth * time.Hour)
+	got, _ = srv.Pod(p.ID)
+	if got.Bill.RunSeconds != 1800 || got.Bill.StoppedSeconds != hoursPerMonth*3600 {
+		t.Errorf("after a stopped month: %+v", got.Bill)
+	}
+	if !near(got.Bill.VolumeUSD, 100*0.20) || !near(got.Bill.USD, 0.69+20) {
+		t.Errorf("a stopped month of 100 GB at 0.20/GB/month: %+v", got.Bill)
+	}
+	if billing := srv.Billing(); len(billing) != 1 || billing[0].ID != p.ID {
+		t.Errorf("Billing() = %v, want the stopped pod", billing)
+	}
+
+	mustCall(t, srv, srv.APIKey(), "DELETE", "/v2/pods/"+p.ID, nil, 204)
+	final, _ := srv.Pod(p.ID)
+	clock.Advance(24 * time.Hour)
+	later, _ := srv.Pod(p.ID)
+	if later.Bill != final.Bill || len(srv.Billing()) != 0 {
+		t.Errorf("a terminated pod still bills: %+v then %+v", final.Bill, later.Bill)
+	}
+	if !near(srv.TotalUSD(), final.Bill.USD) {
+		t.Errorf("TotalUSD %v, pod %v", srv.TotalUSD(), final.Bill.USD)
+	}
+}
+
+func TestCustomCatalogPricesPods(t *testing.T) {
+	srv := NewTestServer(t, WithGPUTypes(GPUType{ID: "NVIDIA Test GPU", Name: "Test", MemoryGB: 8, SecurePrice: 0.5, CommunityPrice: 0.25, MaxCount: 2}))
+	raw := mustCall(t, srv, srv.APIKey(), "GET", "/v2/catalog/gpus", nil, 200)
+	checkSchema(t, "ListGpuTypesResponse", raw)
+	list := decode[wireListGPUTypes](t, raw)
+	if len(list.GPUs) != 1 || list.GPUs[0].Price.Community != 0.25 || list.GPUs[0].MaxCount.Secure != 2 {
+		t.Fatalf("catalog %+v", list)
+	}
+	one := mustCall(t, srv, srv.APIKey(), "GET", "/v2/catalog/gpus/NVIDIA%20Test%20GPU", nil, 200)
+	checkSchema(t, "GpuType", one)
+	checkProblem(t, srv, srv.APIKey(), "GET", "/v2/catalog/gpus/nope", nil, 404)
+
+	body := gpuPodBody("cheap")
+	body["gpu"] = map[string]any{"id": "NVIDIA Test GPU", "count": 2}
+	body["cloud"] = "COMMUNITY"
+	if p := createPod(t, srv, body); p.Cost != 0.5 {
+		t.Errorf("2 x 0.25 community: cost %v", p.Cost)
+	}
+	body["gpu"] = map[string]any{"id": "NVIDIA Test GPU", "count": 3}
+	checkProblem(t, srv, srv.APIKey(), "POST", "/v2/pods", body, 400)
+
+	cpu := map[string]any{"name": "cpu", "image": "busybox", "cpu": map[string]any{"id": "cpu3c", "vcpuCount": 4}}
+	if p := createPod(t, srv, cpu); p.Cost != 0.12 || p.CPU == nil || p.GPU != nil {
+		t.Errorf("4 vCPU pod: cost %v cpu %+v", p.Cost, p.CPU)
+	}
+	for _, p := range srv.Pods() {
+		mustCall(t, srv, srv.APIKey(), "DELETE", "/v2/pods/"+p.ID, nil, 204)
+	}
+}
+
+func TestNetworkVolumes(t *testing.T) {
+	srv := NewTestServer(t)
+	key := srv.APIKey()
+	v := srv.AddNetworkVolume("vol1", 50)
+	if v.Dir == "" || v.SizeGB != 50 {
+		t.Fatalf("volume %+v", v)
+	}
+	raw := mustCall(t, srv, key, "GET", "/v2/network-volumes/vol1", nil, 200)
+	checkSchema(t, "NetworkVolume", raw)
+	raw = mustCall(t, srv, key, "PATCH", "/v2/network-volumes/vol1", map[string]int{"size": 80}, 200)
+	checkSchema(t, "NetworkVolume", raw)
+	if got := decode[wireNetworkVolume](t, raw); got.Size != 80 {
+		t.Errorf("grown to %d", got.Size)
+	}
+	p := checkProblem(t, srv, key, "PATCH", "/v2/network-volumes/vol1", map[string]int{"size": 60}, 400)
+	if !strings.Contains(p.Detail, "cannot be reduced") {
+		t.Errorf("detail %q", p.Detail)
+	}
+	checkProblem(t, srv, key, "PATCH", "/v2/network-volumes/vol1", map[string]int{"size": 5000}, 422)
+	checkProblem(t, srv, key, "PATCH", "/v2/network-volumes/vol1", map[string]any{}, 422)
+	checkProblem(t, srv, key, "PATCH", "/v2/network-volumes/vol1", map[string]any{"size": 90, "type": "FAST"}, 422)
+	checkProblem(t, srv, key, "PATCH", "/v2/network-volumes/nope", map[string]int{"size": 90}, 404)
+	checkProblem(t, srv, key, "GET", "/v2/network-volumes/nope", nil, 404)
+	if got := srv.NetworkVolumes(); len(got) != 1 || got[0].SizeGB != 80 {
+		t.Errorf("NetworkVolumes() = %+v", got)
+	}
+
+	body := gpuPodBody("on-volume")
+	body["mounts"] = map[string]any{"network": []any{map[string]any{"volumeId": "vol1", "path": "/workspace"}}}
+	pod := createPod(t, srv, body)
+	if len(pod.Mounts.Network) != 1 || pod.Mounts.Network[0].VolumeID != "vol1" {
+		t.Errorf("mounts %+v", pod.Mounts)
+	}
+	mustCall(t, srv, key, "DELETE", "/v2/pods/"+pod.ID, nil, 204)
+}
+
+func TestFaults(t *testing.T) {
+	srv := NewTestServer(t)
+	key := srv.APIKey()
+	p := createPod(t, srv, gpuPodBody("faulty"))
+
+	srv.Fail("GET", "/v2/pods/*", Fault{Times: 2, Status: 429, RetryAfter: "3"})
+	for i := range 2 {
+		status, header, raw := call(t, srv, key, "GET", "/v2/pods/"+p.ID, nil)
+		if status != 429 || header.Get("Retry-After") != "3" {
+			t.Errorf("call %d: %d Retry-After %q", i, status, header.Get("Retry-After"))
+		}
+		checkSchema(t, "ErrorResponse", raw)
+	}
+	mustCall(t, srv, key, "GET", "/v2/pods/"+p.ID, nil, 200)
+
+	// A caller's fault spares the other callers; a pattern's * stops at /.
+	srv.Fail("", "/v2/pods/*", Fault{Times: -1, Status: 503, Caller: p.ID})
+	mustCall(t, srv, key, "GET", "/v2/pods/"+p.ID, nil, 200)
+	checkProblem(t, srv, srv.PodKey(p.ID), "GET", "/v2/pods/"+p.ID, nil, 503)
+	checkProblem(t, srv, srv.PodKey(p.ID), "DELETE", "/v2/pods/"+p.ID, nil, 503)
+	mustCall(t, srv, srv.PodKey(p.ID), "POST", "/v2/pods/"+p.ID+"/action", map[string]string{"action": "restart"}, 200)
+	srv.ClearFaults()
+	mustCall(t, srv, srv.PodKey(p.ID), "GET", "/v2/pods/"+p.ID, nil, 200)
+
+	// A fresh transport: Go retries a GET that fails on a reused connection.
+	fresh := &http.Client{Transport: &http.Transport{}}
+	srv.Fail("GET", "/v2/pods", Fault{Drop: true})
+	if resp, err := fresh.Get(srv.BaseURL() + "/pods"); err == nil {
+		resp.Body.Close()
+		t.Errorf("a dropped connection answered %d", resp.StatusCode)
+	}
+
+	srv.Fail("GET", "/v2/catalog/gpus", Fault{Hang: true})
+	client := &http.Client{Timeout: 200 * time.Millisecond}
+	if _, err := client.Get(srv.BaseURL() + "/catalog/gpus"); err == nil {
+		t.Error("a hanging call answered")
+	}
+	mustCall(t, srv, key, "GET", "/v2/catalog/gpus", nil, 200)
+
+	var faulted []int
+	for _, r := range srv.Requests() {
+		if r.Fault {
+			faulted = append(faulted, r.Status)
+		}
+	}
+	if diff := cmp.Diff([]int{429, 429, 503, 503, 0, 0}, faulted); diff != "" {
+		t.Errorf("faulted statuses in the log (-want +got):\n%s", diff)
+	}
+	mustCall(t, srv, key, "DELETE", "/v2/pods/"+p.ID, nil, 204)
+}
+
+// A call hanging on a fault must not keep Close from returning.
+func TestCloseReleasesHangingCalls(t *testing.T) {
+	srv := NewServer()
+	srv.Fail("", "/v2/pods", Fault{Hang: true})
+	errc := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequest("GET", srv.BaseURL()+"/pods", nil)
+		req.Header.Set("Authorization", "Bearer "+srv.APIKey())
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		errc <- err
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for len(srv.Requests()) == 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatal("the hanging call never arrived")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	srv.Close()
+	if err := <-errc; err == nil {
+		t.Error("the hanging call got an answer")
+	}
+}
+
+func TestRequestLog(t *testing.T) {
+	srv := NewTestServer(t)
+	body := gpuPodBody("logged")
+	p := createPod(t, srv, body)
+	mustCall(t, srv, srv.PodKey(p.ID), "DELETE", "/v2/pods/"+p.ID, nil, 204)
+	reqs := srv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests logged", len(reqs))
+	}
+	create, del := reqs[0], reqs[1]
+	if create.Method != "POST" || create.Path != "/v2/pods" || create.Status != 201 || create.Caller != CallerAccount {
+		t.Errorf("create logged as %+v", create)
+	}
+	if got := create.Header.Get("Authorization"); got != "Bearer "+srv.APIKey() {
+		t.Errorf("Authorization %q", got)
+	}
+	if sent := decode[map[string]any](t, create.Body); sent["name"] != "logged" {
+		t.Errorf("body %s", create.Body)
+	}
+	if del.Caller != p.ID || del.Status != 204 || del.Header.Get("Authorization") != "Bearer "+srv.PodKey(p.ID) {
+		t.Errorf("delete logged as %+v", del)
+	}
+}
+
+func graphQL(t testing.TB, srv *Server, key string, query string, vars map[string]any) (int, map[string]any) {
+	t.Helper()
+	body := map[string]any{"query": query}
+	if vars != nil {
+		body["variables"] = vars
+	}
+	status, _, raw := call(t, srv, key, "POST", "/graphql", body)
+	return status, decode[map[string]any](t, raw)
+}
+
+func TestGraphQLSecrets(t *testing.T) {
+	srv := NewTestServer(t)
+	key := srv.APIKey()
+	status, out := graphQL(t, srv, key, `mutation($input: SecretCreateInput!) { secretCreate(input: $input) { id name } }`,
+		map[string]any{"input": map[string]any{"name": "overbrainer_host_key_r1", "value": "c2VjcmV0IGtleQ=="}})
+	if status != 200 || out["errors"] != nil {
+		t.Fatalf("secretCreate: %d %v", status, out)
+	}
+	created := out["data"].(map[string]any)["secretCreate"].(map[string]any)
+	if created["name"] != "overbrainer_host_key_r1" || created["id"] == "" {
+		t.Errorf("created %v", created)
+	}
+	_, out = graphQL(t, srv, key, `mutation { secretCreate(input: {name: "hf", value: "hf_\"quoted\""}) { id name } }`, nil)
+	if out["errors"] != nil {
+		t.Fatalf("inline secretCreate: %v", out)
+	}
+	_, out = graphQL(t, srv, key, `mutation { secretCreate(input: {name: "hf", value: "again"}) { id } }`, nil)
+	if out["errors"] == nil {
+		t.Error("a second secret of the same name was accepted")
+	}
+	want := []Secret{
+		{ID: created["id"].(string), Name: "overbrainer_host_key_r1", Value: "c2VjcmV0IGtleQ=="},
+		{Name: "hf", Value: `hf_"quoted"`},
+	}
+	got := srv.Secrets()
+	if len(got) == 2 {
+		want[1].ID = got[1].ID
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("secrets (-want +got):\n%s", diff)
+	}
+
+	_, out = graphQL(t, srv, key, `query { myself { secrets { id name } } }`, nil)
+	listed, _ := json.Marshal(out)
+	if strings.Contains(string(listed), "c2VjcmV0") || !strings.Contains(string(listed), "overbrainer_host_key_r1") {
+		t.Errorf("myself.secrets: %s", listed)
+	}
+
+	_, out = graphQL(t, srv, key, `mutation($id: String!) { secretDelete(id: $id) }`, map[string]any{"id": created["id"]})
+	if out["errors"] != nil {
+		t.Fatalf("secretDelete: %v", out)
+	}
+	if got := srv.Secrets(); len(got) != 1 || got[0].Name != "hf" {
+		t.Errorf("after delete: %+v", got)
+	}
+	_, out = graphQL(t, srv, key, `mutation { secretDelete(id: "nope") }`, nil)
+	if out["errors"] == nil {
+		t.Error("deleting an unknown secret succeeded")
+	}
+	if status, _ := graphQL(t, srv, "", `query { myself { secrets { id } } }`, nil); status != 401 {
+		t.Errorf("GraphQL without a key: %d", status)
+	}
+	req, _ := http.NewRequest("POST", srv.GraphQLURL()+"?api_key="+key, strings.NewReader(`{"query":"query { myself { secrets { id } } }"}`))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("GraphQL with ?api_key=: %d", resp.StatusCode)
+	}
+}
+
+func TestExitPodAndWaitStatus(t *testing.T) {
+	srv := NewTestServer(t)
+	p := createPod(t, srv, gpuPodBody("exits"))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	done := make(chan Pod, 1)
+	go func() {
+		got, err := srv.WaitStatus(ctx, p.ID, StatusExited)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- got
+	}()
+	if err := srv.ExitPod(p.ID, 3); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-done; got.Status != StatusExited || got.ExitCode != 3 {
+		t.Errorf("pod %s exit %d", got.Status, got.ExitCode)
+	}
+	if err := srv.ExitPod(p.ID, 0); err == nil {
+		t.Error("an exited pod exited again")
+	}
+	short, cancelShort := context.WithCancel(ctx)
+	cancelShort()
+	if _, err := srv.WaitStatus(short, p.ID, StatusRunning); !errors.Is(err, context.Canceled) {
+		t.Errorf("WaitStatus on a cancelled context: %v", err)
+	}
+	mustCall(t, srv, srv.APIKey(), "DELETE", "/v2/pods/"+p.ID, nil, 204)
+}
+
+// recordingTB is a testing.TB that records failures and cleanups instead of
+// acting on them, to test NewTestServer itself.
+type recordingTB struct {
+	testing.TB
+	mu       sync.Mutex
+	errors   []string
+	cleanups []func()
+}
+
+func (r *recordingTB) Helper() {}
+func (r *recordingTB) Errorf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.errors = append(r.errors, fmt.Sprintf(format, args...))
+}
+func (r *recordingTB) Cleanup(f func()) { r.cleanups = append(r.cleanups, f) }
+func (r *recordingTB) runCleanups() {
+	for i := len(r.cleanups) - 1; i >= 0; i-- {
+		r.cleanups[i]()
+	}
+}
+
+func TestNewTestServerFailsOnPodsLeftBilling(t *testing.T) {
+	rec := &recordingTB{TB: t}
+	srv := NewTestServer(rec)
+	left := createPod(t, srv, gpuPodBody("forgotten"))
+	gone := createPod(t, srv, gpuPodBody("deleted"))
+	mustCall(t, srv, srv.APIKey(), "DELETE", "/v2/pods/"+gone.ID, nil, 204)
+	rec.runCleanups()
+	if len(rec.errors) != 1 || !strings.Contains(rec.errors[0], left.ID) || !strings.Contains(rec.errors[0], "billing") {
+		t.Errorf("errors %q, want one about pod %s", rec.errors, left.ID)
+	}
+	if _, err := http.Get(srv.URL); err == nil {
+		t.Error("the server still answers after the test's cleanup")
+	}
+
+	rec = &recordingTB{TB: t}
+	srv = NewTestServer(rec, AllowPodsLeft())
+	createPod(t, srv, gpuPodBody("kept on purpose"))
+	rec.runCleanups()
+	if len(rec.errors) != 0 {
+		t.Errorf("AllowPodsLeft still failed: %q", rec.errors)
+	}
+}

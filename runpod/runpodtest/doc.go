@@ -1,0 +1,126 @@
+// Package runpodtest is an in-process fake of Runpod for tests, in the way
+// of net/http/httptest and Google's pubsub pstest: a real HTTP server on
+// 127.0.0.1 that speaks Runpod's REST v2 API and the GraphQL secret calls,
+// backed by state a test can read and break, and an optional pod runner that
+// really runs each created pod's command on this machine.
+//
+// # Setup
+//
+//	srv := runpodtest.NewTestServer(t)
+//	client, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()),
+//		runpod.WithGraphQLURL(srv.GraphQLURL()))
+//
+// Any other client works the same way: srv.BaseURL() stands for
+// https://api.runpod.io/v2, srv.GraphQLURL() for the GraphQL endpoint and
+// srv.APIKey() for the account key. Then srv.Pods() and srv.Requests() show
+// what the code under test did.
+//
+// NewTestServer closes the fake when the test ends and fails the test if a pod
+// was left billing. NewServer is the same without a test (call Close).
+//
+// # The API
+//
+// Under BaseURL (URL + "/v2"), with Authorization: Bearer <key>:
+//
+//	GET    /v2/pods                  ListPodsResponse {pods: [...]}
+//	POST   /v2/pods                  201 Pod (PROVISIONING)
+//	GET    /v2/pods/{id}             Pod; 404 once terminated
+//	DELETE /v2/pods/{id}             204, terminates the pod
+//	POST   /v2/pods/{id}/action      start|stop|restart 200 Pod, terminate 204, 409 when not valid now
+//	GET    /v2/network-volumes/{id}  NetworkVolume
+//	PATCH  /v2/network-volumes/{id}  NetworkVolume; a smaller size is 400
+//	GET    /v2/catalog/gpus[/{id}]   ListGpuTypesResponse / GpuType
+//
+// Errors are RFC 9457 problem objects (title, status, detail, and errors for
+// a 422), with the statuses of openapi_v2.json: 401 without a valid key, 403
+// for a key without access, 404, 409, 400 for a request that breaks a rule,
+// 422 for one that breaks the schema (unknown fields included).
+//
+// GraphQLURL (URL + "/graphql") serves secretCreate(input: {name, value}),
+// secretDelete(id) and myself { secrets { id name } }, with arguments in
+// variables or as inline string literals.
+//
+// # Keys
+//
+// The account key (WithAPIKey, or generated: APIKey) may do everything. Each
+// pod gets a pod-scoped key (its RUNPOD_API_KEY, see PodKey) that may read,
+// delete and act on its own pod only: anything else answers 403.
+//
+// # State and faults
+//
+// Pods returns every pod with its status, env, bill and exit code; Requests
+// the request log (method, path, headers, body, whose key, status), kept in
+// memory only, Authorization header included so that a test can check the
+// key a call used;
+// Secrets, NetworkVolumes and PodLog the rest. WaitPod and WaitStatus wait
+// for a pod's state without polling. Fail makes the next N calls to a path
+// (optionally only a given caller's) answer a status with an optional
+// Retry-After, hang, or drop the connection.
+//
+// A pod goes PROVISIONING → RUNNING → EXITED (stopped, or its command ended)
+// → RUNNING again (start), or TERMINATED (DELETE or terminate), after which
+// GET answers 404 but Pods still shows it with its final bill. A pod bills
+// its cost per hour (the GPU type's price for its cloud, times the count;
+// see DefaultGPUTypes and WithGPUTypes) while RUNNING, and its persistent
+// volume's price (WithVolumeRate) while stopped: stop is not delete. The
+// clock that bills is WithClock's (see ManualClock).
+//
+// # The pod runner
+//
+// With WithPodRunner, creating a pod runs its command here, as the pod
+// would. The create's args string is split into words with POSIX shell
+// quoting (SplitArgs) and run, as the container's command, by an init of
+// the fake's own (this binary, re-executed) that is PID 1 of new mount and
+// PID namespaces, in a process group of its own. Its root is an overlay of
+// the host's / whose writes land in a tmpfs of the pod's disk size, with a
+// /proc of its own, the host's /dev and /sys, a fresh /tmp, and empty tmpfs
+// over /etc/ssh, /root/.ssh, /etc/overbrainer and the pod's workdir (its
+// OVERBRAINER_WORKDIR, unless that lies on a volume): nothing the pod writes
+// changes the host, and a path missing on the host (/workspace) is created
+// in the overlay only. A persistent volume is a host directory of its own,
+// kept across stop and start; a network volume (AddNetworkVolume) is a host
+// directory shared by every pod that mounts it.
+//
+// The command's env is PATH and HOME, the pod's env with its
+// {{ RUNPOD_SECRET_<name> }} placeholders resolved from the fake's secrets,
+// then RUNPOD_POD_ID, a pod-scoped RUNPOD_API_KEY, RUNPOD_PUBLIC_IP=127.0.0.1,
+// RUNPOD_TCP_PORT_22 and OVERBRAINER_SSH_PORT (a free port, which the pod
+// reports as its mapping of port 22), RUNPOD_POD_HOSTNAME, RUNPOD_DC_ID,
+// RUNPOD_GPU_COUNT, OVERBRAINER_API_URL = BaseURL and
+// OVERBRAINER_SSH_LISTEN=127.0.0.1 (the pod shares the host's network, so its
+// sshd listens on loopback only); nothing of the test
+// process's own env. It reaches the command through a pipe, never a command line or a
+// file. The command's output goes to PodLog, keys and secrets redacted.
+//
+// Stop and restart send SIGTERM and kill after WithStopGrace; DELETE, terminate and
+// Close kill the process group and the namespace's init, which takes down
+// everything in the namespace (sshd too), and return once it is all gone.
+// If the test process dies, the kernel kills its pods (Pdeathsig).
+//
+// The runner needs root on Linux (CheckPodRunner says so; a pod created
+// without it goes to ERROR with that reason). Without WithPodRunner, pods
+// are API state only, and ExitPod plays a command that ends.
+//
+// # Where the fake differs from Runpod
+//
+//   - Provisioning is immediate (or WithProvisioningDelay); there is no
+//     STARTING phase longer than the start of a process, no capacity
+//     shortage unless a fault makes one, and no image: args must hold the
+//     whole command, and the pod runs on the host's files.
+//   - A command that ends leaves the pod EXITED; Runpod may restart the
+//     container instead.
+//   - A pod's network is the host's: there is no port mapping, its sshd
+//     listens on the port it reports as public (on every address the
+//     bootstrap asks for), and the pod reaches the fake on 127.0.0.1.
+//     ssh.proxy is always null.
+//   - A secret the env names but the fake lacks is left as the placeholder.
+//   - Templates, clusters, serverless, registries, billing endpoints, pod
+//     PATCH and logs, and network volume create/delete/list are not served
+//     (501); volumes are added with AddNetworkVolume. Network volume quotas,
+//     GPU availability, CUDA versions and data-center placement are not
+//     enforced; RateLimit headers are not sent.
+//   - Pod-scoped keys are the fake's model of Runpod's scoped keys: own pod
+//     only, including its actions; GraphQL refuses them.
+//   - Prices are illustrative, and billing is continuous (per second), not
+//     Runpod's per-minute rounding. Terminated pods stay in Pods.
+package runpodtest

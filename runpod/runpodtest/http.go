@@ -1,0 +1,221 @@
+package runpodtest
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// maxBody bounds what the fake reads of a request body: a pod command with
+// the whole bootstrap is far smaller.
+const maxBody = 8 << 20
+
+// statusRecorder writes the status a handler answers into the request log
+// as it answers, so that the log is complete before anything that follows
+// the answer.
+type statusRecorder struct {
+	http.ResponseWriter
+	s      *Server
+	entry  int
+	status int
+}
+
+func (w *statusRecorder) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+		w.s.logMu.Lock()
+		w.s.requests[w.entry].Status = code
+		w.s.logMu.Unlock()
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusRecorder) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
+	if err != nil {
+		writeProblem(w, http.StatusBadRequest, "could not read the request body")
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+
+	s.mu.Lock()
+	caller := s.callerLocked(r)
+	s.logMu.Lock()
+	entry := len(s.requests)
+	s.requests = append(s.requests, Request{
+		Time:     s.cfg.now(),
+		Method:   r.Method,
+		Path:     r.URL.Path,
+		RawQuery: r.URL.RawQuery,
+		Header:   r.Header.Clone(),
+		Body:     body,
+		Caller:   caller,
+	})
+	s.logMu.Unlock()
+	fault := s.takeFaultLocked(r.Method, r.URL.Path, caller)
+	s.mu.Unlock()
+
+	if fault != nil {
+		s.logMu.Lock()
+		s.requests[entry].Fault = true
+		if !fault.Hang && !fault.Drop {
+			s.requests[entry].Status = fault.Status
+		}
+		s.logMu.Unlock()
+		s.serveFault(w, r, fault)
+		return
+	}
+
+	s.route(&statusRecorder{ResponseWriter: w, s: s, entry: entry}, r, caller)
+}
+
+// callerLocked names whose key made the request: CallerAccount, a pod id,
+// or CallerNone. s.mu must be held.
+func (s *Server) callerLocked(r *http.Request) string {
+	key := bearer(r)
+	if key == "" && r.URL.Path == "/graphql" {
+		// Runpod's GraphQL also takes the key as ?api_key=.
+		key = r.URL.Query().Get("api_key")
+	}
+	switch {
+	case key == "":
+		return CallerNone
+	case key == s.cfg.apiKey:
+		return CallerAccount
+	}
+	if id, ok := s.podKeys[key]; ok {
+		return id
+	}
+	return CallerNone
+}
+
+func bearer(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+		return strings.TrimSpace(h[7:])
+	}
+	return ""
+}
+
+// route serves the API behind the faults.
+func (s *Server) route(w http.ResponseWriter, r *http.Request, caller string) {
+	path := r.URL.Path
+	if path == "/graphql" {
+		s.serveGraphQL(w, r, caller)
+		return
+	}
+	if path != "/v2" && !strings.HasPrefix(path, "/v2/") {
+		writeProblem(w, http.StatusNotFound, "no such path: "+path)
+		return
+	}
+	if caller == CallerNone {
+		if bearer(r) == "" {
+			writeProblem(w, http.StatusUnauthorized, "missing bearer token")
+		} else {
+			writeProblem(w, http.StatusUnauthorized, "invalid api key")
+		}
+		return
+	}
+	parts := strings.Split(strings.Trim(strings.TrimPrefix(path, "/v2"), "/"), "/")
+	// A pod's own key reaches only its own pod: read, delete, act on it.
+	podScoped := caller != CallerAccount
+	switch {
+	case len(parts) == 1 && parts[0] == "pods":
+		if podScoped {
+			writeProblem(w, http.StatusForbidden, "access denied")
+			return
+		}
+		switch r.Method {
+		case http.MethodGet:
+			s.listPods(w, r)
+		case http.MethodPost:
+			s.createPod(w, r)
+		default:
+			methodNotAllowed(w, "GET, POST")
+		}
+	case len(parts) == 2 && parts[0] == "pods":
+		if podScoped && parts[1] != caller {
+			writeProblem(w, http.StatusForbidden, "access denied")
+			return
+		}
+		switch r.Method {
+		case http.MethodGet:
+			s.getPod(w, parts[1])
+		case http.MethodDelete:
+			s.deletePod(w, parts[1])
+		case http.MethodPatch:
+			writeProblem(w, http.StatusNotImplemented, "runpodtest does not implement PATCH /v2/pods/{id}")
+		default:
+			methodNotAllowed(w, "GET, PATCH, DELETE")
+		}
+	case len(parts) == 3 && parts[0] == "pods" && parts[2] == "action":
+		if podScoped && parts[1] != caller {
+			writeProblem(w, http.StatusForbidden, "access denied")
+			return
+		}
+		if r.Method != http.MethodPost {
+			methodNotAllowed(w, "POST")
+			return
+		}
+		s.podAction(w, r, parts[1])
+	case podScoped:
+		writeProblem(w, http.StatusForbidden, "access denied")
+	case len(parts) == 2 && parts[0] == "network-volumes":
+		switch r.Method {
+		case http.MethodGet:
+			s.getNetworkVolume(w, parts[1])
+		case http.MethodPatch:
+			s.patchNetworkVolume(w, r, parts[1])
+		case http.MethodDelete:
+			writeProblem(w, http.StatusNotImplemented, "runpodtest does not implement DELETE /v2/network-volumes/{id}")
+		default:
+			methodNotAllowed(w, "GET, PATCH, DELETE")
+		}
+	case len(parts) == 2 && parts[0] == "catalog" && parts[1] == "gpus":
+		if r.Method != http.MethodGet {
+			methodNotAllowed(w, "GET")
+			return
+		}
+		s.listGPUTypes(w)
+	case len(parts) == 3 && parts[0] == "catalog" && parts[1] == "gpus":
+		if r.Method != http.MethodGet {
+			methodNotAllowed(w, "GET")
+			return
+		}
+		s.getGPUType(w, parts[2])
+	default:
+		writeProblem(w, http.StatusNotImplemented, "runpodtest does not implement "+r.Method+" "+path)
+	}
+}
+
+func methodNotAllowed(w http.ResponseWriter, allow string) {
+	w.Header().Set("Allow", allow)
+	writeProblem(w, http.StatusMethodNotAllowed, "The requested method is not allowed for this path.")
+}
+
+// writeProblem answers an RFC 9457 problem object, as ErrorResponse.
+func writeProblem(w http.ResponseWriter, status int, detail string, errs ...string) {
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(wireProblem{
+		Title:  http.StatusText(status),
+		Status: status,
+		Detail: detail,
+		Errors: errs,
+	})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,127 @@
+package runpodtest
+
+import (
+	"sync"
+	"time"
+)
+
+// Option configures a Server.
+type Option func(*config)
+
+type config struct {
+	apiKey         string
+	now            func() time.Time
+	runner         bool
+	gpus           []GPUType
+	provisionDelay time.Duration
+	stopGrace      time.Duration
+	volumeRate     float64
+	cpuRate        float64
+	allowLeft      bool
+}
+
+func defaultConfig() config {
+	return config{
+		gpus:       DefaultGPUTypes(),
+		stopGrace:  2 * time.Second,
+		volumeRate: 0.20,
+		cpuRate:    0.03,
+	}
+}
+
+// WithAPIKey sets the account key the fake accepts (default: a generated
+// one, see Server.APIKey).
+func WithAPIKey(key string) Option { return func(c *config) { c.apiKey = key } }
+
+// WithClock sets the clock that bills pods and stamps them (default
+// time.Now). A pod's processes keep the real clock: only the fake's
+// accounting follows this one. See ManualClock.
+func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
+
+// WithPodRunner makes every created pod really run its command on this
+// machine (see the package doc). It needs root on Linux; without it, a
+// created pod goes to ERROR with the reason (see CheckPodRunner).
+func WithPodRunner() Option { return func(c *config) { c.runner = true } }
+
+// WithGPUTypes replaces the GPU catalog, and so the prices pods are billed
+// at (default DefaultGPUTypes).
+func WithGPUTypes(types ...GPUType) Option {
+	return func(c *config) { c.gpus = append([]GPUType(nil), types...) }
+}
+
+// WithProvisioningDelay keeps each new pod PROVISIONING this long before it
+// runs (default 0: as soon as it can). In API-only mode the delay is read on
+// the fake's clock, so a ManualClock decides when pods start.
+func WithProvisioningDelay(d time.Duration) Option {
+	return func(c *config) { c.provisionDelay = d }
+}
+
+// WithStopGrace sets how long the stop action waits after SIGTERM before it
+// kills a running pod's processes (default 2s; Docker's is 10s).
+func WithStopGrace(d time.Duration) Option { return func(c *config) { c.stopGrace = d } }
+
+// WithVolumeRate sets what a stopped pod's persistent volume costs, in USD
+// per GB and per month of 730 hours (default 0.20, Runpod's list price for
+// an idle volume).
+func WithVolumeRate(usdPerGBMonth float64) Option {
+	return func(c *config) { c.volumeRate = usdPerGBMonth }
+}
+
+// WithCPURate sets the price of a CPU pod, in USD per vCPU and hour
+// (default 0.03).
+func WithCPURate(usdPerVCPUHour float64) Option {
+	return func(c *config) { c.cpuRate = usdPerVCPUHour }
+}
+
+// AllowPodsLeft tells NewTestServer that the test means to leave pods
+// billing at its end (a stop that keeps a volume, say), so it does not fail
+// the test for it.
+func AllowPodsLeft() Option { return func(c *config) { c.allowLeft = true } }
+
+// GPUType is one entry of the fake's GPU catalog. A price of 0 means the type
+// is not offered in that cloud.
+type GPUType struct {
+	ID       string // what a create request names, e.g. "NVIDIA GeForce RTX 4090"
+	Name     string
+	Pool     string
+	MemoryGB int
+	// SecurePrice and CommunityPrice are USD per GPU and hour.
+	SecurePrice    float64
+	CommunityPrice float64
+	MaxCount       int
+}
+
+// DefaultGPUTypes is the fake's built-in catalog. Its prices are in the
+// range of Runpod's list prices, not a copy of them.
+func DefaultGPUTypes() []GPUType {
+	return []GPUType{
+		{ID: "NVIDIA GeForce RTX 4090", Name: "RTX 4090", Pool: "ADA_24", MemoryGB: 24, SecurePrice: 0.69, CommunityPrice: 0.34, MaxCount: 8},
+		{ID: "NVIDIA RTX A5000", Name: "RTX A5000", Pool: "AMPERE_24", MemoryGB: 24, SecurePrice: 0.27, CommunityPrice: 0.16, MaxCount: 8},
+		{ID: "NVIDIA A40", Name: "A40", Pool: "AMPERE_48", MemoryGB: 48, SecurePrice: 0.40, CommunityPrice: 0.35, MaxCount: 8},
+		{ID: "NVIDIA A100 80GB PCIe", Name: "A100 PCIe", Pool: "AMPERE_80", MemoryGB: 80, SecurePrice: 1.64, CommunityPrice: 1.19, MaxCount: 8},
+		{ID: "NVIDIA H100 80GB HBM3", Name: "H100 SXM", Pool: "HOPPER_141", MemoryGB: 80, SecurePrice: 2.69, CommunityPrice: 0, MaxCount: 8},
+	}
+}
+
+// ManualClock is a clock that moves only when told, for WithClock.
+type ManualClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// NewManualClock returns a clock stopped at t.
+func NewManualClock(t time.Time) *ManualClock { return &ManualClock{now: t} }
+
+// Now returns the clock's time.
+func (c *ManualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock forward by d.
+func (c *ManualClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}

@@ -1,0 +1,395 @@
+package runpodtest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	mrand "math/rand/v2"
+	"net"
+	"os"
+	"path"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The pod runner: with WithPodRunner, each created pod's command really runs
+// here, in namespaces of its own (runner_linux.go). This file is the part
+// that does not depend on the platform.
+
+// ErrPodRunnerNeedsRoot is what CheckPodRunner returns, and what a pod's
+// Error starts with, when the pod runner cannot run pods on this machine.
+var ErrPodRunnerNeedsRoot = errors.New("runpodtest: the pod runner needs root on Linux: " +
+	"each pod runs in its own mount and PID namespaces, over a private overlay of /, " +
+	"so that it never changes the host (run the tests as root, e.g. in a container or with sudo -E go test)")
+
+// podProcess is a started pod: its namespace's init and everything under it.
+type podProcess interface {
+	// terminate asks the pod to stop, as docker stop does (SIGTERM).
+	terminate()
+	// kill kills every process of the pod at once.
+	kill()
+	// wait returns the command's exit status once every process of the
+	// pod is gone.
+	wait() int
+}
+
+// launch is one run of a pod's command, from its start (after the
+// provisioning delay) to the end of every process it made.
+type launch struct {
+	mu     sync.Mutex
+	killed bool
+	proc   podProcess
+	cancel chan struct{} // closed by kill: stop waiting to start
+	done   chan struct{} // closed once nothing of the run is left
+}
+
+func (l *launch) kill() {
+	l.mu.Lock()
+	if !l.killed {
+		l.killed = true
+		close(l.cancel)
+	}
+	proc := l.proc
+	l.mu.Unlock()
+	if proc != nil {
+		proc.kill()
+	}
+}
+
+// stop asks the pod's command to end, and kills it after grace.
+func (l *launch) stop(grace time.Duration) {
+	l.mu.Lock()
+	proc := l.proc
+	l.mu.Unlock()
+	if proc == nil {
+		l.kill()
+		return
+	}
+	proc.terminate()
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-l.done:
+	case <-t.C:
+		l.kill()
+	}
+}
+
+// startLaunchLocked starts running the pod's command in the background.
+// s.mu must be held and s not closed.
+func (s *Server) startLaunchLocked(p *pod) {
+	l := &launch{cancel: make(chan struct{}), done: make(chan struct{})}
+	p.launch = l
+	s.runs.Add(1)
+	go s.runLaunch(p, l)
+}
+
+func (s *Server) runLaunch(p *pod, l *launch) {
+	defer s.runs.Done()
+	defer close(l.done)
+	if d := s.cfg.provisionDelay; d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-l.cancel:
+			t.Stop()
+			return
+		}
+	}
+	s.mu.Lock()
+	if p.launch != l || s.closed {
+		s.mu.Unlock()
+		return
+	}
+	spec, err := s.podSpecLocked(p)
+	if err != nil {
+		s.failLaunchLocked(p, l, err)
+		s.mu.Unlock()
+		return
+	}
+	p.sshPort = spec.sshPort
+	s.mu.Unlock()
+
+	proc, err := startPodProcess(spec, p.log)
+	s.mu.Lock()
+	if err != nil {
+		s.failLaunchLocked(p, l, err)
+		s.mu.Unlock()
+		return
+	}
+	l.mu.Lock()
+	killed := l.killed
+	if !killed {
+		l.proc = proc
+	}
+	l.mu.Unlock()
+	if killed || p.launch != l || p.terminating {
+		s.mu.Unlock()
+		proc.kill()
+		proc.wait()
+		return
+	}
+	p.setStatus(StatusRunning, s.cfg.now())
+	s.notifyLocked()
+	s.mu.Unlock()
+
+	code := proc.wait()
+
+	s.mu.Lock()
+	if p.launch == l && !p.terminating {
+		// The command ended by itself: the container exited.
+		p.launch = nil
+		p.setStatus(StatusExited, s.cfg.now())
+		p.exitCode = code
+		p.sshPort = 0
+		s.notifyLocked()
+	}
+	s.mu.Unlock()
+}
+
+// failLaunchLocked puts the pod in ERROR with why it could not run.
+func (s *Server) failLaunchLocked(p *pod, l *launch, err error) {
+	if p.launch != l || p.terminating {
+		return
+	}
+	p.launch = nil
+	p.sshPort = 0
+	p.errMsg = err.Error()
+	p.setStatus(StatusError, s.cfg.now())
+	p.log.write([]byte("runpodtest: "+err.Error()+"\n"), s.secretValuesLocked())
+	s.notifyLocked()
+}
+
+// podSpec is everything needed to start a pod's processes.
+type podSpec struct {
+	podID   string
+	words   []string
+	env     []string // NAME=value, secrets resolved
+	nsDir   string   // host directory the pod's private root is built on
+	diskGB  int
+	mounts  []podMount // in mounting order, parents first
+	sshPort int
+}
+
+// podMount is one mount inside the pod's root: a bind of a host directory,
+// or a fresh tmpfs when Source is empty.
+type podMount struct {
+	Source string `json:"source,omitempty"`
+	Target string `json:"target"`
+	Mode   uint32 `json:"mode,omitempty"`
+}
+
+// podBasePath is the PATH of a pod whose env sets none, as an image's
+// would.
+const podBasePath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+var placeholderRE = regexp.MustCompile(`\{\{\s*RUNPOD_SECRET_([A-Za-z0-9_.-]+)\s*\}\}`)
+
+// resolveLocked replaces the {{ RUNPOD_SECRET_name }} placeholders of value
+// with the secrets' values; an unknown secret's placeholder stays as it is.
+// s.mu must be held.
+func (s *Server) resolveLocked(value string) string {
+	return placeholderRE.ReplaceAllStringFunc(value, func(m string) string {
+		name := placeholderRE.FindStringSubmatch(m)[1]
+		for _, sec := range s.secrets {
+			if sec.Name == name {
+				return sec.Value
+			}
+		}
+		return m
+	})
+}
+
+// podSpecLocked builds how the pod runs. s.mu must be held.
+func (s *Server) podSpecLocked(p *pod) (*podSpec, error) {
+	if err := CheckPodRunner(); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(p.args) == "" {
+		return nil, errors.New("runpodtest: the pod has no command: its args are empty, and the fake has no image entrypoint to run instead")
+	}
+	words, err := SplitArgs(p.args)
+	if err != nil {
+		return nil, err
+	}
+	spec := &podSpec{podID: p.id, words: words, diskGB: p.disk, sshPort: freePort()}
+	if spec.sshPort == 0 {
+		return nil, errors.New("runpodtest: no free port on 127.0.0.1 for the pod's sshd")
+	}
+
+	env := map[string]string{"PATH": podBasePath, "HOME": "/root"}
+	for k, v := range p.env {
+		env[k] = s.resolveLocked(v)
+	}
+	port := strconv.Itoa(spec.sshPort)
+	env["RUNPOD_POD_ID"] = p.id
+	env["RUNPOD_API_KEY"] = p.key
+	env["RUNPOD_POD_HOSTNAME"] = p.id + "-runpodtest"
+	env["RUNPOD_PUBLIC_IP"] = "127.0.0.1"
+	env["RUNPOD_TCP_PORT_22"] = port
+	env["RUNPOD_DC_ID"] = p.dataCenter
+	if p.gpuCount > 0 {
+		env["RUNPOD_GPU_COUNT"] = strconv.Itoa(p.gpuCount)
+	}
+	env["OVERBRAINER_API_URL"] = s.BaseURL()
+	env["OVERBRAINER_SSH_PORT"] = port
+	// The pod shares the host's network: its sshd listens on loopback only,
+	// so a local pod is never reachable from another machine.
+	env["OVERBRAINER_SSH_LISTEN"] = "127.0.0.1"
+	names := make([]string, 0, len(env))
+	for k := range env {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		spec.env = append(spec.env, k+"="+env[k])
+	}
+
+	podDir := path.Join(s.tmp, "pods", p.id)
+	spec.nsDir = path.Join(podDir, "ns")
+	if err := os.MkdirAll(spec.nsDir, 0o700); err != nil {
+		return nil, fmt.Errorf("runpodtest: %w", err)
+	}
+	var volumes []string
+	if p.persistentGB > 0 {
+		dir := path.Join(podDir, "persistent")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("runpodtest: %w", err)
+		}
+		spec.mounts = append(spec.mounts, podMount{Source: dir, Target: p.persistentPath})
+		volumes = append(volumes, p.persistentPath)
+	}
+	if p.netVolID != "" {
+		v, ok := s.volumes[p.netVolID]
+		if !ok {
+			return nil, fmt.Errorf("runpodtest: network volume %s is gone", p.netVolID)
+		}
+		spec.mounts = append(spec.mounts, podMount{Source: v.Dir, Target: p.netVolPath})
+		volumes = append(volumes, p.netVolPath)
+	}
+	// Private, empty directories over what the bootstrap writes, so that
+	// the host's own never change.
+	spec.mounts = append(spec.mounts,
+		podMount{Target: "/etc/ssh", Mode: 0o755},
+		podMount{Target: "/root/.ssh", Mode: 0o700},
+		podMount{Target: "/etc/overbrainer", Mode: 0o755},
+	)
+	if wd := p.env["OVERBRAINER_WORKDIR"]; wd != "" {
+		wd = path.Clean(wd)
+		if !path.IsAbs(wd) || wd == "/" {
+			return nil, fmt.Errorf("runpodtest: OVERBRAINER_WORKDIR %q must be an absolute directory other than /", wd)
+		}
+		onVolume := false
+		for _, v := range volumes {
+			onVolume = onVolume || hasPrefixPath(wd, v)
+		}
+		if !onVolume {
+			spec.mounts = append(spec.mounts, podMount{Target: wd, Mode: 0o755})
+		}
+	}
+	for _, m := range spec.mounts {
+		if m.Target == "/" || !path.IsAbs(m.Target) {
+			return nil, fmt.Errorf("runpodtest: cannot mount over %q in a pod", m.Target)
+		}
+	}
+	// Parents before children, so that a volume inside the workdir stays
+	// visible above the workdir's tmpfs.
+	sort.SliceStable(spec.mounts, func(i, j int) bool {
+		return strings.Count(spec.mounts[i].Target, "/") < strings.Count(spec.mounts[j].Target, "/")
+	})
+	return spec, nil
+}
+
+// removePodFiles removes what the fake kept on the host for a terminated
+// pod: its persistent volume and the mountpoint of its root.
+func (s *Server) removePodFiles(id string) {
+	_ = os.RemoveAll(path.Join(s.tmp, "pods", id))
+}
+
+// freePort returns a TCP port that nothing listens on right now, on any
+// address (the pod's sshd may listen on all of them). It picks below the
+// kernel's ephemeral range, so that the outgoing connections of a busy
+// machine cannot take the port between now and the pod's bind.
+func freePort() int {
+	lo := 32768
+	if data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(data)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > 2048 {
+				lo = n
+			}
+		}
+	}
+	base := max(lo-12000, 1024)
+	for range 100 {
+		port := base + mrand.IntN(lo-base)
+		if ln, err := net.Listen("tcp", ":"+strconv.Itoa(port)); err == nil {
+			ln.Close()
+			return port
+		}
+	}
+	ln, err := net.Listen("tcp", ":0")
+	if err != nil {
+		return 0
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+const redacted = "[REDACTED]"
+
+// podLog keeps a pod's output, with every key and secret value the fake knows
+// redacted. It redacts whole lines, so a secret is never split across two
+// writes; a partial last line is held back until its newline (or String).
+type podLog struct {
+	s       *Server
+	mu      sync.Mutex
+	done    bytes.Buffer
+	pending []byte
+}
+
+func newPodLog(s *Server) *podLog { return &podLog{s: s} }
+
+// maxPending bounds a line held back for its newline.
+const maxPending = 64 << 10
+
+// Write takes the fake's secrets before its own lock: the order is always
+// s.mu, then l.mu.
+func (l *podLog) Write(b []byte) (int, error) {
+	return l.write(b, l.s.secretValues())
+}
+
+func (l *podLog) write(b []byte, secrets []string) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.pending = append(l.pending, b...)
+	i := bytes.LastIndexByte(l.pending, '\n')
+	if i < 0 && len(l.pending) < maxPending {
+		return len(b), nil
+	}
+	if i < 0 {
+		i = len(l.pending) - 1
+	}
+	l.done.WriteString(redact(string(l.pending[:i+1]), secrets))
+	l.pending = append(l.pending[:0], l.pending[i+1:]...)
+	return len(b), nil
+}
+
+func redact(text string, secrets []string) string {
+	for _, sec := range secrets {
+		if len(sec) >= 6 {
+			text = strings.ReplaceAll(text, sec, redacted)
+		}
+	}
+	return text
+}
+
+func (l *podLog) String() string {
+	secrets := l.s.secretValues()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.done.String() + redact(string(l.pending), secrets)
+}

@@ -1,0 +1,190 @@
+//go:build linux
+
+package runpodtest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// initEnvVar marks the process the runner starts as a pod's init: this same
+// binary, re-executed, which builds the pod's root and runs its command
+// (podinit_linux.go).
+const initEnvVar = "RUNPODTEST_POD_INIT"
+
+// initConfig is what the runner sends a pod's init on its fd 3. It carries
+// the pod's env, secrets included, so it travels through a pipe: never a
+// command line, an env var of the init, or a file.
+type initConfig struct {
+	Words  []string   `json:"words"`
+	Env    []string   `json:"env"`
+	NSDir  string     `json:"nsDir"`
+	DiskGB int        `json:"diskGB"`
+	Mounts []podMount `json:"mounts"`
+}
+
+// initStatus is what a pod's init answers on its fd 4 once the command
+// started, or why it could not start it.
+type initStatus struct {
+	OK    bool   `json:"ok,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+// CheckPodRunner returns nil when this machine can run pods (WithPodRunner),
+// and ErrPodRunnerNeedsRoot otherwise. Tests that need the runner call it to
+// skip (or fail) with that reason.
+func CheckPodRunner() error {
+	if geteuid() != 0 {
+		return ErrPodRunnerNeedsRoot
+	}
+	return nil
+}
+
+// geteuid is os.Geteuid, a variable so that a test run as root can see what
+// a user without root gets.
+var geteuid = os.Geteuid
+
+type linuxPod struct {
+	cmd  *exec.Cmd
+	pid  int
+	mu   sync.Mutex
+	gone bool
+	done chan struct{}
+	code int
+}
+
+func startPodProcess(spec *podSpec, out io.Writer) (podProcess, error) {
+	podID := spec.podID
+	if strings.ContainsAny(spec.nsDir, ",:\\") {
+		return nil, fmt.Errorf("runpodtest: the fake's directory %q holds a character overlayfs options cannot carry", spec.nsDir)
+	}
+	payload, err := json.Marshal(initConfig{
+		Words:  spec.words,
+		Env:    spec.env,
+		NSDir:  spec.nsDir,
+		DiskGB: spec.diskGB,
+		Mounts: spec.mounts,
+	})
+	if err != nil {
+		return nil, err
+	}
+	lp := &linuxPod{done: make(chan struct{})}
+	started := make(chan error, 1)
+	go lp.run(podID, payload, out, started)
+	if err := <-started; err != nil {
+		return nil, err
+	}
+	return lp, nil
+}
+
+// run starts the pod's init and waits for it. The init gets SIGKILL when the
+// thread that started it ends (Pdeathsig), which covers this process dying
+// too; so the goroutine keeps its thread until the pod is gone.
+func (lp *linuxPod) run(podID string, payload []byte, out io.Writer, started chan<- error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	defer close(lp.done)
+
+	cfgR, cfgW, err := os.Pipe()
+	if err != nil {
+		started <- err
+		return
+	}
+	stR, stW, err := os.Pipe()
+	if err != nil {
+		cfgR.Close()
+		cfgW.Close()
+		started <- err
+		return
+	}
+	cmd := exec.Command("/proc/self/exe")
+	// The pod's id names its init in ps; it is no secret.
+	cmd.Args = []string{"runpodtest-pod-init", podID}
+	// The init's own env is only its marker: the pod's env comes on fd 3.
+	cmd.Env = []string{initEnvVar + "=1"}
+	cmd.Dir = "/"
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.ExtraFiles = []*os.File{cfgR, stW}
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWPID,
+		Setpgid:    true,
+		Pdeathsig:  syscall.SIGKILL,
+	}
+	err = cmd.Start()
+	cfgR.Close()
+	stW.Close()
+	if err != nil {
+		cfgW.Close()
+		stR.Close()
+		started <- fmt.Errorf("runpodtest: start the pod's init: %w", err)
+		return
+	}
+	lp.mu.Lock()
+	lp.cmd, lp.pid = cmd, cmd.Process.Pid
+	lp.mu.Unlock()
+	_, _ = cfgW.Write(payload)
+	cfgW.Close()
+	raw, _ := io.ReadAll(io.LimitReader(stR, 64<<10))
+	stR.Close()
+	var st initStatus
+	if json.Unmarshal(raw, &st) != nil || !st.OK {
+		lp.kill()
+		waitErr := cmd.Wait()
+		lp.markGone()
+		msg := st.Error
+		if msg == "" {
+			msg = fmt.Sprintf("the pod's init ended before it started the command (%v)", waitErr)
+		}
+		started <- errors.New("runpodtest: " + msg)
+		return
+	}
+	started <- nil
+	_ = cmd.Wait()
+	lp.markGone()
+	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	switch {
+	case ws.Exited():
+		lp.code = ws.ExitStatus()
+	case ws.Signaled():
+		lp.code = 128 + int(ws.Signal())
+	default:
+		lp.code = -1
+	}
+}
+
+func (lp *linuxPod) markGone() {
+	lp.mu.Lock()
+	lp.gone = true
+	lp.mu.Unlock()
+}
+
+func (lp *linuxPod) signal(sig syscall.Signal, group bool) {
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	if lp.gone || lp.pid <= 1 {
+		return
+	}
+	if group {
+		_ = syscall.Kill(-lp.pid, sig)
+	}
+	// The init is PID 1 of the pod's PID namespace: when it dies, the
+	// kernel kills everything else in the namespace, daemons that left
+	// the process group (sshd) included.
+	_ = lp.cmd.Process.Signal(sig)
+}
+
+func (lp *linuxPod) terminate() { lp.signal(syscall.SIGTERM, false) }
+func (lp *linuxPod) kill()      { lp.signal(syscall.SIGKILL, true) }
+
+func (lp *linuxPod) wait() int {
+	<-lp.done
+	return lp.code
+}
