@@ -163,15 +163,24 @@ if want pod; then
   bench pod bootstrap '^Benchmark(CommandSize|BootToReady)$' -test.benchtime 1x -test.count 5
 fi
 
-# --- launcher ------------------------------------------------------------
-if want launcher; then
-  say "launcher: run to first output line, and concurrent launches"
-  bench launcher bench '^BenchmarkLaunch' -test.benchtime 1x -test.count 1
-fi
-
 if [ ${#pids[@]} -gt 0 ]; then
   say "waiting for the reaction benchmarks"
   wait "${pids[@]}"
+fi
+
+# --- launcher: last, since 50 real pods at once load the machine ---------
+if want launcher; then
+  if go build -o "$bin/launch" ./examples/launch; then
+    export OVERBRAINER_BENCH_LAUNCH=$bin/launch
+  else
+    say "launcher: build failed"
+  fi
+  say "launcher: run to the first output line, 3 runs of each variant (~1 min)"
+  for i in 1 2 3; do
+    bench "launcher.first.$i" bench '^BenchmarkLaunchFirstOutput$' -test.benchtime 1x
+  done
+  say "launcher: 1, 10 and 50 launches at once, real pods (~2 min)"
+  bench launcher.concurrent bench '^BenchmarkLaunchConcurrent$' -test.benchtime 1x
 fi
 
 {

@@ -32,7 +32,7 @@ var tickShells = []string{"dash", "busybox", "bash"}
 //     is killed. (getrusage's ru_maxrss would not do: a child forked from
 //     this Go process counts the parent's pages before its exec.)
 //
-// N is 20 ticks with OVERBRAINER_BENCH_FULL=1, else 3.
+// N is 20 ticks with OVERBRAINER_BENCH_FULL=1, else 2.
 //
 //	OVERBRAINER_BENCH_FULL=1 go test -run '^$' -bench Tick/ ./bench
 func BenchmarkTick(b *testing.B) {
@@ -47,7 +47,7 @@ func BenchmarkTick(b *testing.B) {
 			b.Run(sub, func(b *testing.B) {
 				sh, _ := shtest.Lookup(name)
 				shtest.Need(b, sh)
-				ticks := 3
+				ticks := 2
 				if full() {
 					ticks = 20
 				}
@@ -131,7 +131,10 @@ func BenchmarkLoopProcesses(b *testing.B) {
 				traced := shtest.Shell{Name: sh.Name, Argv: append([]string{strace, "-f", "-qq", "-o", out,
 					"-e", "trace=clone,clone3,fork,vfork,execve"}, sh.Argv...)}
 				p := shtest.Start(b, traced, loopScript, shtest.Opts{Env: map[string]string{"OVERBRAINER_INTERVAL": "1"}})
-				const turns = 4
+				turns := 2
+				if full() {
+					turns = 5
+				}
 				shtest.Eventually(b, time.Minute, func() bool {
 					_, sleeps := countTicks(out)
 					return sleeps >= turns+1

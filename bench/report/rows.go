@@ -62,6 +62,41 @@ var specs = []Spec{
 	{Part: "client", Measure: "DeletePod bytes allocated", Bench: "BenchmarkDeletePod/client", Unit: "B/op",
 		Base: "BenchmarkDeletePod/bare", Show: "B"},
 
+	// The launcher on the local emulator.
+	{Part: "launcher", Measure: "run → job's first output line", Bench: "BenchmarkLaunchFirstOutput/default", Unit: "total-s",
+		Base: "BenchmarkLaunchFirstOutput/default", BaseUnit: "pod-s", Show: "s"},
+	{Part: "launcher", Measure: "SDK share on top of the pod's boot", Bench: "BenchmarkLaunchFirstOutput/default", Unit: "sdk-s",
+		Base: "BenchmarkLaunchFirstOutput/default", BaseUnit: "pod-s", Show: "s", Goal: "≤ 1 s", Limit: 1},
+	{Part: "launcher", Measure: "· create: start → create call", Bench: "BenchmarkLaunchFirstOutput/default", Unit: "create-s", Show: "s"},
+	{Part: "launcher", Measure: "· provision: create call → pod runs (pod)", Bench: "BenchmarkLaunchFirstOutput/default", Unit: "provision-s", Show: "s"},
+	{Part: "launcher", Measure: "· boot: pod runs → watchdog probe (pod)", Bench: "BenchmarkLaunchFirstOutput/default", Unit: "boot-s", Show: "s"},
+	{Part: "launcher", Measure: "· launcher sees the pod running (poll)", Bench: "BenchmarkLaunchFirstOutput/default", Unit: "seen-running-s", Show: "s"},
+	{Part: "launcher", Measure: "· connect: probe → verdict read over SSH", Bench: "BenchmarkLaunchFirstOutput/default", Unit: "connect-s", Show: "s"},
+	{Part: "launcher", Measure: "· upload: → job uploaded", Bench: "BenchmarkLaunchFirstOutput/default", Unit: "upload-s", Show: "s"},
+	{Part: "launcher", Measure: "· start: → job started", Bench: "BenchmarkLaunchFirstOutput/default", Unit: "start-s", Show: "s"},
+	{Part: "launcher", Measure: "· output: → first output line", Bench: "BenchmarkLaunchFirstOutput/default", Unit: "output-s", Show: "s"},
+	{Part: "launcher", Measure: "run → first output line, --poll 200ms", Bench: "BenchmarkLaunchFirstOutput/poll200ms", Unit: "total-s",
+		Base: "BenchmarkLaunchFirstOutput/poll200ms", BaseUnit: "pod-s", Show: "s"},
+	{Part: "launcher", Measure: "SDK share, --poll 200ms", Bench: "BenchmarkLaunchFirstOutput/poll200ms", Unit: "sdk-s",
+		Base: "BenchmarkLaunchFirstOutput/poll200ms", BaseUnit: "pod-s", Show: "s", Goal: "≤ 1 s", Limit: 1},
+	{Part: "launcher", Measure: "1 launch: throughput", Bench: "BenchmarkLaunchConcurrent/1", Unit: "launches/min", Show: "/min"},
+	{Part: "launcher", Measure: "10 at once: throughput", Bench: "BenchmarkLaunchConcurrent/10", Unit: "launches/min",
+		Base: "BenchmarkLaunchConcurrent/1", Show: "/min"},
+	{Part: "launcher", Measure: "50 at once: throughput", Bench: "BenchmarkLaunchConcurrent/50", Unit: "launches/min",
+		Base: "BenchmarkLaunchConcurrent/1", Show: "/min"},
+	{Part: "launcher", Measure: "1 launch: duration (run → pod deleted)", Bench: "BenchmarkLaunchConcurrent/1", Unit: "s/launch", Show: "s"},
+	{Part: "launcher", Measure: "10 at once: duration of each", Bench: "BenchmarkLaunchConcurrent/10", Unit: "s/launch",
+		Base: "BenchmarkLaunchConcurrent/1", Show: "s"},
+	{Part: "launcher", Measure: "50 at once: duration of each", Bench: "BenchmarkLaunchConcurrent/50", Unit: "s/launch",
+		Base: "BenchmarkLaunchConcurrent/1", Show: "s"},
+	{Part: "launcher", Measure: "1 launch: API requests (account key)", Bench: "BenchmarkLaunchConcurrent/1", Unit: "requests/launch"},
+	{Part: "launcher", Measure: "10 at once: API requests per launch", Bench: "BenchmarkLaunchConcurrent/10", Unit: "requests/launch",
+		Base: "BenchmarkLaunchConcurrent/1"},
+	{Part: "launcher", Measure: "50 at once: API requests per launch", Bench: "BenchmarkLaunchConcurrent/50", Unit: "requests/launch",
+		Base: "BenchmarkLaunchConcurrent/1"},
+	{Part: "launcher", Measure: "50 at once: pods' own requests per launch", Bench: "BenchmarkLaunchConcurrent/50", Unit: "pod-requests/launch",
+		Base: "BenchmarkLaunchConcurrent/1"},
+
 	// The pod's command and boot.
 	{Part: "pod", Measure: "pod command (args)", Bench: "BenchmarkCommandSize", Unit: "args-bytes",
 		Base: "BenchmarkCommandSize", BaseUnit: "watchdog-bytes", Show: "B", Goal: "≤ 32768 B", Limit: 32768},
@@ -101,7 +136,19 @@ against the same request written on bare net/http (same headers, body read, stat
 checked, the same JSON decoded into runpod.Pod for GetPod), both against one
 httptest server in a child process, so that allocations count the client side
 only. Each side has its own keep-alive transport with the same settings.`},
-	{"launcher", `See the launcher section below.`},
+	{"launcher", `The built launcher (examples/launch) runs ` + "`launch run --cmd 'DEMO_STEPS=1 sh train.sh'`" + `
+(the demo job, one step) against runpodtest's fake Runpod with its pod runner, which
+really boots each pod (the real bootstrap, sshd and watchdog in private namespaces):
+the local emulator. The phases come from the launcher's output lines, stamped as
+they arrive, and from the fake's request log: the create call, the pod's start
+(RUNNING) and its watchdog's first probe. The pod's share (provision + boot) is the
+baseline; the SDK share is the rest of the time to the first output line. "defaults"
+uses the launcher's defaults (it polls every 2 s); "--poll 200ms" shows how much of
+the share is polling. Concurrency: N launchers started at once, each with its own
+run and state directory, against one fake with real pods (not API-only), timed to
+the last "cost:" line (pod deleted, secret deleted); requests are the account key's
+calls per launch, the pods' own (watchdog) calls apart. 50 real pods at once load a
+2-core machine far beyond its cores, which the durations show.`},
 	{"pod", `The command size is the create call's args string (runpod.QuoteArgs of
 bootstrap.Command()); the baseline is the watchdog script alone. The boot runs the
 real command (bash -c) in a private mount and PID namespace with the real sshd,
