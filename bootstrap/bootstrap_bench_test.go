@@ -48,9 +48,8 @@ func BenchmarkCommandSize(b *testing.B) {
 	b.ReportMetric(float64(len(js)), "json-bytes")
 	b.ReportMetric(float64(len(bootstrap.Script())), "script-bytes")
 	b.ReportMetric(float64(len(watchdog.Script())), "watchdog-bytes")
-	if len(args) > bootstrap.MaxCommandBytes {
-		b.Errorf("the pod's command is %d bytes, over %d", len(args), bootstrap.MaxCommandBytes)
-	}
+	// No check against bootstrap.MaxCommandBytes here: a failed benchmark
+	// prints no numbers, and the summary compares them with the goal.
 }
 
 // BenchmarkBootToReady boots the pod's command (bash -c, as on a pod) in a

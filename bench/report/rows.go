@@ -131,7 +131,7 @@ bench's BenchmarkMarkerReaction: six watchdogs per marker at once, each marker
 written at a random moment of the watchdog's pause; a marker is seen at the next
 tick, so its reaction is spread over 0–60 s by design (median ~30 s expected).
 For job_end OVERBRAINER_RETRIEVE_GRACE=0, so only the detection is measured.`},
-	{"client", `go test -bench -benchmem, 5 runs: GetPod and DeletePod through runpod.Client
+	{"client", `go test -bench -benchmem, 10 interleaved runs of 0.3 s: GetPod and DeletePod through runpod.Client
 against the same request written on bare net/http (same headers, body read, status
 checked, the same JSON decoded into runpod.Pod for GetPod), both against one
 httptest server in a child process, so that allocations count the client side
@@ -174,6 +174,16 @@ func writeMarkdown(w io.Writer, meta Meta, rows []Row, res *Results, raw []strin
 	fmt.Fprintln(w)
 	markdownTable(w, rows)
 	fmt.Fprintln(w)
+	var missed []string
+	for _, r := range rows {
+		if r.Verdict == "MISSED" {
+			missed = append(missed, fmt.Sprintf("%s (%s: %s)", r.Measure, r.Goal, r.cells()[3]))
+		}
+	}
+	if len(missed) > 0 {
+		fmt.Fprintln(w, "Goals missed in this run: "+strings.Join(missed, "; ")+".")
+		fmt.Fprintln(w)
+	}
 	fmt.Fprintln(w, "## How each part was measured")
 	fmt.Fprintln(w)
 	ran := map[string]bool{}
@@ -196,7 +206,7 @@ func writeMarkdown(w io.Writer, meta Meta, rows []Row, res *Results, raw []strin
 }
 
 func mdInline(s string) string {
-	if strings.ContainsAny(s, "*_`<>|") {
+	if strings.ContainsAny(s, "*`<>|") {
 		return "`" + strings.ReplaceAll(s, "`", "'") + "`"
 	}
 	return s
