@@ -177,7 +177,11 @@ func writeMarkdown(w io.Writer, meta Meta, rows []Row, res *Results, raw []strin
 	var missed []string
 	for _, r := range rows {
 		if r.Verdict == "MISSED" {
-			missed = append(missed, fmt.Sprintf("%s (%s: %s)", r.Measure, r.Goal, r.cells()[3]))
+			got := r.cells()[3]
+			if r.OnRatio {
+				got = r.cells()[6]
+			}
+			missed = append(missed, fmt.Sprintf("%s (%s: %s)", r.Measure, r.Goal, got))
 		}
 	}
 	if len(missed) > 0 {
