@@ -2,13 +2,31 @@
 // bootstrap execs as the container's main process and that deletes the pod as
 // soon as one of its rules says the pod has no more reason to exist (a failed
 // bootstrap, the cost cap, the deadline with a stale client lease, results
-// retrieved or abandoned, a job that never started).
+// retrieved or abandoned, a job that never started), after asking the job for
+// a snapshot when the cost, the deadline or a full disk is near.
 //
-// The package gives the script as the pod runs it ([Script]), the names of the
-// files the watchdog and the client exchange in the run directory (the pod
-// file protocol), and a parser for the watchdog's log.
+// The package gives the script as the pod runs it ([Script], which starts
+// with the portable [GroupSignal] helper), the names of the files the
+// watchdog and the client exchange in the run directory (the pod file
+// protocol), and a parser for the watchdog's log ([ParseLine], [ParseLog]):
+// one line per event, `<unix time> <kind> key=value...`, kinds listed as the
+// Kind constants.
 //
 // The script reads its settings from the environment that package podenv
-// builds; only the pod's own RUNPOD_API_KEY is a secret, and the script hands
-// it to curl on standard input only.
+// builds (OVERBRAINER_*, RUNPOD_POD_ID, RUNPOD_API_KEY); a malformed number
+// falls back to its default and is logged, and a malformed deadline counts as
+// already passed. Only the pod's own RUNPOD_API_KEY is a secret: the script
+// removes it from its environment and hands it to curl on standard input
+// only.
+//
+// Timing: the loop wakes every OVERBRAINER_INTERVAL seconds (60), or at the
+// next due time of a time rule when that comes first, so the deadline, the
+// cost cap, the snapshot times and the graces act within about a second of
+// their time (BenchmarkReaction). A steady tick runs three processes under
+// dash: date, df and sleep (BenchmarkTickProcesses).
+//
+// The script runs unchanged under sh, dash, busybox sh, bash, posh, yash and
+// mksh; its tests run every rule under each of them. mksh computes with 32
+// bits, so sizes are scaled down before any arithmetic, and Unix times must
+// stay below 2^31 (January 2038) under mksh.
 package watchdog

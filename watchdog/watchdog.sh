@@ -7,332 +7,558 @@
 # one of its rules says the pod has no more reason to exist.
 #
 # Rules, in order of precedence:
-#  - a failed bootstrap (OVERBRAINER_BOOT_FAILED=1): delete at once, kept or not;
+#  - a failed bootstrap (OVERBRAINER_BOOT_FAILED=1): the verdict says so and
+#    the pod is deleted at once, kept or not, since no job will ever start;
 #  - keep mode (OVERBRAINER_KEEP_POD=1) protects the pod, but only once the job
 #    exists (job.pid): before that a kept pod is guarded like any other;
-#  - .pod/cost_cap_at reached: delete, whatever the lease;
+#  - .pod/cost_cap_at reached (100% of max_cost_usd): delete, whatever the
+#    lease;
 #  - OVERBRAINER_DEADLINE passed while the client's lease (.pod/lease mtime) is
-#    older than LEASE_TTL, and no snapshot is still being waited for: delete;
+#    LEASE_TTL old, unless a snapshot is still awaited (deadline_due): delete;
 #  - .pod/retrieved exists: the results are collected, delete;
 #  - the job ended and nobody retrieved it within RETRIEVE_GRACE: delete;
 #  - no job started within BOOT_GRACE of the watchdog's start: delete.
 #
 # Before a rule takes the job away, the job is asked to checkpoint and stop
-# (snapshot.request, read by the trainer): at .pod/snapshot_at (the cost rule),
-# SNAPSHOT_LEAD before the deadline while the lease is stale, and when the disk
-# is DISK_ACT percent full.
+# (snapshot.request, read by the trainer): at .pod/snapshot_at (95% of
+# max_cost_usd) or SNAPSHOT_LEAD before .pod/cost_cap_at when that comes
+# first; SNAPSHOT_LEAD before the deadline while the lease is stale; and when
+# the disk is DISK_ACT percent full, kept pod or not. A request the watchdog
+# made holds the deadline off for SNAPSHOT_WAIT; once a snapshot ended the job,
+# the deadline gives way to the retrieve grace (counted from the end of the
+# job, or from the deadline when that is earlier) so a client can still
+# collect the snapshot.
 #
-# The API key is only ever handed to curl on its standard input: never on a
-# command line, in a file or in a log. The group_signal helper is prepended to
-# this file by the Go package.
+# Timing: the loop wakes every INTERVAL seconds, or sooner when one of the
+# time rules above falls due earlier, so each fires within a second or two of
+# its time whatever INTERVAL is. A steady tick runs three processes under
+# dash (date, df, sleep; BenchmarkTickProcesses counts them per shell).
+#
+# The API key is read once, removed from the environment (so no child inherits
+# it) and handed to curl on its standard input only: never on a command line,
+# in a file or in a log. runpodctl, the last fallback, gets it in its own
+# environment, which is how it reads it on a pod. The group_signal helper is
+# prepended to this file by the Go package.
+#
+# Log lines (.pod/watchdog.log) are `<unix time> <kind> key=value...`, with at
+# most one final msg= field that runs to the end of the line; package
+# watchdog parses them.
 
 RUN_DIR=${OVERBRAINER_RUN_DIR:?OVERBRAINER_RUN_DIR is not set}
 POD_DIR=$RUN_DIR/.pod
-INTERVAL=${OVERBRAINER_INTERVAL:-60}
-PROBE_TRIES=${OVERBRAINER_PROBE_TRIES:-5}
-PROBE_WAIT=${OVERBRAINER_PROBE_WAIT:-10}
-BOOT_GRACE=${OVERBRAINER_BOOT_GRACE:-1800}
-RETRIEVE_GRACE=${OVERBRAINER_RETRIEVE_GRACE:-3600}
+API=${OVERBRAINER_API_URL:-https://api.runpod.io/v2}
+AGENT="overbrainer-watchdog/${OVERBRAINER_VERSION:-unknown}"
+POD_ID=${RUNPOD_POD_ID:-}
+API_KEY=${RUNPOD_API_KEY:-}
+unset RUNPOD_API_KEY
 KEEP=${OVERBRAINER_KEEP_POD:-0}
-DEADLINE=${OVERBRAINER_DEADLINE:-}
-LEASE_TTL=${OVERBRAINER_LEASE_TTL:-900}
-SNAPSHOT_LEAD=${OVERBRAINER_SNAPSHOT_LEAD:-900}
-SNAPSHOT_WAIT=${OVERBRAINER_SNAPSHOT_WAIT:-900}
 BOOT_FAILED=${OVERBRAINER_BOOT_FAILED:-0}
 VOLUME_DIR=${OVERBRAINER_VOLUME_DIR:-}
-VOLUME_GB=${OVERBRAINER_VOLUME_GB:-}
 DISK_ACT=97
 VOLUME_USABLE=94
 # Tests replace df and du by path: busybox sh may run its own applets whatever
 # PATH says.
 DF=${OVERBRAINER_DF:-df}
 DU=${OVERBRAINER_DU:-du}
-API=${OVERBRAINER_API_URL:-https://api.runpod.io/v2}
-AGENT="overbrainer-watchdog/${OVERBRAINER_VERSION:-unknown}"
-
-now() { date +%s; }
 
 # log MSG: appends "<unix time> MSG" to the watchdog log. It never fails, so a
 # full disk cannot stop the loop.
 log() {
-  printf '%s %s\n' "$(now)" "$1" >> "$POD_DIR/watchdog.log" 2>/dev/null || :
+  printf '%s %s\n' "$(date +%s)" "$1" >>"$POD_DIR/watchdog.log" 2>/dev/null || :
 }
 
-# lease_fresh T: the client touched .pod/lease less than LEASE_TTL seconds
-# before T, measured on the pod's own clock.
-lease_fresh() {
-  touched=$(stat -c %Y "$POD_DIR/lease" 2>/dev/null) || return 1
-  [ $(($1 - touched)) -lt "$LEASE_TTL" ]
-}
-
-# pod_number NAME: prints the decimal number the client wrote in .pod/NAME, or
-# nothing when the file is missing or holds anything else.
-pod_number() {
-  value=$(cat "$POD_DIR/$1" 2>/dev/null)
-  case $value in
-    '' | *[!0-9]*) value= ;;
+# number VALUE: sets $number to VALUE without leading zeros (which sh
+# arithmetic would read as octal) and succeeds when VALUE is 1 to 10 decimal
+# digits; otherwise empties $number and fails. Every value that reaches
+# arithmetic goes through here or through shrink: a malformed one would make
+# the shell exit, and mksh computes with 32 bits, so 10 digits (a Unix time)
+# is as large as a number may get.
+number() {
+  number=
+  case $1 in
+    '' | *[!0-9]* | ???????????*) return 1 ;;
   esac
-  printf '%s' "$value"
+  number=${1#"${1%%[!0]*}"}
+  [ -n "$number" ] || number=0
+}
+
+# shrink A B: sets $shrunk_a and $shrunk_b to A and B (decimal digits, up to
+# 18 of them) divided by the same power of ten, so that both have at most 5
+# digits: their ratio survives, and A*10000 still fits in 32 bits. Fails when
+# either is not a number.
+shrink() {
+  case $1$2 in
+    *[!0-9]*) return 1 ;;
+  esac
+  case $1 in '' | ???????????????????*) return 1 ;; esac
+  case $2 in '' | ???????????????????*) return 1 ;; esac
+  shrunk_a=$1
+  shrunk_b=$2
+  while [ "${#shrunk_a}" -gt 5 ] || [ "${#shrunk_b}" -gt 5 ]; do
+    shrunk_a=${shrunk_a%?}
+    shrunk_b=${shrunk_b%?}
+  done
+  number "${shrunk_a:-0}" && shrunk_a=$number
+  number "${shrunk_b:-0}" && shrunk_b=$number
+}
+
+# setting NAME VALUE DEFAULT: sets $number to VALUE when it is a number,
+# else to DEFAULT (logging the bad setting when VALUE was not empty).
+setting() {
+  number "$2" && return 0
+  [ -z "$2" ] || log "bad_setting name=$1"
+  number=$3
+}
+
+# pod_number NAME: sets $number to the number the client wrote in .pod/NAME,
+# empty when the file is missing or holds anything else. A builtin read, not
+# cat: this runs every tick and must not cost a process.
+pod_number() {
+  raw=
+  read -r raw 2>/dev/null <"$POD_DIR/$1" || :
+  number "$raw" || :
+}
+
+mkdir -p "$POD_DIR" 2>/dev/null
+
+setting OVERBRAINER_INTERVAL "${OVERBRAINER_INTERVAL:-}" 60 && INTERVAL=$number
+[ "$INTERVAL" -ge 1 ] || INTERVAL=1
+setting OVERBRAINER_PROBE_TRIES "${OVERBRAINER_PROBE_TRIES:-}" 5 && PROBE_TRIES=$number
+setting OVERBRAINER_PROBE_WAIT "${OVERBRAINER_PROBE_WAIT:-}" 10 && PROBE_WAIT=$number
+setting OVERBRAINER_BOOT_GRACE "${OVERBRAINER_BOOT_GRACE:-}" 1800 && BOOT_GRACE=$number
+setting OVERBRAINER_RETRIEVE_GRACE "${OVERBRAINER_RETRIEVE_GRACE:-}" 3600 && RETRIEVE_GRACE=$number
+setting OVERBRAINER_LEASE_TTL "${OVERBRAINER_LEASE_TTL:-}" 900 && LEASE_TTL=$number
+setting OVERBRAINER_SNAPSHOT_LEAD "${OVERBRAINER_SNAPSHOT_LEAD:-}" 900 && SNAPSHOT_LEAD=$number
+setting OVERBRAINER_SNAPSHOT_WAIT "${OVERBRAINER_SNAPSHOT_WAIT:-}" 900 && SNAPSHOT_WAIT=$number
+setting OVERBRAINER_CURL_TIMEOUT "${OVERBRAINER_CURL_TIMEOUT:-}" 10 && CURL_TIMEOUT=$number
+[ "$CURL_TIMEOUT" -ge 1 ] || CURL_TIMEOUT=1
+VOLUME_GB=
+number "${OVERBRAINER_VOLUME_GB:-}" && VOLUME_GB=$number
+
+start=$(date +%s)
+number "$start" || number=0
+start=$number
+
+# A deadline that is set but unreadable fails closed: it counts as already
+# passed, so only a live client's lease keeps such a pod.
+DEADLINE=
+if [ -n "${OVERBRAINER_DEADLINE:-}" ]; then
+  if number "$OVERBRAINER_DEADLINE"; then
+    DEADLINE=$number
+  else
+    log "bad_setting name=OVERBRAINER_DEADLINE"
+    DEADLINE=$start
+  fi
+fi
+
+# due T: remembers T as the next time the loop must look again, when it is
+# later than now ($n) and earlier than any other due time of this tick.
+due() {
+  if [ "$1" -gt "$n" ] && { [ -z "$next" ] || [ "$1" -lt "$next" ]; }; then
+    next=$1
+  fi
+}
+
+# pause SECONDS: sleeps in the background and waits for it, so that TERM and
+# INT are handled at once rather than when sleep ends. posh's wait sometimes
+# returns before the sleep ended (with the status of some other child), so
+# it waits again while /proc still shows the sleep (a builtin test, no
+# process); a bounded number of times, in case the pid was already reused.
+pause() {
+  sleep "$1" &
+  sleeper=$!
+  wait "$sleeper"
+  rewaits=0
+  while [ -d "/proc/$sleeper" ] && [ "$rewaits" -lt 50 ]; do
+    wait "$sleeper"
+    rewaits=$((rewaits + 1))
+  done
+  sleeper=
+}
+
+on_signal() {
+  [ -z "$sleeper" ] || kill "$sleeper" 2>/dev/null
+  log "stopping signal=$1"
+  exit 0
+}
+
+# lease_check: sets $lease to fresh or stale and, when fresh, $lease_until to
+# the time it goes stale. The lease is .pod/lease's mtime on the pod's own
+# clock. Its age counts both ways: an mtime in the future (a clock stepped
+# back, a bad touch) is fresh only while it is less than LEASE_TTL away, so it
+# can never hold the deadline off for more than LEASE_TTL past that mtime.
+lease_check() {
+  lease=stale
+  [ -f "$POD_DIR/lease" ] || return 0
+  { touched=$(stat -c %Y "$POD_DIR/lease"); } 2>/dev/null
+  number "$touched" || return 0
+  touched=$number
+  age=$((n - touched))
+  [ "$age" -ge 0 ] || age=$((-age))
+  if [ "$age" -lt "$LEASE_TTL" ]; then
+    lease=fresh
+    lease_until=$((touched + LEASE_TTL))
+  fi
 }
 
 # request_snapshot REASON: asks the job to checkpoint and stop. A request that
-# is already there (the client's own) is adopted, never overwritten; either
-# way the wait for it starts now.
+# is already there (the client's own, e.g. `train stop`) is adopted, never
+# overwritten; either way the wait for it starts now.
 request_snapshot() {
   if [ -f "$RUN_DIR/snapshot.request" ]; then
     requested_at=$n
-    log "snapshot already requested"
+    log "snapshot_requested reason=$1 adopted=1${2:+ $2}"
     return 0
   fi
   tmp=$RUN_DIR/snapshot.request.$$.tmp
-  if printf '%s' "$1" > "$tmp" && mv -f "$tmp" "$RUN_DIR/snapshot.request"; then
+  if printf '%s\n' "$1" >"$tmp" 2>/dev/null && mv -f "$tmp" "$RUN_DIR/snapshot.request" 2>/dev/null; then
     requested_at=$n
-    log "snapshot requested reason=$1"
+    log "snapshot_requested reason=$1 adopted=0${2:+ $2}"
     return 0
   fi
-  rm -f "$tmp"
+  rm -f "$tmp" 2>/dev/null
   return 1
 }
 
-# measure_volume: starts a background `du` of the network volume unless one is
-# still running (its marker counts for 60 s at most). du on a network mount may
-# hang, and this loop must never wait for it.
+# measure_volume: keeps one background `du -sk` of the network volume going,
+# never more: du on a network mount may hang, and this loop must never wait
+# for it. The result is picked up by a later tick into .pod/du; .pod/du.running
+# marks a measurement in progress. A measurement still running after 60 s is
+# killed (timeout, when there is one, has killed du long before).
+TIMEOUT=
+du_pid=
+if [ -n "$VOLUME_DIR" ] && command -v timeout >/dev/null 2>&1 && timeout -k 5 30 true 2>/dev/null; then
+  TIMEOUT=timeout
+fi
 measure_volume() {
-  du_at=$(stat -c %Y "$POD_DIR/du.running" 2>/dev/null)
-  if [ -n "$du_at" ] && [ $(($(now) - du_at)) -lt 60 ]; then
+  if [ -n "$du_pid" ]; then
+    if kill -s 0 "$du_pid" 2>/dev/null; then
+      [ $((n - du_started)) -lt 60 ] || kill -s KILL "$du_pid" 2>/dev/null
+      return 0
+    fi
+    du_pid=
+    kib=
+    read -r kib _ 2>/dev/null <"$POD_DIR/du.out" || :
+    if shrink "$kib" 0; then
+      mv -f "$POD_DIR/du.out" "$POD_DIR/du" 2>/dev/null
+      measured=$kib
+    fi
+    rm -f "$POD_DIR/du.running" 2>/dev/null
     return 0
   fi
-  : > "$POD_DIR/du.running"
-  (
-    limit=
-    command -v timeout >/dev/null 2>&1 && limit='timeout -k 5 30'
-    kib=$($limit "$DU" -sk -- "$VOLUME_DIR" 2>/dev/null | cut -f 1)
-    case $kib in
-      '' | *[!0-9]*) ;;
-      *) printf '%s' "$kib" > "$POD_DIR/du.tmp" && mv -f "$POD_DIR/du.tmp" "$POD_DIR/du" ;;
-    esac
-    rm -f "$POD_DIR/du.running"
-  ) </dev/null >/dev/null 2>&1 &
+  : >"$POD_DIR/du.running" 2>/dev/null
+  if [ -n "$TIMEOUT" ]; then
+    timeout -k 5 30 "$DU" -sk -- "$VOLUME_DIR" >"$POD_DIR/du.out" 2>/dev/null </dev/null &
+  else
+    "$DU" -sk -- "$VOLUME_DIR" >"$POD_DIR/du.out" 2>/dev/null </dev/null &
+  fi
+  du_pid=$!
+  du_started=$n
 }
 
 # disk_full: the run's storage is at least DISK_ACT percent full. A network
 # volume (VOLUME_DIR) is weighed by what it holds (the last background du)
-# against VOLUME_USABLE percent of its size, since df there shows the whole
-# shared cluster; anything else by df of the run directory.
+# against VOLUME_USABLE percent of its size, .pod/volume_gb (written by the
+# client after a grow) or else OVERBRAINER_VOLUME_GB: df there shows the whole
+# shared cluster, and the quota refuses writes before the size is reached.
+# Anything else by df of the run directory: used over used plus available.
+# Sizes go through shrink, since a disk's KiB overflow 32-bit arithmetic.
+measured=
+# Ten thousandths of a volume's size in kB (1000 bytes) that, counted in KiB,
+# make it DISK_ACT percent of VOLUME_USABLE percent full: 8904.
+VOLUME_FULL=$((VOLUME_USABLE * DISK_ACT * 1000 / 1024))
 disk_full() {
   if [ -n "$VOLUME_DIR" ]; then
-    gb=$(pod_number volume_gb)
-    [ -n "$gb" ] || gb=$VOLUME_GB
-    case $gb in
-      '' | *[!0-9]*) return 1 ;;
-    esac
-    total=$((gb * 1000000000 * VOLUME_USABLE / 102400))
     measure_volume
-    used=$(pod_number du)
-    [ -n "$used" ] || return 1
-    [ $((used * 100)) -ge $((total * DISK_ACT)) ]
+    [ -n "$measured" ] || return 1
+    pod_number volume_gb
+    [ -n "$number" ] || number=$VOLUME_GB
+    [ -n "$number" ] || return 1
+    shrink "$measured" "${number}000000" || return 1
+    [ $((shrunk_a * 10000)) -ge $((shrunk_b * VOLUME_FULL)) ]
     return
   fi
-  line=$("$DF" -Pk -- "$RUN_DIR" 2>/dev/null | tail -n 1)
-  read -r _ _ used avail _ <<DF_LINE
-$line
-DF_LINE
-  case $used$avail in
-    '' | *[!0-9]*) return 1 ;;
-  esac
-  [ $((used * 100)) -ge $(((used + avail) * DISK_ACT)) ]
+  # The redirection outside the substitution lets bash and yash exec df
+  # without a second fork.
+  { out=$("$DF" -Pk -- "$RUN_DIR"); } 2>/dev/null
+  used=
+  avail=
+  while read -r _ _ u a _; do
+    used=
+    if shrink "$u" "$a"; then
+      used=$u
+      avail=$a
+    fi
+  done <<DF_OUT
+$out
+DF_OUT
+  [ -n "$used" ] || return 1
+  shrink "$used" "$avail" || return 1
+  [ $((shrunk_a * 100)) -ge $(((shrunk_a + shrunk_b) * DISK_ACT)) ]
 }
 
-# deadline_due T: whether the deadline may take the pod at T. It waits while a
+# deadline_due: whether the deadline may take the pod now. It waits while a
 # snapshot the watchdog asked for (or adopted) is younger than SNAPSHOT_WAIT
-# and the job still runs, and, once a snapshot ended the job, until the
-# retrieve grace after min(end, deadline) so a client can still collect it.
+# and the job still runs, and, once the job ended after such a request, until
+# RETRIEVE_GRACE after the end (or after the deadline, when that came first).
 deadline_due() {
-  if [ -n "$requested_at" ] && [ -z "$ended_at" ] && [ $(($1 - requested_at)) -lt "$SNAPSHOT_WAIT" ]; then
-    return 1
+  [ -n "$requested_at" ] || return 0
+  if [ -z "$ended_at" ]; then
+    hold=$((requested_at + SNAPSHOT_WAIT))
+  else
+    hold=$ended_at
+    [ "$DEADLINE" -ge "$hold" ] || hold=$DEADLINE
+    hold=$((hold + RETRIEVE_GRACE))
   fi
-  if [ -n "$requested_at" ] && [ -n "$ended_at" ]; then
-    base=$ended_at
-    [ "$DEADLINE" -lt "$base" ] && base=$DEADLINE
-    [ "$1" -ge $((base + RETRIEVE_GRACE)) ] || return 1
-  fi
-  return 0
+  [ "$n" -lt "$hold" ] || return 0
+  due "$hold"
+  return 1
 }
 
-# api METHOD PATH [BODY]: prints the HTTP status of the call (000 when there
-# was no answer). The Authorization header reaches curl on standard input.
+# api METHOD PATH [BODY]: sets $code to the HTTP status of the call, 000 when
+# there was no answer. The Authorization header reaches curl on its standard
+# input, written by the shell's builtin echo (printf is an external command in
+# posh and mksh, whose command line anyone can read).
 api() {
   if [ -n "${3:-}" ]; then
-    code=$(printf 'Authorization: Bearer %s\n' "${RUNPOD_API_KEY:-}" |
-      curl -s -o /dev/null -w '%{http_code}' --max-time 10 -A "$AGENT" -H @- \
+    code=$(echo "Authorization: Bearer $API_KEY" |
+      curl -s -o /dev/null -w '%{http_code}' --max-time "$CURL_TIMEOUT" -A "$AGENT" -H @- \
         -H 'Content-Type: application/json' -X "$1" --data "$3" "$API$2" 2>/dev/null)
   else
-    code=$(printf 'Authorization: Bearer %s\n' "${RUNPOD_API_KEY:-}" |
-      curl -s -o /dev/null -w '%{http_code}' --max-time 10 -A "$AGENT" -H @- \
+    code=$(echo "Authorization: Bearer $API_KEY" |
+      curl -s -o /dev/null -w '%{http_code}' --max-time "$CURL_TIMEOUT" -A "$AGENT" -H @- \
         -X "$1" "$API$2" 2>/dev/null)
   fi
-  printf '%s' "${code:-000}"
+  case $code in
+    [0-9][0-9][0-9]) ;;
+    *) code=000 ;;
+  esac
 }
 
-# probe: prints `ready` when the pod's key can read the pod, or
-# `failed <reason>`. Transient answers are retried PROBE_TRIES times.
+# probe TRIES: sets $result to `ready` when the pod's key can read the pod,
+# or `failed <reason>`. No answer, 408, 429 and 5xx are retried, TRIES times
+# in all, PROBE_WAIT seconds apart.
 probe() {
-  if [ -z "${RUNPOD_API_KEY:-}" ] || [ -z "${RUNPOD_POD_ID:-}" ]; then
-    echo "failed missing_key"
+  if [ -z "$API_KEY" ] || [ -z "$POD_ID" ]; then
+    result="failed missing_key"
     return
   fi
   if ! command -v curl >/dev/null 2>&1; then
-    echo "failed no_curl"
+    result="failed no_curl"
     return
   fi
   tries=0
   while :; do
-    code=$(api GET "/pods/$RUNPOD_POD_ID")
+    api GET "/pods/$POD_ID"
     case $code in
-      200) echo ready; return ;;
+      200) result=ready; return ;;
       000 | 408 | 429 | 5??) ;;
-      *) echo "failed http_$code"; return ;;
+      *) result="failed http_$code"; return ;;
     esac
     tries=$((tries + 1))
-    if [ "$tries" -ge "$PROBE_TRIES" ]; then
-      if [ "$code" = 000 ]; then echo "failed unreachable"; else echo "failed http_$code"; fi
+    if [ "$tries" -ge "$1" ]; then
+      if [ "$code" = 000 ]; then result="failed unreachable"; else result="failed http_$code"; fi
       return
     fi
-    sleep "$PROBE_WAIT"
+    pause "$PROBE_WAIT"
   done
 }
 
 # verdict TEXT: replaces .pod/watchdog atomically, so the client never reads a
 # half-written verdict.
 verdict() {
-  printf '%s\n' "$1" > "$POD_DIR/watchdog.tmp" && mv -f "$POD_DIR/watchdog.tmp" "$POD_DIR/watchdog"
+  printf '%s\n' "$1" >"$POD_DIR/watchdog.tmp" 2>/dev/null &&
+    mv -f "$POD_DIR/watchdog.tmp" "$POD_DIR/watchdog" 2>/dev/null
 }
 
-# job_ended: the job wrote its exit code or was cancelled, or its recorded
-# process group no longer exists (killed before it could write anything).
-# Everything runs as root on the pod, so a live group never answers the test
-# signal with EPERM: a failed signal means the group is gone.
+# job_ended: the job wrote its exit code or was cancelled, or the process
+# group recorded in job.pid no longer exists (killed before it could write
+# anything); sets $ended_by. An empty or malformed job.pid, or one naming
+# init, is never read as an ended job. Everything runs as root on the pod, so
+# a live group never refuses the test signal: a failed signal means it is gone.
 job_ended() {
-  [ -f "$RUN_DIR/exit_code" ] && return 0
-  [ -f "$RUN_DIR/cancelled" ] && return 0
-  [ -f "$RUN_DIR/job.pid" ] || return 1
-  pid=$(cat "$RUN_DIR/job.pid" 2>/dev/null)
-  case $pid in
-    '' | *[!0-9]*) return 1 ;;
-  esac
-  [ "$pid" -gt 1 ] || return 1
-  if group_signal 0 "$pid"; then return 1; fi
-  return 0
+  if [ -f "$RUN_DIR/exit_code" ]; then ended_by=exit_code; return 0; fi
+  if [ -f "$RUN_DIR/cancelled" ]; then ended_by=cancelled; return 0; fi
+  raw=
+  read -r raw 2>/dev/null <"$RUN_DIR/job.pid" || :
+  number "$raw" || return 1
+  [ "$number" -gt 1 ] || return 1
+  group_signal 0 "$number" && return 1
+  ended_by=group_gone
 }
 
 # delete_pod REASON: deletes the pod, falling back to the terminate action,
-# then the stop action, then runpodctl. Fails when every way failed (the next
-# tick tries again). DELETE_METHOD tells which one worked: only `stop` leaves
-# the volume billing.
+# then the stop action, then runpodctl (`pod delete`, or `remove pod` on older
+# images). Fails when every way failed; the next tick tries again.
+# $deleted_by tells which one worked: only `stop` leaves the volume billing.
 delete_pod() {
-  log "delete reason=$1"
-  code=$(api DELETE "/pods/$RUNPOD_POD_ID")
-  log "DELETE $code"
+  log "delete_reason reason=$1"
+  # Without a pod id the calls below would name the pod collection, whose 404
+  # must never be read as "deleted".
+  [ -n "$POD_ID" ] || return 1
+  api DELETE "/pods/$POD_ID"
+  log "delete_code method=DELETE code=$code"
   case $code in
-    200 | 202 | 204 | 404) DELETE_METHOD=delete; return 0 ;;
+    200 | 202 | 204 | 404) deleted_by=delete; return 0 ;;
   esac
-  code=$(api POST "/pods/$RUNPOD_POD_ID/action" '{"action":"terminate"}')
-  log "terminate $code"
+  api POST "/pods/$POD_ID/action" '{"action":"terminate"}'
+  log "delete_code method=terminate code=$code"
   case $code in
-    200 | 202 | 204) DELETE_METHOD=terminate; return 0 ;;
+    200 | 202 | 204) deleted_by=terminate; return 0 ;;
   esac
-  code=$(api POST "/pods/$RUNPOD_POD_ID/action" '{"action":"stop"}')
-  log "stop $code"
+  api POST "/pods/$POD_ID/action" '{"action":"stop"}'
+  log "delete_code method=stop code=$code"
   case $code in
-    200 | 202 | 204) DELETE_METHOD=stop; return 0 ;;
+    200 | 202 | 204) deleted_by=stop; return 0 ;;
   esac
-  if command -v runpodctl >/dev/null 2>&1; then
-    if runpodctl pod delete "$RUNPOD_POD_ID" >/dev/null 2>&1 ||
-      runpodctl remove pod "$RUNPOD_POD_ID" >/dev/null 2>&1; then
-      log "runpodctl delete ok"
-      DELETE_METHOD=runpodctl
-      return 0
-    fi
-    log "runpodctl delete failed"
-  fi
+  command -v runpodctl >/dev/null 2>&1 || return 1
+  RUNPOD_API_KEY=$API_KEY runpodctl pod delete "$POD_ID" >/dev/null 2>&1 </dev/null
+  code=$?
+  log "delete_code method=runpodctl code=$code"
+  if [ "$code" = 0 ]; then deleted_by=runpodctl; return 0; fi
+  RUNPOD_API_KEY=$API_KEY runpodctl remove pod "$POD_ID" >/dev/null 2>&1 </dev/null
+  code=$?
+  log "delete_code method=runpodctl_remove code=$code"
+  if [ "$code" = 0 ]; then deleted_by=runpodctl; return 0; fi
   return 1
 }
 
-trap 'log "stopping"; exit 0' TERM INT
+sleeper=
+trap 'on_signal TERM' TERM
+trap 'on_signal INT' INT
 
-mkdir -p "$POD_DIR"
-start=$(now)
-log "start deadline=${DEADLINE:-none} boot_grace=$BOOT_GRACE retrieve_grace=$RETRIEVE_GRACE keep=$KEEP boot_failed=$BOOT_FAILED"
-result=$(probe)
+log "start deadline=${DEADLINE:-none} interval=$INTERVAL boot_grace=$BOOT_GRACE retrieve_grace=$RETRIEVE_GRACE lease_ttl=$LEASE_TTL keep=$KEEP boot_failed=$BOOT_FAILED"
 if [ "$BOOT_FAILED" = 1 ]; then
-  boot_reason=$(cat "$POD_DIR/bootstrap_failed" 2>/dev/null)
-  result="failed bootstrap: ${boot_reason:-unknown}"
+  # The client learns of the failure at once; one probe only tells the log
+  # whether the key works, before the pod is deleted.
+  boot_reason=
+  read -r boot_reason 2>/dev/null <"$POD_DIR/bootstrap_failed" || :
+  verdict "failed bootstrap: ${boot_reason:-unknown}"
+  probe 1
+  log "probe result=failed reason=bootstrap key=${result#failed } msg=${boot_reason:-unknown}"
+else
+  probe "$PROBE_TRIES"
+  verdict "$result"
+  case $result in
+    ready) log "probe result=ready" ;;
+    *) log "probe result=failed reason=${result#failed }" ;;
+  esac
 fi
-verdict "$result"
-log "probe $result"
 
 started=0
 ended_at=
 retrieved=0
 requested_at=
 held=
+wait_s=0
+last_n=$start
 while :; do
-  n=$(now)
+  n=$(date +%s)
+  if number "$n"; then n=$number; else n=$((last_n + wait_s)); fi
+  last_n=$n
+  next=
+
   if [ "$started" = 0 ] && [ -f "$RUN_DIR/job.pid" ]; then
     started=1
-    log "job started"
+    log "job_started"
   fi
   if [ "$started" = 1 ] && [ -z "$ended_at" ] && job_ended; then
     ended_at=$n
-    log "job ended"
+    log "job_ended by=$ended_by"
   fi
   if [ "$retrieved" = 0 ] && [ -f "$POD_DIR/retrieved" ]; then
     retrieved=1
-    log "retrieved marker seen"
+    log "retrieved"
   fi
-  if [ -n "$DEADLINE" ] && [ "$n" -ge "$DEADLINE" ] && [ -z "$held" ] && lease_fresh "$n"; then
-    held=1
-    log "deadline passed, lease held by the client"
-  fi
-  snapshot_at=$(pod_number snapshot_at)
-  cost_cap_at=$(pod_number cost_cap_at)
+  kept=0
+  [ "$KEEP" = 1 ] && [ "$started" = 1 ] && kept=1
+  pod_number cost_cap_at
+  cost_cap_at=$number
 
-  if [ "$started" = 1 ] && [ -z "$ended_at" ] && [ "$KEEP" != 1 ] && [ -z "$requested_at" ]; then
-    if [ -n "$snapshot_at" ] && [ "$n" -ge "$snapshot_at" ]; then
-      if request_snapshot cost && [ -n "$cost_cap_at" ]; then
-        log "max_cost_usd reached in $(((cost_cap_at - n + 59) / 60)) min: the pod is deleted then"
-      fi
-    elif [ -n "$DEADLINE" ] && [ "$n" -ge $((DEADLINE - SNAPSHOT_LEAD)) ] && ! lease_fresh "$n"; then
-      request_snapshot deadline
+  # The lease matters only from SNAPSHOT_LEAD before the deadline on: stat
+  # costs a process, so a steady tick before that never reads it.
+  lease=
+  if [ -n "$DEADLINE" ] && [ "$kept" = 0 ]; then
+    if [ "$n" -ge $((DEADLINE - SNAPSHOT_LEAD)) ]; then
+      lease_check
+    else
+      due $((DEADLINE - SNAPSHOT_LEAD))
     fi
   fi
-  if [ "$started" = 1 ] && [ -z "$ended_at" ] && [ ! -f "$RUN_DIR/snapshot.request" ] && disk_full; then
-    request_snapshot disk
+  if [ "$lease" = fresh ]; then
+    due "$lease_until"
+    if [ -z "$held" ] && [ "$n" -ge "$DEADLINE" ]; then
+      held=1
+      log "deadline_held until=$lease_until"
+    fi
+  fi
+
+  if [ "$started" = 1 ] && [ -z "$ended_at" ] && [ -z "$requested_at" ]; then
+    if [ "$KEEP" != 1 ]; then
+      pod_number snapshot_at
+      cost_at=$number
+      if [ -n "$cost_cap_at" ]; then
+        lead_at=$((cost_cap_at - SNAPSHOT_LEAD))
+        if [ -z "$cost_at" ] || [ "$lead_at" -lt "$cost_at" ]; then cost_at=$lead_at; fi
+      fi
+      if [ -n "$cost_at" ]; then
+        if [ "$n" -ge "$cost_at" ]; then
+          left=
+          [ -z "$cost_cap_at" ] || left="cap_in_min=$(((cost_cap_at - n + 59) / 60))"
+          request_snapshot cost "$left"
+        else
+          due "$cost_at"
+        fi
+      fi
+      if [ -z "$requested_at" ] && [ "$lease" = stale ]; then
+        request_snapshot deadline
+      fi
+    fi
+    if [ -z "$requested_at" ] && disk_full; then
+      request_snapshot disk
+    fi
   fi
 
   reason=
   if [ "$BOOT_FAILED" = 1 ]; then
     reason=bootstrap_failed
-  elif [ "$KEEP" = 1 ] && [ "$started" = 1 ]; then
-    :
-  elif [ -n "$cost_cap_at" ] && [ "$n" -ge "$cost_cap_at" ]; then
-    reason=cost_cap
-  elif [ -n "$DEADLINE" ] && [ "$n" -ge "$DEADLINE" ] && ! lease_fresh "$n" && deadline_due "$n"; then
-    reason=deadline
-  elif [ "$retrieved" = 1 ]; then
-    reason=retrieved
-  elif [ -n "$ended_at" ]; then
-    [ $((n - ended_at)) -ge "$RETRIEVE_GRACE" ] && reason=abandoned
-  elif [ "$started" = 0 ] && [ $((n - start)) -ge "$BOOT_GRACE" ]; then
-    reason=never_started
-  fi
-  if [ -n "$reason" ] && delete_pod "$reason"; then
-    if [ "$DELETE_METHOD" = stop ]; then
-      log "stopped (the volume keeps billing until the pod is removed)"
-    else
-      log "deleted"
+  elif [ "$kept" = 0 ]; then
+    if [ -n "$cost_cap_at" ]; then
+      if [ "$n" -ge "$cost_cap_at" ]; then reason=cost_cap; else due "$cost_cap_at"; fi
     fi
-    exit 0
+    if [ -z "$reason" ] && [ -n "$DEADLINE" ]; then
+      if [ "$n" -lt "$DEADLINE" ]; then
+        due "$DEADLINE"
+      elif [ "$lease" = stale ] && deadline_due; then
+        reason=deadline
+      fi
+    fi
+    if [ -n "$reason" ]; then
+      :
+    elif [ "$retrieved" = 1 ]; then
+      reason=retrieved
+    elif [ -n "$ended_at" ]; then
+      if [ "$n" -ge $((ended_at + RETRIEVE_GRACE)) ]; then reason=abandoned; else due $((ended_at + RETRIEVE_GRACE)); fi
+    elif [ "$started" = 0 ]; then
+      if [ "$n" -ge $((start + BOOT_GRACE)) ]; then reason=never_started; else due $((start + BOOT_GRACE)); fi
+    fi
   fi
-  sleep "$INTERVAL"
+
+  wait_s=$INTERVAL
+  if [ -n "$reason" ]; then
+    if delete_pod "$reason"; then
+      if [ "$deleted_by" = stop ]; then
+        log "stopped method=stop msg=the pod is stopped, not deleted: its volume keeps billing until it is removed"
+      else
+        log "deleted method=$deleted_by"
+      fi
+      exit 0
+    fi
+    log "delete_failed retry_in=$wait_s"
+  fi
+  if [ -n "$next" ] && [ $((next - n)) -lt "$wait_s" ]; then
+    wait_s=$((next - n))
+  fi
+  [ "$wait_s" -ge 1 ] || wait_s=1
+  pause "$wait_s"
 done

@@ -1,0 +1,155 @@
+package watchdog
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Kinds of watchdog log events (the second word of a line).
+const (
+	KindStart             = "start"              // deadline, interval, boot_grace, retrieve_grace, lease_ttl, keep, boot_failed
+	KindBadSetting        = "bad_setting"        // name: a malformed OVERBRAINER_* number, replaced by its default
+	KindProbe             = "probe"              // result=ready, or result=failed reason=...; key and msg for a failed bootstrap
+	KindJobStarted        = "job_started"        // job.pid appeared
+	KindJobEnded          = "job_ended"          // by=exit_code|cancelled|group_gone
+	KindRetrieved         = "retrieved"          // .pod/retrieved appeared
+	KindDeadlineHeld      = "deadline_held"      // until: the deadline passed while the lease was fresh
+	KindSnapshotRequested = "snapshot_requested" // reason, adopted=0|1, cap_in_min for the cost reason
+	KindDeleteReason      = "delete_reason"      // reason: the rule that deletes the pod
+	KindDeleteCode        = "delete_code"        // method=DELETE|terminate|stop|runpodctl|runpodctl_remove, code
+	KindDeleteFailed      = "delete_failed"      // retry_in: every way failed, the next tick tries again
+	KindDeleted           = "deleted"            // method: the pod is gone
+	KindStopped           = "stopped"            // method=stop: the pod is stopped, its volume still bills
+	KindStopping          = "stopping"           // signal: the watchdog got TERM or INT and exits
+)
+
+// Delete reasons (the reason field of a KindDeleteReason event).
+const (
+	DeleteBootstrapFailed = "bootstrap_failed"
+	DeleteCostCap         = "cost_cap"
+	DeleteDeadline        = "deadline"
+	DeleteRetrieved       = "retrieved"
+	DeleteAbandoned       = "abandoned"
+	DeleteNeverStarted    = "never_started"
+)
+
+// Event is one line of the watchdog log: `<unix time> <kind> key=value...`,
+// where a final msg= field, if any, runs to the end of the line.
+type Event struct {
+	Time   time.Time
+	Kind   string
+	Fields map[string]string
+}
+
+// ErrMalformed is wrapped by every parse error.
+var ErrMalformed = errors.New("malformed watchdog log line")
+
+// ParseLine parses one log line (a trailing newline is allowed).
+func ParseLine(line string) (Event, error) {
+	line = strings.TrimRight(line, "\r\n")
+	bad := func(why string) (Event, error) {
+		return Event{}, fmt.Errorf("%w: %s: %q", ErrMalformed, why, clip(line))
+	}
+	ts, rest, _ := strings.Cut(line, " ")
+	if ts == "" || len(ts) > 18 || strings.Trim(ts, "0123456789") != "" {
+		return bad("no unix time")
+	}
+	secs, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return bad("no unix time")
+	}
+	kind, rest, _ := strings.Cut(rest, " ")
+	if !isName(kind) {
+		return bad("no event kind")
+	}
+	ev := Event{Time: time.Unix(secs, 0).UTC(), Kind: kind, Fields: map[string]string{}}
+	for rest != "" {
+		if v, ok := strings.CutPrefix(rest, "msg="); ok {
+			ev.Fields["msg"] = v
+			break
+		}
+		var tok string
+		tok, rest, _ = strings.Cut(rest, " ")
+		k, v, ok := strings.Cut(tok, "=")
+		if !ok || !isName(k) {
+			return bad("field " + strconv.Quote(tok) + " is not key=value")
+		}
+		ev.Fields[k] = v
+	}
+	return ev, nil
+}
+
+// ParseLog parses a whole log. Empty lines are skipped. A malformed line (a
+// write cut short by a full disk, say) does not stop the parse: the events of
+// every good line are returned, with an error naming each bad line.
+func ParseLog(r io.Reader) ([]Event, error) {
+	var (
+		events []Event
+		errs   []error
+	)
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for n := 1; sc.Scan(); n++ {
+		if strings.TrimSpace(sc.Text()) == "" {
+			continue
+		}
+		ev, err := ParseLine(sc.Text())
+		if err != nil {
+			errs = append(errs, fmt.Errorf("line %d: %w", n, err))
+			continue
+		}
+		events = append(events, ev)
+	}
+	if err := sc.Err(); err != nil {
+		errs = append(errs, err)
+	}
+	return events, errors.Join(errs...)
+}
+
+// String formats the event as a log line (without newline); ParseLine reads
+// it back. Fields come in key order, msg last.
+func (e Event) String() string {
+	var b strings.Builder
+	b.WriteString(strconv.FormatInt(e.Time.Unix(), 10))
+	b.WriteString(" ")
+	b.WriteString(e.Kind)
+	keys := make([]string, 0, len(e.Fields))
+	for k := range e.Fields {
+		if k != "msg" {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		b.WriteString(" " + k + "=" + e.Fields[k])
+	}
+	if m, ok := e.Fields["msg"]; ok {
+		b.WriteString(" msg=" + m)
+	}
+	return b.String()
+}
+
+func isName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c >= 'A' && c <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+func clip(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "..."
+	}
+	return s
+}

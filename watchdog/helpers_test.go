@@ -1,0 +1,296 @@
+package watchdog_test
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/overbrainer/overbrainer-go/internal/shtest"
+	"github.com/overbrainer/overbrainer-go/watchdog"
+)
+
+// Scenario subtests mostly wait for the watchdog's one-second ticks; run many
+// at once unless -parallel says otherwise.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		_ = flag.Set("test.parallel", "16")
+	}
+	os.Exit(m.Run())
+}
+
+const (
+	podID  = "pod-7f3a9c"
+	apiKey = "rpa_S3CRET_0b9e7c1d2a4f6e8d0c1b2a3f4e5d6c7b"
+)
+
+// wait bounds every poll: generous, for a loaded 2-core machine.
+// WATCHDOG_TEST_WAIT (a Go duration) overrides it, e.g. for mutation runs.
+var wait = func() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("WATCHDOG_TEST_WAIT")); err == nil {
+		return d
+	}
+	return 90 * time.Second
+}()
+
+// pod is one watchdog under test: its run directory, fake API, stubs and env.
+type pod struct {
+	t    *testing.T
+	sh   shtest.Shell
+	api  *shtest.FakeAPI
+	bin  *shtest.Bin
+	dir  string
+	env  map[string]string
+	df   string // file holding the df stub's data line
+	proc *shtest.Proc
+	// deletes is how many DELETE calls deleted expects (1 unless the test
+	// makes the API fail).
+	deletes int
+}
+
+// newPod prepares a watchdog with short test settings: a one-second interval,
+// no wait between probes, generous graces (each test shortens the one it
+// checks), a df stub showing a half-full disk, and a sleep stub that also
+// writes a `test_tick` line into the watchdog log, so tests can count ticks
+// in the same, ordered file instead of timing them.
+func newPod(t *testing.T, sh shtest.Shell) *pod {
+	t.Helper()
+	p := &pod{t: t, sh: sh, api: shtest.NewFakeAPI(t), bin: shtest.NewBin(t), dir: t.TempDir(), deletes: 1}
+	if err := os.MkdirAll(filepath.Join(p.dir, watchdog.PodDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	realSleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.bin.Stub("sleep", fmt.Sprintf(
+		`printf '%%s test_tick sleep=%%s\n' "$(date +%%s)" "$1" >> "$OVERBRAINER_RUN_DIR/.pod/watchdog.log" 2>/dev/null
+exec %q "$@"`, realSleep))
+	p.df = filepath.Join(p.bin.Dir, ".df")
+	p.setDisk(50, 50)
+	dfStub := p.bin.Stub("df", fmt.Sprintf(`echo 'Filesystem 1024-blocks Used Available Capacity Mounted on'; cat %q`, p.df))
+	p.env = map[string]string{
+		"OVERBRAINER_RUN_DIR":        p.dir,
+		"RUNPOD_POD_ID":              podID,
+		"RUNPOD_API_KEY":             apiKey,
+		"OVERBRAINER_API_URL":        p.api.URL(),
+		"OVERBRAINER_INTERVAL":       "1",
+		"OVERBRAINER_PROBE_TRIES":    "3",
+		"OVERBRAINER_PROBE_WAIT":     "0",
+		"OVERBRAINER_CURL_TIMEOUT":   "5",
+		"OVERBRAINER_BOOT_GRACE":     "3600",
+		"OVERBRAINER_RETRIEVE_GRACE": "3600",
+		"OVERBRAINER_DF":             dfStub,
+	}
+	return p
+}
+
+// setDisk makes the df stub report used and available KiB.
+func (p *pod) setDisk(used, avail int) {
+	p.t.Helper()
+	writeAtomic(p.t, p.df, fmt.Sprintf("/dev/vda1 %d %d %d %d%% /\n", used+avail, used, avail, used*100/(used+avail)))
+}
+
+func (p *pod) setEnv(kv ...string) {
+	for i := 0; i+1 < len(kv); i += 2 {
+		p.env[kv[i]] = kv[i+1]
+	}
+}
+
+func (p *pod) start() {
+	p.t.Helper()
+	p.proc = shtest.Start(p.t, p.sh, watchdog.Script(), shtest.Opts{Dir: p.dir, Env: p.env, Bin: p.bin})
+}
+
+func writeAtomic(t *testing.T, path, content string) {
+	t.Helper()
+	tmp := path + ".test-tmp"
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// write writes a control file, name relative to the run directory.
+func (p *pod) write(name, content string) {
+	p.t.Helper()
+	writeAtomic(p.t, filepath.Join(p.dir, name), content)
+}
+
+func (p *pod) read(name string) string {
+	b, _ := os.ReadFile(filepath.Join(p.dir, name))
+	return string(b)
+}
+
+// lease writes .pod/lease with the given mtime (Unix seconds).
+func (p *pod) lease(mtime int64) {
+	p.t.Helper()
+	p.write(watchdog.Lease, "")
+	tm := time.Unix(mtime, 0)
+	if err := os.Chtimes(filepath.Join(p.dir, watchdog.Lease), tm, tm); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+func now() int64 { return time.Now().Unix() }
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// events parses the log's complete lines; every line must parse.
+func (p *pod) events() []watchdog.Event {
+	p.t.Helper()
+	b, _ := os.ReadFile(filepath.Join(p.dir, watchdog.Log))
+	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+		b = b[:i+1]
+	} else {
+		b = nil
+	}
+	evs, err := watchdog.ParseLog(bytes.NewReader(b))
+	if err != nil {
+		p.t.Fatalf("watchdog.log does not parse: %v\n%s", err, b)
+	}
+	return evs
+}
+
+func (p *pod) logText() string { return p.read(watchdog.Log) }
+
+// match reports whether e is of kind and has every field in kv.
+func match(e watchdog.Event, kind string, kv ...string) bool {
+	if e.Kind != kind {
+		return false
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if e.Fields[kv[i]] != kv[i+1] {
+			return false
+		}
+	}
+	return true
+}
+
+// find returns the index of the first event after index from that matches.
+func find(evs []watchdog.Event, from int, kind string, kv ...string) int {
+	for i := from + 1; i < len(evs); i++ {
+		if match(evs[i], kind, kv...) {
+			return i
+		}
+	}
+	return -1
+}
+
+// waitEvent waits for an event of kind with the given fields and returns all
+// events so far and its index.
+func (p *pod) waitEvent(kind string, kv ...string) ([]watchdog.Event, int) {
+	p.t.Helper()
+	var evs []watchdog.Event
+	i := -1
+	shtest.Eventually(p.t, wait, func() bool {
+		evs = p.events()
+		i = find(evs, -1, kind, kv...)
+		return i >= 0 || (p.proc != nil && p.proc.Exited())
+	}, "event %s %v", kind, kv)
+	if i < 0 {
+		p.t.Fatalf("watchdog exited (code %d) without event %s %v\nlog:\n%s\nstderr:\n%s",
+			p.proc.ExitCode(), kind, kv, p.logText(), p.proc.Stderr())
+	}
+	return evs, i
+}
+
+// waitTicks waits until n more test ticks are logged after event index after.
+func (p *pod) waitTicks(after, n int) []watchdog.Event {
+	p.t.Helper()
+	var evs []watchdog.Event
+	shtest.Eventually(p.t, wait, func() bool {
+		evs = p.events()
+		c := 0
+		for _, e := range evs[after+1:] {
+			if e.Kind == "test_tick" {
+				c++
+			}
+		}
+		return c >= n || p.proc.Exited()
+	}, "%d ticks", n)
+	if p.proc.Exited() {
+		p.t.Fatalf("watchdog exited (code %d) while waiting for ticks\nlog:\n%s\nstderr:\n%s", p.proc.ExitCode(), p.logText(), p.proc.Stderr())
+	}
+	return evs
+}
+
+// none fails the test if any event from index from on matches.
+func (p *pod) none(evs []watchdog.Event, from int, kind string, kv ...string) {
+	p.t.Helper()
+	if i := find(evs, from-1, kind, kv...); i >= 0 {
+		p.t.Fatalf("unexpected event %v\nlog:\n%s", evs[i], p.logText())
+	}
+}
+
+// verdict waits for .pod/watchdog.
+func (p *pod) verdict() string {
+	p.t.Helper()
+	return strings.TrimSuffix(shtest.WaitFile(p.t, filepath.Join(p.dir, watchdog.Verdict), wait), "\n")
+}
+
+// exit waits for the watchdog to exit and checks it exited 0.
+func (p *pod) exit() {
+	p.t.Helper()
+	if code := p.proc.Wait(p.t, wait); code != 0 {
+		p.t.Fatalf("watchdog exit code %d\nlog:\n%s\nstderr:\n%s", code, p.logText(), p.proc.Stderr())
+	}
+}
+
+// deleted waits for the watchdog to delete the pod for reason, and checks
+// the DELETE call, its key and the log.
+func (p *pod) deleted(reason string) []watchdog.Event {
+	p.t.Helper()
+	p.exit()
+	evs := p.events()
+	i := find(evs, -1, watchdog.KindDeleteReason)
+	if i < 0 || evs[i].Fields["reason"] != reason {
+		p.t.Fatalf("delete reason: want %s\nlog:\n%s", reason, p.logText())
+	}
+	if find(evs, i, watchdog.KindDeleted, "method", "delete") < 0 {
+		p.t.Fatalf("no `deleted method=delete`\nlog:\n%s", p.logText())
+	}
+	n := 0
+	for _, r := range p.api.Requests() {
+		if r.Method == "DELETE" {
+			n++
+			if r.Path != "/pods/"+podID || r.Auth != "Bearer "+apiKey {
+				p.t.Errorf("DELETE %s with Authorization %q", r.Path, r.Auth)
+			}
+		}
+	}
+	if n != p.deletes {
+		p.t.Errorf("%d DELETE calls, want %d", n, p.deletes)
+	}
+	return evs
+}
+
+// startJob starts a job process group (a sleep), records it in job.pid and
+// returns a function that kills it and waits until it is reaped, so that the
+// group no longer exists.
+func (p *pod) startJob() (kill func()) {
+	p.t.Helper()
+	cmd := exec.Command("sleep", "600")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		p.t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	kill = func() { _ = cmd.Process.Kill(); <-done }
+	p.t.Cleanup(kill)
+	p.write(watchdog.JobPID, strconv.Itoa(cmd.Process.Pid)+"\n")
+	return kill
+}

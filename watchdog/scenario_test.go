@@ -1,0 +1,738 @@
+package watchdog_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/overbrainer/overbrainer-go/internal/shtest"
+	"github.com/overbrainer/overbrainer-go/watchdog"
+)
+
+// Every test here runs the shipped script (watchdog.Script) under each shell
+// against a real curl and the fake API, and reads what it did from the fake's
+// request log and from watchdog.log.
+
+func TestProbeReady(t *testing.T) {
+	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+		p := newPod(t, sh)
+		p.start()
+		if v := p.verdict(); v != "ready" {
+			t.Fatalf("verdict %q, want ready", v)
+		}
+		reqs := p.api.Requests()
+		if len(reqs) != 1 || reqs[0].Method != "GET" || reqs[0].Path != "/pods/"+podID {
+			t.Fatalf("requests %+v, want one GET /pods/%s", reqs, podID)
+		}
+		if reqs[0].Auth != "Bearer "+apiKey {
+			t.Errorf("Authorization %q", reqs[0].Auth)
+		}
+		if ua := reqs[0].Header.Get("User-Agent"); !strings.HasPrefix(ua, "overbrainer-watchdog/") {
+			t.Errorf("User-Agent %q", ua)
+		}
+		p.waitEvent(watchdog.KindProbe, "result", "ready")
+		// The verdict replaces its temporary file.
+		if _, err := os.Stat(filepath.Join(p.dir, ".pod/watchdog.tmp")); err == nil {
+			t.Error(".pod/watchdog.tmp left behind")
+		}
+	})
+}
+
+// Transient answers (no answer, 408, 429, 5xx) are retried up to PROBE_TRIES.
+func TestProbeRetriesTransientAnswers(t *testing.T) {
+	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+		p := newPod(t, sh)
+		p.setEnv("OVERBRAINER_PROBE_TRIES", "5")
+		p.api.Queue("GET", "/pods/"+podID,
+			shtest.Answer{Status: 503}, shtest.Answer{Status: 408}, shtest.Answer{Status: 429}, shtest.Answer{Drop: true})
+		p.start()
+		if v := p.verdict(); v != "ready" {
+			t.Fatalf("verdict %q, want ready", v)
+		}
+		if n := p.api.Count("GET", "/pods/"+podID); n != 5 {
+			t.Errorf("%d probes, want 5", n)
+		}
+	})
+}
+
+func TestProbeFailedVerdicts(t *testing.T) {
+	cases := []struct {
+		name   string
+		setup  func(p *pod)
+		want   string
+		probes int
+	}{
+		{"http_401", func(p *pod) { p.api.SetDefault("GET", "", shtest.Answer{Status: 401}) }, "failed http_401", 1},
+		{"http_404", func(p *pod) { p.api.SetDefault("GET", "", shtest.Answer{Status: 404}) }, "failed http_404", 1},
+		{"http_503", func(p *pod) { p.api.SetDefault("GET", "", shtest.Answer{Status: 503}) }, "failed http_503", 3},
+		{"unreachable", func(p *pod) { p.api.SetDefault("GET", "", shtest.Answer{Drop: true}) }, "failed unreachable", 3},
+		{"missing_key", func(p *pod) { p.setEnv("RUNPOD_API_KEY", "") }, "failed missing_key", 0},
+		{"missing_pod_id", func(p *pod) { p.setEnv("RUNPOD_POD_ID", "") }, "failed missing_key", 0},
+		{"no_curl", func(p *pod) { p.setEnv("PATH", pathWithout(p.t, p.bin.Dir, "curl")) }, "failed no_curl", 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+				p := newPod(t, sh)
+				c.setup(p)
+				p.start()
+				if v := p.verdict(); v != c.want {
+					t.Fatalf("verdict %q, want %q\nlog:\n%s", v, c.want, p.logText())
+				}
+				if n := p.api.Count("GET", ""); n != c.probes {
+					t.Errorf("%d probes, want %d", n, c.probes)
+				}
+				p.waitEvent(watchdog.KindProbe, "result", "failed", "reason", strings.TrimPrefix(c.want, "failed "))
+			})
+		})
+	}
+}
+
+// pathWithout builds a PATH of first, then a directory linking every command
+// the watchdog may run except the one left out.
+func pathWithout(t *testing.T, first, without string) string {
+	dir := t.TempDir()
+	for _, c := range []string{"date", "stat", "mv", "rm", "mkdir", "timeout", "du", "cat", "sleep", "printf", "echo", "kill", "test", "["} {
+		if c == without {
+			continue
+		}
+		if p, err := exec.LookPath(c); err == nil {
+			if err := os.Symlink(p, filepath.Join(dir, c)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return first + ":" + dir
+}
+
+// A failed bootstrap: the verdict says so and the pod is deleted at once,
+// kept and with a job recorded or not.
+func TestBootstrapFailed(t *testing.T) {
+	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+		p := newPod(t, sh)
+		p.setEnv("OVERBRAINER_BOOT_FAILED", "1", "OVERBRAINER_KEEP_POD", "1", "OVERBRAINER_INTERVAL", "3600")
+		p.write(watchdog.BootstrapFailed, "claim belongs to run r-other\nsecond line\n")
+		p.startJob()
+		p.start()
+		if v := p.verdict(); v != "failed bootstrap: claim belongs to run r-other" {
+			t.Errorf("verdict %q", v)
+		}
+		evs := p.deleted(watchdog.DeleteBootstrapFailed)
+		p.none(evs, 0, "test_tick")
+		if i := find(evs, -1, watchdog.KindProbe, "result", "failed", "reason", "bootstrap", "key", "ready"); i < 0 {
+			t.Errorf("no probe event for the failed bootstrap\n%s", p.logText())
+		}
+	})
+}
+
+func TestNeverStarted(t *testing.T) {
+	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+		p := newPod(t, sh)
+		p.setEnv("OVERBRAINER_BOOT_GRACE", "2")
+		p.start()
+		p.deleted(watchdog.DeleteNeverStarted)
+	})
+}
+
+// Keep mode guards nothing before the job exists.
+func TestKeepBeforeJobStarted(t *testing.T) {
+	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+		p := newPod(t, sh)
+		p.setEnv("OVERBRAINER_KEEP_POD", "1", "OVERBRAINER_BOOT_GRACE", "2")
+		p.start()
+		p.deleted(watchdog.DeleteNeverStarted)
+	})
+}
+
+// Once job.pid exists, keep mode holds off every rule (cost cap and deadline
+// passed, stale lease, job ended, results retrieved), but a full disk still
+// asks for a snapshot.
+func TestKeepAfterJobStarted(t *testing.T) {
+	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+		p := newPod(t, sh)
+		n := now()
+		p.setEnv("OVERBRAINER_KEEP_POD", "1", "OVERBRAINER_BOOT_GRACE", "1", "OVERBRAINER_RETRIEVE_GRACE", "1",
+			"OVERBRAINER_DEADLINE", itoa(n-100))
+		p.write(watchdog.CostCapAt, itoa(n-10))
+		p.write(watchdog.SnapshotAt, itoa(n-20))
+		p.startJob()
+		p.start()
+		p.waitEvent(watchdog.KindJobStarted)
+		p.write(watchdog.ExitCode, "0\n")
+		p.write(watchdog.Retrieved, "")
+		_, i := p.waitEvent(watchdog.KindRetrieved)
+		evs := p.waitTicks(i, 3)
+		p.none(evs, 0, watchdog.KindDeleteReason)
+		p.none(evs, 0, watchdog.KindSnapshotRequested)
+		if p.api.Count("DELETE", "") != 0 || p.api.Count("POST", "") != 0 {
+			t.Fatalf("kept pod deleted: %+v", p.api.Requests())
+		}
+	})
+}
+
+func TestKeepStillRequestsDiskSnapshot(t *testing.T) {
+	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+		p := newPod(t, sh)
+		p.setEnv("OVERBRAINER_KEEP_POD", "1")
+		p.startJob()
+		p.setDisk(98, 2)
+		p.start()
+		p.waitEvent(watchdog.KindSnapshotRequested, "reason", "disk", "adopted", "0")
+		if got := p.read(watchdog.SnapshotRequest); got != "disk\n" {
+			t.Errorf("snapshot.request %q", got)
+		}
+	})
+}
+
+// The cost cap deletes the pod even while the client's lease is fresh, after
+// asking for a snapshot SNAPSHOT_LEAD before it.
+func TestCostCapWhateverTheLease(t *testing.T) {
+	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+		p := newPod(t, sh)
+		n := now()
+		p.setEnv("OVERBRAINER_DEADLINE", itoa(n+3600), "OVERBRAINER_SNAPSHOT_LEAD", "1")
+		p.lease(n)
+		p.write(watchdog.CostCapAt, itoa(n+2))
+		p.startJob()
+		p.start()
+		evs := p.deleted(watchdog.DeleteCostCap)
+		if find(evs, -1, watchdog.KindSnapshotRequested, "reason", "cost") < 0 {
+			t.Errorf("no cost snapshot before the cap\n%s", p.logText())
+		}
+	})
+}
+
+func TestDeadlineWithStaleLease(t *testing.T) {
+	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+		p := newPod(t, sh)
+		n := now()
+		p.setEnv("OVERBRAINER_DEADLINE", itoa(n+1))
+		p.lease(n - 2000)
+		p.start()
+		p.deleted(watchdog.DeleteDeadline)
+	})
+}
+
+// A fresh lease holds the deadline off until it is LEASE_TTL old.
+func TestDeadlineHeldByFreshLease(t *testing.T) {
+	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+		p := newPod(t, sh)
+		n := now()
+		p.setEnv("OVERBRAINER_DEADLINE", itoa(n-5), "OVERBRAINER_LEASE_TTL", "3")
+		p.lease(n)
+		p.start()
+		evs := p.deleted(watchdog.DeleteDeadline)
+		h := find(evs, -1, watchdog.KindDeadlineHeld, "until", itoa(n+3))
+		d := find(evs, -1, watchdog.KindDeleteReason)
+		if h < 0 || h > d {
+			t.Fatalf("no deadline_held until=%d before the delete\n%s", n+3, p.logText())
+		}
+		if evs[d].Time.Unix() < n+3 {
+			t.Errorf("deleted at %d, before the lease went stale at %d", evs[d].Time.Unix(), n+3)
+		}
+	})
+}
+
+// A lease touched in the future does not count as fresh: the pod's clock went
+// back, or the mtime is bogus.
+func TestLeaseInTheFutureIsStale(t *testing.T) {
+	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+		p := newPod(t, sh)
+		n := now()
+		p.setEnv("OVERBRAINER_DEADLINE", itoa(n-5), "OVERBRAINER_LEASE_TTL", "900")
+		p.lease(n + 100000)
+		p.start()
+		evs := p.deleted(watchdog.DeleteDeadline)
+		p.none(evs, 0, watchdog.KindDeadlineHeld)
+	})
+}
+
+// snapshot_at asks for a cost snapshot and logs the minutes left to the cap.
+func TestSnapshotAt(t *testing.T) {
+	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+		p := newPod(t, sh)
+		n := now()
+		p.setEnv("OVERBRAINER_SNAPSHOT_LEAD", "60")
+		p.write(watchdog.SnapshotAt, itoa(n+1)+"\n")
+		p.write(watchdog.CostCapAt, itoa(n+7200)+"\n")
+		p.startJob()
+		p.start()
+		evs, i := p.waitEvent(watchdog.KindSnapshotRequested, "reason", "cost", "adopted", "0")
+		if got := evs[i].Fields["cap_in_min"]; got != "120" {
+			t.Errorf("cap_in_min=%s, want 120", got)
+		}
+		if evs[i].Time.Unix() < n+1 {
+			t.Errorf("requested at %d, before snapshot_at %d", evs[i].Time.Unix(), n+1)
+		}
+		if got := p.read(watchdog.SnapshotRequest); got != "cost\n" {
+			t.Errorf("snapshot.request %q, want cost", got)
+		}
+	})
+}
+
+// When the cost cap minus SNAPSHOT_LEAD comes before snapshot_at, the cost
+// snapshot is asked for then.
+func TestCostSnapshotLeadBeforeCap(t *testing.T) {
+	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+		p := newPod(t, sh)
+		n := now()
+		p.setEnv("OVERBRAINER_SNAPSHOT_LEAD", "600")
+		p.write(watchdog.SnapshotAt, itoa(n+5000))
+		p.write(watchdog.CostCapAt, itoa(n+602))
+		p.startJob()
+		p.start()
+		evs, i := p.waitEvent(watchdog.KindSnapshotRequested, "reason", "cost")
+		if got := evs[i].Fields["cap_in_min"]; got != "10" {
+			t.Errorf("cap_in_min=%s, want 10", got)
+		}
+	})
+}
+
+// SNAPSHOT_LEAD before the deadline, the job is asked for a snapshot, but only
+// once the lease is stale.
+func TestDeadlineSnapshotWhileLeaseStale(t *testing.T) {
+	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+		p := newPod(t, sh)
+		n := now()
+		p.setEnv("OVERBRAINER_DEADLINE", itoa(n+600), "OVERBRAINER_SNAPSHOT_LEAD", "900", "OVERBRAINER_LEASE_TTL", "3")
+		p.lease(n)
+		p.startJob()
+		p.start()
+		evs, i := p.waitEvent(watchdog.KindSnapshotRequested, "reason", "deadline")
+		if evs[i].Time.Unix() < n+3 {
+			t.Errorf("requested at %d while the lease was fresh (until %d)", evs[i].Time.Unix(), n+3)
+		}
+		if got := p.read(watchdog.SnapshotRequest); got != "deadline\n" {
+			t.Errorf("snapshot.request %q", got)
+		}
+	})
+}
+
+// df of the run directory at DISK_ACT (97) percent asks for a snapshot; 96
+// percent does not.
+func TestDiskFullDf(t *testing.T) {
+	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+		p := newPod(t, sh)
+		p.setDisk(96, 4)
+		p.startJob()
+		p.start()
+		_, i := p.waitEvent(watchdog.KindJobStarted)
+		evs := p.waitTicks(i, 2)
+		p.none(evs, 0, watchdog.KindSnapshotRequested)
+		p.setDisk(97, 3)
+		p.waitEvent(watchdog.KindSnapshotRequested, "reason", "disk", "adopted", "0")
+		if got := p.read(watchdog.SnapshotRequest); got != "disk\n" {
+			t.Errorf("snapshot.request %q", got)
+		}
+	})
+}
+
+// On a network volume, the background du is weighed against VOLUME_USABLE
+// percent of .pod/volume_gb, or of OVERBRAINER_VOLUME_GB without it.
+func TestDiskFullVolume(t *testing.T) {
+	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+		p := newPod(t, sh)
+		vol := t.TempDir()
+		calls := filepath.Join(p.bin.Dir, ".du-calls")
+		// 1 GB * 94% = 917968 KiB usable; 97% of it is 890429 KiB.
+		du := p.bin.Stub("du", `echo "$*" >> `+calls+`; printf '900000\t%s\n' "$3"`)
+		p.setEnv("OVERBRAINER_VOLUME_DIR", vol, "OVERBRAINER_VOLUME_GB", "1", "OVERBRAINER_DU", du)
+		p.write(watchdog.VolumeGB, "2\n")
+		p.startJob()
+		p.start()
+		shtest.WaitFile(t, filepath.Join(p.dir, watchdog.Du), wait)
+		_, i := p.waitEvent(watchdog.KindJobStarted)
+		evs := p.waitTicks(i, 3)
+		p.none(evs, 0, watchdog.KindSnapshotRequested)
+		if got := strings.Fields(p.read(watchdog.Du)); len(got) == 0 || got[0] != "900000" {
+			t.Errorf(".pod/du = %q", got)
+		}
+		p.write(watchdog.VolumeGB, "1\n")
+		p.waitEvent(watchdog.KindSnapshotRequested, "reason", "disk")
+		b, _ := os.ReadFile(calls)
+		if first := strings.SplitN(string(b), "\n", 2)[0]; first != "-sk -- "+vol {
+			t.Errorf("du called as %q", first)
+		}
+	})
+}
+
+// A du that hangs never delays the cost cap, and no second du starts while
+// the first still runs.
+func TestHungDuNeverBlocksCostCap(t *testing.T) {
+	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+		p := newPod(t, sh)
+		calls := filepath.Join(p.bin.Dir, ".du-calls")
+		realSleep, _ := exec.LookPath("sleep")
+		du := p.bin.Stub("du", `echo "$*" >> `+calls+`; exec `+realSleep+` 1000`)
+		p.setEnv("OVERBRAINER_VOLUME_DIR", t.TempDir(), "OVERBRAINER_VOLUME_GB", "1", "OVERBRAINER_DU", du,
+			"OVERBRAINER_SNAPSHOT_LEAD", "0")
+		p.write(watchdog.CostCapAt, itoa(now()+3))
+		p.startJob()
+		p.start()
+		p.deleted(watchdog.DeleteCostCap)
+		b, _ := os.ReadFile(calls)
+		if n := strings.Count(string(b), "\n"); n != 1 {
+			t.Errorf("du started %d times, want 1 (one at a time)", n)
+		}
+	})
+}
+
+// A snapshot.request already there (the client's stop) is adopted, never
+// overwritten.
+func TestSnapshotRequestAdopted(t *testing.T) {
+	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+		p := newPod(t, sh)
+		p.write(watchdog.SnapshotRequest, "stop\n")
+		p.write(watchdog.SnapshotAt, itoa(now()))
+		p.startJob()
+		p.start()
+		p.waitEvent(watchdog.KindSnapshotRequested, "reason", "cost", "adopted", "1")
+		if got := p.read(watchdog.SnapshotRequest); got != "stop\n" {
+			t.Errorf("snapshot.request %q, want the client's stop", got)
+		}
+	})
+}
+
+// deadline_due (a): after the watchdog asked for a snapshot, the deadline
+// waits SNAPSHOT_WAIT for the job to stop.
+func TestDeadlineWaitsForSnapshot(t *testing.T) {
+	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+		p := newPod(t, sh)
+		n := now()
+		p.setEnv("OVERBRAINER_DEADLINE", itoa(n+1), "OVERBRAINER_SNAPSHOT_LEAD", "60", "OVERBRAINER_SNAPSHOT_WAIT", "4")
+		p.startJob()
+		p.start()
+		evs := p.deleted(watchdog.DeleteDeadline)
+		r := find(evs, -1, watchdog.KindSnapshotRequested, "reason", "deadline")
+		d := find(evs, -1, watchdog.KindDeleteReason)
+		if r < 0 {
+			t.Fatalf("no deadline snapshot\n%s", p.logText())
+		}
+		// The log's times are whole seconds read after the tick's own time.
+		if gap := evs[d].Time.Sub(evs[r].Time).Seconds(); gap < 3 {
+			t.Errorf("deleted %vs after the snapshot request, want SNAPSHOT_WAIT (4s)\n%s", gap, p.logText())
+		}
+	})
+}
+
+// deadline_due (b): once a snapshot ended the job, the deadline gives way to
+// the retrieve grace, so the client can still collect the snapshot.
+func TestDeadlineGivesWayToRetrieveGrace(t *testing.T) {
+	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+		p := newPod(t, sh)
+		n := now()
+		p.setEnv("OVERBRAINER_DEADLINE", itoa(n+1), "OVERBRAINER_SNAPSHOT_LEAD", "60",
+			"OVERBRAINER_SNAPSHOT_WAIT", "600", "OVERBRAINER_RETRIEVE_GRACE", "600")
+		p.startJob()
+		p.start()
+		p.waitEvent(watchdog.KindSnapshotRequested, "reason", "deadline")
+		p.write(watchdog.ExitCode, "0\n")
+		_, i := p.waitEvent(watchdog.KindJobEnded, "by", "exit_code")
+		evs := p.waitTicks(i, 2)
+		p.none(evs, 0, watchdog.KindDeleteReason)
+		p.write(watchdog.Retrieved, "")
+		p.deleted(watchdog.DeleteRetrieved)
+	})
+}
+
+// ... but no longer than RETRIEVE_GRACE after the deadline itself.
+func TestDeadlineRetrieveGraceCappedAtDeadline(t *testing.T) {
+	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+		p := newPod(t, sh)
+		n := now()
+		p.setEnv("OVERBRAINER_DEADLINE", itoa(n-100), "OVERBRAINER_SNAPSHOT_WAIT", "600", "OVERBRAINER_RETRIEVE_GRACE", "90")
+		p.startJob()
+		p.start()
+		p.waitEvent(watchdog.KindSnapshotRequested, "reason", "deadline")
+		p.write(watchdog.ExitCode, "0\n")
+		evs := p.deleted(watchdog.DeleteDeadline)
+		e := find(evs, -1, watchdog.KindJobEnded)
+		d := find(evs, -1, watchdog.KindDeleteReason)
+		if e < 0 || d < e {
+			t.Fatalf("job_ended missing or after the delete\n%s", p.logText())
+		}
+		p.none(evs[:d], e, "test_tick")
+	})
+}
+
+func TestRetrieved(t *testing.T) {
+	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+		p := newPod(t, sh)
+		p.startJob()
+		p.start()
+		p.waitEvent(watchdog.KindJobStarted)
+		p.write(watchdog.Retrieved, "")
+		p.deleted(watchdog.DeleteRetrieved)
+	})
+}
+
+func TestAbandoned(t *testing.T) {
+	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+		p := newPod(t, sh)
+		p.setEnv("OVERBRAINER_RETRIEVE_GRACE", "2")
+		p.startJob()
+		p.write(watchdog.ExitCode, "1\n")
+		p.start()
+		evs := p.deleted(watchdog.DeleteAbandoned)
+		e := find(evs, -1, watchdog.KindJobEnded, "by", "exit_code")
+		d := find(evs, -1, watchdog.KindDeleteReason)
+		if e < 0 || evs[d].Time.Unix() < evs[e].Time.Unix()+1 {
+			t.Errorf("abandoned before the retrieve grace\n%s", p.logText())
+		}
+	})
+}
+
+// The end of a job is seen from exit_code, cancelled, or its process group
+// being gone.
+func TestJobEnded(t *testing.T) {
+	for _, by := range []string{"exit_code", "cancelled", "group_gone"} {
+		t.Run(by, func(t *testing.T) {
+			shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+				p := newPod(t, sh)
+				p.setEnv("OVERBRAINER_RETRIEVE_GRACE", "1")
+				kill := p.startJob()
+				p.start()
+				_, i := p.waitEvent(watchdog.KindJobStarted)
+				evs := p.waitTicks(i, 1)
+				p.none(evs, 0, watchdog.KindJobEnded)
+				switch by {
+				case "exit_code":
+					p.write(watchdog.ExitCode, "0\n")
+				case "cancelled":
+					p.write(watchdog.Cancelled, "")
+				case "group_gone":
+					kill()
+				}
+				p.waitEvent(watchdog.KindJobEnded, "by", by)
+				p.deleted(watchdog.DeleteAbandoned)
+			})
+		})
+	}
+}
+
+// DELETE, then the terminate action, then the stop action (which leaves the
+// volume billing, and says so), then runpodctl.
+type call struct{ method, body string }
+
+func TestDeleteFallbacks(t *testing.T) {
+	del := call{"DELETE", ""}
+	term := call{"POST", `{"action":"terminate"}`}
+	stop := call{"POST", `{"action":"stop"}`}
+	cases := []struct {
+		name      string
+		delete    int
+		actions   []int
+		runpodctl string // stub body, "" for none
+		want      []call
+		final     string // deleted method or "stopped"
+	}{
+		{"delete_404_is_gone", 404, nil, "", []call{del}, "delete"},
+		{"terminate", 500, []int{204}, "", []call{del, term}, "terminate"},
+		{"stop", 500, []int{500, 200}, "", []call{del, term, stop}, "stopped"},
+		{"runpodctl_pod_delete", 500, []int{500, 503}, `[ "$1 $2" = "pod delete" ]`, []call{del, term, stop}, "runpodctl"},
+		{"runpodctl_remove_pod", 500, []int{500, 503}, `[ "$1 $2" = "remove pod" ]`, []call{del, term, stop}, "runpodctl"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+				p := newPod(t, sh)
+				p.setEnv("OVERBRAINER_BOOT_GRACE", "1")
+				p.api.Queue("DELETE", "/pods/"+podID, shtest.Answer{Status: c.delete})
+				for _, s := range c.actions {
+					p.api.Queue("POST", "/pods/"+podID+"/action", shtest.Answer{Status: s})
+				}
+				rec := filepath.Join(p.bin.Dir, ".runpodctl")
+				if c.runpodctl != "" {
+					p.bin.Stub("runpodctl", `echo "$* key=${RUNPOD_API_KEY:-}" >> `+rec+"\n"+c.runpodctl)
+				}
+				p.start()
+				p.exit()
+				var got []call
+				for _, r := range p.api.Requests()[1:] {
+					got = append(got, call{r.Method, r.Body})
+					if r.Method == "POST" && r.Header.Get("Content-Type") != "application/json" {
+						t.Errorf("POST Content-Type %q", r.Header.Get("Content-Type"))
+					}
+				}
+				if strings.Join(fmtCalls(got), "|") != strings.Join(fmtCalls(c.want), "|") {
+					t.Fatalf("calls %v, want %v", got, c.want)
+				}
+				evs := p.events()
+				if c.final == "stopped" {
+					if i := find(evs, -1, watchdog.KindStopped, "method", "stop"); i < 0 || !strings.Contains(evs[i].Fields["msg"], "billing") {
+						t.Errorf("no stopped event saying the volume bills\n%s", p.logText())
+					}
+					p.none(evs, 0, watchdog.KindDeleted)
+				} else if find(evs, -1, watchdog.KindDeleted, "method", c.final) < 0 {
+					t.Errorf("no deleted method=%s\n%s", c.final, p.logText())
+				}
+				if c.runpodctl != "" {
+					b, _ := os.ReadFile(rec)
+					want := "pod delete " + podID + " key=" + apiKey + "\n"
+					if c.name == "runpodctl_remove_pod" {
+						want += "remove pod " + podID + " key=" + apiKey + "\n"
+					}
+					if string(b) != want {
+						t.Errorf("runpodctl calls %q, want %q", b, want)
+					}
+				}
+			})
+		})
+	}
+}
+
+func fmtCalls(cs []call) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, c.method+" "+c.body)
+	}
+	return out
+}
+
+// With the API down for several ticks, every way fails and the next tick
+// tries again; once the API is back, the pod is deleted.
+func TestAPIDownThenBack(t *testing.T) {
+	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+		p := newPod(t, sh)
+		p.setEnv("OVERBRAINER_BOOT_GRACE", "1")
+		failing := 0
+		p.api.Handle(func(r shtest.Request) (shtest.Answer, bool) {
+			if r.Method == "GET" || failing >= 9 { // three ticks of three calls
+				return shtest.Answer{}, false
+			}
+			failing++
+			if failing%2 == 0 {
+				return shtest.Answer{Drop: true}, true
+			}
+			return shtest.Answer{Status: 503}, true
+		})
+		p.deletes = 4
+		p.start()
+		evs := p.deleted(watchdog.DeleteNeverStarted)
+		fails := 0
+		for _, e := range evs {
+			if e.Kind == watchdog.KindDeleteFailed {
+				fails++
+			}
+		}
+		if fails != 3 {
+			t.Errorf("%d delete_failed events, want 3\n%s", fails, p.logText())
+		}
+	})
+}
+
+// TERM and INT are logged and end the watchdog with status 0 at once, even
+// in the middle of a long sleep.
+func TestSignals(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		name := map[syscall.Signal]string{syscall.SIGTERM: "TERM", syscall.SIGINT: "INT"}[sig]
+		t.Run(name, func(t *testing.T) {
+			shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+				p := newPod(t, sh)
+				p.setEnv("OVERBRAINER_INTERVAL", "3600")
+				p.start()
+				p.waitEvent("test_tick")
+				if err := p.proc.Signal(sig); err != nil {
+					t.Fatal(err)
+				}
+				p.exit()
+				p.waitEvent(watchdog.KindStopping, "signal", name)
+				if p.api.Count("DELETE", "") != 0 {
+					t.Error("a signal deleted the pod")
+				}
+			})
+		})
+	}
+}
+
+// Malformed control files never make the watchdog exit or misread the job.
+func TestMalformedControlFiles(t *testing.T) {
+	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+		p := newPod(t, sh)
+		p.setEnv("OVERBRAINER_RETRIEVE_GRACE", "1", "OVERBRAINER_BOOT_GRACE", "1",
+			"OVERBRAINER_VOLUME_DIR", t.TempDir(), "OVERBRAINER_DU", p.bin.Stub("du", `echo 'lots	x'`))
+		p.write(watchdog.SnapshotAt, "abc\n")
+		p.write(watchdog.CostCapAt, "99999999999999999999\n")
+		p.write(watchdog.VolumeGB, "12GB\n")
+		p.write(watchdog.Du, "-5\n")
+		p.write(watchdog.JobPID, "")
+		p.lease(now() + 5000)
+		p.start()
+		_, i := p.waitEvent(watchdog.KindJobStarted)
+		evs := p.waitTicks(i, 3)
+		p.write(watchdog.JobPID, "1\n")
+		evs = p.waitTicks(len(evs)-1, 2)
+		p.write(watchdog.JobPID, "0012x\n")
+		evs = p.waitTicks(len(evs)-1, 2)
+		p.none(evs, 0, watchdog.KindJobEnded)
+		p.none(evs, 0, watchdog.KindSnapshotRequested)
+		p.none(evs, 0, watchdog.KindDeleteReason)
+		if p.proc.Exited() {
+			t.Fatal("watchdog exited")
+		}
+		// A valid value still works.
+		p.write(watchdog.CostCapAt, itoa(now()))
+		p.deleted(watchdog.DeleteCostCap)
+		if s := p.proc.Stderr(); s != "" {
+			t.Errorf("stderr: %s", s)
+		}
+	})
+}
+
+// Malformed settings fall back to their defaults; a malformed deadline fails
+// closed (it counts as passed).
+func TestMalformedSettings(t *testing.T) {
+	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+		p := newPod(t, sh)
+		p.setEnv("OVERBRAINER_INTERVAL", "1m", "OVERBRAINER_PROBE_TRIES", "-3", "OVERBRAINER_BOOT_GRACE", "09",
+			"OVERBRAINER_DEADLINE", "tomorrow")
+		p.start()
+		evs := p.deleted(watchdog.DeleteDeadline)
+		for _, name := range []string{"OVERBRAINER_INTERVAL", "OVERBRAINER_PROBE_TRIES", "OVERBRAINER_DEADLINE"} {
+			if find(evs, -1, watchdog.KindBadSetting, "name", name) < 0 {
+				t.Errorf("no bad_setting for %s\n%s", name, p.logText())
+			}
+		}
+		if i := find(evs, -1, watchdog.KindStart); i < 0 || evs[i].Fields["interval"] != "60" || evs[i].Fields["boot_grace"] != "9" {
+			t.Errorf("start event %v", evs)
+		}
+	})
+}
+
+// The watchdog's own log on a full disk: every write fails, the rules still
+// run.
+func TestFullDiskForTheLog(t *testing.T) {
+	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+		p := newPod(t, sh)
+		p.setEnv("OVERBRAINER_BOOT_GRACE", "1")
+		if err := os.Symlink("/dev/full", filepath.Join(p.dir, watchdog.Log)); err != nil {
+			t.Fatal(err)
+		}
+		p.start()
+		p.exit()
+		if v := p.verdict(); v != "ready" {
+			t.Errorf("verdict %q", v)
+		}
+		if p.api.Count("DELETE", "/pods/"+podID) != 1 {
+			t.Errorf("requests %+v", p.api.Requests())
+		}
+	})
+}
+
+// Without RUNPOD_POD_ID there is nothing to delete: the watchdog keeps trying
+// (every tick logs the failure) and never calls the API on a wrong path.
+func TestNoPodIDNeverCallsTheCollection(t *testing.T) {
+	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+		p := newPod(t, sh)
+		p.setEnv("RUNPOD_POD_ID", "", "OVERBRAINER_BOOT_GRACE", "1")
+		p.start()
+		_, i := p.waitEvent(watchdog.KindDeleteFailed)
+		p.waitTicks(i, 2)
+		if n := len(p.api.Requests()); n != 0 {
+			t.Errorf("%d API calls without a pod id: %+v", n, p.api.Requests())
+		}
+	})
+}
