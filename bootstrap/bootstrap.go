@@ -26,15 +26,17 @@ func Functions() string { return functions }
 // write_watchdog function holding the watchdog in a quoted here-document, and
 // the call to bootstrap_main. write_watchdog writes to a sibling .tmp file and
 // moves it into place only when the write succeeded, so a write cut short by a
-// full disk never leaves a truncated watchdog to exec.
+// full disk never leaves a truncated watchdog to exec. Both scripts travel
+// without their comment lines (see compact) to keep the command small.
 func Script() string {
+	wd := compact(watchdog.Script())
 	var b strings.Builder
-	b.WriteString(functions)
+	b.WriteString(compact(functions))
 	b.WriteString("\nwrite_watchdog() {\n")
 	b.WriteString("  mkdir -p \"$(dirname \"$1\")\" || return 1\n")
 	b.WriteString("  cat > \"$1.tmp\" <<'" + HeredocEnd + "' || return 1\n")
-	b.WriteString(watchdog.Script())
-	if !strings.HasSuffix(watchdog.Script(), "\n") {
+	b.WriteString(wd)
+	if !strings.HasSuffix(wd, "\n") {
 		b.WriteString("\n")
 	}
 	b.WriteString(HeredocEnd + "\n")

@@ -30,10 +30,10 @@ func TestCommandCarriesTheWatchdogAndStaysSmall(t *testing.T) {
 	if n := len(script); n >= bootstrap.MaxCommandBytes {
 		t.Errorf("the command is %d bytes, the limit is %d", n, bootstrap.MaxCommandBytes)
 	}
-	if !strings.HasPrefix(script, bootstrap.Functions()) {
+	if !strings.HasPrefix(script, bootstrap.Compact(bootstrap.Functions())) {
 		t.Error("the command does not start with the bootstrap's functions")
 	}
-	if !strings.Contains(script, "\n"+watchdog.Script()) {
+	if !strings.Contains(script, "<<'"+bootstrap.HeredocEnd+"' || return 1\n"+bootstrap.Compact(watchdog.Script())+bootstrap.HeredocEnd+"\n") {
 		t.Error("the command does not carry the whole watchdog")
 	}
 	if !strings.HasSuffix(script, "\nbootstrap_main\n") {
@@ -154,5 +154,44 @@ func TestFeedKeepsSecretsOffCommandLines(t *testing.T) {
 				t.Errorf("the secret reached printf's command line: %q", calls)
 			}
 		})
+	}
+}
+
+// The command carries the scripts without their comment lines. The shell
+// must see the same program: both forms parse to the same syntax tree once
+// comments are dropped, and the compact form is much smaller.
+func TestCompactKeepsTheProgram(t *testing.T) {
+	printed := func(name, src string) string {
+		t.Helper()
+		f, err := syntax.NewParser(syntax.Variant(syntax.LangPOSIX)).Parse(strings.NewReader(src), name)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var b strings.Builder
+		// Minify prints the program alone, without the layout.
+		if err := syntax.NewPrinter(syntax.Minify(true)).Print(&b, f); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	for name, src := range map[string]string{
+		"bootstrap.sh": bootstrap.Functions(),
+		"watchdog":     watchdog.Script(),
+		// Comment-looking lines inside a here-document are content.
+		"heredoc": "cat <<END\n# kept\n\nEND\n# dropped\n  # dropped\necho ok # kept\n",
+	} {
+		small := bootstrap.Compact(src)
+		if diff := cmp.Diff(printed(name, src), printed(name, small)); diff != "" {
+			t.Errorf("%s: compact changed the program (-full +compact):\n%s", name, diff)
+		}
+		if name != "heredoc" && strings.Contains(small, "\n\n") {
+			t.Errorf("%s: compact left blank lines", name)
+		}
+	}
+	if got := bootstrap.Compact("cat <<END\n# kept\n\nEND\n# dropped\necho ok # kept\n"); got != "cat <<END\n# kept\n\nEND\necho ok # kept\n" {
+		t.Errorf("Compact kept or dropped the wrong lines: %q", got)
+	}
+	if full, small := len(watchdog.Script()), len(bootstrap.Compact(watchdog.Script())); small > full*3/4 {
+		t.Errorf("compact watchdog is %d of %d bytes", small, full)
 	}
 }

@@ -1,0 +1,4 @@
+package bootstrap
+
+// Compact exposes compact to the external tests.
+var Compact = compact
