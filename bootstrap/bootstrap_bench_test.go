@@ -32,7 +32,8 @@ import (
 // args-bytes is the create call's args string (QuoteArgs of Command), the
 // one bounded by bootstrap.MaxCommandBytes (32 KiB); json-bytes is that
 // string JSON-encoded in the request body; watchdog-bytes is the watchdog
-// alone, the payload the command has to carry (the baseline).
+// alone, the payload the command has to carry (the baseline), as package
+// watchdog embeds it: with the comment lines the command leaves out.
 //
 //	go test -run '^$' -bench CommandSize -benchtime 1x ./bootstrap
 func BenchmarkCommandSize(b *testing.B) {

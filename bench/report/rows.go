@@ -150,7 +150,9 @@ the last "cost:" line (pod deleted, secret deleted); requests are the account ke
 calls per launch, the pods' own (watchdog) calls apart. 50 real pods at once load a
 2-core machine far beyond its cores, which the durations show.`},
 	{"pod", `The command size is the create call's args string (runpod.QuoteArgs of
-bootstrap.Command()); the baseline is the watchdog script alone. The boot runs the
+bootstrap.Command()); the baseline is the watchdog script alone as the watchdog
+package embeds it, comments included (the command carries the scripts without their
+comment lines). The boot runs the
 real command (bash -c) in a private mount and PID namespace with the real sshd,
 against a fake API, and times unshare's start to the bootstrap's "sshd listening",
 the ready verdict, and a first command over SSH with the client key. The baseline
