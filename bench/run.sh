@@ -111,7 +111,7 @@ bench() {
     echo "    run.sh: no test binary $exe" >>"$out/$name.txt"
     return 1
   fi
-  (cd "$dir" && "$exe" -test.run '^$' -test.bench "$pattern" "$@") >"$out/$name.txt" 2>&1 ||
+  (cd "$dir" && "$exe" -test.v -test.run '^$' -test.bench "$pattern" "$@") >"$out/$name.txt" 2>&1 ||
     say "$name: the benchmark failed (see $out/$name.txt)"
 }
 

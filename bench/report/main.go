@@ -73,25 +73,29 @@ var (
 func Parse(r io.Reader, res *Results) (raw []string, err error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	pending := ""
+	// A skip or failure's message follows its "--- SKIP" line, or, with
+	// -test.v, precedes it.
+	pending, lastMsg := "", ""
 	for sc.Scan() {
 		line := sc.Text()
 		if m := skipLine.FindStringSubmatch(line); m != nil {
 			pending = procsSuffix.ReplaceAllString(m[2], "")
 			res.Skips[pending] = strings.ToLower(m[1])
+			if lastMsg != "" {
+				res.Skips[pending] += ": " + lastMsg
+			}
+			lastMsg = ""
 			continue
 		}
-		if pending != "" && strings.HasPrefix(line, "    ") && !strings.HasPrefix(strings.TrimSpace(line), "---") {
-			msg := strings.TrimSpace(line)
-			if _, after, ok := strings.Cut(msg, ": "); ok && strings.Contains(msg, ".go:") {
-				msg = after
-			}
-			if res.Skips[pending] == "skip" || res.Skips[pending] == "fail" {
+		if msg, ok := message(line); ok {
+			if pending != "" && !strings.Contains(res.Skips[pending], ": ") {
 				res.Skips[pending] += ": " + msg
+			} else if pending == "" && lastMsg == "" {
+				lastMsg = msg
 			}
 			continue
 		}
-		pending = ""
+		pending, lastMsg = "", ""
 		f := strings.Fields(line)
 		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") || len(f)%2 != 0 {
 			continue
@@ -113,6 +117,18 @@ func Parse(r io.Reader, res *Results) (raw []string, err error) {
 		raw = append(raw, line)
 	}
 	return raw, sc.Err()
+}
+
+// message is the text of a test log line ("    file.go:12: text").
+func message(line string) (string, bool) {
+	if !strings.HasPrefix(line, "    ") {
+		return "", false
+	}
+	msg := strings.TrimSpace(line)
+	if file, after, ok := strings.Cut(msg, ": "); ok && strings.Contains(file, ".go:") {
+		return after, true
+	}
+	return "", false
 }
 
 func readDir(dir string) (*Results, []string, error) {

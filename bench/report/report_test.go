@@ -15,6 +15,9 @@ BenchmarkGetPod/client-2         	    2070	    200000 ns/op	   13033 B/op	     1
 BenchmarkMarkerReaction/retrieved-2 	       1	2139706112 ns/op	        50 s-max/reaction	         2 s-min/reaction	         30 s/reaction	         6.000 samples
 --- SKIP: BenchmarkBootToReady
     bootstrap_bench_test.go:71: BootToReady runs as root (private namespaces)
+BenchmarkLaunch/x
+    launch_test.go:222: no run command (yet)
+--- SKIP: BenchmarkLaunch/x
 PASS
 `
 
@@ -48,6 +51,10 @@ func TestSummarize(t *testing.T) {
 	b := Summarize(res, "BenchmarkBootToReady/bootstrap", "s/ready")
 	if b.Present || !strings.Contains(b.MissingWhy, "runs as root") {
 		t.Errorf("a skipped parent's sub-benchmark: %+v", b)
+	}
+	// With -test.v the message comes before the --- SKIP line.
+	if l := Summarize(res, "BenchmarkLaunch/x", "s"); l.MissingWhy != "skip: no run command (yet)" {
+		t.Errorf("verbose skip: %q", l.MissingWhy)
 	}
 }
 
