@@ -93,21 +93,28 @@ func ParseLog(r io.Reader) ([]Event, error) {
 		events []Event
 		errs   []error
 	)
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for n := 1; sc.Scan(); n++ {
-		if strings.TrimSpace(sc.Text()) == "" {
-			continue
+	br := bufio.NewReaderSize(r, 64*1024)
+	for n := 1; ; n++ {
+		line, tooLong, err := readLine(br, maxLogLine)
+		if err != nil && err != io.EOF {
+			errs = append(errs, err)
+			break
 		}
-		ev, err := ParseLine(sc.Text())
-		if err != nil {
-			errs = append(errs, fmt.Errorf("line %d: %w", n, err))
-			continue
+		switch {
+		case tooLong:
+			// One hostile line must not hide the events after it.
+			errs = append(errs, fmt.Errorf("line %d: %w: longer than %d bytes", n, ErrMalformed, maxLogLine))
+		case strings.TrimSpace(line) == "":
+		default:
+			if ev, perr := ParseLine(line); perr != nil {
+				errs = append(errs, fmt.Errorf("line %d: %w", n, perr))
+			} else {
+				events = append(events, ev)
+			}
 		}
-		events = append(events, ev)
-	}
-	if err := sc.Err(); err != nil {
-		errs = append(errs, err)
+		if err == io.EOF {
+			break
+		}
 	}
 	return events, errors.Join(errs...)
 }
@@ -152,4 +159,32 @@ func clip(s string) string {
 		return s[:80] + "..."
 	}
 	return s
+}
+
+// maxLogLine bounds one line of the log; the watchdog's own lines are short.
+const maxLogLine = 1 << 20
+
+// readLine returns the next line without its newline. A line longer than max
+// is read to its end and dropped, with tooLong set. err is io.EOF after the
+// last line.
+func readLine(br *bufio.Reader, max int) (line string, tooLong bool, err error) {
+	var b []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if !tooLong {
+			if len(b)+len(chunk) > max+1 {
+				tooLong, b = true, nil
+			} else {
+				b = append(b, chunk...)
+			}
+		}
+		switch err {
+		case bufio.ErrBufferFull:
+			continue
+		case nil:
+			return strings.TrimSuffix(string(b), "\n"), tooLong, nil
+		default:
+			return string(b), tooLong, err
+		}
+	}
 }
