@@ -1,0 +1,86 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+const sample = `goos: linux
+BenchmarkGetPod/client-2         	    2070	    300000 ns/op	   13033 B/op	     152 allocs/op
+BenchmarkGetPod/bare-2           	    2859	    200000 ns/op	   10299 B/op	     130 allocs/op
+BenchmarkGetPod/client-2         	    2070	    100000 ns/op	   13033 B/op	     152 allocs/op
+BenchmarkGetPod/bare-2           	    2859	    100000 ns/op	   10299 B/op	     130 allocs/op
+BenchmarkGetPod/client-2         	    2070	    200000 ns/op	   13033 B/op	     152 allocs/op
+BenchmarkMarkerReaction/retrieved-2 	       1	2139706112 ns/op	        50 s-max/reaction	         2 s-min/reaction	         30 s/reaction	         6.000 samples
+--- SKIP: BenchmarkBootToReady
+    bootstrap_bench_test.go:71: BootToReady runs as root (private namespaces)
+BenchmarkLaunch/x
+    launch_test.go:222: no run command (yet)
+--- SKIP: BenchmarkLaunch/x
+PASS
+`
+
+func parse(t *testing.T) *Results {
+	t.Helper()
+	res := &Results{Values: map[string]map[string][]float64{}, Skips: map[string]string{}}
+	raw, err := Parse(strings.NewReader(sample), res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(raw) != 6 {
+		t.Errorf("%d raw lines, want 6", len(raw))
+	}
+	return res
+}
+
+func TestSummarize(t *testing.T) {
+	res := parse(t)
+	s := Summarize(res, "BenchmarkGetPod/client", "ns/op")
+	if !s.Present || s.N != 3 || s.Median != 200000 || s.Min != 100000 || s.Max != 300000 {
+		t.Errorf("client ns/op: %+v", s)
+	}
+	if s := Summarize(res, "BenchmarkGetPod/bare", "ns/op"); s.Median != 150000 || s.N != 2 {
+		t.Errorf("bare ns/op (even count): %+v", s)
+	}
+	// One run sampling six reactions: the spread is the companions'.
+	m := Summarize(res, "BenchmarkMarkerReaction/retrieved", "s/reaction")
+	if m.Median != 30 || m.Min != 2 || m.Max != 50 || m.N != 6 {
+		t.Errorf("marker: %+v", m)
+	}
+	b := Summarize(res, "BenchmarkBootToReady/bootstrap", "s/ready")
+	if b.Present || !strings.Contains(b.MissingWhy, "runs as root") {
+		t.Errorf("a skipped parent's sub-benchmark: %+v", b)
+	}
+	// With -test.v the message comes before the --- SKIP line.
+	if l := Summarize(res, "BenchmarkLaunch/x", "s"); l.MissingWhy != "skip: no run command (yet)" {
+		t.Errorf("verbose skip: %q", l.MissingWhy)
+	}
+}
+
+func TestEvaluate(t *testing.T) {
+	res := parse(t)
+	rows := evaluate(res, []Spec{
+		{Measure: "time", Bench: "BenchmarkGetPod/client", Unit: "ns/op", Base: "BenchmarkGetPod/bare",
+			Limit: 1.3, OnRatio: true},
+		{Measure: "allocs", Bench: "BenchmarkGetPod/client", Unit: "allocs/op", Base: "BenchmarkGetPod/bare",
+			Limit: 1.3, OnRatio: true},
+		{Measure: "marker", Bench: "BenchmarkMarkerReaction/retrieved", Unit: "s/reaction", Limit: 62},
+		{Measure: "absent", Bench: "BenchmarkNothing", Unit: "x", Limit: 1},
+		{Measure: "info", Bench: "BenchmarkGetPod/client", Unit: "B/op"},
+	})
+	want := []string{"MISSED", "ok", "ok", "n/a", ""}
+	for i, r := range rows {
+		if r.Verdict != want[i] {
+			t.Errorf("%s: verdict %q, want %q (ratio %v)", r.Measure, r.Verdict, want[i], r.Ratio)
+		}
+	}
+	if r := rows[0].Ratio; r < 1.33 || r > 1.34 {
+		t.Errorf("ratio %v, want 200000/150000", r)
+	}
+	var out bytes.Buffer
+	markdownTable(&out, rows)
+	if !strings.Contains(out.String(), "|  | time |  | 200000 | 100000–300000 (n=3) | 150000 | 1.33× | **MISSED** |") {
+		t.Errorf("markdown:\n%s", out.String())
+	}
+}

@@ -1,0 +1,219 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// specs are the rows of the summary, in the order of issue 9.
+var specs = []Spec{
+	// The watchdog's steady-state tick.
+	{Part: "tick", Measure: "processes/tick, dash", Bench: "BenchmarkTickProcesses/dash", Unit: "procs/tick",
+		Base: "BenchmarkLoopProcesses/dash", Goal: "≤ 15", Limit: 15},
+	{Part: "tick", Measure: "processes/tick, busybox sh", Bench: "BenchmarkTickProcesses/busybox", Unit: "procs/tick",
+		Base: "BenchmarkLoopProcesses/busybox"},
+	{Part: "tick", Measure: "processes/tick, bash", Bench: "BenchmarkTickProcesses/bash", Unit: "procs/tick",
+		Base: "BenchmarkLoopProcesses/bash"},
+	{Part: "tick", Measure: "processes/tick, dash, network volume", Bench: "BenchmarkTickProcesses/dash_volume", Unit: "procs/tick",
+		Base: "BenchmarkLoopProcesses/dash"},
+	{Part: "tick", Measure: "CPU/tick, dash", Bench: "BenchmarkTick/dash", Unit: "cpu-ms/tick",
+		Base: "BenchmarkTick/loop_dash", Show: "ms", Goal: "≤ 10 ms", Limit: 10},
+	{Part: "tick", Measure: "CPU/tick, busybox sh", Bench: "BenchmarkTick/busybox", Unit: "cpu-ms/tick",
+		Base: "BenchmarkTick/loop_busybox", Show: "ms"},
+	{Part: "tick", Measure: "CPU/tick, bash", Bench: "BenchmarkTick/bash", Unit: "cpu-ms/tick",
+		Base: "BenchmarkTick/loop_bash", Show: "ms"},
+	{Part: "tick", Measure: "max RSS, dash", Bench: "BenchmarkTick/dash", Unit: "rss-KiB",
+		Base: "BenchmarkTick/loop_dash", Show: "KiB"},
+	{Part: "tick", Measure: "max RSS, busybox sh", Bench: "BenchmarkTick/busybox", Unit: "rss-KiB",
+		Base: "BenchmarkTick/loop_busybox", Show: "KiB"},
+	{Part: "tick", Measure: "max RSS, bash", Bench: "BenchmarkTick/bash", Unit: "rss-KiB",
+		Base: "BenchmarkTick/loop_bash", Show: "KiB"},
+
+	// Reaction latency with INTERVAL=60.
+	{Part: "reaction", Measure: "cost cap due → DELETE", Bench: "BenchmarkReaction/cost_cap_at", Unit: "s/reaction",
+		Base: "BenchmarkReaction/interval_only", Show: "s", Goal: "≤ 2 s", Limit: 2},
+	{Part: "reaction", Measure: "deadline due → DELETE", Bench: "BenchmarkReaction/deadline", Unit: "s/reaction",
+		Base: "BenchmarkReaction/interval_only", Show: "s", Goal: "≤ 2 s", Limit: 2},
+	{Part: "reaction", Measure: "boot grace due → DELETE", Bench: "BenchmarkReaction/boot_grace", Unit: "s/reaction",
+		Base: "BenchmarkReaction/interval_only", Show: "s", Goal: "≤ 2 s", Limit: 2},
+	{Part: "reaction", Measure: "retrieve grace due → DELETE", Bench: "BenchmarkReaction/retrieve_grace", Unit: "s/reaction",
+		Base: "BenchmarkReaction/interval_only", Show: "s", Goal: "≤ 2 s", Limit: 2},
+	{Part: "reaction", Measure: "snapshot_at due → snapshot.request", Bench: "BenchmarkReaction/snapshot_at", Unit: "s/reaction",
+		Base: "BenchmarkReaction/interval_only", Show: "s", Goal: "≤ 2 s", Limit: 2},
+	{Part: "reaction", Measure: "deadline − lead → snapshot.request", Bench: "BenchmarkReaction/snapshot_lead", Unit: "s/reaction",
+		Base: "BenchmarkReaction/interval_only", Show: "s", Goal: "≤ 2 s", Limit: 2},
+	{Part: "reaction", Measure: ".pod/retrieved written → DELETE", Bench: "BenchmarkMarkerReaction/retrieved", Unit: "s/reaction",
+		Base: "BenchmarkReaction/interval_only", Show: "s", Goal: "≤ 60 s (INTERVAL)", Limit: 62},
+	{Part: "reaction", Measure: "exit_code written → DELETE", Bench: "BenchmarkMarkerReaction/job_end", Unit: "s/reaction",
+		Base: "BenchmarkReaction/interval_only", Show: "s", Goal: "≤ 60 s (INTERVAL)", Limit: 62},
+
+	// The client against bare net/http.
+	{Part: "client", Measure: "GetPod time", Bench: "BenchmarkGetPod/client", Unit: "ns/op",
+		Base: "BenchmarkGetPod/bare", Scale: 1e-3, Show: "µs", Goal: "≤ 1.3× bare", Limit: 1.3, OnRatio: true},
+	{Part: "client", Measure: "GetPod allocations", Bench: "BenchmarkGetPod/client", Unit: "allocs/op",
+		Base: "BenchmarkGetPod/bare", Goal: "≤ 1.3× bare", Limit: 1.3, OnRatio: true},
+	{Part: "client", Measure: "GetPod bytes allocated", Bench: "BenchmarkGetPod/client", Unit: "B/op",
+		Base: "BenchmarkGetPod/bare", Show: "B"},
+	{Part: "client", Measure: "DeletePod time", Bench: "BenchmarkDeletePod/client", Unit: "ns/op",
+		Base: "BenchmarkDeletePod/bare", Scale: 1e-3, Show: "µs", Goal: "≤ 1.3× bare", Limit: 1.3, OnRatio: true},
+	{Part: "client", Measure: "DeletePod allocations", Bench: "BenchmarkDeletePod/client", Unit: "allocs/op",
+		Base: "BenchmarkDeletePod/bare", Goal: "≤ 1.3× bare", Limit: 1.3, OnRatio: true},
+	{Part: "client", Measure: "DeletePod bytes allocated", Bench: "BenchmarkDeletePod/client", Unit: "B/op",
+		Base: "BenchmarkDeletePod/bare", Show: "B"},
+
+	// The launcher on the local emulator.
+	{Part: "launcher", Measure: "run → job's first output line", Bench: "BenchmarkLaunchFirstOutput/default", Unit: "total-s",
+		Base: "BenchmarkLaunchFirstOutput/default", BaseUnit: "pod-s", Show: "s"},
+	{Part: "launcher", Measure: "SDK share on top of the pod's boot", Bench: "BenchmarkLaunchFirstOutput/default", Unit: "sdk-s",
+		Base: "BenchmarkLaunchFirstOutput/default", BaseUnit: "pod-s", Show: "s", Goal: "≤ 1 s", Limit: 1},
+	{Part: "launcher", Measure: "· create: start → create call", Bench: "BenchmarkLaunchFirstOutput/default", Unit: "create-s", Show: "s"},
+	{Part: "launcher", Measure: "· provision: create call → pod runs (pod)", Bench: "BenchmarkLaunchFirstOutput/default", Unit: "provision-s", Show: "s"},
+	{Part: "launcher", Measure: "· boot: pod runs → watchdog probe (pod)", Bench: "BenchmarkLaunchFirstOutput/default", Unit: "boot-s", Show: "s"},
+	{Part: "launcher", Measure: "· launcher sees the pod running (poll)", Bench: "BenchmarkLaunchFirstOutput/default", Unit: "seen-running-s", Show: "s"},
+	{Part: "launcher", Measure: "· connect: probe → verdict read over SSH", Bench: "BenchmarkLaunchFirstOutput/default", Unit: "connect-s", Show: "s"},
+	{Part: "launcher", Measure: "· upload: → job uploaded", Bench: "BenchmarkLaunchFirstOutput/default", Unit: "upload-s", Show: "s"},
+	{Part: "launcher", Measure: "· start: → job started", Bench: "BenchmarkLaunchFirstOutput/default", Unit: "start-s", Show: "s"},
+	{Part: "launcher", Measure: "· output: → first output line", Bench: "BenchmarkLaunchFirstOutput/default", Unit: "output-s", Show: "s"},
+	{Part: "launcher", Measure: "run → first output line, --poll 200ms", Bench: "BenchmarkLaunchFirstOutput/poll200ms", Unit: "total-s",
+		Base: "BenchmarkLaunchFirstOutput/poll200ms", BaseUnit: "pod-s", Show: "s"},
+	{Part: "launcher", Measure: "SDK share, --poll 200ms", Bench: "BenchmarkLaunchFirstOutput/poll200ms", Unit: "sdk-s",
+		Base: "BenchmarkLaunchFirstOutput/poll200ms", BaseUnit: "pod-s", Show: "s", Goal: "≤ 1 s", Limit: 1},
+	{Part: "launcher", Measure: "1 launch: throughput", Bench: "BenchmarkLaunchConcurrent/1", Unit: "launches/min", Show: "/min"},
+	{Part: "launcher", Measure: "10 at once: throughput", Bench: "BenchmarkLaunchConcurrent/10", Unit: "launches/min",
+		Base: "BenchmarkLaunchConcurrent/1", Show: "/min"},
+	{Part: "launcher", Measure: "50 at once: throughput", Bench: "BenchmarkLaunchConcurrent/50", Unit: "launches/min",
+		Base: "BenchmarkLaunchConcurrent/1", Show: "/min"},
+	{Part: "launcher", Measure: "1 launch: duration (run → pod deleted)", Bench: "BenchmarkLaunchConcurrent/1", Unit: "s/launch", Show: "s"},
+	{Part: "launcher", Measure: "10 at once: duration of each", Bench: "BenchmarkLaunchConcurrent/10", Unit: "s/launch",
+		Base: "BenchmarkLaunchConcurrent/1", Show: "s"},
+	{Part: "launcher", Measure: "50 at once: duration of each", Bench: "BenchmarkLaunchConcurrent/50", Unit: "s/launch",
+		Base: "BenchmarkLaunchConcurrent/1", Show: "s"},
+	{Part: "launcher", Measure: "1 launch: API requests (account key)", Bench: "BenchmarkLaunchConcurrent/1", Unit: "requests/launch"},
+	{Part: "launcher", Measure: "10 at once: API requests per launch", Bench: "BenchmarkLaunchConcurrent/10", Unit: "requests/launch",
+		Base: "BenchmarkLaunchConcurrent/1"},
+	{Part: "launcher", Measure: "50 at once: API requests per launch", Bench: "BenchmarkLaunchConcurrent/50", Unit: "requests/launch",
+		Base: "BenchmarkLaunchConcurrent/1"},
+	{Part: "launcher", Measure: "50 at once: pods' own requests per launch", Bench: "BenchmarkLaunchConcurrent/50", Unit: "pod-requests/launch",
+		Base: "BenchmarkLaunchConcurrent/1"},
+
+	// The pod's command and boot.
+	{Part: "pod", Measure: "pod command (args)", Bench: "BenchmarkCommandSize", Unit: "args-bytes",
+		Base: "BenchmarkCommandSize", BaseUnit: "watchdog-bytes", Show: "B", Goal: "≤ 32768 B", Limit: 32768},
+	{Part: "pod", Measure: "pod command, JSON-encoded", Bench: "BenchmarkCommandSize", Unit: "json-bytes",
+		Base: "BenchmarkCommandSize", BaseUnit: "watchdog-bytes", Show: "B"},
+	{Part: "pod", Measure: "boot: start → sshd listening", Bench: "BenchmarkBootToReady/bootstrap", Unit: "s/sshd",
+		Base: "BenchmarkBootToReady/baseline", Show: "s"},
+	{Part: "pod", Measure: "boot: start → verdict ready", Bench: "BenchmarkBootToReady/bootstrap", Unit: "s/ready",
+		Base: "BenchmarkBootToReady/baseline", Show: "s"},
+	{Part: "pod", Measure: "boot: start → first SSH command", Bench: "BenchmarkBootToReady/bootstrap", Unit: "s/login",
+		Base: "BenchmarkBootToReady/baseline", Show: "s"},
+}
+
+// notes explain, per part, what was measured and against what.
+var notes = []struct{ part, text string }{
+	{"tick", `A steady-state tick: a running job, the deadline a day away, df of the run
+directory, INTERVAL=1 (the tick's work does not depend on INTERVAL). Processes per
+tick come from the watchdog package's BenchmarkTickProcesses (strace -f: process
+creations between consecutive sleeps); the baseline, an empty
+` + "`while :; do sleep \"$INTERVAL\"; done`" + ` loop under the same shell, is counted
+the same way by bench's BenchmarkLoopProcesses. CPU per tick (bench's BenchmarkTick)
+is the CPU time of the shell and everything it started, from a cgroup v2 group
+(µs resolution; /proc/PID/stat with 10 ms ticks where no cgroup v2 is writable),
+over 20 ticks after the first, for the watchdog and for the loop. Max RSS is the
+shell's own VmHWM. The goals are stated for dash; busybox sh and bash are shown
+for information.`},
+	{"reaction", `Real clock, real curl, the default INTERVAL of 60 s. Time rules come from the
+watchdog package's BenchmarkReaction: the due time is set 4 s after the watchdog's
+start, and interval_only (the same script with its due-time wakeup removed, i.e.
+the seed's design of one look per INTERVAL) is the baseline. Markers come from
+bench's BenchmarkMarkerReaction: six watchdogs per marker at once, each marker
+written at a random moment of the watchdog's pause; a marker is seen at the next
+tick, so its reaction is spread over 0–60 s by design (median ~30 s expected).
+For job_end OVERBRAINER_RETRIEVE_GRACE=0, so only the detection is measured.`},
+	{"client", `go test -bench -benchmem, 10 interleaved runs of 0.3 s: GetPod and DeletePod through runpod.Client
+against the same request written on bare net/http (same headers, body read, status
+checked, the same JSON decoded into runpod.Pod for GetPod), both against one
+httptest server in a child process, so that allocations count the client side
+only. Each side has its own keep-alive transport with the same settings.`},
+	{"launcher", `The built launcher (examples/launch) runs ` + "`launch run --cmd 'DEMO_STEPS=1 sh train.sh'`" + `
+(the demo job, one step) against runpodtest's fake Runpod with its pod runner, which
+really boots each pod (the real bootstrap, sshd and watchdog in private namespaces):
+the local emulator. The phases come from the launcher's output lines, stamped as
+they arrive, and from the fake's request log: the create call, the pod's start
+(RUNNING) and its watchdog's first probe. The pod's share (provision + boot) is the
+baseline; the SDK share is the rest of the time to the first output line. "defaults"
+uses the launcher's defaults (it polls every 2 s); "--poll 200ms" shows how much of
+the share is polling. Concurrency: N launchers started at once, each with its own
+run and state directory, against one fake with real pods (not API-only), timed to
+the last "cost:" line (pod deleted, secret deleted); requests are the account key's
+calls per launch, the pods' own (watchdog) calls apart. 50 real pods at once load a
+2-core machine far beyond its cores, which the durations show.`},
+	{"pod", `The command size is the create call's args string (runpod.QuoteArgs of
+bootstrap.Command()); the baseline is the watchdog script alone as the watchdog
+package embeds it, comments included (the command carries the scripts without their
+comment lines). The boot runs the
+real command (bash -c) in a private mount and PID namespace with the real sshd,
+against a fake API, and times unshare's start to the bootstrap's "sshd listening",
+the ready verdict, and a first command over SSH with the client key. The baseline
+does the least a pod must do to get there in the same namespace: decode the host
+key, start the same sshd, probe the API once with curl, write the verdict.`},
+}
+
+// writeMarkdown writes RESULTS.md.
+func writeMarkdown(w io.Writer, meta Meta, rows []Row, res *Results, raw []string) {
+	fmt.Fprintln(w, "# Benchmark results")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Generated by `bench/report` from one run of `bench/run.sh`; do not edit by hand.")
+	fmt.Fprintln(w, "Medians of the runs, their spread as min–max with the number of runs (n), and")
+	fmt.Fprintln(w, "each measure's ratio to a baseline measured in the same run. See bench/README.md.")
+	fmt.Fprintln(w)
+	for _, k := range meta.Keys {
+		fmt.Fprintf(w, "- **%s**: %s\n", k, mdInline(meta.Values[k]))
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "## Summary")
+	fmt.Fprintln(w)
+	markdownTable(w, rows)
+	fmt.Fprintln(w)
+	var missed []string
+	for _, r := range rows {
+		if r.Verdict == "MISSED" {
+			got := r.cells()[3]
+			if r.OnRatio {
+				got = r.cells()[6]
+			}
+			missed = append(missed, fmt.Sprintf("%s (%s: %s)", r.Measure, r.Goal, got))
+		}
+	}
+	if len(missed) > 0 {
+		fmt.Fprintln(w, "Goals missed in this run: "+strings.Join(missed, "; ")+".")
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintln(w, "## How each part was measured")
+	fmt.Fprintln(w)
+	ran := map[string]bool{}
+	for _, r := range rows {
+		ran[r.Part] = true
+	}
+	for _, n := range notes {
+		if !ran[n.part] {
+			continue
+		}
+		fmt.Fprintf(w, "**%s.** %s\n\n", n.part, strings.ReplaceAll(n.text, "\n", " "))
+	}
+	fmt.Fprintln(w, "## Raw benchmark lines")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "```")
+	for _, l := range raw {
+		fmt.Fprintln(w, l)
+	}
+	fmt.Fprintln(w, "```")
+}
+
+func mdInline(s string) string {
+	if strings.ContainsAny(s, "*`<>|") {
+		return "`" + strings.ReplaceAll(s, "`", "'") + "`"
+	}
+	return s
+}
