@@ -244,7 +244,8 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 // TestChaosCapWrittenWhileTheWatchdogSleeps: the launcher writes
 // .pod/cost_cap_at once the pod runs, while its watchdog (production tick:
 // 60 s) sleeps until its next due time. The cap must still land within 2 s
-// of its time, not at the watchdog's next tick.
+// of its time, not at the watchdog's next tick: the launcher wakes the
+// watchdog (watchdog.WakeCommand) after each write.
 func TestChaosCapWrittenWhileTheWatchdogSleeps(t *testing.T) {
 	shtest.ForShells(t, []string{"dash", "bash"}, func(t *testing.T, sh shtest.Shell) {
 		api := shtest.NewFakeAPI(t)
@@ -257,6 +258,12 @@ func TestChaosCapWrittenWhileTheWatchdogSleeps(t *testing.T) {
 		time.Sleep(time.Second)
 		capAt := time.Now().Unix() + 4
 		w.write(watchdog.CostCapAt, itoa(capAt)+"\n")
+		// As the launcher does after every write of a client file.
+		wake := exec.Command("sh", "-c", watchdog.WakeCommand)
+		wake.Dir = w.dir
+		if out, err := wake.CombinedOutput(); err != nil {
+			t.Fatalf("WakeCommand: %v %s", err, out)
+		}
 		at := w.waitDelete()
 		delay := at.Sub(time.Unix(capAt, 0))
 		record(t, "clock", "cost cap written while the watchdog sleeps (60 s tick), "+sh.Name, "deleted %s after the cap", seconds(delay))

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
+	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
 func forEachShell(t *testing.T, f func(t *testing.T, shell []string)) {
@@ -238,4 +239,12 @@ func TestStartWithoutCommandFails(t *testing.T) {
 			t.Fatal("job.pid written")
 		}
 	})
+}
+
+// Every write of a client file wakes the watchdog the way the watchdog
+// package says, so a cost cap written during its 60 s sleep lands on time.
+func TestPutWakesTheWatchdog(t *testing.T) {
+	if !strings.Contains(watchScript, "\n    "+watchdog.WakeCommand+"\n") {
+		t.Errorf("watch.sh does not run watchdog.WakeCommand after a put")
+	}
 }

@@ -87,6 +87,9 @@ put() {
       ;;
   esac
   if printf '%s' "$2" > "$file.$$.tmp" && mv -f "$file.$$.tmp" "$file"; then
+    # Wake the watchdog (watchdog.WakeCommand) so that it reads the file
+    # now rather than at its next tick, up to a minute later.
+    kill -s HUP "$(cat .pod/watchdog.pid 2>/dev/null)" 2>/dev/null || :
     echo "ob1-ok"
   else
     rm -f "$file.$$.tmp"
