@@ -137,7 +137,7 @@ func TestAttachAfterKill(t *testing.T) {
 	p := w.start(args([]string{"run"}, fast, demo(12))...)
 	p.waitOutput("step 3/12", patience)
 	p.signal(syscall.SIGKILL)
-	p.wait(time.Minute)
+	p.wait(patience)
 	r := w.onlyRun()
 	if r.Phase != state.PhaseRunning {
 		t.Fatalf("phase %s after the kill", r.Phase)
@@ -198,7 +198,7 @@ func TestKilledClientLeavesThePodToItsWatchdog(t *testing.T) {
 			p := w.start(args([]string{"run"}, fast, c.args)...)
 			p.waitOutput(c.until, patience)
 			p.signal(syscall.SIGKILL)
-			p.wait(time.Minute)
+			p.wait(patience)
 			r := w.onlyRun()
 			pod := w.waitPodGone(r, patience)
 			// The pod's own key deleted it: its watchdog did.
@@ -238,7 +238,7 @@ func TestDetachLsStop(t *testing.T) {
 	p := w.start(args([]string{"run"}, fast, demo(600))...)
 	p.waitOutput("step 2/600", patience)
 	p.signal(syscall.SIGINT)
-	if code := p.wait(time.Minute); code != 130 {
+	if code := p.wait(patience); code != 130 {
 		t.Fatalf("exit %d after Ctrl-C, want 130", code)
 	}
 	mustContain(t, "stderr", p.stderr.String(), "detached from pod", "launch attach ")
@@ -304,7 +304,7 @@ func TestDownOnInterrupt(t *testing.T) {
 	p := w.start(args([]string{"run", "--down-on-interrupt"}, fast, demo(600))...)
 	p.waitOutput("checkpoint: step 5", patience)
 	p.signal(syscall.SIGINT)
-	if code := p.wait(time.Minute); code != 130 {
+	if code := p.wait(patience); code != 130 {
 		t.Fatalf("exit %d after Ctrl-C, want 130", code)
 	}
 	mustContain(t, "stderr", p.stderr.String(), "results downloaded", "deleted", "cost: ~$")
@@ -335,7 +335,7 @@ func TestRmAndOrphans(t *testing.T) {
 	p := w.start(args([]string{"run", "--volume-gb", "10"}, fast, demo(600))...)
 	p.waitOutput("step 1/600", patience)
 	p.signal(syscall.SIGINT)
-	p.wait(time.Minute)
+	p.wait(patience)
 	r := w.onlyRun()
 
 	// An orphan: a pod and a secret of a run this machine never knew.
@@ -604,12 +604,12 @@ func TestLocalServerDetachAndStop(t *testing.T) {
 	t.Parallel()
 	l := newLocal(t)
 	srv := l.start("local-server")
-	srv.waitOutput("local Runpod emulator at", time.Minute)
+	srv.waitOutput("local Runpod emulator at", patience)
 
 	p := l.start(args([]string{"--local", "run"}, fast, demo(600))...)
 	p.waitOutput("step 1/600", patience)
 	p.signal(syscall.SIGINT)
-	if code := p.wait(time.Minute); code != 130 {
+	if code := p.wait(patience); code != 130 {
 		t.Fatalf("exit %d after Ctrl-C", code)
 	}
 	mustContain(t, "stderr", p.stderr.String(), "using the local-server", "detached from pod")
@@ -624,7 +624,7 @@ func TestLocalServerDetachAndStop(t *testing.T) {
 	mustContain(t, "stop", s.stderr.String(), "results downloaded", "deleted")
 
 	srv.signal(syscall.SIGINT)
-	if code := srv.wait(time.Minute); code != 0 {
+	if code := srv.wait(patience); code != 0 {
 		t.Fatalf("local-server exit %d", code)
 	}
 	if _, err := os.Stat(filepath.Join(l.stateDir, "local-server.json")); err == nil {
