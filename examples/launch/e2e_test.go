@@ -505,7 +505,7 @@ func TestFailuresDeleteThePod(t *testing.T) {
 		{
 			name: "upload fails, pod left to the watchdog",
 			args: func(t *testing.T) []string {
-				return []string{"--job", fifoJob(t), "--cmd", "true", "--on-failure", "leave", "--boot-grace", "5s"}
+				return []string{"--job", fifoJob(t), "--cmd", "true", "--on-failure", "leave", "--boot-grace", "30s"}
 			},
 			want: []string{"left to its watchdog", "boot grace"},
 			verify: func(t *testing.T, w *world, r *state.Run) {
