@@ -1,7 +1,6 @@
 package bootstrap_test
 
 import (
-	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/base64"
@@ -115,24 +114,6 @@ func readString(path string) string {
 	return string(b)
 }
 
-// syncBuffer is a bytes.Buffer safe for a process writing while a test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 var (
 	nsOnce sync.Once
 	nsErr  error
@@ -176,7 +157,7 @@ type podSpec struct {
 type pod struct {
 	t      *testing.T
 	cmd    *exec.Cmd
-	stderr *syncBuffer
+	stderr *shtest.SyncBuffer
 	done   chan struct{}
 }
 
@@ -223,7 +204,7 @@ func startPod(t *testing.T, spec podSpec) *pod {
 	for k, v := range spec.env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	p := &pod{t: t, cmd: cmd, stderr: &syncBuffer{}, done: make(chan struct{})}
+	p := &pod{t: t, cmd: cmd, stderr: &shtest.SyncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout = p.stderr
 	cmd.Stderr = p.stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -3,6 +3,7 @@ package runpod
 import (
 	"context"
 	"errors"
+	"github.com/overbrainer/overbrainer-go/internal/shtest"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -154,7 +155,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 
 // TestLogLines checks what a request logs at debug level.
 func TestLogLines(t *testing.T) {
-	var buf syncBuffer
+	var buf shtest.SyncBuffer
 	c, fs := setup(t, WithLogger(slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))), WithDebug(false))
 	fs.handle("GET /pods/{id}", failThen(1, retryAfter(503, "3")))
 	if _, err := c.GetPod(context.Background(), "p1"); err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/overbrainer/overbrainer-go/internal/shtest"
 	"io"
 	"log/slog"
 	"mime"
@@ -45,29 +46,12 @@ type fakeServer struct {
 	t       *testing.T
 	mux     *http.ServeMux
 	srv     *httptest.Server
-	logBuf  *syncBuffer
+	logBuf  *shtest.SyncBuffer
 	secrets []string // strings that must not leak, besides testKey
 
 	mu        sync.Mutex
 	exchanges []exchange
 	waits     []time.Duration
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // setup starts a fake Runpod and a client for it (go-github style). The
@@ -76,7 +60,7 @@ func (s *syncBuffer) String() string {
 // (set c.sleep = sleepCtx to really wait).
 func setup(t *testing.T, opts ...Option) (*Client, *fakeServer) {
 	t.Helper()
-	fs := &fakeServer{t: t, mux: http.NewServeMux(), logBuf: &syncBuffer{}}
+	fs := &fakeServer{t: t, mux: http.NewServeMux(), logBuf: &shtest.SyncBuffer{}}
 	fs.srv = httptest.NewServer(http.HandlerFunc(fs.serve))
 	logger := slog.New(slog.NewTextHandler(fs.logBuf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	all := append([]Option{

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -146,26 +145,9 @@ func (l *local) run(args ...string) *proc {
 type proc struct {
 	t              *testing.T
 	cmd            *exec.Cmd
-	stdout, stderr *syncBuffer
+	stdout, stderr *shtest.SyncBuffer
 	done           chan struct{}
 	code           int
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func (w *world) start(args ...string) *proc {
@@ -175,7 +157,7 @@ func (w *world) start(args ...string) *proc {
 
 func startProc(t *testing.T, cmd *exec.Cmd, args []string) *proc {
 	t.Helper()
-	p := &proc{t: t, cmd: cmd, stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
+	p := &proc{t: t, cmd: cmd, stdout: &shtest.SyncBuffer{}, stderr: &shtest.SyncBuffer{}, done: make(chan struct{})}
 	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
 	t.Logf("launch %s", strings.Join(args, " "))
 	if err := p.cmd.Start(); err != nil {

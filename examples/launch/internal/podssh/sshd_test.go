@@ -1,14 +1,12 @@
 package podssh
 
 import (
-	"bytes"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,26 +17,7 @@ import (
 // host key and one authorized client key.
 type sshd struct {
 	addr string
-	log  *syncBuffer
-}
-
-// syncBuffer is a bytes.Buffer that sshd's output goroutine and the test
-// may use at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	log  *shtest.SyncBuffer
 }
 
 func startSSHD(t *testing.T, host *Key, authorized string) *sshd {
@@ -93,7 +72,7 @@ LogLevel VERBOSE
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var log syncBuffer
+	var log shtest.SyncBuffer
 	cmd := exec.Command(bin, "-D", "-e", "-f", cfgFile)
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
