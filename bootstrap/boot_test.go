@@ -115,9 +115,10 @@ func (w *world) env() map[string]string {
 
 // wrapCommands puts a directory on PATH, after the stubs, where every
 // program of the system directories is a wrapper that logs its command line
-// to w.argvLog and execs the real one. A secret passed to any program that
-// the scripts find through PATH then shows up in the log, however short the
-// program lived.
+// to w.argvLog (and to w.argvLog+".key" when its environment holds
+// RUNPOD_API_KEY) and execs the real one. A secret passed to any program
+// that the scripts find through PATH then shows up in the log, however short
+// the program lived.
 func (w *world) wrapCommands(env map[string]string) {
 	w.t.Helper()
 	dir := w.t.TempDir()
@@ -133,8 +134,10 @@ func (w *world) wrapCommands(env map[string]string) {
 				continue
 			}
 			seen[name] = true
-			body := fmt.Sprintf("#!/bin/sh\nprintf '%%s\\n' %s\" $*\" >> %s\nexec %s \"$@\"\n",
-				shellQuote(name), shellQuote(w.argvLog), shellQuote(filepath.Join(d, name)))
+			body := fmt.Sprintf("#!/bin/sh\nprintf '%%s\\n' %[1]s\" $*\" >> %[2]s\n"+
+				"[ -z \"${RUNPOD_API_KEY+set}\" ] || printf '%%s\\n' %[1]s\" $*\" >> %[3]s\n"+
+				"exec %[4]s \"$@\"\n",
+				shellQuote(name), shellQuote(w.argvLog), shellQuote(w.argvLog+".key"), shellQuote(filepath.Join(d, name)))
 			if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o755); err != nil {
 				w.t.Fatal(err)
 			}
@@ -316,6 +319,20 @@ func TestBootServesSSH(t *testing.T) {
 	}
 	w.checkArgvLog(append(w.host.secrets(w.apiKey), env["HF_TOKEN"]), bootPrograms...)
 	noSecretIn(t, "the pod's output", p.stderr.String(), w.host.secrets(w.apiKey))
+	// sshd (its config check too) and the boot guard's sleeps, which
+	// outlive the guard, never see the pod's key; the bootstrap's own
+	// children (curl, its waits) may: it waits for them.
+	log := "\n" + readString(w.argvLog)
+	for _, want := range []string{"\nsshd -t ", "\nsshd -f ", "\nsleep 1\n"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the command line log lacks %q (not run through PATH?):%s", want[1:], log)
+		}
+	}
+	for _, line := range strings.Split(readString(w.argvLog+".key"), "\n") {
+		if strings.HasPrefix(line, "sshd ") || line == "sleep 1" {
+			t.Errorf("%q ran with the API key in its environment", line)
+		}
+	}
 	if apiCount(w.api, "GET", "/pods/"+w.podID, w.apiKey) == 0 {
 		t.Error("the watchdog never probed the API with the pod's key")
 	}

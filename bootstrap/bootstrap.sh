@@ -115,6 +115,10 @@ start_guard() {
   limit=${OVERBRAINER_BOOT_TIMEOUT:-900}
   case $limit in '' | *[!0-9]*) limit=900 ;; esac
   (
+    # The key waits unexported: the sleeps outlive stop_guard by up to a
+    # second, orphaned, and must not carry it.
+    guard_key=${RUNPOD_API_KEY:-}
+    unset RUNPOD_API_KEY
     waited=0
     while [ "$waited" -lt "$limit" ]; do
       sleep 1
@@ -123,7 +127,8 @@ start_guard() {
     say "failed: bootstrap_timeout (still running after ${limit}s)"
     printf 'bootstrap_timeout\n' >"$POD_DIR/bootstrap_failed"
     OVERBRAINER_BOOT_FAILED=1
-    export OVERBRAINER_BOOT_FAILED
+    RUNPOD_API_KEY=$guard_key
+    export OVERBRAINER_BOOT_FAILED RUNPOD_API_KEY
     umask 022
     exec "${BASH:-sh}" "$WATCHDOG"
   ) </dev/null &
@@ -329,7 +334,7 @@ ClientAliveInterval 30
 ClientAliveCountMax 6
 Subsystem sftp internal-sftp
 SSHD_END
-  if ! "$SSHD" -t -f "$ETC/sshd_config" </dev/null >&2; then
+  if ! (unset RUNPOD_API_KEY && exec "$SSHD" -t -f "$ETC/sshd_config") </dev/null >&2; then
     fail sshd_failed
   fi
   rm -f "$ETC/sshd.log" "$ETC/sshd.pid"

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -377,11 +378,33 @@ func TestRmAndOrphans(t *testing.T) {
 		t.Fatalf("pod %s after rm", pod.Status)
 	}
 
+	// A launcher SIGKILLed before it removed its run's secret leaves a
+	// known run, its pod gone, its secret still there. While a launcher
+	// holds the run's lock the secret stays: that launcher cleans up.
+	left := "overbrainer_host_key_" + r.ID
+	w.srv.AddSecret(left, "c2VjcmV0")
+	st, err := state.Open(w.stateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock, err := st.TryLock(r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
 	o := w.run("rm", "--all-orphans")
+	lock.Unlock()
 	if o.code != 0 {
 		t.Fatalf("rm --all-orphans exit %d", o.code)
 	}
 	mustContain(t, "rm --all-orphans", o.stderr.String(), "orphan pod "+orphan.ID, "orphan secret overbrainer_host_key_elsewhere-1 deleted")
+	if !slices.ContainsFunc(w.srv.Secrets(), func(s runpodtest.Secret) bool { return s.Name == left }) {
+		t.Fatalf("rm --all-orphans removed the secret of a run a launcher holds: %s", o.stderr.String())
+	}
+	o = w.run("rm", "--all-orphans")
+	if o.code != 0 {
+		t.Fatalf("second rm --all-orphans exit %d", o.code)
+	}
+	mustContain(t, "second rm --all-orphans", o.stderr.String(), "secret "+left+" of run "+r.ID+" deleted")
 	if pod, _ := w.srv.Pod(orphan.ID); pod.Status != runpodtest.StatusTerminated {
 		t.Fatalf("orphan %s", pod.Status)
 	}

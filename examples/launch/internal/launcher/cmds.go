@@ -297,7 +297,8 @@ saying plainly when only a stop worked and the volume still bills) and its
 host key secret. The run's local state and downloaded results stay.
 --all-orphans deletes the overbrainer pods and secrets of runs that this
 machine's state does not know (runs of other machines included: look at
-"launch ls" first).`)
+"launch ls" first), and the secret of a known run whose pod is gone and
+whose launcher is no longer running (one killed before it cleaned up).`)
 	orphans := fs.Bool("all-orphans", false, "delete every overbrainer pod and secret that no local run knows")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -401,9 +402,40 @@ func (a *app) rmOrphans(ctx context.Context) error {
 		res := a.deletePod(ctx, &state.Run{ID: id, PodID: p.ID})
 		failed = failed || res.StillBilling()
 	}
+	// A known run's pod still holding its name keeps its secret (a pod
+	// that restarts reads it again); a terminated pod does not.
+	podOf := map[string]bool{}
+	for _, p := range pods {
+		if p.Status != runpod.StatusTerminated {
+			podOf[strings.TrimPrefix(p.Name, PodNamePrefix)] = true
+		}
+	}
 	for _, s := range secrets {
 		id, ok := strings.CutPrefix(s.Name, secretPrefix)
-		if !ok || known[id] {
+		if !ok {
+			continue
+		}
+		if known[id] {
+			// A launcher killed between creating the secret and cleaning
+			// up leaves it behind: the run is known, its pod is gone and
+			// no launcher holds its lock. A held lock means a live
+			// launcher that will remove the secret itself.
+			if podOf[id] {
+				continue
+			}
+			lock, err := a.store.TryLock(id)
+			if err != nil {
+				continue
+			}
+			err = a.api.DeleteSecret(ctx, s.ID)
+			lock.Unlock()
+			n++
+			if err != nil && !errors.Is(err, runpod.ErrNotFound) {
+				a.say("could not delete secret %s of run %s (its pod is gone): %v", s.Name, id, err)
+				failed = true
+				continue
+			}
+			a.say("secret %s of run %s deleted (its pod is gone)", s.Name, id)
 			continue
 		}
 		n++
