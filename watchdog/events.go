@@ -32,11 +32,14 @@ const (
 // Delete reasons (the reason field of a KindDeleteReason event).
 const (
 	DeleteBootstrapFailed = "bootstrap_failed"
-	DeleteCostCap         = "cost_cap"
-	DeleteDeadline        = "deadline"
-	DeleteRetrieved       = "retrieved"
-	DeleteAbandoned       = "abandoned"
-	DeleteNeverStarted    = "never_started"
+	// DeletePodDirUnsafe: .pod was a symlink when the watchdog started, so
+	// its control files could not be trusted; the watchdog fails closed.
+	DeletePodDirUnsafe = "pod_dir_unsafe"
+	DeleteCostCap      = "cost_cap"
+	DeleteDeadline     = "deadline"
+	DeleteRetrieved    = "retrieved"
+	DeleteAbandoned    = "abandoned"
+	DeleteNeverStarted = "never_started"
 )
 
 // Event is one line of the watchdog log: `<unix time> <kind> key=value...`,

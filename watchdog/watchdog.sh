@@ -76,10 +76,13 @@ log() {
 number() {
   number=
   case $1 in
-    '' | *[!0-9]* | ???????????*) return 1 ;;
+    '' | *[!0-9]*) return 1 ;;
   esac
   number=${1#"${1%%[!0]*}"}
   [ -n "$number" ] || number=0
+  case $number in
+    ???????????*) number= && return 1 ;;
+  esac
 }
 
 # shrink A B: sets $shrunk_a and $shrunk_b to A and B (decimal digits, up to
@@ -110,16 +113,43 @@ setting() {
   number=$3
 }
 
-# pod_number NAME: sets $number to the number the client wrote in .pod/NAME,
-# empty when the file is missing or holds anything else. A builtin read, not
-# cat: this runs every tick and must not cost a process.
-pod_number() {
+# small_read FILE: sets $raw to the first bytes of FILE when it is a regular
+# file, empty otherwise. The client and the job write these files; a FIFO, a
+# device or a huge file put there must never stall the loop, so only a
+# regular file is read, and only its first 32 bytes (one process: head).
+small_read() {
   raw=
-  read -r raw 2>/dev/null <"$POD_DIR/$1" || :
+  [ -f "$1" ] || return 0
+  { raw=$(head -c 32 -- "$1"); } 2>/dev/null
+  raw=${raw%%"$NL"*}
+}
+NL='
+'
+
+# pod_number NAME: sets $number to the number the client wrote in .pod/NAME,
+# empty when the file is missing or holds anything else.
+pod_number() {
+  small_read "$POD_DIR/$1"
   number "$raw" || :
 }
 
+# fresh_file PATH: removes PATH before the watchdog writes it, so that a
+# symlink put there never sends the write outside the run directory.
+fresh_file() {
+  rm -f -- "$1" 2>/dev/null
+}
+
+# A .pod that is a symlink (or a log that is one) would send every write of
+# the watchdog elsewhere: the watchdog makes its own.
+# Its control files cannot be trusted then: the pod is deleted at once
+# (pod_dir_unsafe), failing closed.
+POD_DIR_UNSAFE=0
+if [ -h "$POD_DIR" ]; then
+  rm -f -- "$POD_DIR" 2>/dev/null
+  POD_DIR_UNSAFE=1
+fi
 mkdir -p "$POD_DIR" 2>/dev/null
+if [ -h "$POD_DIR/watchdog.log" ]; then rm -f -- "$POD_DIR/watchdog.log" 2>/dev/null; fi
 
 setting OVERBRAINER_INTERVAL "${OVERBRAINER_INTERVAL:-}" 60 && INTERVAL=$number
 [ "$INTERVAL" -ge 1 ] || INTERVAL=1
@@ -215,6 +245,7 @@ request_snapshot() {
     return 0
   fi
   tmp=$RUN_DIR/snapshot.request.$$.tmp
+  fresh_file "$tmp"
   if printf '%s\n' "$1" >"$tmp" 2>/dev/null && mv -f "$tmp" "$RUN_DIR/snapshot.request" 2>/dev/null; then
     requested_at=$n
     log "snapshot_requested reason=$1 adopted=0${2:+ $2}"
@@ -250,6 +281,8 @@ measure_volume() {
     rm -f "$POD_DIR/du.running" 2>/dev/null
     return 0
   fi
+  fresh_file "$POD_DIR/du.running"
+  fresh_file "$POD_DIR/du.out"
   : >"$POD_DIR/du.running" 2>/dev/null
   if [ -n "$TIMEOUT" ]; then
     timeout -k 5 30 "$DU" -sk -- "$VOLUME_DIR" >"$POD_DIR/du.out" 2>/dev/null </dev/null &
@@ -371,6 +404,7 @@ probe() {
 # verdict TEXT: replaces .pod/watchdog atomically, so the client never reads a
 # half-written verdict.
 verdict() {
+  fresh_file "$POD_DIR/watchdog.tmp"
   printf '%s\n' "$1" >"$POD_DIR/watchdog.tmp" 2>/dev/null &&
     mv -f "$POD_DIR/watchdog.tmp" "$POD_DIR/watchdog" 2>/dev/null
 }
@@ -384,7 +418,7 @@ job_ended() {
   if [ -f "$RUN_DIR/exit_code" ]; then ended_by=exit_code; return 0; fi
   if [ -f "$RUN_DIR/cancelled" ]; then ended_by=cancelled; return 0; fi
   raw=
-  read -r raw 2>/dev/null <"$RUN_DIR/job.pid" || :
+  small_read "$RUN_DIR/job.pid"
   number "$raw" || return 1
   [ "$number" -gt 1 ] || return 1
   group_signal 0 "$number" && return 1
@@ -435,6 +469,7 @@ trap 'on_signal INT' INT
 # instead of up to INTERVAL later. .pod/watchdog.pid says whom to signal; it
 # is written once the trap is set, so a HUP can never kill the watchdog.
 trap wake HUP
+fresh_file "$POD_DIR/watchdog.pid.tmp"
 printf '%s\n' "$$" >"$POD_DIR/watchdog.pid.tmp" 2>/dev/null &&
   mv -f "$POD_DIR/watchdog.pid.tmp" "$POD_DIR/watchdog.pid" 2>/dev/null
 
@@ -533,6 +568,8 @@ while :; do
   reason=
   if [ "$BOOT_FAILED" = 1 ]; then
     reason=bootstrap_failed
+  elif [ "$POD_DIR_UNSAFE" = 1 ]; then
+    reason=pod_dir_unsafe
   elif [ "$kept" = 0 ]; then
     if [ -n "$cost_cap_at" ]; then
       if [ "$n" -ge "$cost_cap_at" ]; then reason=cost_cap; else due "$cost_cap_at"; fi

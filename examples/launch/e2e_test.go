@@ -135,9 +135,9 @@ func TestAttachAfterKill(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	p := w.start(args([]string{"run"}, fast, demo(12))...)
-	p.waitOutput("step 3/12", 2*time.Minute)
+	p.waitOutput("step 3/12", patience)
 	p.signal(syscall.SIGKILL)
-	p.wait(time.Minute)
+	p.wait(patience)
 	r := w.onlyRun()
 	if r.Phase != state.PhaseRunning {
 		t.Fatalf("phase %s after the kill", r.Phase)
@@ -196,11 +196,11 @@ func TestKilledClientLeavesThePodToItsWatchdog(t *testing.T) {
 			w := newWorld(t)
 			began := time.Now()
 			p := w.start(args([]string{"run"}, fast, c.args)...)
-			p.waitOutput(c.until, 2*time.Minute)
+			p.waitOutput(c.until, patience)
 			p.signal(syscall.SIGKILL)
-			p.wait(time.Minute)
+			p.wait(patience)
 			r := w.onlyRun()
-			pod := w.waitPodGone(r, 2*time.Minute)
+			pod := w.waitPodGone(r, patience)
 			// The pod's own key deleted it: its watchdog did.
 			byWatchdog := false
 			for _, req := range w.srv.Requests() {
@@ -236,9 +236,9 @@ func TestDetachLsStop(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	p := w.start(args([]string{"run"}, fast, demo(600))...)
-	p.waitOutput("step 2/600", 2*time.Minute)
+	p.waitOutput("step 2/600", patience)
 	p.signal(syscall.SIGINT)
-	if code := p.wait(time.Minute); code != 130 {
+	if code := p.wait(patience); code != 130 {
 		t.Fatalf("exit %d after Ctrl-C, want 130", code)
 	}
 	mustContain(t, "stderr", p.stderr.String(), "detached from pod", "launch attach ")
@@ -302,9 +302,9 @@ func TestDownOnInterrupt(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	p := w.start(args([]string{"run", "--down-on-interrupt"}, fast, demo(600))...)
-	p.waitOutput("checkpoint: step 5", 2*time.Minute)
+	p.waitOutput("checkpoint: step 5", patience)
 	p.signal(syscall.SIGINT)
-	if code := p.wait(time.Minute); code != 130 {
+	if code := p.wait(patience); code != 130 {
 		t.Fatalf("exit %d after Ctrl-C, want 130", code)
 	}
 	mustContain(t, "stderr", p.stderr.String(), "results downloaded", "deleted", "cost: ~$")
@@ -333,9 +333,9 @@ func TestRmAndOrphans(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, runpodtest.AllowPodsLeft())
 	p := w.start(args([]string{"run", "--volume-gb", "10"}, fast, demo(600))...)
-	p.waitOutput("step 1/600", 2*time.Minute)
+	p.waitOutput("step 1/600", patience)
 	p.signal(syscall.SIGINT)
-	p.wait(time.Minute)
+	p.wait(patience)
 	r := w.onlyRun()
 
 	// An orphan: a pod and a secret of a run this machine never knew.
@@ -505,7 +505,7 @@ func TestFailuresDeleteThePod(t *testing.T) {
 		{
 			name: "upload fails, pod left to the watchdog",
 			args: func(t *testing.T) []string {
-				return []string{"--job", fifoJob(t), "--cmd", "true", "--on-failure", "leave", "--boot-grace", "5s"}
+				return []string{"--job", fifoJob(t), "--cmd", "true", "--on-failure", "leave", "--boot-grace", "30s"}
 			},
 			want: []string{"left to its watchdog", "boot grace"},
 			verify: func(t *testing.T, w *world, r *state.Run) {
@@ -513,7 +513,7 @@ func TestFailuresDeleteThePod(t *testing.T) {
 					t.Fatalf("phase %s", r.Phase)
 				}
 				// No job: the watchdog's boot grace deletes the pod.
-				w.waitPodGone(r, 2*time.Minute)
+				w.waitPodGone(r, patience)
 				if rm := w.run("rm", r.ID); rm.code != 0 {
 					t.Fatalf("rm exit %d", rm.code)
 				}
@@ -604,12 +604,12 @@ func TestLocalServerDetachAndStop(t *testing.T) {
 	t.Parallel()
 	l := newLocal(t)
 	srv := l.start("local-server")
-	srv.waitOutput("local Runpod emulator at", time.Minute)
+	srv.waitOutput("local Runpod emulator at", patience)
 
 	p := l.start(args([]string{"--local", "run"}, fast, demo(600))...)
-	p.waitOutput("step 1/600", 2*time.Minute)
+	p.waitOutput("step 1/600", patience)
 	p.signal(syscall.SIGINT)
-	if code := p.wait(time.Minute); code != 130 {
+	if code := p.wait(patience); code != 130 {
 		t.Fatalf("exit %d after Ctrl-C", code)
 	}
 	mustContain(t, "stderr", p.stderr.String(), "using the local-server", "detached from pod")
@@ -624,7 +624,7 @@ func TestLocalServerDetachAndStop(t *testing.T) {
 	mustContain(t, "stop", s.stderr.String(), "results downloaded", "deleted")
 
 	srv.signal(syscall.SIGINT)
-	if code := srv.wait(time.Minute); code != 0 {
+	if code := srv.wait(patience); code != 0 {
 		t.Fatalf("local-server exit %d", code)
 	}
 	if _, err := os.Stat(filepath.Join(l.stateDir, "local-server.json")); err == nil {
@@ -661,14 +661,14 @@ func TestStopWhileFollowed(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	p := w.start(args([]string{"run"}, fast, demo(600))...)
-	p.waitOutput("step 2/600", 2*time.Minute)
+	p.waitOutput("step 2/600", patience)
 	r := w.onlyRun()
 	s := w.run("stop", r.ID)
 	if s.code != 0 {
 		t.Fatalf("stop exit %d", s.code)
 	}
 	mustContain(t, "stop stderr", s.stderr.String(), "another launcher follows run")
-	if code := p.wait(2 * time.Minute); code != 0 {
+	if code := p.wait(patience); code != 0 {
 		t.Fatalf("run exit %d", code)
 	}
 	mustContain(t, "run stdout", p.stdout.String(), "snapshot requested (stop): checkpointing and stopping")

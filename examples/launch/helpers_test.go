@@ -82,6 +82,10 @@ func newWorld(t *testing.T, opts ...runpodtest.Option) *world {
 	return &world{t: t, srv: srv, stateDir: filepath.Join(t.TempDir(), "state")}
 }
 
+// patience bounds each wait of the tests: generous, since on a loaded
+// machine a pod's SSH sessions (a login shell each) can take a minute.
+const patience = 5 * time.Minute
+
 // fast are the knobs that make a run take seconds: the watchdog ticks every
 // second, the lease lives 5 s and is renewed every second.
 var fast = []string{
@@ -134,7 +138,7 @@ func (l *local) start(args ...string) *proc {
 func (l *local) run(args ...string) *proc {
 	l.t.Helper()
 	p := l.start(args...)
-	p.wait(4 * time.Minute)
+	p.wait(2 * patience)
 	return p
 }
 
@@ -244,7 +248,7 @@ func (p *proc) signal(sig syscall.Signal) {
 func (w *world) run(args ...string) *proc {
 	w.t.Helper()
 	p := w.start(args...)
-	p.wait(4 * time.Minute)
+	p.wait(2 * patience)
 	return p
 }
 

@@ -37,7 +37,7 @@ const maxChunk = 1 << 20
 
 // shortCommand bounds the small commands (a poll, a put, the clock, the
 // start): one that takes longer is taken for a broken connection.
-const shortCommand = time.Minute
+const shortCommand = 3 * time.Minute
 
 // statusEvery is how often a line tells how long the job has run and what
 // it cost so far.
@@ -360,6 +360,7 @@ func (d *driver) prepare(ctx context.Context) error {
 			return err
 		}
 	}
+	defer d.holdLease(ctx)()
 	err := d.conn.UploadTar(ctx, d.r.RunDir, func(tw *tar.Writer) error {
 		if err := podssh.AddTree(tw, d.r.JobDir, jobctl.JobDir+"/"); err != nil {
 			return err
@@ -408,12 +409,48 @@ func (d *driver) planCost(ctx context.Context) error {
 	return nil
 }
 
+// holdLease renews the lease every LeaseEvery through the watch session
+// while the launcher works in other sessions (an upload, a download): the
+// client is there, output or not. The returned function stops it.
+func (d *driver) holdLease(ctx context.Context) (release func()) {
+	w, err := d.watcher()
+	if err != nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	offset := d.r.LogOffset
+	go func() {
+		defer close(done)
+		t := time.NewTicker(d.r.LeaseEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			lctx, lcancel := context.WithTimeout(ctx, shortCommand)
+			_, _, err := w.Poll(lctx, offset, true, 0)
+			lcancel()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
 // start starts the job, the HF token on the session's stdin only.
 func (d *driver) start(ctx context.Context) error {
 	in, err := jobctl.StartInput(d.o.hfToken)
 	if err != nil {
 		return err
 	}
+	defer d.holdLease(ctx)()
 	sctx, cancel := context.WithTimeout(ctx, shortCommand)
 	defer cancel()
 	out, err := d.conn.Output(sctx, jobctl.StartCommand(d.r.RunDir, podenv.JobEnv), in)
@@ -581,7 +618,9 @@ func (d *driver) collect(ctx context.Context, st jobctl.State) error {
 		d.a.say("job ended without an exit code (killed)")
 	}
 	if st.Started() {
+		release := d.holdLease(ctx)
 		got, err := d.conn.Download(ctx, d.r.RunDir, resultNames, d.r.OutDir)
+		release()
 		if err != nil {
 			return &collectError{err}
 		}
@@ -693,6 +732,12 @@ func (d *driver) finish(ctx context.Context, err error) error {
 		d.save()
 		d.a.printCost(d.r)
 		return &exitError{code: ExitFailed}
+	case errors.As(err, &collect) && d.podGone():
+		d.a.say("error: %v", err)
+		d.a.say("pod %s is gone: its results were not collected", d.r.PodID)
+		d.r.Note = err.Error()
+		d.teardown(state.PhaseFailed)
+		return &exitError{code: ExitFailed}
 	case errors.As(err, &collect):
 		// The outputs exist only on the pod: deleting it would lose them.
 		d.a.say("error: %v", err)
@@ -716,6 +761,14 @@ func (d *driver) finish(ctx context.Context, err error) error {
 	d.r.Note = err.Error()
 	d.teardown(state.PhaseFailed)
 	return &exitError{code: ExitFailed}
+}
+
+// podGone says the API knows the pod no more, or as ended.
+func (d *driver) podGone() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pod, err := d.a.api.GetPod(ctx, d.r.PodID)
+	return errors.Is(err, runpod.ErrNotFound) || (err == nil && podEnded(pod.Status))
 }
 
 // interrupted ends a run on Ctrl-C: detach, or down when asked or when the
