@@ -190,14 +190,17 @@ func (l *launcher) says(text string) func() bool {
 	return func() bool { return strings.Contains(l.output(), text) }
 }
 
-// wait waits for the launcher to exit and returns its exit code.
+// wait waits for the launcher to exit and returns its exit code. A run
+// under faults may take a client timeout (60 s) or two on top of its own
+// time.
 func (l *launcher) wait() int {
 	l.t.Helper()
+	limit := 2 * wait
 	select {
 	case <-l.done:
-	case <-time.After(wait):
+	case <-time.After(limit):
 		l.dump()
-		l.t.Fatalf("launch %s: still running after %s", strings.Join(l.args, " "), wait)
+		l.t.Fatalf("launch %s: still running after %s", strings.Join(l.args, " "), limit)
 	}
 	return l.code
 }

@@ -83,7 +83,9 @@ type cell struct {
 	faults    int           // fault answers the API served
 	exit      int           // the launcher's exit code (-1: killed)
 	leftPods  int
-	err       string
+	err       string // why the cell failed, if it did
+	// secretsLeft counts the run's secrets that rm --all-orphans left.
+	secretsLeft int
 }
 
 func (c *cell) name() string {
@@ -171,7 +173,7 @@ func printMatrix(t *testing.T, cells []*cell) {
 	for _, c := range cells {
 		byName[c.name()] = c
 	}
-	tried, left := 0, 0
+	tried, left, secretsLeft := 0, 0, 0
 	var worst time.Duration
 	worstCell := "-"
 	usd := 0.0
@@ -185,6 +187,7 @@ func printMatrix(t *testing.T, cells []*cell) {
 			}
 			tried++
 			left += c.leftPods
+			secretsLeft += c.secretsLeft
 			if c.pastBound > worst || worstCell == "-" {
 				worst, worstCell = c.pastBound, c.name()
 			}
@@ -193,32 +196,44 @@ func printMatrix(t *testing.T, cells []*cell) {
 		b.WriteString("\n")
 	}
 	var mutants []string
+	kept := 0
 	for _, c := range cells {
 		if c.mutant != "" {
 			mutants = append(mutants, c.name()+": "+c.summary())
+			if c.got == "kept" {
+				kept++
+			}
 		}
 	}
 	sort.Strings(mutants)
-	b.WriteString("rules removed (each cell must keep its pod past the bound):\n  " + strings.Join(mutants, "\n  ") + "\n")
+	b.WriteString("(!secret: rm --all-orphans left the run's secret)\nrules removed (each cell must keep its pod past the bound):\n  " + strings.Join(mutants, "\n  ") + "\n")
 	t.Log("\n" + b.String())
 	record(t, "fault matrix", "cells tried", "%d", tried)
 	record(t, "fault matrix", "pods left running", "%d", left)
 	record(t, "fault matrix", "worst delay past the bound", "%s (%s)", seconds(max(worst, 0)), worstCell)
 	record(t, "fault matrix", "dollars billed past the bound", "$%.6f", usd)
+	record(t, "fault matrix", "secrets left after rm --all-orphans", "%d", secretsLeft)
+	record(t, "fault matrix", "kill cells run without their rule", "%d of %d kept their pod past the bound (so each cell fails without its rule)", kept, len(mutants))
 }
 
 func (c *cell) summary() string {
+	var s string
 	switch {
 	case c == nil:
 		return "-"
 	case c.err != "":
-		return "! " + c.got + " " + firstLine(c.err)
+		s = "! " + c.got + " " + firstLine(c.err)
 	case c.got == "":
 		return "-"
 	case c.mutant != "":
-		return "kept past bound+slack: the cell fails"
+		s = "kept past bound+slack: the cell fails"
+	default:
+		s = fmt.Sprintf("%s %+.1fs", c.got, c.pastBound.Seconds())
 	}
-	return fmt.Sprintf("%s %+.1fs", c.got, c.pastBound.Seconds())
+	if c.secretsLeft > 0 {
+		s += " !secret"
+	}
+	return s
 }
 
 func firstLine(s string) string {
@@ -388,7 +403,7 @@ func runCell(t *testing.T, c *cell, sec *secretSet) {
 		e.retrieveGrace = retrieveGrace
 	}
 	defer func() {
-		if t.Failed() && c.err == "" {
+		if t.Failed() && c.err == "" && c.secretsLeft == 0 {
 			c.err = "failed"
 		}
 	}()
@@ -766,6 +781,7 @@ func (e *env) cleanUp(l *launcher) {
 		t.Errorf("pod %s (%s) still %s and billing after rm --all-orphans", p.ID, p.Name, p.Status)
 	}
 	for _, s := range e.srv.Secrets() {
+		e.c.secretsLeft++
 		t.Errorf("secret %s left after rm --all-orphans", s.Name)
 	}
 	name := e.c.name()
