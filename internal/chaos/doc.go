@@ -17,12 +17,21 @@
 //     sent, total wait), and 50 watchdogs on one machine whose cost caps
 //     all fire on time (worst delay);
 //   - secrets: how many process command lines, environments, files, logs
-//     and error strings were sampled for the keys and tokens (zero hits);
+//     and error strings were sampled for the account key, the pod key, the
+//     host private key and an HF token during the matrix and the clock
+//     runs, and the hits (zero);
 //   - hostile pod files and a pod clock 10 minutes off the client's: the
 //     delay of the cost cap past its time.
 //
 // Every timed assertion is the rule's own bound plus a slack for a loaded
-// 2-core machine (Slack in the tests), and each rule a cell relies on is
-// named: the test checks the watchdog's delete_reason, and a mutation test
-// removes the rule from the script to show the cell then fails.
+// 2-core machine (Slack in the tests; CHAOS_SLACK overrides it), and each
+// rule a cell relies on is named: the test checks the watchdog's
+// delete_reason, and a mutation test removes the rule from the watchdog
+// (for the matrix, from the launcher's embedded copy, through a build
+// overlay) to show that the cell then fails.
+//
+// The matrix's pods run under runpodtest's pod runner (root, Linux) with a
+// network volume as their workdir, so that the run directory, and the
+// watchdog's log in it, outlive the pod on this host. All cells run at
+// once: each mostly waits on a grace or a client timeout.
 package chaos

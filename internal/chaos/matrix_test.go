@@ -1,0 +1,808 @@
+package chaos_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/overbrainer/overbrainer-go/runpod"
+	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
+	"github.com/overbrainer/overbrainer-go/watchdog"
+)
+
+// The steps of a launch, in order, and the faults of the matrix.
+var (
+	matrixSteps  = []string{"secret", "create", "boot", "verdict", "upload", "job_start", "follow", "retrieve", "delete"}
+	matrixFaults = []string{"kill", "5xx", "429", "hang", "drop"}
+)
+
+// ruleClient is the "rule" of a cell whose launcher survives: it deletes
+// the pod itself, and its bound is its own exit.
+const ruleClient = "client"
+
+// ruleNoPod is the rule of a cell that ends before any pod exists.
+const ruleNoPod = "no_pod"
+
+// killRule is the watchdog rule that must delete the pod of a launcher
+// killed at a step.
+var killRule = map[string]string{
+	"secret":    ruleNoPod,
+	"create":    watchdog.DeleteNeverStarted,
+	"boot":      watchdog.DeleteNeverStarted,
+	"verdict":   watchdog.DeleteNeverStarted,
+	"upload":    watchdog.DeleteNeverStarted,
+	"job_start": watchdog.DeleteDeadline,
+	"follow":    watchdog.DeleteCostCap,
+	"retrieve":  watchdog.DeleteAbandoned,
+	"delete":    watchdog.DeleteRetrieved,
+}
+
+// The knobs of every matrix run: a 1 s watchdog tick and lease, a snapshot
+// lead and wait of 2 s. The graces are long, so that a slow step on a
+// loaded machine does not lose the pod, except in the cell whose rule they
+// are: short there, to keep the cell short.
+const (
+	longGrace     = 2 * time.Minute
+	bootGrace     = 20 * time.Second
+	retrieveGrace = 4 * time.Second
+	leaseTTL      = 3 * time.Second
+	snapshotWait  = 2 * time.Second
+	// jobStartDeadline is the deadline of the job_start kill cell, and
+	// followCap the time to the cost cap of the follow kill cell: late
+	// enough for the pod to boot on a loaded machine.
+	jobStartDeadline = 60 * time.Second
+	followCap        = 30 * time.Second
+	// bigFile makes the upload and the download take long enough to be
+	// killed in the middle (an SSH transfer of this many bytes).
+	bigFile = 32 << 20
+	// podPrice is the fake's price of the launcher's default GPU.
+	podPrice = 0.69
+)
+
+// matrixParallel bounds the cells running at once: each is a real pod, but
+// one that mostly waits (a grace, a client timeout), so all run at once.
+const matrixParallel = 64
+
+// cell is one run of the matrix and what came of it.
+type cell struct {
+	step, fault string
+	mutant      string // the watchdog rule removed from the launcher's pods, if any
+
+	rule      string        // the rule that must delete the pod
+	got       string        // who deleted it: a watchdog rule or ruleClient
+	pastBound time.Duration // when the pod ended relative to its bound
+	usdPast   float64       // billed past the bound
+	faults    int           // fault answers the API served
+	exit      int           // the launcher's exit code (-1: killed)
+	leftPods  int
+	err       string // why the cell failed, if it did
+	// secretsLeft counts the run's secrets that rm --all-orphans left.
+	secretsLeft int
+}
+
+func (c *cell) name() string {
+	if c.mutant != "" {
+		return c.step + "/" + c.fault + "/without_" + c.mutant
+	}
+	return c.step + "/" + c.fault
+}
+
+// TestChaosFaultMatrix runs a launch for every step and fault of the
+// matrix, the secrets sampler watching all along, and prints the matrix.
+func TestChaosFaultMatrix(t *testing.T) {
+	needPods(t)
+	launcherBinary(t, "")
+	sec := newSecretSet()
+	stop := make(chan struct{})
+	sampled := sec.sampleProcsUntil(stop)
+	if os.Getenv("CHAOS_NOSAMPLE") != "" {
+		close(stop)
+		stop = make(chan struct{})
+	}
+
+	var (
+		mu    sync.Mutex
+		cells []*cell
+	)
+	sem := make(chan struct{}, matrixParallel)
+	t.Run("cells", func(t *testing.T) {
+		for _, step := range matrixSteps {
+			for _, fault := range matrixFaults {
+				c := &cell{step: step, fault: fault}
+				mu.Lock()
+				cells = append(cells, c)
+				mu.Unlock()
+				t.Run(step+"/"+fault, func(t *testing.T) {
+					t.Parallel()
+					sem <- struct{}{}
+					defer func() { <-sem }()
+					began := time.Now()
+					runCell(t, c, sec)
+					t.Logf("cell took %s", time.Since(began).Round(time.Second))
+				})
+			}
+		}
+		// Each rule a kill cell relies on, removed: that cell must fail.
+		seen := map[string]bool{}
+		for _, step := range matrixSteps {
+			rule := killRule[step]
+			if rule == ruleNoPod || seen[rule] {
+				continue
+			}
+			seen[rule] = true
+			c := &cell{step: step, fault: "kill", mutant: rule}
+			mu.Lock()
+			cells = append(cells, c)
+			mu.Unlock()
+			t.Run(step+"/kill/without_"+rule, func(t *testing.T) {
+				t.Parallel()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				runCell(t, c, sec)
+			})
+		}
+	})
+	close(stop)
+	<-sampled
+	printMatrix(t, cells)
+	hits, total := sec.hitList()
+	for _, h := range hits {
+		t.Errorf("secret found: %s", h)
+	}
+	record(t, "secrets", "samples checked during the matrix (process command lines and environments, files, logs, errors)", "%d", sec.samples.Load())
+	record(t, "secrets", "hits during the matrix", "%d", total)
+}
+
+// printMatrix logs the matrix and records its figures.
+func printMatrix(t *testing.T, cells []*cell) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "fault matrix (rule that deleted the pod, its time past the bound; ! = failed)\n%-10s", "step")
+	for _, f := range matrixFaults {
+		fmt.Fprintf(&b, " %-28s", f)
+	}
+	b.WriteString("\n")
+	byName := map[string]*cell{}
+	for _, c := range cells {
+		byName[c.name()] = c
+	}
+	tried, left, secretsLeft := 0, 0, 0
+	var worst time.Duration
+	worstCell := "-"
+	usd := 0.0
+	for _, step := range matrixSteps {
+		fmt.Fprintf(&b, "%-10s", step)
+		for _, f := range matrixFaults {
+			c := byName[step+"/"+f]
+			fmt.Fprintf(&b, " %-28s", c.summary())
+			if c.got == "" && c.err == "" {
+				continue // not run (filtered out)
+			}
+			tried++
+			left += c.leftPods
+			secretsLeft += c.secretsLeft
+			if c.pastBound > worst || worstCell == "-" {
+				worst, worstCell = c.pastBound, c.name()
+			}
+			usd += c.usdPast
+		}
+		b.WriteString("\n")
+	}
+	var mutants []string
+	kept := 0
+	for _, c := range cells {
+		if c.mutant != "" {
+			mutants = append(mutants, c.name()+": "+c.summary())
+			if c.got == "kept" {
+				kept++
+			}
+		}
+	}
+	sort.Strings(mutants)
+	b.WriteString("(!secret: rm --all-orphans left the run's secret)\nrules removed (each cell must keep its pod past the bound):\n  " + strings.Join(mutants, "\n  ") + "\n")
+	t.Log("\n" + b.String())
+	record(t, "fault matrix", "cells tried", "%d", tried)
+	record(t, "fault matrix", "pods left running", "%d", left)
+	record(t, "fault matrix", "worst delay past the bound", "%s (%s)", seconds(max(worst, 0)), worstCell)
+	record(t, "fault matrix", "dollars billed past the bound", "$%.6f", usd)
+	record(t, "fault matrix", "secrets left after rm --all-orphans", "%d", secretsLeft)
+	record(t, "fault matrix", "kill cells run without their rule", "%d of %d kept their pod past the bound (so each cell fails without its rule)", kept, len(mutants))
+}
+
+func (c *cell) summary() string {
+	var s string
+	switch {
+	case c == nil:
+		return "-"
+	case c.err != "":
+		s = "! " + c.got + " " + firstLine(c.err)
+	case c.got == "":
+		return "-"
+	case c.mutant != "":
+		s = "kept past bound+slack: the cell fails"
+	default:
+		s = fmt.Sprintf("%s %+.1fs", c.got, c.pastBound.Seconds())
+	}
+	if c.secretsLeft > 0 {
+		s += " !secret"
+	}
+	return s
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if len(s) > 40 {
+		s = s[:40] + "…"
+	}
+	return s
+}
+
+// env is one cell's world: a fake Runpod with the pod runner, a network
+// volume (the run directory lives there, so the watchdog's log outlives
+// the pod), a state directory, an HF token.
+type env struct {
+	t        *testing.T
+	c        *cell
+	sec      *secretSet
+	srv      *runpodtest.Server
+	vol      runpodtest.NetworkVolume
+	stateDir string
+	hf       string
+	bin      string
+	job      string // a job directory with a big file, for upload and retrieve cells
+	// bootGrace and retrieveGrace are the watchdog's graces in this cell.
+	bootGrace, retrieveGrace time.Duration
+}
+
+func (e *env) environ() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "RUNPOD_") && !strings.HasPrefix(kv, "OVERBRAINER_") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, "RUNPOD_API_KEY="+e.srv.APIKey(), "CHAOS_HF="+e.hf)
+}
+
+func (e *env) global() []string {
+	return []string{"--state-dir", e.stateDir, "--api-url", e.srv.BaseURL(), "--graphql-url", e.srv.GraphQLURL()}
+}
+
+// runArgs are the cell's `launch run` flags.
+func (e *env) runArgs() []string {
+	args := append([]string{"run"}, e.global()...)
+	args = append(args,
+		"--network-volume", e.vol.ID, "--volume-path", "/workspace",
+		"--poll", "200ms", "--lease-every", "1s", "--lease-ttl", dur(leaseTTL), "--watchdog-interval", "1s",
+		"--probe-wait", "1s", "--snapshot-lead", "2s", "--snapshot-wait", dur(snapshotWait),
+		"--start-timeout", "3m", "--verdict-timeout", "3m",
+		"--boot-grace", dur(e.bootGrace), "--retrieve-grace", dur(e.retrieveGrace),
+		"--hf-token-env", "CHAOS_HF", "--pod-env", "OVERBRAINER_CURL_TIMEOUT=3",
+	)
+	hours := func(d time.Duration) string { return strconv.FormatFloat(d.Hours(), 'f', -1, 64) }
+	switch {
+	case e.c.fault == "kill" && e.c.step == "job_start":
+		return append(args, "--max-hours", hours(jobStartDeadline), "--job", e.job, "--cmd", "sh stubborn.sh")
+	case e.c.fault == "kill" && e.c.step == "follow":
+		usd := podPrice * followCap.Hours()
+		return append(args, "--max-hours", "1", "--max-cost-usd", strconv.FormatFloat(usd, 'f', -1, 64),
+			"--job", e.job, "--cmd", "sh stubborn.sh")
+	case e.c.step == "upload" || e.c.step == "retrieve":
+		return append(args, "--max-hours", "1", "--job", e.job, "--cmd", "sh job.sh")
+	}
+	return append(args, "--max-hours", "1", "--cmd", "DEMO_STEPS=3 sh train.sh")
+}
+
+func dur(d time.Duration) string { return strconv.Itoa(int(math.Ceil(d.Seconds()))) + "s" }
+
+// stubbornJob writes a job that runs until killed and ignores snapshot
+// requests: only the rule under test can end its pod (a job that obeyed the
+// snapshot would end, and the retrieve grace would delete the pod too).
+func stubbornJob(t *testing.T) string {
+	dir := t.TempDir()
+	script := "i=0\nwhile :; do i=$((i + 1)); echo \"step $i/\"; sleep 1; done\n"
+	if err := os.WriteFile(filepath.Join(dir, "stubborn.sh"), []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// bigJob writes a job whose directory and outputs hold a big file.
+func bigJob(t *testing.T) string {
+	dir := t.TempDir()
+	f, err := os.Create(filepath.Join(dir, "blob"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(bigFile); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	script := fmt.Sprintf("head -c %d /dev/zero > \"$OVERBRAINER_OUTPUTS/blob\"\necho done\n", bigFile)
+	if err := os.WriteFile(filepath.Join(dir, "job.sh"), []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// faultFor is the cell's fault as runpodtest injects it: twice for a
+// status or a dropped connection (the client's retries get through), once
+// for a hang (the client waits for its timeout).
+func faultFor(kind string) runpodtest.Fault {
+	switch kind {
+	case "5xx":
+		return runpodtest.Fault{Times: 2, Status: 503}
+	case "429":
+		return runpodtest.Fault{Times: 2, Status: 429, RetryAfter: "1"}
+	case "hang":
+		return runpodtest.Fault{Times: 1, Hang: true}
+	case "drop":
+		return runpodtest.Fault{Times: 2, Drop: true}
+	}
+	panic("unknown fault " + kind)
+}
+
+// apiPatterns are every API path a launch calls.
+var apiPatterns = []string{"/graphql", "/v2/pods", "/v2/pods/*", "/v2/pods/*/action", "/v2/network-volumes/*"}
+
+// stepMarkers are what the launcher writes when it enters each step after
+// the pod's create (the create itself is seen in the fake's request log).
+var stepMarkers = map[string]string{
+	"boot":      ") created: ",
+	"verdict":   "; SSH at ",
+	"upload":    "watchdog verdict: ",
+	"job_start": "uploaded ",
+	"follow":    "job started",
+	"retrieve":  "job ended",
+	"delete":    "results downloaded to ",
+}
+
+// nextMarker is what the launcher writes when it leaves each step.
+var nextMarker = map[string]string{
+	"boot": "; SSH at ", "verdict": "watchdog verdict: ", "upload": "uploaded ",
+	"job_start": "job started", "follow": "job ended", "retrieve": "results downloaded to ",
+}
+
+func runCell(t *testing.T, c *cell, sec *secretSet) {
+	e := &env{t: t, c: c, sec: sec, stateDir: filepath.Join(t.TempDir(), "state"),
+		hf: fmt.Sprintf("hf_chaos%dToken%x", time.Now().UnixNano(), os.Getpid())}
+	e.bin = launcherBinary(t, c.mutant)
+	opts := []runpodtest.Option{runpodtest.WithPodRunner()}
+	if c.mutant != "" {
+		// The mutant's pod outlives its bound on purpose; the test
+		// deletes it below.
+		opts = append(opts, runpodtest.AllowPodsLeft())
+	}
+	e.srv = runpodtest.NewTestServer(t, opts...)
+	_ = e.srv.Pods() // orders the server's start before the runner reads its URL (race detector)
+	e.vol = e.srv.AddNetworkVolume("", 20)
+	switch {
+	case c.step == "upload" || c.step == "retrieve":
+		e.job = bigJob(t)
+	case c.fault == "kill" && (c.step == "job_start" || c.step == "follow"):
+		e.job = stubbornJob(t)
+	}
+	sec.add(kindAccount, e.srv.APIKey())
+	sec.add(kindHF, e.hf)
+	c.rule = ruleClient
+	if c.fault == "kill" {
+		c.rule = killRule[c.step]
+	}
+	e.bootGrace, e.retrieveGrace = longGrace, longGrace
+	switch c.rule {
+	case watchdog.DeleteNeverStarted:
+		e.bootGrace = bootGrace
+	case watchdog.DeleteAbandoned:
+		e.retrieveGrace = retrieveGrace
+	}
+	defer func() {
+		if t.Failed() && c.err == "" && c.secretsLeft == 0 {
+			c.err = "failed"
+		}
+	}()
+
+	// Faults the launcher meets on its first call of a kind.
+	if c.fault != "kill" {
+		f := faultFor(c.fault)
+		switch c.step {
+		case "secret":
+			e.srv.Fail("POST", "/graphql", f)
+		case "create":
+			e.srv.Fail("POST", "/v2/pods", f)
+		case "boot":
+			f.Caller = runpodtest.CallerAccount
+			e.srv.Fail("GET", "/v2/pods/*", f)
+		case "delete":
+			f.Caller = runpodtest.CallerAccount
+			e.srv.Fail("DELETE", "/v2/pods/*", f)
+		}
+	} else if c.step == "delete" {
+		// Hold the launcher in its delete call, to kill it there.
+		e.srv.Fail("DELETE", "/v2/pods/*", runpodtest.Fault{Times: 1, Hang: true, Caller: runpodtest.CallerAccount})
+	} else if c.step == "secret" {
+		// Hold it in the secret's create call.
+		e.srv.Fail("POST", "/graphql", runpodtest.Fault{Times: 1, Hang: true})
+	}
+
+	began := time.Now()
+	l := startLauncher(t, e.bin, e.environ(), e.runArgs()...)
+	watchPods := make(chan struct{})
+	go e.watchPods(watchPods)
+	defer close(watchPods)
+
+	var killedAt time.Time
+	switch {
+	case c.fault == "kill":
+		if !l.waitFor(e.killTrigger(l)) {
+			c.err = "the launcher never reached the step"
+			t.Fatalf("the launcher never reached step %s (exit %d)", c.step, l.code)
+		}
+		l.kill()
+		killedAt = time.Now()
+		c.exit = -1
+	case c.step == "verdict":
+		// The watchdog's own probe fails: its key's calls, once the pod
+		// exists.
+		var id string
+		if !l.waitFor(func() bool { id = e.podID(); return id != "" }) {
+			t.Fatalf("no pod (exit %d)", l.code)
+		}
+		f := faultFor(c.fault)
+		f.Caller = id
+		e.srv.Fail("GET", "/v2/pods/*", f)
+	case stepMarkers[c.step] != "" && c.step != "boot" && c.step != "delete":
+		// Steps over SSH: every API call fails while the launcher is there.
+		if !l.waitFor(l.says(stepMarkers[c.step])) {
+			t.Fatalf("the launcher never reached step %s (exit %d)", c.step, l.code)
+		}
+		for _, p := range apiPatterns {
+			e.srv.Fail("", p, faultFor(c.fault))
+		}
+		l.waitFor(l.says(nextMarker[c.step]))
+		e.srv.ClearFaults()
+	}
+	if c.fault != "kill" {
+		c.exit = l.wait()
+		if c.exit != 0 {
+			c.err = fmt.Sprintf("launcher exit %d", c.exit)
+			t.Errorf("the launcher failed (exit %d) under %s at %s", c.exit, c.fault, c.step)
+		}
+	}
+	for _, r := range e.srv.Requests() {
+		if r.Fault {
+			c.faults++
+		}
+	}
+	if c.fault != "kill" && c.faults == 0 && stepMarkers[c.step] == "" {
+		t.Errorf("no fault was served: the cell tested nothing")
+	}
+
+	pod, ok := e.pod()
+	switch {
+	case !ok && c.rule == ruleNoPod:
+		c.got = ruleNoPod
+	case !ok:
+		c.err = "no pod"
+		t.Fatalf("no pod was created")
+	case c.mutant != "":
+		e.checkMutant(pod, killedAt)
+	default:
+		e.checkDeleted(pod, began, killedAt, l)
+	}
+	e.cleanUp(l)
+}
+
+// killTrigger says when the launcher is inside the cell's step.
+func (e *env) killTrigger(l *launcher) func() bool {
+	sent := func(method, path string) func() bool {
+		return func() bool {
+			for _, r := range e.srv.Requests() {
+				if r.Method == method && r.Path == path {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	switch e.c.step {
+	case "secret":
+		// Its first call, which hangs, follows this line at once.
+		return func() bool {
+			if !l.says(" (state in ")() {
+				return false
+			}
+			time.Sleep(300 * time.Millisecond)
+			return true
+		}
+	case "create":
+		return sent("POST", "/v2/pods")
+	case "job_start":
+		return l.says("job started")
+	case "follow":
+		return l.says("step 2/")
+	case "delete":
+		return func() bool {
+			for _, r := range e.srv.Requests() {
+				if r.Method == "DELETE" && r.Caller == runpodtest.CallerAccount {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	return l.says(stepMarkers[e.c.step])
+}
+
+func (e *env) pod() (runpodtest.Pod, bool) {
+	pods := e.srv.Pods()
+	if len(pods) > 1 {
+		e.t.Errorf("%d pods for one launch", len(pods))
+	}
+	if len(pods) == 0 {
+		return runpodtest.Pod{}, false
+	}
+	return pods[0], true
+}
+
+func (e *env) podID() string {
+	if p, ok := e.pod(); ok {
+		return p.ID
+	}
+	return ""
+}
+
+// watchPods registers each pod's key and the run's host key with the
+// secrets sampler as soon as they exist.
+func (e *env) watchPods(stop <-chan struct{}) {
+	for {
+		for _, p := range e.srv.Pods() {
+			e.sec.add(kindPod, e.srv.PodKey(p.ID))
+		}
+		for _, s := range e.srv.Secrets() {
+			e.sec.addHostKey(s.Value)
+		}
+		select {
+		case <-stop:
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// runDir is the run's directory on the network volume, on this host.
+func (e *env) runDir() string {
+	m, _ := filepath.Glob(filepath.Join(e.vol.Dir, "overbrainer", "*", watchdog.PodDir))
+	if len(m) != 1 {
+		return ""
+	}
+	return filepath.Dir(m[0])
+}
+
+// events parses the watchdog's log on the volume.
+func (e *env) events() []watchdog.Event {
+	dir := e.runDir()
+	if dir == "" {
+		return nil
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, watchdog.Log))
+	var evs []watchdog.Event
+	for _, line := range strings.Split(string(b), "\n") {
+		if ev, err := watchdog.ParseLine(line); err == nil {
+			evs = append(evs, ev)
+		}
+	}
+	return evs
+}
+
+func eventTime(evs []watchdog.Event, kind string) (time.Time, bool) {
+	for _, ev := range evs {
+		if ev.Kind == kind {
+			return ev.Time, true
+		}
+	}
+	return time.Time{}, false
+}
+
+func (e *env) fileNumber(name string) (int64, bool) {
+	b, err := os.ReadFile(filepath.Join(e.runDir(), name))
+	if err != nil {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return n, err == nil
+}
+
+// bound is the latest time the cell's rule may delete the pod, from the
+// watchdog's own log and the run's settings; ok is false when the log
+// lacks what the rule counts from.
+func (e *env) bound(killedAt time.Time, l *launcher) (time.Time, bool) {
+	evs := e.events()
+	switch e.c.rule {
+	case ruleClient:
+		return l.exitedAt, !l.exitedAt.IsZero()
+	case watchdog.DeleteNeverStarted:
+		at, ok := eventTime(evs, watchdog.KindStart)
+		return at.Add(e.bootGrace + ruleBound), ok
+	case watchdog.DeleteDeadline:
+		// The lease was last touched before the kill; past the deadline
+		// the watchdog asks for a snapshot and waits SNAPSHOT_WAIT for it
+		// (the job here never obeys).
+		deadline := time.Now()
+		for _, ev := range evs {
+			if ev.Kind == watchdog.KindStart {
+				if n, err := strconv.ParseInt(ev.Fields["deadline"], 10, 64); err == nil {
+					deadline = time.Unix(n, 0)
+				}
+			}
+		}
+		stale := killedAt.Add(leaseTTL)
+		if stale.Before(deadline) {
+			stale = deadline
+		}
+		return stale.Add(snapshotWait + ruleBound), true
+	case watchdog.DeleteCostCap:
+		n, ok := e.fileNumber(watchdog.CostCapAt)
+		return time.Unix(n, 0).Add(ruleBound), ok
+	case watchdog.DeleteAbandoned:
+		at, ok := eventTime(evs, watchdog.KindJobEnded)
+		return at.Add(e.retrieveGrace + ruleBound), ok
+	case watchdog.DeleteRetrieved:
+		at, ok := eventTime(evs, watchdog.KindRetrieved)
+		return at.Add(ruleBound), ok
+	}
+	return time.Time{}, false
+}
+
+// deletedBy says who deleted the pod: ruleClient when the account's
+// DELETE or terminate ended it, else the watchdog's logged reason.
+func (e *env) deletedBy(pod runpodtest.Pod) string {
+	for _, r := range e.srv.Requests() {
+		if r.Fault || r.Status/100 != 2 {
+			continue
+		}
+		del := r.Method == "DELETE" && r.Path == "/v2/pods/"+pod.ID ||
+			r.Method == "POST" && r.Path == "/v2/pods/"+pod.ID+"/action" && strings.Contains(string(r.Body), "terminate")
+		if !del {
+			continue
+		}
+		if r.Caller == runpodtest.CallerAccount {
+			return ruleClient
+		}
+		break
+	}
+	for _, ev := range e.events() {
+		if ev.Kind == watchdog.KindDeleteReason {
+			return ev.Fields["reason"]
+		}
+	}
+	return "unknown"
+}
+
+// checkDeleted waits for the pod to end and checks the rule and its bound.
+func (e *env) checkDeleted(pod runpodtest.Pod, began, killedAt time.Time, l *launcher) {
+	t, c := e.t, e.c
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	final, err := e.srv.WaitStatus(ctx, pod.ID, runpodtest.StatusTerminated)
+	if err != nil {
+		c.leftPods = 1
+		c.err = "pod left running"
+		t.Fatalf("pod %s still %s after %s", pod.ID, final.Status, wait)
+	}
+	c.got = e.deletedBy(final)
+	if c.rule == ruleClient && c.got == watchdog.DeleteRetrieved {
+		// The launcher marks the results retrieved and wakes the
+		// watchdog before its own delete call (which a fault may also
+		// fail): the watchdog may delete the pod first, by that marker.
+		// Either is right; the bound is the rule's.
+		c.rule = watchdog.DeleteRetrieved
+	}
+	if c.got != c.rule {
+		c.err = "deleted by " + c.got
+		t.Errorf("the pod was deleted by %q, want %q\nwatchdog log:\n%s", c.got, c.rule, e.logText())
+	}
+	bound, ok := e.bound(killedAt, l)
+	if !ok {
+		c.err = "no bound"
+		t.Fatalf("the watchdog's log lacks what rule %s counts from:\n%s", c.rule, e.logText())
+	}
+	c.pastBound = final.EndedAt.Sub(bound)
+	if c.pastBound > 0 {
+		c.usdPast = final.CostPerHr * c.pastBound.Hours()
+	}
+	var wd []string
+	for _, ev := range e.events() {
+		if ev.Kind == watchdog.KindDeleteReason || ev.Kind == watchdog.KindDeleted || ev.Kind == watchdog.KindStart {
+			wd = append(wd, fmt.Sprintf("%s at %+.0fs", ev.Kind, ev.Time.Sub(began).Seconds()))
+		}
+	}
+	t.Logf("deleted by %s, %+.2fs from the bound; launch began %s before the pod ended (watchdog: %s)",
+		c.got, c.pastBound.Seconds(), final.EndedAt.Sub(began).Round(time.Millisecond), strings.Join(wd, ", "))
+	if c.pastBound > Slack {
+		c.err = "late"
+		t.Errorf("the pod ended %s past its bound (slack %s)", seconds(c.pastBound), Slack)
+	}
+}
+
+// checkMutant: without its rule, the cell's pod must outlive the bound.
+func (e *env) checkMutant(pod runpodtest.Pod, killedAt time.Time) {
+	t, c := e.t, e.c
+	var bound time.Time
+	waitUntil(t, func() bool {
+		b, ok := e.bound(killedAt, nil)
+		bound = b
+		return ok
+	}, func() string {
+		return fmt.Sprintf("the watchdog's log never showed what rule %s counts from:\n%s", c.rule, e.logText())
+	})
+	limit := bound.Add(Slack)
+	for time.Now().Before(limit) {
+		if p, _ := e.srv.Pod(pod.ID); p.Status == runpodtest.StatusTerminated {
+			c.got = e.deletedBy(p)
+			c.err = "deleted without its rule"
+			t.Fatalf("without rule %s the pod was still deleted (by %s): the cell does not depend on it", c.rule, c.got)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	c.got = "kept"
+	c.pastBound = -Slack
+	// Clean up as a user would: delete it through the API.
+	api, err := runpod.New(e.srv.APIKey(), runpod.WithBaseURL(e.srv.BaseURL()), runpod.WithGraphQLURL(e.srv.GraphQLURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := api.DeletePod(context.Background(), pod.ID); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (e *env) logText() string {
+	b, _ := os.ReadFile(filepath.Join(e.runDir(), watchdog.Log))
+	return string(b)
+}
+
+// cleanUp runs `launch rm --all-orphans`, which must leave no pod and no
+// secret, and scans everything the run left for secrets.
+func (e *env) cleanUp(l *launcher) {
+	t := e.t
+	rm := startLauncher(t, e.bin, e.environ(), append(append([]string{"rm"}, e.global()...), "--all-orphans")...)
+	if code := rm.wait(); code != 0 {
+		t.Errorf("launch rm --all-orphans: exit %d", code)
+	}
+	for _, p := range e.srv.Billing() {
+		e.c.leftPods++
+		t.Errorf("pod %s (%s) still %s and billing after rm --all-orphans", p.ID, p.Name, p.Status)
+	}
+	for _, s := range e.srv.Secrets() {
+		e.c.secretsLeft++
+		t.Errorf("secret %s left after rm --all-orphans", s.Name)
+	}
+	name := e.c.name()
+	e.sec.scanTree(t, name+": the network volume", e.vol.Dir)
+	e.sec.scanTree(t, name+": the state directory", e.stateDir)
+	e.sec.check(name+": the launcher's output and errors", []byte(l.output()+rm.output()), nil)
+	for _, p := range e.srv.Pods() {
+		e.sec.check(name+": the pod's log", []byte(e.srv.PodLog(p.ID)), nil)
+		env := fmt.Sprint(p.Env, p.Args)
+		e.sec.check(name+": the pod's env and command in the create call", []byte(env), nil)
+	}
+}
+
+// waitUntil polls cond for the package's wait, failing with msg().
+func waitUntil(t *testing.T, cond func() bool, msg func() string) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal(msg())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

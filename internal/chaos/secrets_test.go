@@ -1,0 +1,322 @@
+package chaos_test
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/pem"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/overbrainer/overbrainer-go/bootstrap"
+)
+
+// Kinds of secret the suite looks for.
+const (
+	kindAccount = "account key"
+	kindPod     = "pod key"
+	kindHost    = "host private key"
+	kindHF      = "HF token"
+)
+
+// secretSet is every secret value the runs of a test handed out, and what
+// the samples found.
+type secretSet struct {
+	mu      sync.Mutex
+	values  map[string]string // value → kind
+	hits    map[string]int    // where a secret showed up (never the value) → how often
+	samples atomic.Int64
+}
+
+func newSecretSet() *secretSet {
+	return &secretSet{values: map[string]string{}, hits: map[string]int{}}
+}
+
+func (s *secretSet) add(kind, value string) {
+	if len(value) < 8 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.values[value] = kind
+}
+
+// addHostKey adds the base64 the secret holds and the lines of the decoded
+// PEM body that carry the private key: any of them is the key leaking. The
+// first lines (the header and the public key) and the last (the comment,
+// the run's name, shared with the client key) are not secret, nor is any
+// line that every OpenSSH key file has.
+func (s *secretSet) addHostKey(b64 string) {
+	s.add(kindHost, b64)
+	pemText, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		return
+	}
+	var body []string
+	for _, line := range strings.Split(string(pemText), "\n") {
+		if line != "" && !strings.HasPrefix(line, "-----") {
+			body = append(body, line)
+		}
+	}
+	if len(body) < 4 {
+		return
+	}
+	common := referencePEM()
+	for _, line := range body[2 : len(body)-1] {
+		if len(line) >= 20 && !strings.Contains(common, line) {
+			s.add(kindHost, line)
+		}
+	}
+}
+
+// referencePEM is an unrelated OpenSSH ed25519 key file, whose lines show
+// what all such files have in common.
+var referencePEM = sync.OnceValue(func() string {
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		panic(err)
+	}
+	block, err := ssh.MarshalPrivateKey(priv, "")
+	if err != nil {
+		panic(err)
+	}
+	return string(pem.EncodeToMemory(block))
+})
+
+func (s *secretSet) snapshot() map[string]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]string, len(s.values))
+	for v, k := range s.values {
+		out[v] = k
+	}
+	return out
+}
+
+func (s *secretSet) hit(format string, args ...any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hits[fmt.Sprintf(format, args...)]++
+}
+
+// hitList lists where secrets showed up, with how many samples saw each,
+// and the total number of hits.
+func (s *secretSet) hitList() (list []string, total int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for where, n := range s.hits {
+		list = append(list, fmt.Sprintf("%s (%d samples)", where, n))
+		total += n
+	}
+	sort.Strings(list)
+	return list, total
+}
+
+// check counts one sample of data from where, and records a hit for every
+// secret in it whose kind allowed does not accept (nil: none is).
+func (s *secretSet) check(where string, data []byte, allowed func(kind string) bool) {
+	s.samples.Add(1)
+	for v, kind := range s.snapshot() {
+		if (allowed == nil || !allowed(kind)) && bytes.Contains(data, []byte(v)) {
+			s.hit("%s in %s", kind, where)
+		}
+	}
+}
+
+// scanTree samples every regular file under dir.
+func (s *secretSet) scanTree(t testing.TB, label, dir string) {
+	t.Helper()
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if os.IsNotExist(err) {
+				return nil
+			}
+			return err
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil // gone meanwhile
+		}
+		rel, _ := filepath.Rel(dir, p)
+		s.check(label+"/"+rel, b, nil)
+		return nil
+	})
+	if err != nil {
+		t.Errorf("scanning %s: %v", dir, err)
+	}
+}
+
+// process is what a /proc sample reads of one process.
+type process struct {
+	pid, ppid int
+	exe       string
+	argv      []string
+	cmdline   []byte
+	environ   []byte
+}
+
+func (p process) is(name string) bool {
+	return filepath.Base(p.exe) == name || len(p.argv) > 0 && filepath.Base(p.argv[0]) == name
+}
+
+// ownRole says what a process of the suite is by itself, "" when only its
+// ancestors can tell.
+func (p process) ownRole() string {
+	self, _ := os.Executable()
+	switch {
+	case p.exe != "" && buildDir != "" && strings.HasPrefix(p.exe, buildDir):
+		return "launcher"
+	case p.pid == os.Getpid():
+		return "test"
+	case p.exe == self || bytes.Contains(p.environ, []byte("RUNPODTEST_POD_INIT=")):
+		return "podinit" // a pod's PID 1: this binary re-executed by runpodtest
+	case len(p.argv) >= 3 && p.argv[1] == "-c" &&
+		(strings.Contains(p.argv[2], "bootstrap_main") || strings.HasPrefix(p.argv[2], bootstrapHead())):
+		return "bootstrap" // and its subshells, which share its command line
+	case len(p.argv) >= 2 && strings.HasSuffix(p.argv[len(p.argv)-1], "/.pod/watchdog.sh"):
+		return "watchdog"
+	case p.is("sshd") || len(p.argv) > 0 && strings.HasPrefix(p.argv[0], "sshd"):
+		return "sshd"
+	case p.is("curl"):
+		return "curl"
+	}
+	return ""
+}
+
+// bootstrapHead is how the pod's bootstrap command starts (a cmdline read
+// while the process execs may come back cut short).
+var bootstrapHead = sync.OnceValue(func() string {
+	s := bootstrap.Command()[2]
+	return s[:min(len(s), 32)]
+})
+
+// roles names every process: its own role, else its nearest ancestor's
+// with "_child" (a job is an sshd_child).
+func roles(procs map[int]process) map[int]string {
+	out := make(map[int]string, len(procs))
+	for pid, p := range procs {
+		if r := p.ownRole(); r != "" {
+			out[pid] = r
+			continue
+		}
+		out[pid] = "other"
+		for q, hops := p, 0; hops < 64; hops++ {
+			parent, ok := procs[q.ppid]
+			if !ok {
+				if q.ppid > 1 {
+					// The parent ended during the sample.
+					out[pid] = "unknown"
+				}
+				break
+			}
+			if r := parent.ownRole(); r != "" {
+				out[pid] = r + "_child"
+				break
+			}
+			q = parent
+		}
+	}
+	return out
+}
+
+// mayHold is who may have a secret in its environment. The launcher holds
+// the account key and the HF token it hands to the job over SSH; the job
+// holds that token: an sshd_child, or a podinit_child once its session
+// ended (it runs in a session of its own, and the pod's init inherits it). The bootstrap holds the pod key and the
+// host key (unexported at once: its own subshells only); the programs it
+// runs inherit the pod key, which it keeps for the watchdog, which holds it
+// too but unsets it for its children. sshd, curl, the test and the pods'
+// init hold nothing.
+func mayHold(role, kind string) bool {
+	switch kind {
+	case kindAccount:
+		return role == "launcher"
+	case kindPod:
+		return role == "bootstrap" || role == "bootstrap_child" || role == "watchdog"
+	case kindHost:
+		return role == "bootstrap"
+	case kindHF:
+		// A process whose parent ended while the sample was taken could
+		// be a job's: it may hold the token, not the keys.
+		return role == "launcher" || role == "sshd_child" || role == "podinit_child" || role == "unknown"
+	}
+	return false
+}
+
+// sampleProcs reads every process's command line (no secret, ever) and
+// environment (only where mayHold says).
+func (s *secretSet) sampleProcs() {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return
+	}
+	// Parents (mostly lower pids) are read before their children, so that
+	// a child is never judged by what its parent exec'd into later.
+	var pids []int
+	for _, e := range entries {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	sort.Ints(pids)
+	procs := map[int]process{}
+	for _, pid := range pids {
+		dir := "/proc/" + strconv.Itoa(pid)
+		p := process{pid: pid}
+		p.exe, _ = os.Readlink(dir + "/exe")
+		if p.cmdline, err = os.ReadFile(dir + "/cmdline"); err != nil {
+			continue
+		}
+		p.argv = strings.Split(strings.TrimSuffix(string(p.cmdline), "\x00"), "\x00")
+		if stat, err := os.ReadFile(dir + "/stat"); err == nil {
+			// pid (comm) state ppid ...: comm may hold spaces and parens.
+			if i := bytes.LastIndexByte(stat, ')'); i > 0 {
+				if f := strings.Fields(string(stat[i+1:])); len(f) > 1 {
+					p.ppid, _ = strconv.Atoi(f[1])
+				}
+			}
+		}
+		p.environ, _ = os.ReadFile(dir + "/environ")
+		procs[pid] = p
+	}
+	for pid, role := range roles(procs) {
+		p := procs[pid]
+		what := fmt.Sprintf("pid %d (%s, %.40q)", pid, role, strings.Join(p.argv, " "))
+		s.check("the command line of "+what, p.cmdline, nil)
+		if p.environ != nil {
+			s.check("the environment of "+what, p.environ, func(kind string) bool { return mayHold(role, kind) })
+		}
+	}
+}
+
+// sampleProcsUntil samples /proc every 100 ms until stop is closed.
+func (s *secretSet) sampleProcsUntil(stop <-chan struct{}) (done <-chan struct{}) {
+	ch := make(chan struct{})
+	go func() {
+		defer close(ch)
+		for {
+			s.sampleProcs()
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	return ch
+}
