@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
 	"github.com/overbrainer/overbrainer-go/watchdog"
@@ -735,4 +736,40 @@ func TestNoPodIDNeverCallsTheCollection(t *testing.T) {
 			t.Errorf("%d API calls without a pod id: %+v", n, p.api.Requests())
 		}
 	})
+}
+
+// A cost cap written while the watchdog sleeps its full production interval
+// is read at once when the client wakes the watchdog (WakeCommand), not at
+// the next tick a minute later.
+func TestWakeReadsAControlFileAtOnce(t *testing.T) {
+	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+		p := newPod(t, sh)
+		p.setEnv("OVERBRAINER_INTERVAL", "3600")
+		p.startJob()
+		p.start()
+		evs, _ := p.waitEvent(watchdog.KindJobStarted)
+		shtest.WaitFile(t, filepath.Join(p.dir, watchdog.PID), time.Minute)
+		// The watchdog now sleeps for an hour: only the wake-up can make it
+		// see the cap.
+		p.waitTicks(len(evs)-1, 1)
+		// The sleep stub logs its tick before it execs sleep; give the
+		// watchdog the moment it needs to be waiting for it.
+		time.Sleep(300 * time.Millisecond)
+		p.write(watchdog.CostCapAt, itoa(now()))
+		wake := exec.Command("sh", "-c", watchdog.WakeCommand)
+		wake.Dir = p.dir
+		if out, err := wake.CombinedOutput(); err != nil {
+			t.Fatalf("WakeCommand: %v %s", err, out)
+		}
+		p.deleted(watchdog.DeleteCostCap)
+	})
+}
+
+// WakeCommand never fails, with no watchdog to wake.
+func TestWakeCommandWithoutWatchdog(t *testing.T) {
+	wake := exec.Command("sh", "-c", watchdog.WakeCommand)
+	wake.Dir = t.TempDir()
+	if out, err := wake.CombinedOutput(); err != nil {
+		t.Fatalf("WakeCommand: %v %s", err, out)
+	}
 }

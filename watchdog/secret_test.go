@@ -54,7 +54,8 @@ func TestKeyNeverExposed(t *testing.T) {
 			p.bin.Stub(c, fmt.Sprintf(`{ echo "ARGV %s $*"; env; } >> %q 2>/dev/null
 exec %q "$@"`, c, rec, real))
 		}
-		hang := 300 * time.Millisecond
+		// Long enough for a /proc scan to catch curl on a loaded machine.
+		hang := time.Second
 		p.api.SetDefault("", "", shtest.Answer{Status: 200, Hang: hang})
 		p.api.Queue("DELETE", "", shtest.Answer{Status: 500, Hang: hang})
 		p.api.Queue("POST", "", shtest.Answer{Status: 500, Hang: hang}, shtest.Answer{Status: 200, Hang: hang})

@@ -29,6 +29,7 @@ func Script() string { return groupSignal + script }
 const (
 	PodDir          = ".pod"
 	Verdict         = ".pod/watchdog"
+	PID             = ".pod/watchdog.pid"
 	Log             = ".pod/watchdog.log"
 	Lease           = ".pod/lease"
 	SnapshotAt      = ".pod/snapshot_at"
@@ -51,3 +52,11 @@ const (
 	ReasonDeadline = "deadline"
 	ReasonDisk     = "disk"
 )
+
+// WakeCommand is the pod-side shell command a client runs right after it
+// wrote a control file (SnapshotAt, CostCapAt, VolumeGB, Retrieved,
+// SnapshotRequest), from the run directory: it sends HUP to the watchdog,
+// which then reads the file at once instead of at its next tick, up to
+// INTERVAL (60 s) later. It never fails, so a missing watchdog does not break
+// the client's command.
+const WakeCommand = `kill -s HUP "$(cat .pod/watchdog.pid 2>/dev/null)" 2>/dev/null || :`

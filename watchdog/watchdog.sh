@@ -176,6 +176,10 @@ pause() {
   sleeper=
 }
 
+wake() {
+  [ -z "$sleeper" ] || kill "$sleeper" 2>/dev/null
+}
+
 on_signal() {
   [ -z "$sleeper" ] || kill "$sleeper" 2>/dev/null
   log "stopping signal=$1"
@@ -426,6 +430,13 @@ delete_pod() {
 sleeper=
 trap 'on_signal TERM' TERM
 trap 'on_signal INT' INT
+# HUP means the client just wrote a control file (cost_cap_at, snapshot_at,
+# retrieved, ...): end the current pause so the next tick reads it at once
+# instead of up to INTERVAL later. .pod/watchdog.pid says whom to signal; it
+# is written once the trap is set, so a HUP can never kill the watchdog.
+trap wake HUP
+printf '%s\n' "$$" >"$POD_DIR/watchdog.pid.tmp" 2>/dev/null &&
+  mv -f "$POD_DIR/watchdog.pid.tmp" "$POD_DIR/watchdog.pid" 2>/dev/null
 
 log "start deadline=${DEADLINE:-none} interval=$INTERVAL boot_grace=$BOOT_GRACE retrieve_grace=$RETRIEVE_GRACE lease_ttl=$LEASE_TTL keep=$KEEP boot_failed=$BOOT_FAILED"
 if [ "$BOOT_FAILED" = 1 ]; then

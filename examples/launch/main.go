@@ -1,27 +1,20 @@
-// Command launch runs a training job on a Runpod pod that deletes itself when
-// its purpose is over. This first version only prints its usage; the launcher
-// itself is being built (see the README).
+// Command launch runs a training job on a Runpod GPU pod that deletes itself
+// when its purpose is over: see the README, or "launch -h".
+//
+// Without RUNPOD_API_KEY it runs everything on a local Runpod emulator (as
+// root), so that
+//
+//	go run ./examples/launch run
+//
+// runs the built-in demo job end to end on a fresh machine.
 package main
 
 import (
-	"flag"
-	"fmt"
 	"os"
+
+	"github.com/overbrainer/overbrainer-go/examples/launch/internal/launcher"
 )
 
 func main() {
-	fs := flag.NewFlagSet("launch", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: launch [--local] run|attach|stop|ls|rm ...")
-		fs.PrintDefaults()
-	}
-	fs.Bool("local", false, "use the built-in local Runpod emulator (no account needed)")
-	if err := fs.Parse(os.Args[1:]); err != nil {
-		if err == flag.ErrHelp {
-			return
-		}
-		os.Exit(2)
-	}
-	fs.Usage()
-	os.Exit(2)
+	os.Exit(launcher.Main(os.Args[1:], os.Stdout, os.Stderr))
 }

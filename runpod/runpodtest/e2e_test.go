@@ -36,6 +36,16 @@ import (
 
 const e2eWorkdir = "/workspace/overbrainer"
 
+// e2eCtx bounds a whole end-to-end run: boot, SSH, the job and the
+// watchdog's own DELETE. A pod takes seconds on an idle machine, but minutes
+// on a loaded one (sshd, curl and the watchdog's ticks all wait for a CPU),
+// so the bound is generous: it only stops a run that is really stuck.
+func e2eCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 type e2eRun struct {
 	t      *testing.T
 	srv    *Server
@@ -43,6 +53,7 @@ type e2eRun struct {
 	hostPK ssh.PublicKey
 	client ssh.Signer
 	podID  string
+	ctx    context.Context // bounds the whole run (e2eCtx)
 	// volumeDir is the host directory of the network volume mounted at
 	// /workspace, when the run has one: the run's files outlive the pod
 	// there.
@@ -87,7 +98,7 @@ func startRun(t *testing.T, o e2eOptions) *e2eRun {
 		}
 	}
 	srv := NewTestServer(t, append([]Option{WithPodRunner()}, o.opts...)...)
-	r := &e2eRun{t: t, srv: srv, runID: "e2e-" + newID()[:8]}
+	r := &e2eRun{t: t, srv: srv, runID: "e2e-" + newID()[:8], ctx: e2eCtx(t)}
 
 	hostPriv, hostSigner := newKeyPair(t)
 	r.hostPK = hostSigner.PublicKey()
@@ -139,9 +150,12 @@ func startRun(t *testing.T, o e2eOptions) *e2eRun {
 		r.volumeDir = v.Dir
 		body["mounts"] = map[string]any{"network": []any{map[string]any{"volumeId": v.ID, "path": "/workspace"}}}
 	}
+	created := time.Now()
 	r.podID = createPod(t, srv, body).ID
 	t.Cleanup(func() {
 		if t.Failed() {
+			p, _ := srv.Pod(r.podID)
+			t.Logf("pod %s after %v: %s; its calls: %q", r.podID, time.Since(created).Round(time.Second), p.Status, r.podCalls())
 			t.Logf("pod log:\n%s", srv.PodLog(r.podID))
 			if r.volumeDir != "" {
 				wlog, _ := os.ReadFile(r.hostFile(watchdog.Log))
@@ -190,18 +204,22 @@ func (r *e2eRun) dial(ctx context.Context) *ssh.Client {
 	}
 }
 
-// run runs a command on the pod over SSH and returns its output.
+// run runs a command on the pod over SSH and returns its output. A session
+// has no deadline of its own: one stuck past the run's ctx closes the
+// client, so that the test fails with a reason instead of hanging.
 func (r *e2eRun) run(c *ssh.Client, cmd string) string {
 	r.t.Helper()
+	stop := context.AfterFunc(r.ctx, func() { c.Close() })
+	defer stop()
 	s, err := c.NewSession()
 	if err != nil {
-		r.t.Fatal(err)
+		r.t.Fatalf("ssh %q: %v (ctx: %v)", cmd, err, r.ctx.Err())
 	}
 	defer s.Close()
 	var out, stderr bytes.Buffer
 	s.Stdout, s.Stderr = &out, &stderr
 	if err := s.Run(cmd); err != nil {
-		r.t.Fatalf("ssh %q: %v: %s", cmd, err, stderr.String())
+		r.t.Fatalf("ssh %q: %v (ctx: %v): %s", cmd, err, r.ctx.Err(), stderr.String())
 	}
 	return out.String()
 }
@@ -287,7 +305,7 @@ func (r *e2eRun) checkEnded(ctx context.Context, maxSeconds float64) Pod {
 
 func TestE2ERetrievedJobEndsThePod(t *testing.T) {
 	r := startRun(t, e2eOptions{})
-	ctx := waitCtx(t)
+	ctx := r.ctx
 	begin := time.Now()
 	c := r.dial(ctx)
 	defer c.Close()
@@ -320,7 +338,7 @@ func TestE2ERetrievedJobEndsThePod(t *testing.T) {
 
 func TestE2ECostCapEndsThePodWithoutTheClient(t *testing.T) {
 	r := startRun(t, e2eOptions{})
-	ctx := waitCtx(t)
+	ctx := r.ctx
 	c := r.dial(ctx)
 	if v := r.waitVerdict(ctx, c); v != "ready" {
 		t.Fatalf("verdict %q", v)
@@ -341,7 +359,7 @@ func TestE2ECostCapEndsThePodWithoutTheClient(t *testing.T) {
 
 func TestE2EFailedBootstrapDeletesItsPod(t *testing.T) {
 	r := startRun(t, e2eOptions{onVolume: true, wrongHost: true})
-	ctx := waitCtx(t)
+	ctx := r.ctx
 	p := r.checkEnded(ctx, 600)
 	verdict, _ := os.ReadFile(r.hostFile(watchdog.Verdict))
 	if !strings.HasPrefix(string(verdict), "failed bootstrap") {
@@ -360,7 +378,7 @@ func TestE2EFailedBootstrapDeletesItsPod(t *testing.T) {
 
 func TestE2EWatchdogOutlastsARefusingAPI(t *testing.T) {
 	r := startRun(t, e2eOptions{onVolume: true})
-	ctx := waitCtx(t)
+	ctx := r.ctx
 	begin := time.Now()
 	c := r.dial(ctx)
 	defer c.Close()

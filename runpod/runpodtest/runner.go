@@ -42,9 +42,16 @@ type podProcess interface {
 type launch struct {
 	mu     sync.Mutex
 	killed bool
-	proc   podProcess
-	cancel chan struct{} // closed by kill: stop waiting to start
-	done   chan struct{} // closed once nothing of the run is left
+	// starting is set once the run has begun to start the pod's processes:
+	// from then on the command may already run (and write its log) before
+	// proc is known, so a stop must reach it with SIGTERM, not cancel it.
+	starting bool
+	// termPending records a stop that came while starting: the run sends
+	// the SIGTERM as soon as it has proc.
+	termPending bool
+	proc        podProcess
+	cancel      chan struct{} // closed by kill: stop waiting to start
+	done        chan struct{} // closed once nothing of the run is left
 }
 
 func (l *launch) kill() {
@@ -63,13 +70,22 @@ func (l *launch) kill() {
 // stop asks the pod's command to end, and kills it after grace.
 func (l *launch) stop(grace time.Duration) {
 	l.mu.Lock()
-	proc := l.proc
+	proc, starting := l.proc, l.starting
+	if proc == nil && starting && !l.killed {
+		// The command may be running already: the run terminates it
+		// once it has it (publish), so that the SIGTERM is never lost.
+		l.termPending = true
+	}
 	l.mu.Unlock()
-	if proc == nil {
+	if proc == nil && !starting {
+		// Nothing started yet: cancel the start, as stopping a container
+		// that never ran.
 		l.kill()
 		return
 	}
-	proc.terminate()
+	if proc != nil {
+		proc.terminate()
+	}
 	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {
@@ -112,9 +128,20 @@ func (s *Server) runLaunch(p *pod, l *launch) {
 		return
 	}
 	p.sshPort = spec.sshPort
+	l.mu.Lock()
+	if l.killed {
+		l.mu.Unlock()
+		s.mu.Unlock()
+		return
+	}
+	l.starting = true
+	l.mu.Unlock()
 	s.mu.Unlock()
 
 	proc, err := startPodProcess(spec, p.log)
+	if err == nil && s.podStarted != nil {
+		s.podStarted(l)
+	}
 	s.mu.Lock()
 	if err != nil {
 		s.failLaunchLocked(p, l, err)
@@ -122,20 +149,28 @@ func (s *Server) runLaunch(p *pod, l *launch) {
 		return
 	}
 	l.mu.Lock()
-	killed := l.killed
+	killed, termPending := l.killed, l.termPending
 	if !killed {
 		l.proc = proc
 	}
 	l.mu.Unlock()
-	if killed || p.launch != l || p.terminating {
+	if killed || p.terminating || (p.launch != l && p.dying != l) {
 		s.mu.Unlock()
 		proc.kill()
 		proc.wait()
 		return
 	}
+	// The command runs: so does the pod, even when a stop is ending this
+	// run already (p.dying); the stop marks it EXITED once it is gone.
 	p.setStatus(StatusRunning, s.cfg.now())
 	s.notifyLocked()
 	s.mu.Unlock()
+	if termPending {
+		// The stop came while the pod started, before proc was known;
+		// the command may well have written its log already. It gets
+		// its SIGTERM now, and the stop's grace runs on.
+		proc.terminate()
+	}
 
 	code := proc.wait()
 

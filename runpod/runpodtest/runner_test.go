@@ -453,3 +453,49 @@ func TestPodRunnerDeleteCutsAStopShort(t *testing.T) {
 		t.Errorf("pod %s, billing=%v", got.Status, got.Billing)
 	}
 }
+
+// A stop that comes while the pod starts, once its command runs but before
+// the runner knows its processes, still reaches the command as SIGTERM: the
+// command has written its log, so a test (or a client) may well stop it
+// then. The runner is held in that window until the stop has asked.
+func TestPodRunnerStopWhileStartingTermsTheCommand(t *testing.T) {
+	requireRunner(t)
+	srv := NewTestServer(t, WithPodRunner(), WithStopGrace(time.Hour))
+	inWindow := make(chan struct{})
+	srv.podStarted = func(l *launch) {
+		close(inWindow)
+		deadline := time.Now().Add(time.Minute)
+		for time.Now().Before(deadline) {
+			l.mu.Lock()
+			asked := l.termPending
+			l.mu.Unlock()
+			if asked {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	p := createPod(t, srv, shPod("early stop", `trap 'echo got-term; exit 3' TERM; echo ready; while :; do sleep 0.1; done`, nil))
+	select {
+	case <-inWindow:
+	case <-waitCtx(t).Done():
+		t.Fatal("the pod never started")
+	}
+	waitLog(t, srv, p.ID, "ready\n")
+	if got, _ := srv.Pod(p.ID); got.Status == StatusRunning {
+		t.Fatalf("the pod shows %s before the runner knows its processes", got.Status)
+	}
+	// The command exits by itself on SIGTERM: the stop returns long before
+	// its hour of grace, with the pod EXITED.
+	resp := mustCall(t, srv, srv.APIKey(), "POST", "/v2/pods/"+p.ID+"/action", map[string]string{"action": "stop"}, http.StatusOK)
+	if wp := decode[wirePod](t, resp); wp.Status != StatusExited {
+		t.Errorf("the stop answered a pod %s", wp.Status)
+	}
+	if log := srv.PodLog(p.ID); !strings.Contains(log, "got-term\n") {
+		t.Errorf("the command never got SIGTERM; log %q", log)
+	}
+	if left := podProcs(t, p.ID); len(left) != 0 {
+		t.Errorf("processes %v left after the stop", left)
+	}
+	mustCall(t, srv, srv.APIKey(), "DELETE", "/v2/pods/"+p.ID, nil, http.StatusNoContent)
+}

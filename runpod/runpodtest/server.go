@@ -31,6 +31,10 @@ type Server struct {
 	closing chan struct{}
 	once    sync.Once
 	runs    sync.WaitGroup // pod launches in flight
+	// podStarted, when set (by a test, before any pod), is called once a
+	// launch has started the pod's processes and before it makes them
+	// known to stop and kill: it lets a test put a stop in that window.
+	podStarted func(l *launch)
 
 	mu       sync.Mutex
 	changed  chan struct{} // closed and replaced on every pod state change

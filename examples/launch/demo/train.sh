@@ -1,0 +1,52 @@
+#!/bin/sh
+# A tiny stand-in for a trainer (POSIX sh), the launcher's default job. It
+# "trains" for DEMO_STEPS steps of DEMO_STEP_SECONDS each, prints a progress
+# line per step, keeps a checkpoint in $OVERBRAINER_OUTPUTS, resumes from it,
+# and honours the snapshot protocol: when $OVERBRAINER_SNAPSHOT_REQUEST
+# appears (the client's stop, or the watchdog's cost, deadline or disk
+# reason), it writes a checkpoint and exits 0.
+set -u
+
+out=${OVERBRAINER_OUTPUTS:-./outputs}
+request=${OVERBRAINER_SNAPSHOT_REQUEST:-./snapshot.request}
+steps=${DEMO_STEPS:-10}
+pause=${DEMO_STEP_SECONDS:-1}
+mkdir -p "$out" || exit 1
+
+step=0
+if [ -f "$out/checkpoint.txt" ]; then
+  step=$(sed -n 's/^step=//p' "$out/checkpoint.txt")
+  case $step in '' | *[!0-9]*) step=0 ;; esac
+  echo "resuming from the checkpoint at step $step"
+fi
+
+# checkpoint WHY: writes the checkpoint atomically (tmp + mv).
+checkpoint() {
+  printf 'step=%s\nloss=%s\nreason=%s\n' "$step" "$(loss)" "$1" > "$out/checkpoint.tmp" &&
+    mv -f "$out/checkpoint.tmp" "$out/checkpoint.txt" &&
+    echo "checkpoint: step $step ($1) -> $out/checkpoint.txt"
+}
+
+# loss: a made-up loss that falls with the steps, as a decimal.
+loss() {
+  milli=$((2000 / (step + 1) + 50))
+  printf '%d.%03d' $((milli / 1000)) $((milli % 1000))
+}
+
+echo "demo training: $steps steps of ${pause}s, outputs in $out"
+while [ "$step" -lt "$steps" ]; do
+  if [ -f "$request" ]; then
+    reason=$(cat "$request" 2>/dev/null)
+    echo "snapshot requested (${reason:-no reason}): checkpointing and stopping"
+    checkpoint "snapshot ${reason:-}"
+    exit 0
+  fi
+  sleep "$pause"
+  step=$((step + 1))
+  echo "step $step/$steps loss $(loss)"
+  if [ $((step % 5)) -eq 0 ] && [ "$step" -lt "$steps" ]; then
+    checkpoint periodic
+  fi
+done
+checkpoint final
+echo "training done"

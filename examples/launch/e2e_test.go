@@ -1,0 +1,681 @@
+package main_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/overbrainer/overbrainer-go/examples/launch/internal/state"
+	"github.com/overbrainer/overbrainer-go/runpod"
+	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
+)
+
+// price is the fake's RTX 4090 price, the launcher's default GPU.
+const price = 0.69
+
+func args(parts ...[]string) []string {
+	var out []string
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+// The README's first command: the demo job end to end.
+func TestRunDemo(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	began := time.Now()
+	p := w.run(args([]string{"run"}, fast)...)
+	elapsed := time.Since(began)
+	if p.code != 0 {
+		t.Fatalf("exit %d", p.code)
+	}
+	out, errOut := p.stdout.String(), p.stderr.String()
+	for i := 1; i <= 10; i++ {
+		line := fmt.Sprintf("step %d/10 loss", i)
+		if strings.Count(out, line) != 1 {
+			t.Errorf("%q appears %d times", line, strings.Count(out, line))
+		}
+	}
+	mustContain(t, "stdout", out, "training done\n")
+	mustContain(t, "stderr", errOut, "watchdog verdict: ready", "job started", "job ended: exit code 0",
+		"results downloaded to", "checkpoint.txt", "deleted", "cost: ~$")
+
+	r := w.onlyRun()
+	if r.Phase != state.PhaseDone || r.ExitCode == nil || *r.ExitCode != 0 {
+		t.Fatalf("run %+v", r)
+	}
+	ckpt, err := os.ReadFile(filepath.Join(r.OutDir, "outputs", "checkpoint.txt"))
+	if err != nil || string(ckpt) != "step=10\nloss=0.231\nreason=final\n" {
+		t.Fatalf("checkpoint %q, %v", ckpt, err)
+	}
+	// The downloaded log is what was streamed.
+	if log, _ := os.ReadFile(filepath.Join(r.OutDir, "job.log")); string(log) != out {
+		t.Errorf("job.log differs from the streamed output:\n%s", log)
+	}
+
+	pod := w.pod(r)
+	if pod.Status != runpodtest.StatusTerminated {
+		t.Fatalf("pod %s", pod.Status)
+	}
+	bill := pod.Bill.USD
+	if bill <= 0 || bill > price*elapsed.Hours()+1e-9 {
+		t.Fatalf("bill %v for a run of %s", bill, elapsed)
+	}
+	// The printed cost counts from the create call: no less than the
+	// bill, and not much more.
+	if r.CostUSD < bill-1e-9 || r.CostUSD > bill+price*15/3600 {
+		t.Fatalf("printed cost %v, bill %v", r.CostUSD, bill)
+	}
+	w.assertClean()
+	w.assertPrivate(w.srv.APIKey())
+}
+
+// A job of one's own, with an HF token that reaches the job and nothing
+// else, and a non-zero exit that is collected all the same.
+func TestRunOwnJobWithToken(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	token := "hf_" + strconv.FormatInt(time.Now().UnixNano(), 36) + "TokenValue"
+	w.env = append(w.env, "MY_HF="+token)
+	job := t.TempDir()
+	script := `echo "hello from $(basename "$PWD")"
+printf '%s' "$HF_TOKEN" > "$OVERBRAINER_OUTPUTS/token"
+echo "FROM_POD_ENV=${OVERBRAINER_RUN_ID:-unset}"
+exit 3
+`
+	if err := os.WriteFile(filepath.Join(job, "job.sh"), []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := w.run(args([]string{"run", "--job", job, "--cmd", "sh job.sh", "--hf-token-env", "MY_HF"}, fast)...)
+	if p.code != 1 {
+		t.Fatalf("exit %d, want 1", p.code)
+	}
+	r := w.onlyRun()
+	mustContain(t, "stdout", p.stdout.String(), "hello from job\n", "FROM_POD_ENV="+r.ID+"\n")
+	mustContain(t, "stderr", p.stderr.String(), "job ended: exit code 3", "the job failed with exit code 3")
+	got, err := os.ReadFile(filepath.Join(r.OutDir, "outputs", "token"))
+	if err != nil || string(got) != token {
+		t.Fatalf("the job saw HF_TOKEN %q (%v)", got, err)
+	}
+	if r.ExitCode == nil || *r.ExitCode != 3 {
+		t.Fatalf("exit code %v", r.ExitCode)
+	}
+	// The token went over SSH only.
+	for what, s := range map[string]string{"stdout": p.stdout.String(), "stderr": p.stderr.String()} {
+		if strings.Contains(s, token) {
+			t.Errorf("the token is in the launcher's %s", what)
+		}
+	}
+	for _, pod := range w.srv.Pods() {
+		if strings.Contains(fmt.Sprint(pod.Env, pod.Args), token) || strings.Contains(w.srv.PodLog(pod.ID), token) {
+			t.Errorf("the token reached pod %s's env, command or log", pod.ID)
+		}
+	}
+	for _, req := range w.srv.Requests() {
+		if strings.Contains(string(req.Body), token) || strings.Contains(fmt.Sprint(req.Header), token) {
+			t.Errorf("the token was sent to the API: %s %s", req.Method, req.Path)
+		}
+	}
+	w.assertClean()
+	w.assertPrivate(token, w.srv.APIKey())
+}
+
+// A client killed with SIGKILL leaves a running pod; attach resumes the
+// output where it was and finishes the run.
+func TestAttachAfterKill(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	p := w.start(args([]string{"run"}, fast, demo(12))...)
+	p.waitOutput("step 3/12", patience)
+	p.signal(syscall.SIGKILL)
+	p.wait(patience)
+	r := w.onlyRun()
+	if r.Phase != state.PhaseRunning {
+		t.Fatalf("phase %s after the kill", r.Phase)
+	}
+	if pod := w.pod(r); pod.Status != runpodtest.StatusRunning {
+		t.Fatalf("pod %s after the kill", pod.Status)
+	}
+	before := p.stdout.String()
+
+	// The end meets API errors: the delete call fails once (terminate
+	// takes over), the secret's delete fails (rm finishes it).
+	w.srv.Fail("DELETE", "/v2/pods/"+r.PodID, runpodtest.Fault{Status: 400, Caller: runpodtest.CallerAccount})
+	w.srv.Fail("POST", "/graphql", runpodtest.Fault{Status: 400})
+	a := w.run("attach", r.ID)
+	if a.code != 0 {
+		t.Fatalf("attach exit %d", a.code)
+	}
+	mustContain(t, "attach stderr", a.stderr.String(), "terminated (the delete call failed", "could not delete secret")
+	if rm := w.run("rm", r.ID); rm.code != 0 {
+		t.Fatalf("rm exit %d", rm.code)
+	}
+	after := a.stdout.String()
+	mustContain(t, "attach stdout", after, "step 12/12", "training done")
+	if strings.Contains(after, "step 1/12") {
+		t.Errorf("attach replayed the output from the start:\n%s", after)
+	}
+	// Together, the two outputs hold every step.
+	all := before + after
+	for i := 1; i <= 12; i++ {
+		mustContain(t, "the outputs", all, fmt.Sprintf("step %d/12 loss", i))
+	}
+	mustContain(t, "attach stderr", a.stderr.String(), "the job is already running", "results downloaded", "cost: ~$")
+	r = w.onlyRun()
+	ckpt, _ := os.ReadFile(filepath.Join(r.OutDir, "outputs", "checkpoint.txt"))
+	if !strings.HasPrefix(string(ckpt), "step=12\n") {
+		t.Fatalf("checkpoint %q", ckpt)
+	}
+	w.assertClean()
+}
+
+// With its client gone for good, the pod's watchdog deletes it: at the
+// deadline (after asking the job for a snapshot) once the job runs, at the
+// end of the boot grace before.
+func TestKilledClientLeavesThePodToItsWatchdog(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name  string
+		args  []string
+		until string
+	}{
+		{"deadline", args([]string{"--max-hours", "0.006", "--retrieve-grace", "4s"}, demo(600)), "step 2/600"},
+		{"boot grace", []string{"--boot-grace", "4s"}, "created"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t)
+			began := time.Now()
+			p := w.start(args([]string{"run"}, fast, c.args)...)
+			p.waitOutput(c.until, patience)
+			p.signal(syscall.SIGKILL)
+			p.wait(patience)
+			r := w.onlyRun()
+			pod := w.waitPodGone(r, patience)
+			// The pod's own key deleted it: its watchdog did.
+			byWatchdog := false
+			for _, req := range w.srv.Requests() {
+				// Its status may be lost: the delete kills the
+				// watchdog's curl with the pod.
+				byWatchdog = byWatchdog || (req.Method == "DELETE" && req.Caller == pod.ID)
+			}
+			if !byWatchdog {
+				t.Fatal("the pod was not deleted by its watchdog")
+			}
+			if max := price * time.Since(began).Hours(); pod.Bill.USD > max {
+				t.Fatalf("bill %v > %v", pod.Bill.USD, max)
+			}
+			if c.name == "deadline" && time.Now().Before(r.Deadline) {
+				t.Fatalf("the pod was deleted before its deadline %s", r.Deadline)
+			}
+			// The secret outlives a killed client: rm removes it.
+			if len(w.srv.Secrets()) != 1 {
+				t.Fatalf("secrets %v", w.srv.Secrets())
+			}
+			rm := w.run("rm", r.ID)
+			if rm.code != 0 {
+				t.Fatalf("rm exit %d", rm.code)
+			}
+			w.assertClean()
+		})
+	}
+}
+
+// Ctrl-C detaches; ls shows the run; stop asks for a checkpoint and
+// collects it.
+func TestDetachLsStop(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	p := w.start(args([]string{"run"}, fast, demo(600))...)
+	p.waitOutput("step 2/600", patience)
+	p.signal(syscall.SIGINT)
+	if code := p.wait(patience); code != 130 {
+		t.Fatalf("exit %d after Ctrl-C, want 130", code)
+	}
+	mustContain(t, "stderr", p.stderr.String(), "detached from pod", "launch attach ")
+	r := w.onlyRun()
+	if r.Phase != state.PhaseDetached || w.pod(r).Status != runpodtest.StatusRunning {
+		t.Fatalf("phase %s, pod %s", r.Phase, w.pod(r).Status)
+	}
+
+	ls := w.run("ls")
+	if ls.code != 0 {
+		t.Fatalf("ls exit %d", ls.code)
+	}
+	line := lineWith(ls.stdout.String(), r.ID)
+	for _, want := range []string{"detached", w.pod(r).ID, "RUNNING", "~$", "ready"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("ls line %q lacks %q", line, want)
+		}
+	}
+
+	s := w.run("stop", r.ID)
+	if s.code != 0 {
+		t.Fatalf("stop exit %d", s.code)
+	}
+	mustContain(t, "stop stdout", s.stdout.String(), "snapshot requested (stop): checkpointing and stopping")
+	mustContain(t, "stop stderr", s.stderr.String(), "snapshot requested (stop)", "results downloaded", "cost: ~$")
+	r = w.onlyRun()
+	ckpt, _ := os.ReadFile(filepath.Join(r.OutDir, "outputs", "checkpoint.txt"))
+	if !strings.Contains(string(ckpt), "reason=snapshot stop\n") {
+		t.Fatalf("checkpoint %q", ckpt)
+	}
+	w.assertClean()
+	ls = w.run("ls")
+	if line := lineWith(ls.stdout.String(), r.ID); !strings.Contains(line, "done") || !strings.Contains(line, "gone") {
+		t.Errorf("ls after stop: %q", line)
+	}
+}
+
+// The lease the client renews while the output progresses keeps the pod
+// past its deadline: the run ends as it would without one.
+func TestLeaseHoldsThePodPastTheDeadline(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	// The deadline comes some 15 s into the job, which runs 30 s.
+	p := w.run(args([]string{"run", "--max-hours", "0.005"}, fast, demo(30))...)
+	if p.code != 0 {
+		t.Fatalf("exit %d", p.code)
+	}
+	r := w.onlyRun()
+	if !w.pod(r).EndedAt.After(r.Deadline.Add(5 * time.Second)) {
+		t.Fatalf("the run ended at %s, not well past its deadline %s", w.pod(r).EndedAt, r.Deadline)
+	}
+	mustContain(t, "stdout", p.stdout.String(), "step 30/30", "training done")
+	if strings.Contains(p.stderr.String(), "snapshot requested") {
+		t.Error("the watchdog asked for a deadline snapshot while the lease was held")
+	}
+	w.assertClean()
+}
+
+// With --down-on-interrupt, Ctrl-C collects what there is and deletes.
+func TestDownOnInterrupt(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	p := w.start(args([]string{"run", "--down-on-interrupt"}, fast, demo(600))...)
+	p.waitOutput("checkpoint: step 5", patience)
+	p.signal(syscall.SIGINT)
+	if code := p.wait(patience); code != 130 {
+		t.Fatalf("exit %d after Ctrl-C, want 130", code)
+	}
+	mustContain(t, "stderr", p.stderr.String(), "results downloaded", "deleted", "cost: ~$")
+	r := w.onlyRun()
+	ckpt, _ := os.ReadFile(filepath.Join(r.OutDir, "outputs", "checkpoint.txt"))
+	// The checkpoint the job had written when Ctrl-C came (step 5 or a
+	// later one on a slow machine).
+	if !strings.Contains(string(ckpt), "reason=periodic\n") {
+		t.Fatalf("checkpoint %q", ckpt)
+	}
+	w.assertClean()
+}
+
+func lineWith(s, sub string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			return l
+		}
+	}
+	return ""
+}
+
+// rm says plainly when only a stop worked, and --all-orphans removes what
+// no local run knows.
+func TestRmAndOrphans(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, runpodtest.AllowPodsLeft())
+	p := w.start(args([]string{"run", "--volume-gb", "10"}, fast, demo(600))...)
+	p.waitOutput("step 1/600", patience)
+	p.signal(syscall.SIGINT)
+	p.wait(patience)
+	r := w.onlyRun()
+
+	// An orphan: a pod and a secret of a run this machine never knew.
+	api, err := runpod.New(w.srv.APIKey(), runpod.WithBaseURL(w.srv.BaseURL()), runpod.WithGraphQLURL(w.srv.GraphQLURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	orphan, err := api.CreatePod(context.Background(), runpod.CreatePodRequest{
+		Name: "overbrainer-elsewhere-1", Image: "x", GPUTypeID: "NVIDIA GeForce RTX 4090",
+		Command: []string{"sh", "-c", "exec sleep 600"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.srv.AddSecret("overbrainer_host_key_elsewhere-1", "c2VjcmV0")
+	w.srv.AddSecret("someone_elses_secret", "x")
+	ls := w.run("ls")
+	mustContain(t, "ls", lineWith(ls.stdout.String(), "elsewhere-1"), "orphan", orphan.ID)
+
+	// Only the stop action works: the volume still bills, and rm says so.
+	w.srv.Fail("DELETE", "/v2/pods/"+r.PodID, runpodtest.Fault{Status: 400, Times: -1})
+	w.srv.Fail("POST", "/v2/pods/"+r.PodID+"/action", runpodtest.Fault{Status: 400, Times: 1})
+	rm := w.run("rm", r.ID)
+	if rm.code != 1 {
+		t.Fatalf("rm exit %d, want 1", rm.code)
+	}
+	mustContain(t, "rm stderr", rm.stderr.String(), "could only be STOPPED", "STILL BILLS")
+	if pod := w.pod(r); pod.Status != runpodtest.StatusExited || !pod.Billing {
+		t.Fatalf("pod %s billing %v", pod.Status, pod.Billing)
+	}
+	if got := w.onlyRunOf(r.ID).Phase; got != state.PhaseStopped {
+		t.Fatalf("phase %s", got)
+	}
+	w.srv.ClearFaults()
+	if rm := w.run("rm", r.ID); rm.code != 0 {
+		t.Fatalf("second rm exit %d", rm.code)
+	}
+	if pod := w.pod(r); pod.Status != runpodtest.StatusTerminated {
+		t.Fatalf("pod %s after rm", pod.Status)
+	}
+
+	o := w.run("rm", "--all-orphans")
+	if o.code != 0 {
+		t.Fatalf("rm --all-orphans exit %d", o.code)
+	}
+	mustContain(t, "rm --all-orphans", o.stderr.String(), "orphan pod "+orphan.ID, "orphan secret overbrainer_host_key_elsewhere-1 deleted")
+	if pod, _ := w.srv.Pod(orphan.ID); pod.Status != runpodtest.StatusTerminated {
+		t.Fatalf("orphan %s", pod.Status)
+	}
+	secrets := w.srv.Secrets()
+	if len(secrets) != 1 || secrets[0].Name != "someone_elses_secret" {
+		t.Fatalf("secrets left: %v", secrets)
+	}
+	if len(w.srv.Billing()) != 0 {
+		t.Fatalf("billing: %v", w.srv.Billing())
+	}
+}
+
+func (w *world) onlyRunOf(id string) *state.Run {
+	w.t.Helper()
+	for _, r := range w.runs() {
+		if r.ID == id {
+			return r
+		}
+	}
+	w.t.Fatalf("no run %s", id)
+	return nil
+}
+
+// A cost cap ends the run: the watchdog asks for a snapshot at the planned
+// time, the job checkpoints, the client collects it.
+func TestCostCapEndsTheRunWithASnapshot(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	// 120 s of money; the snapshot is asked 100 s before the end, which
+	// leaves a loaded machine time to collect before the cap.
+	maxUSD := price * 120 / 3600
+	p := w.run(args([]string{"run", "--max-cost-usd", strconv.FormatFloat(maxUSD, 'f', 6, 64)}, fast,
+		[]string{"--snapshot-lead", "100s"}, demo(600))...)
+	if p.code != 0 {
+		t.Fatalf("exit %d", p.code)
+	}
+	mustContain(t, "stderr", p.stderr.String(), "cost cap $", "snapshot requested (cost)", "results downloaded")
+	mustContain(t, "stdout", p.stdout.String(), "snapshot requested (cost): checkpointing and stopping")
+	r := w.onlyRun()
+	ckpt, _ := os.ReadFile(filepath.Join(r.OutDir, "outputs", "checkpoint.txt"))
+	if !strings.Contains(string(ckpt), "reason=snapshot cost\n") {
+		t.Fatalf("checkpoint %q", ckpt)
+	}
+	if bill := w.pod(r).Bill.USD; bill > maxUSD {
+		t.Fatalf("bill %v over the cap %v", bill, maxUSD)
+	}
+	w.assertClean()
+}
+
+// Every failure once the pod exists ends with the pod deleted, or left to
+// its armed watchdog when asked; never with a pod nobody guards.
+func TestFailuresDeleteThePod(t *testing.T) {
+	t.Parallel()
+	fifoJob := func(t *testing.T) string {
+		dir := t.TempDir()
+		if err := syscall.Mkfifo(filepath.Join(dir, "pipe"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	for _, c := range []struct {
+		name   string
+		opts   []runpodtest.Option
+		setup  func(t *testing.T, w *world)
+		args   func(t *testing.T) []string
+		want   []string // any one of them
+		noPod  bool
+		verify func(t *testing.T, w *world, r *state.Run)
+	}{
+		{
+			name:  "secret create fails",
+			setup: func(t *testing.T, w *world) { w.srv.Fail("POST", "/graphql", runpodtest.Fault{Status: 400, Times: 1}) },
+			want:  []string{"creating the host key secret"},
+			noPod: true,
+		},
+		{
+			name: "pod create fails",
+			setup: func(t *testing.T, w *world) {
+				w.srv.Fail("POST", "/v2/pods", runpodtest.Fault{Status: 400, Detail: "no GPU"})
+			},
+			want:  []string{"creating the pod", "no GPU"},
+			noPod: true,
+		},
+		{
+			name: "API fails while waiting",
+			setup: func(t *testing.T, w *world) {
+				w.srv.Fail("GET", "/v2/pods/*", runpodtest.Fault{Status: 400, Times: -1, Caller: runpodtest.CallerAccount})
+			},
+			args: func(*testing.T) []string { return []string{"--start-timeout", "3s"} },
+			want: []string{"no answer for 3s", "deleted"},
+		},
+		{
+			name: "SSH never answers",
+			args: func(*testing.T) []string {
+				return []string{"--start-timeout", "20s", "--pod-env", "OVERBRAINER_SSHD=/bin/false"}
+			},
+			want: []string{"SSH"},
+		},
+		{
+			name: "verdict failed",
+			opts: []runpodtest.Option{runpodtest.WithProvisioningDelay(3 * time.Second)},
+			setup: func(t *testing.T, w *world) {
+				go func() {
+					for i := 0; i < 600; i++ {
+						if pods := w.srv.Pods(); len(pods) > 0 {
+							w.srv.Fail("GET", "/v2/pods/"+pods[0].ID, runpodtest.Fault{Status: 401, Times: -1, Caller: pods[0].ID})
+							return
+						}
+						time.Sleep(10 * time.Millisecond)
+					}
+				}()
+			},
+			args: func(*testing.T) []string { return []string{"--probe-tries", "1"} },
+			want: []string{"verdict: failed http_401", "deleted"},
+		},
+		{
+			name: "upload fails",
+			args: func(t *testing.T) []string { return []string{"--job", fifoJob(t), "--cmd", "true"} },
+			want: []string{"uploading the job", "not a regular file", "deleted"},
+		},
+		{
+			name: "upload fails, pod left to the watchdog",
+			args: func(t *testing.T) []string {
+				return []string{"--job", fifoJob(t), "--cmd", "true", "--on-failure", "leave", "--boot-grace", "30s"}
+			},
+			want: []string{"left to its watchdog", "boot grace"},
+			verify: func(t *testing.T, w *world, r *state.Run) {
+				if r.Phase != state.PhaseLeftToPod {
+					t.Fatalf("phase %s", r.Phase)
+				}
+				// No job: the watchdog's boot grace deletes the pod.
+				w.waitPodGone(r, patience)
+				if rm := w.run("rm", r.ID); rm.code != 0 {
+					t.Fatalf("rm exit %d", rm.code)
+				}
+			},
+		},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t, c.opts...)
+			if c.setup != nil {
+				c.setup(t, w)
+			}
+			extra := []string{}
+			if c.args != nil {
+				extra = c.args(t)
+			}
+			p := w.run(args([]string{"run"}, fast, extra)...)
+			if p.code != 1 {
+				t.Fatalf("exit %d, want 1", p.code)
+			}
+			for _, want := range c.want {
+				mustContain(t, "stderr", p.stderr.String(), want)
+			}
+			r := w.onlyRun()
+			if c.noPod && len(w.srv.Pods()) != 0 {
+				t.Fatalf("a pod was made: %+v", w.srv.Pods())
+			}
+			if c.verify != nil {
+				c.verify(t, w, r)
+			} else if r.Phase != state.PhaseFailed {
+				t.Fatalf("phase %s", r.Phase)
+			}
+			w.assertClean()
+			if r.CostUSD < 0 || math.IsNaN(r.CostUSD) {
+				t.Fatalf("cost %v", r.CostUSD)
+			}
+		})
+	}
+}
+
+// A network volume that fills is grown before the watchdog's disk rule would
+// stop the job, and the watchdog is told the new size.
+func TestNetworkVolumeGrows(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	vol := w.srv.AddNetworkVolume("vol-test", 10)
+	// The watchdog measures the volume with this du: 8.8 GB, over 92% of
+	// the 9.4 usable GB and under the watchdog's 97%. It lives on the
+	// volume, which the pod mounts at /workspace (its /tmp is its own).
+	du := "#!/bin/sh\nprintf '8600000\\t%s\\n' \"$3\"\n"
+	if err := os.WriteFile(filepath.Join(vol.Dir, "fake-du"), []byte(du), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := w.run(args([]string{"run", "--network-volume", "vol-test", "--pod-env", "OVERBRAINER_DU=/workspace/fake-du"}, fast, demo(8))...)
+	if p.code != 0 {
+		t.Fatalf("exit %d", p.code)
+	}
+	mustContain(t, "stderr", p.stderr.String(), "network volume vol-test grown from 10 to 13 GB")
+	if strings.Contains(p.stderr.String(), "snapshot requested") {
+		t.Error("the watchdog asked for a disk snapshot")
+	}
+	vols := w.srv.NetworkVolumes()
+	if len(vols) != 1 || vols[0].SizeGB != 13 {
+		t.Fatalf("volumes %+v", vols)
+	}
+	if r := w.onlyRun(); r.VolumeGB != 13 {
+		t.Fatalf("run volume %d GB", r.VolumeGB)
+	}
+	w.assertClean()
+}
+
+// The README's first command: no key, so the in-process emulator.
+func TestLocalRun(t *testing.T) {
+	t.Parallel()
+	l := newLocal(t)
+	p := l.run(args([]string{"run"}, fast, demo(3))...)
+	if p.code != 0 {
+		t.Fatalf("exit %d", p.code)
+	}
+	mustContain(t, "stderr", p.stderr.String(), "no RUNPOD_API_KEY: using the local Runpod emulator",
+		"watchdog verdict: ready", "results downloaded to", "checkpoint.txt", "deleted", "cost: ~$", "the local emulator's price")
+	mustContain(t, "stdout", p.stdout.String(), "step 3/3", "training done")
+}
+
+// A local-server outlives the launchers: a --local run detaches on Ctrl-C,
+// and ls and stop find it again.
+func TestLocalServerDetachAndStop(t *testing.T) {
+	t.Parallel()
+	l := newLocal(t)
+	srv := l.start("local-server")
+	srv.waitOutput("local Runpod emulator at", patience)
+
+	p := l.start(args([]string{"--local", "run"}, fast, demo(600))...)
+	p.waitOutput("step 1/600", patience)
+	p.signal(syscall.SIGINT)
+	if code := p.wait(patience); code != 130 {
+		t.Fatalf("exit %d after Ctrl-C", code)
+	}
+	mustContain(t, "stderr", p.stderr.String(), "using the local-server", "detached from pod")
+	id := strings.Fields(lineWith(p.stderr.String(), "launch: run "))[2]
+
+	ls := l.run("--local", "ls")
+	mustContain(t, "ls", lineWith(ls.stdout.String(), id), "RUNNING", "detached")
+	s := l.run("--local", "stop", id)
+	if s.code != 0 {
+		t.Fatalf("stop exit %d", s.code)
+	}
+	mustContain(t, "stop", s.stderr.String(), "results downloaded", "deleted")
+
+	srv.signal(syscall.SIGINT)
+	if code := srv.wait(patience); code != 0 {
+		t.Fatalf("local-server exit %d", code)
+	}
+	if _, err := os.Stat(filepath.Join(l.stateDir, "local-server.json")); err == nil {
+		t.Fatal("local-server.json left behind")
+	}
+}
+
+// --keep-pod: the results are collected, and the pod stays, the watchdog's
+// rules lifted, until rm.
+func TestKeepPod(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	p := w.run(args([]string{"run", "--keep-pod"}, fast, demo(2))...)
+	if p.code != 0 {
+		t.Fatalf("exit %d", p.code)
+	}
+	mustContain(t, "stderr", p.stderr.String(), "results downloaded", "is kept (--keep-pod)", "launch rm ")
+	r := w.onlyRun()
+	// The retrieved marker is there and the watchdog ticks every second:
+	// a few ticks later the pod still runs.
+	time.Sleep(3 * time.Second)
+	if pod := w.pod(r); pod.Status != runpodtest.StatusRunning {
+		t.Fatalf("kept pod %s", pod.Status)
+	}
+	if rm := w.run("rm", r.ID); rm.code != 0 {
+		t.Fatalf("rm exit %d", rm.code)
+	}
+	w.assertClean()
+}
+
+// stop from another terminal while run follows: stop only asks, run
+// collects the checkpoint.
+func TestStopWhileFollowed(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	p := w.start(args([]string{"run"}, fast, demo(600))...)
+	p.waitOutput("step 2/600", patience)
+	r := w.onlyRun()
+	s := w.run("stop", r.ID)
+	if s.code != 0 {
+		t.Fatalf("stop exit %d", s.code)
+	}
+	mustContain(t, "stop stderr", s.stderr.String(), "another launcher follows run")
+	if code := p.wait(patience); code != 0 {
+		t.Fatalf("run exit %d", code)
+	}
+	mustContain(t, "run stdout", p.stdout.String(), "snapshot requested (stop): checkpointing and stopping")
+	mustContain(t, "run stderr", p.stderr.String(), "results downloaded", "deleted")
+	ckpt, _ := os.ReadFile(filepath.Join(r.OutDir, "outputs", "checkpoint.txt"))
+	if !strings.Contains(string(ckpt), "reason=snapshot stop\n") {
+		t.Fatalf("checkpoint %q", ckpt)
+	}
+	w.assertClean()
+}

@@ -1,0 +1,121 @@
+package costplan
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// SnapshotShare is the part of the cost cap after which the job is asked to
+// checkpoint and stop.
+const SnapshotShare = 0.95
+
+// Plan holds the two instants the client writes for the watchdog, as Unix
+// seconds on the pod's clock.
+type Plan struct {
+	// SnapshotAt (.pod/snapshot_at) is when the watchdog asks the job for a
+	// snapshot: at SnapshotShare of the cap, or lead before the cap when
+	// that is sooner.
+	SnapshotAt int64
+	// CostCapAt (.pod/cost_cap_at) is when the money runs out: the watchdog
+	// deletes the pod then, whatever the lease.
+	CostCapAt int64
+}
+
+// CostCap plans a cost cap of maxUSD for a pod billed costPerHr USD an hour
+// since billingStart (the local clock). podOffset is the pod's clock minus
+// the local clock (see ClockOffset). Both instants are rounded down: early is
+// the safe side of a cap.
+func CostCap(billingStart time.Time, costPerHr, maxUSD float64, lead, podOffset time.Duration) (Plan, error) {
+	switch {
+	case !(costPerHr > 0) || math.IsInf(costPerHr, 0):
+		return Plan{}, fmt.Errorf("costplan: the pod's cost per hour is %v: a cost cap cannot be planned", costPerHr)
+	case !(maxUSD > 0) || math.IsInf(maxUSD, 0):
+		return Plan{}, fmt.Errorf("costplan: max cost %v USD is not positive", maxUSD)
+	case lead < 0:
+		return Plan{}, errors.New("costplan: negative snapshot lead")
+	}
+	span := hours(maxUSD / costPerHr)
+	capAt := billingStart.Add(span)
+	snap := billingStart.Add(time.Duration(float64(span) * SnapshotShare))
+	if early := capAt.Add(-lead); early.Before(snap) {
+		snap = early
+	}
+	if snap.Before(billingStart) {
+		snap = billingStart
+	}
+	return Plan{
+		SnapshotAt: podUnix(snap, podOffset),
+		CostCapAt:  podUnix(capAt, podOffset),
+	}, nil
+}
+
+// hours converts a float number of hours, saturating far in the future.
+func hours(h float64) time.Duration {
+	d := h * float64(time.Hour)
+	if d > float64(math.MaxInt64/2) {
+		return math.MaxInt64 / 2
+	}
+	return time.Duration(d)
+}
+
+func podUnix(t time.Time, offset time.Duration) int64 {
+	pt := t.Add(offset)
+	s := pt.Unix()
+	if pt.Before(time.Unix(s, 0)) {
+		s--
+	}
+	return s
+}
+
+// ClockOffset estimates the pod's clock minus the local clock from a `date
+// +%s` that the pod answered with podUnix, asked at sent and answered at
+// received (local clock). The pod's second is taken at its middle, and the
+// reading at the middle of the round trip.
+func ClockOffset(sent, received time.Time, podUnix int64) time.Duration {
+	mid := sent.Add(received.Sub(sent) / 2)
+	pod := time.Unix(podUnix, int64(500*time.Millisecond))
+	return pod.Sub(mid)
+}
+
+// Spent is what a pod billed costPerHr USD an hour has cost from start to
+// end: an estimate from the price, not Runpod's invoice.
+func Spent(costPerHr float64, start, end time.Time) float64 {
+	if end.Before(start) || !(costPerHr > 0) {
+		return 0
+	}
+	return costPerHr * end.Sub(start).Hours()
+}
+
+// Volume growth: a network volume is grown by GrowFactor when what it holds
+// reaches GrowAt of its usable part (VolumeUsable of its size, as the
+// watchdog counts it), as many times as it takes to bring the usage back
+// under GrowAt. The watchdog asks for a snapshot at 97% of the usable part:
+// growing first keeps a filling volume from ending the job.
+const (
+	GrowAt       = 0.92
+	GrowFactor   = 1.25
+	VolumeUsable = 0.94
+)
+
+// bytesPerGB is Runpod's GB, the one the watchdog uses too.
+const bytesPerGB = 1e9
+
+// Grow says whether a network volume of sizeGB holding usedKiB KiB (du -sk)
+// should grow, and to what size in GB.
+func Grow(sizeGB int, usedKiB int64) (newGB int, grow bool) {
+	if sizeGB <= 0 || usedKiB < 0 {
+		return sizeGB, false
+	}
+	used := float64(usedKiB) * 1024
+	full := func(gb int) bool { return used >= GrowAt*VolumeUsable*float64(gb)*bytesPerGB }
+	if !full(sizeGB) {
+		return sizeGB, false
+	}
+	newGB = sizeGB
+	for full(newGB) {
+		newGB = int(math.Ceil(float64(newGB) * GrowFactor))
+	}
+	return newGB, true
+}

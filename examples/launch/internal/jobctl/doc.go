@@ -1,0 +1,9 @@
+// Package jobctl holds the launcher's side of the pod file protocol as
+// POSIX sh scripts that run on the pod over SSH, and the Go that drives
+// them: start.sh starts the job detached in its own process group (with the
+// HF token on standard input only); watch.sh is one long-lived session per
+// connection that answers looks at the run (job state, verdict, snapshot
+// request, new output, lease renewal) and writes the client's pod files, so
+// that following a job opens no new session, nor a new login shell with its
+// rc files, for every look.
+package jobctl

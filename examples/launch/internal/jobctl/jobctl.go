@@ -1,0 +1,142 @@
+package jobctl
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/overbrainer/overbrainer-go/examples/launch/internal/podssh"
+)
+
+//go:embed start.sh
+var startScript string
+
+//go:embed watch.sh
+var watchScript string
+
+// Files of the run directory that the job scripts use besides the watchdog
+// package's: the job's command, its uploaded directory, its outputs (what
+// the client downloads) and its log.
+const (
+	CommandFile = "command.sh"
+	JobDir      = "job"
+	OutputsDir  = "outputs"
+	JobLog      = "job.log"
+)
+
+// Exit statuses of the start command.
+const (
+	StartOK             = 0
+	StartAlreadyStarted = 3
+)
+
+// StartCommand is the command line that starts the job of the run directory
+// runDir (its command.sh must exist), with jobEnv sourced. Its standard input
+// must be StartInput. It prints the job's process group.
+func StartCommand(runDir, jobEnv string) string {
+	return podssh.Command(startScript, runDir, jobEnv)
+}
+
+// StartInput is the start command's standard input: the HF token (empty for
+// none) on one line. A token with a newline is refused, since only its first
+// line would arrive.
+func StartInput(hfToken string) (io.Reader, error) {
+	if strings.ContainsAny(hfToken, "\r\n\x00") {
+		return nil, errors.New("jobctl: the HF token contains a newline or NUL")
+	}
+	return strings.NewReader(hfToken + "\n"), nil
+}
+
+// State is what one poll saw on the pod.
+type State struct {
+	// PID is the job's process group, 0 before the job started.
+	PID int
+	// ExitCode is the job's exit status once it wrote one, else -1.
+	ExitCode int
+	// Alive says whether the job's process group exists.
+	Alive bool
+	// Cancelled says the cancelled marker exists.
+	Cancelled bool
+	// LogSize is job.log's size when the poll looked.
+	LogSize int64
+	// PodNow is the pod's clock, Unix seconds.
+	PodNow int64
+	// Request is the reason in snapshot.request, empty when there is none.
+	Request string
+	// DuKiB is the watchdog's last measure of the network volume, -1 when
+	// there is none.
+	DuKiB int64
+	// Verdict is the watchdog's verdict line, empty until it wrote one.
+	Verdict string
+}
+
+// Started says the job started (job.pid exists).
+func (s State) Started() bool { return s.PID > 0 }
+
+// Ended says the job is over: it wrote its exit code, was cancelled, or its
+// process group is gone (killed before it could write anything).
+func (s State) Ended() bool {
+	return s.ExitCode >= 0 || s.Cancelled || (s.Started() && !s.Alive)
+}
+
+// VerdictFailed returns the reason of a `failed <reason>` verdict.
+func (s State) VerdictFailed() (reason string, failed bool) {
+	if s.Verdict == "failed" {
+		return "", true
+	}
+	reason, failed = strings.CutPrefix(s.Verdict, "failed ")
+	return reason, failed
+}
+
+// parseHeader reads watch.sh's header and verdict lines; n is the number of
+// log bytes that follow.
+func parseHeader(header, verdict string) (st State, n int, err error) {
+	f := strings.Fields(header)
+	if len(f) != 10 || f[0] != "ob1" {
+		return State{}, 0, fmt.Errorf("jobctl: bad watch header %.120q", header)
+	}
+	num := func(s string, none int64) (int64, error) {
+		if s == "-" {
+			return none, nil
+		}
+		return strconv.ParseInt(s, 10, 64)
+	}
+	var errs []error
+	pid, err := num(f[1], 0)
+	errs = append(errs, err)
+	code, err := num(f[2], -1)
+	errs = append(errs, err)
+	st.PID, st.ExitCode = int(pid), int(code)
+	st.Alive = f[3] == "1"
+	st.Cancelled = f[4] == "1"
+	st.LogSize, err = num(f[5], 0)
+	errs = append(errs, err)
+	st.PodNow, err = num(f[6], 0)
+	errs = append(errs, err)
+	if f[7] != "-" {
+		st.Request = f[7]
+	}
+	st.DuKiB, err = num(f[8], -1)
+	errs = append(errs, err)
+	n64, err := strconv.ParseInt(f[9], 10, 32)
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil || n64 < 0 {
+		return State{}, 0, fmt.Errorf("jobctl: bad watch header %.120q: %v", header, err)
+	}
+	st.Verdict = strings.TrimSpace(verdict)
+	return st, int(n64), nil
+}
+
+// LastLine is the last non-empty line of a command's output: what the
+// command printed after anything a login shell's rc file printed first.
+func LastLine(out []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// RunFile is the absolute path on the pod of a run directory's file.
+func RunFile(runDir, name string) string { return path.Join(runDir, name) }

@@ -1,0 +1,250 @@
+package jobctl
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/overbrainer/overbrainer-go/internal/shtest"
+	"github.com/overbrainer/overbrainer-go/watchdog"
+)
+
+func forEachShell(t *testing.T, f func(t *testing.T, shell []string)) {
+	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) { f(t, sh.Argv) })
+}
+
+// runScript runs what podssh.Command would run on the pod, under shell
+// instead of sh: the command line's script and arguments.
+func runScript(t *testing.T, shell []string, env []string, stdin string, script string, args ...string) (string, string, error) {
+	t.Helper()
+	cmd := exec.Command(shell[0], append(append(shell[1:], "-c", script, "sh"), args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return out.String(), errb.String(), err
+	case <-time.After(60 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("%v did not return: it waits for the detached job?", shell)
+	}
+	return "", "", nil
+}
+
+// procStat returns the process group and session of a process.
+func procStat(t *testing.T, pid int) (pgrp, session int) {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+	pgrp, _ = strconv.Atoi(f[2])
+	session, _ = strconv.Atoi(f[3])
+	return pgrp, session
+}
+
+// cmdlinesContaining lists the processes whose command line holds s.
+func cmdlinesContaining(s string) []string {
+	var hits []string
+	dirs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range dirs {
+		b, err := os.ReadFile(p)
+		if err == nil && bytes.Contains(b, []byte(s)) {
+			hits = append(hits, p)
+		}
+	}
+	return hits
+}
+
+func waitFile(t *testing.T, p string) string {
+	t.Helper()
+	return shtest.WaitFile(t, p, 60*time.Second)
+}
+
+// newRun makes a run directory with a command.sh, and a job env file.
+func newRun(t *testing.T, command string) (runDir, jobEnv string) {
+	t.Helper()
+	runDir = filepath.Join(t.TempDir(), "run")
+	if err := os.MkdirAll(filepath.Join(runDir, ".pod"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(runDir, CommandFile), []byte(command), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	jobEnv = filepath.Join(t.TempDir(), "job.env")
+	// The bootstrap's file; some lines lack export, as set -a handles.
+	env := "export FROM_ENV='from the job env'\nPLAIN=plain\n"
+	if err := os.WriteFile(jobEnv, []byte(env), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return runDir, jobEnv
+}
+
+const testCommand = `echo "job $$ in $(pwd)"
+echo "FROM_ENV=$FROM_ENV PLAIN=$PLAIN"
+printf '%s' "${HF_TOKEN-unset}" > "$OVERBRAINER_OUTPUTS/token"
+echo "request at $OVERBRAINER_SNAPSHOT_REQUEST"
+while [ ! -f "$OVERBRAINER_SNAPSHOT_REQUEST" ]; do sleep 0.05; done
+echo "done"
+exit 5
+`
+
+func startAndFinish(t *testing.T, shell, env []string) {
+	runDir, jobEnv := newRun(t, testCommand)
+	token := "hf_test" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	in, err := StartInput(token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := readAll(in)
+	out, stderr, err := runScript(t, shell, env, b, startScript, runDir, jobEnv)
+	if err != nil {
+		t.Fatalf("start: %v\n%s", err, stderr)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(out))
+	if err != nil {
+		t.Fatalf("start printed %q", out)
+	}
+	if got := strings.TrimSpace(waitFile(t, filepath.Join(runDir, "job.pid"))); got != strconv.Itoa(pid) {
+		t.Fatalf("job.pid %q, start printed %d", got, pid)
+	}
+	// The job leads a process group of its own, which the watchdog's
+	// group_signal can reach.
+	if pgrp, _ := procStat(t, pid); pgrp != pid {
+		t.Fatalf("job %d is in process group %d", pid, pgrp)
+	}
+	if hits := cmdlinesContaining(token); len(hits) > 0 {
+		t.Fatalf("the HF token is on a command line: %v", hits)
+	}
+	if err := os.WriteFile(filepath.Join(runDir, "snapshot.request"), []byte("stop"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code := waitFile(t, filepath.Join(runDir, "exit_code")); code != "5\n" {
+		t.Fatalf("exit_code %q", code)
+	}
+	if got := waitFile(t, filepath.Join(runDir, OutputsDir, "token")); got != token {
+		t.Fatalf("the job saw HF_TOKEN %q", got)
+	}
+	log := waitFile(t, filepath.Join(runDir, JobLog))
+	for _, want := range []string{
+		fmt.Sprintf(" in %s/job\n", runDir),
+		"FROM_ENV=from the job env PLAIN=plain\n",
+		"request at " + runDir + "/snapshot.request\n",
+		"done\n",
+	} {
+		if !strings.Contains(log, want) {
+			t.Fatalf("job.log lacks %q:\n%s", want, log)
+		}
+	}
+	for _, f := range []string{"job.pid.tmp", "exit_code.tmp"} {
+		if _, err := os.Stat(filepath.Join(runDir, f)); err == nil {
+			t.Fatalf("%s left behind", f)
+		}
+	}
+
+	// A second start is refused and changes nothing.
+	_, stderr, err = runScript(t, shell, env, "\n", startScript, runDir, jobEnv)
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != StartAlreadyStarted {
+		t.Fatalf("second start: %v %s", err, stderr)
+	}
+}
+
+func readAll(r interface{ Read([]byte) (int, error) }) (string, error) {
+	var b bytes.Buffer
+	_, err := b.ReadFrom(r)
+	return b.String(), err
+}
+
+func TestStartUnderEveryShell(t *testing.T) {
+	shtest.NeedTool(t, "setsid")
+	forEachShell(t, func(t *testing.T, shell []string) {
+		startAndFinish(t, shell, nil)
+	})
+}
+
+// binWithout is a PATH directory with the system's commands but the named
+// ones.
+func binWithout(t *testing.T, names ...string) string {
+	t.Helper()
+	bin := t.TempDir()
+	for _, dir := range []string{"/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin"} {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if slices.Contains(names, e.Name()) {
+				continue
+			}
+			_ = os.Symlink(filepath.Join(dir, e.Name()), filepath.Join(bin, e.Name()))
+		}
+	}
+	return bin
+}
+
+// Without setsid the start uses busybox's, and without either it refuses
+// to start a job that the watchdog could not watch as a group.
+func TestStartWithoutSetsid(t *testing.T) {
+	shtest.NeedTool(t, "busybox")
+	for _, shell := range []string{"dash", "bash"} {
+		t.Run(shell, func(t *testing.T) {
+			shtest.NeedTool(t, shell)
+			bin := binWithout(t, "setsid")
+			startAndFinish(t, []string{filepath.Join(bin, shell)}, []string{"PATH=" + bin})
+
+			bin = binWithout(t, "setsid", "busybox")
+			runDir, jobEnv := newRun(t, "echo never")
+			_, stderr, err := runScript(t, []string{filepath.Join(bin, shell)}, []string{"PATH=" + bin}, "\n", startScript, runDir, jobEnv)
+			if err == nil || !strings.Contains(stderr, "neither setsid nor busybox") {
+				t.Fatalf("start without setsid: %v %q", err, stderr)
+			}
+			if _, err := os.Stat(filepath.Join(runDir, "job.pid")); err == nil {
+				t.Fatal("a job started without a process group of its own")
+			}
+		})
+	}
+}
+
+func TestStartInputRefusesANewline(t *testing.T) {
+	if _, err := StartInput("a\nb"); err == nil {
+		t.Fatal("a token with a newline was accepted")
+	}
+	if _, err := StartInput(""); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestStartWithoutCommandFails(t *testing.T) {
+	forEachShell(t, func(t *testing.T, shell []string) {
+		runDir, jobEnv := newRun(t, "")
+		os.Remove(filepath.Join(runDir, CommandFile))
+		_, stderr, err := runScript(t, shell, nil, "\n", startScript, runDir, jobEnv)
+		if err == nil || !strings.Contains(stderr, "no command.sh") {
+			t.Fatalf("start without command.sh: %v %q", err, stderr)
+		}
+		if _, err := os.Stat(filepath.Join(runDir, "job.pid")); err == nil {
+			t.Fatal("job.pid written")
+		}
+	})
+}
+
+// Every write of a client file wakes the watchdog the way the watchdog
+// package says, so a cost cap written during its 60 s sleep lands on time.
+func TestPutWakesTheWatchdog(t *testing.T) {
+	if !strings.Contains(watchScript, "\n    "+watchdog.WakeCommand+"\n") {
+		t.Errorf("watch.sh does not run watchdog.WakeCommand after a put")
+	}
+}

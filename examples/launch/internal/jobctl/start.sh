@@ -1,0 +1,81 @@
+# start.sh RUN_DIR JOB_ENV (POSIX sh): starts the run's job on the pod,
+# detached from the SSH session in a session and process group of its own.
+#
+# Standard input carries one line, the HF token (possibly empty): it reaches
+# the job's environment without ever being on a command line or in a file.
+# The job's top shell writes its pid, which is its process group, to job.pid
+# before anything else, sources JOB_ENV, runs command.sh in job/ with its
+# output appended to job.log, and writes exit_code (tmp + mv) when it ends.
+# Exit status: 0 started, 3 already started, 1 anything else.
+
+run_dir=$1
+job_env=$2
+cd "$run_dir" || exit 1
+if [ -e job.pid ]; then
+  echo "the job was already started (job.pid exists)" >&2
+  exit 3
+fi
+if [ ! -f command.sh ]; then
+  echo "no command.sh in $run_dir" >&2
+  exit 1
+fi
+mkdir -p job outputs || exit 1
+rm -f exit_code cancelled
+
+token=
+IFS= read -r token || :
+if [ -n "$token" ]; then
+  HF_TOKEN=$token
+  export HF_TOKEN
+fi
+token=
+
+# The job's top shell, run as sh -c with RUN_DIR and JOB_ENV as $1 and $2:
+# its expansions are meant for that shell, not this one.
+# shellcheck disable=SC2016
+job_main='
+printf "%s\n" "$$" > "$1/job.pid.tmp" && mv -f "$1/job.pid.tmp" "$1/job.pid" || exit 1
+if [ -f "$2" ]; then
+  set -a
+  . "$2"
+  set +a
+fi
+OVERBRAINER_OUTPUTS=$1/outputs
+OVERBRAINER_SNAPSHOT_REQUEST=$1/snapshot.request
+export OVERBRAINER_OUTPUTS OVERBRAINER_SNAPSHOT_REQUEST
+cd "$1/job" || exit 1
+sh "$1/command.sh"
+code=$?
+printf "%s\n" "$code" > "$1/exit_code.tmp" && mv -f "$1/exit_code.tmp" "$1/exit_code"
+'
+
+# setsid gives the job a session and process group of its own: util-linux
+# has it on every Debian or Ubuntu image, busybox on the smaller ones.
+if command -v setsid > /dev/null 2>&1; then
+  setsid=setsid
+elif busybox setsid true > /dev/null 2>&1; then
+  setsid='busybox setsid'
+else
+  echo "neither setsid nor busybox is installed on the pod: the job cannot get a process group of its own" >&2
+  exit 1
+fi
+# The redirections are made by exec in a subshell rather than on the
+# command: some shells (yash) keep a copy of the old descriptor for a
+# command's redirection, and the job would hold the SSH session open.
+(
+  exec < /dev/null >> job.log 2>&1
+  exec $setsid sh -c "$job_main" overbrainer-job "$run_dir" "$job_env"
+) &
+unset HF_TOKEN
+
+# Wait for the job to record itself, so that the caller knows it started.
+tries=0
+while [ ! -s job.pid ]; do
+  tries=$((tries + 1))
+  if [ "$tries" -gt 100 ]; then
+    echo "the job did not write job.pid in time" >&2
+    exit 1
+  fi
+  sleep 0.2 2> /dev/null || sleep 1
+done
+cat job.pid

@@ -1,0 +1,190 @@
+package jobctl
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/overbrainer/overbrainer-go/examples/launch/internal/podssh"
+	"github.com/overbrainer/overbrainer-go/watchdog"
+)
+
+// Watcher is a long-lived look at a run over one session (watch.sh): each
+// Poll is a request line and its answer, with no new session, so no new
+// login shell and its rc files on the pod for every look.
+type Watcher struct {
+	in io.Writer
+	br *bufio.Reader
+	// stop closes the session; wait waits for its command's end; drop
+	// takes the whole connection down.
+	stop func()
+	wait func() error
+	drop func()
+
+	mu     sync.Mutex
+	broken error
+}
+
+// abandonAfter is how long Poll waits for an exchange to end after closing
+// its session on a done context, before it takes the connection down.
+var abandonAfter = 10 * time.Second
+
+// Watch starts watch.sh on the run directory runDir.
+func Watch(c *podssh.Conn, runDir string) (*Watcher, error) {
+	st, err := c.Stream(podssh.Command(WatchScript(), runDir))
+	if err != nil {
+		return nil, err
+	}
+	return newWatcher(st.In, st.Out, func() { st.Close() }, st.Wait, func() { c.Close() }), nil
+}
+
+func newWatcher(in io.Writer, out io.Reader, stop func(), wait func() error, drop func()) *Watcher {
+	return &Watcher{in: in, br: bufio.NewReaderSize(out, 64<<10), stop: stop, wait: wait, drop: drop}
+}
+
+// WatchScript is watch.sh as the pod runs it, with the group_signal helper.
+func WatchScript() string { return watchdog.GroupSignal() + watchScript }
+
+// Close ends the watcher's session.
+func (w *Watcher) Close() { w.stop() }
+
+// Poll is one look at the run: the job's state, the verdict and up to max
+// bytes of the job's log from offset on. With touchLease it first renews
+// the lease. After an error the watcher is done: make a new one.
+func (w *Watcher) Poll(ctx context.Context, offset int64, touchLease bool, max int) (State, []byte, error) {
+	var st State
+	var b []byte
+	err := w.do(ctx, func() error {
+		var err error
+		st, b, err = w.look(offset, touchLease, max)
+		return err
+	})
+	return st, b, err
+}
+
+// Put replaces the client's pod file name (one of the watchdog package's
+// SnapshotAt, CostCapAt, VolumeGB, Retrieved, SnapshotRequest) with value,
+// a word of [A-Za-z0-9_-] or nothing.
+func (w *Watcher) Put(ctx context.Context, name, value string) error {
+	base := strings.TrimPrefix(name, watchdog.PodDir+"/")
+	if strings.ContainsAny(base+value, " \t\r\n/") {
+		return fmt.Errorf("jobctl: put %q %q: not one word each", name, value)
+	}
+	return w.do(ctx, func() error {
+		if _, err := fmt.Fprintf(w.in, "put %s %s\n", base, value); err != nil {
+			return w.ended(err)
+		}
+		line, err := w.answer()
+		if err != nil {
+			return err
+		}
+		if line != "ob1-ok\n" {
+			return fmt.Errorf("jobctl: watch.sh: put %s: %s", name, strings.TrimSpace(line))
+		}
+		return nil
+	})
+}
+
+// do runs one exchange, bounded by ctx. After an error the watcher is
+// broken.
+func (w *Watcher) do(ctx context.Context, exchange func() error) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.broken != nil {
+		return w.broken
+	}
+	done := make(chan error, 1)
+	go func() { done <- exchange() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			w.broken = err
+			w.stop()
+		}
+		return err
+	case <-ctx.Done():
+	}
+	w.broken = ctx.Err()
+	w.stop()
+	select {
+	case <-done:
+	case <-time.After(abandonAfter):
+		// The session did not close: the connection goes, which ends
+		// the exchange's read.
+		w.drop()
+		<-done
+	}
+	return ctx.Err()
+}
+
+// answer reads the first line of an answer. What a login shell's rc file
+// printed before watch.sh ran is skipped.
+func (w *Watcher) answer() (string, error) {
+	for {
+		line, err := w.br.ReadString('\n')
+		if err != nil {
+			return "", w.ended(err)
+		}
+		if strings.HasPrefix(line, "ob1-error") {
+			return "", fmt.Errorf("jobctl: watch.sh: %s", strings.TrimSpace(line))
+		}
+		if strings.HasPrefix(line, "ob1 ") || strings.HasPrefix(line, "ob1-ok") {
+			return line, nil
+		}
+	}
+}
+
+// look sends a poll request and reads its answer.
+func (w *Watcher) look(offset int64, touchLease bool, max int) (State, []byte, error) {
+	touch := 0
+	if touchLease {
+		touch = 1
+	}
+	if _, err := fmt.Fprintf(w.in, "poll %d %d %d\n", offset, touch, max); err != nil {
+		return State{}, nil, w.ended(err)
+	}
+	header, err := w.answer()
+	if err != nil {
+		return State{}, nil, err
+	}
+	verdict, err := w.br.ReadString('\n')
+	if err != nil {
+		return State{}, nil, w.ended(err)
+	}
+	st, n, err := parseHeader(header, verdict)
+	if err != nil {
+		return State{}, nil, err
+	}
+	if n > max {
+		return State{}, nil, fmt.Errorf("jobctl: watch.sh sent %d bytes, asked at most %d", n, max)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(w.br, b); err != nil {
+		return State{}, nil, w.ended(err)
+	}
+	return st, b, nil
+}
+
+// ended explains a broken exchange: the command's exit when it ended (a
+// failed watch.sh is a *podssh.CommandError), else the transport's error.
+func (w *Watcher) ended(err error) error {
+	if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return err
+	}
+	werr := make(chan error, 1)
+	go func() { werr <- w.wait() }()
+	select {
+	case e := <-werr:
+		if e != nil {
+			return e
+		}
+		return errors.New("jobctl: watch.sh ended")
+	case <-time.After(abandonAfter):
+		return err
+	}
+}

@@ -1,0 +1,107 @@
+# watch.sh RUN_DIR (POSIX sh): the client's long-lived session with the run,
+# one per SSH connection, so that a look or a small write costs no new
+# session (nor a new login shell with its rc files). It reads requests on
+# standard input, one a line:
+#
+#   poll OFFSET TOUCH MAX
+#
+# answered with one header line
+#
+#   ob1 PID EXIT ALIVE CANCELLED SIZE NOW REQUEST DU_KIB N
+#
+# (a - for what does not exist), the verdict line (empty while there is
+# none), then exactly N bytes of job.log from byte OFFSET on (N <= MAX). With
+# TOUCH=1 the look first touches .pod/lease, so the lease's mtime is the
+# pod's clock.
+#
+#   put NAME VALUE
+#
+# replaces one of the client's pod files (tmp + mv) with VALUE, a word of
+# [A-Za-z0-9_-] or nothing, and answers "ob1-ok". Anything else is answered
+# "ob1-error WHY". The group_signal helper is prepended by the Go package.
+
+cd "$1" || exit 1
+chunk=.pod/watch.$$.chunk
+trap 'rm -f "$chunk"' EXIT
+
+# field FILE: prints the number that starts FILE (.pod/du holds du's whole
+# line, "KIB<tab>DIR"), or - when there is none.
+field() {
+  value=
+  read -r value _ < "$1" 2> /dev/null
+  case $value in
+    '' | *[!0-9]*) value=- ;;
+  esac
+  printf '%s' "$value"
+}
+
+# look OFFSET TOUCH MAX: one answer.
+look() {
+  if [ "$2" = 1 ]; then
+    touch .pod/lease
+  fi
+  pid=$(field job.pid)
+  code=$(field exit_code)
+  alive=-
+  if [ "$pid" != - ] && [ "$pid" -gt 1 ]; then
+    if group_signal 0 "$pid"; then alive=1; else alive=0; fi
+  fi
+  cancelled=0
+  [ -f cancelled ] && cancelled=1
+  size=0
+  [ -f job.log ] && size=$(wc -c < job.log)
+  size=$((size + 0))
+  request=-
+  if [ -f snapshot.request ]; then
+    request=$(head -c 64 snapshot.request 2> /dev/null | tr -d '\n' | tr -c 'A-Za-z0-9_-' _)
+    [ -n "$request" ] || request=_
+  fi
+  du_kib=$(field .pod/du)
+  verdict=$(head -n 1 .pod/watchdog 2> /dev/null | tr -d '\r')
+  # The bytes go through a file, so that N counts what is sent even while
+  # the log grows.
+  : > "$chunk"
+  if [ "$size" -gt "$1" ]; then
+    tail -c +"$(($1 + 1))" job.log | head -c "$3" > "$chunk"
+  fi
+  n=$(wc -c < "$chunk")
+  printf 'ob1 %s %s %s %s %s %s %s %s %s\n%s\n' "$pid" "$code" "$alive" "$cancelled" \
+    "$size" "$(date +%s)" "$request" "$du_kib" "$((n + 0))" "$verdict"
+  cat "$chunk"
+}
+
+# put NAME VALUE: one answer.
+put() {
+  case $1 in
+    snapshot_at | cost_cap_at | volume_gb | retrieved) file=.pod/$1 ;;
+    snapshot.request) file=$1 ;;
+    *)
+      echo "ob1-error not a client file: $1"
+      return
+      ;;
+  esac
+  case $2 in
+    *[!A-Za-z0-9_-]*)
+      echo "ob1-error bad value"
+      return
+      ;;
+  esac
+  if printf '%s' "$2" > "$file.$$.tmp" && mv -f "$file.$$.tmp" "$file"; then
+    # Wake the watchdog (watchdog.WakeCommand) so that it reads the file
+    # now rather than at its next tick, up to a minute later.
+    kill -s HUP "$(cat .pod/watchdog.pid 2>/dev/null)" 2>/dev/null || :
+    echo "ob1-ok"
+  else
+    rm -f "$file.$$.tmp"
+    echo "ob1-error cannot write $file"
+  fi
+}
+
+while IFS=' ' read -r what a b c; do
+  case $what:$a:$c in
+    poll:*[!0-9]*:* | poll:*:*[!0-9]* | poll::* | poll:*:) echo "ob1-error bad request" ;;
+    poll:*) look "$a" "$b" "$c" < /dev/null ;;
+    put:*) put "$a" "$b" < /dev/null ;;
+    *) echo "ob1-error unknown request" ;;
+  esac
+done

@@ -1,0 +1,347 @@
+package jobctl
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/overbrainer/overbrainer-go/internal/shtest"
+	"github.com/overbrainer/overbrainer-go/watchdog"
+)
+
+// startWatch runs watch.sh under shell as the pod would, and talks to it
+// through a Watcher.
+func startWatch(t *testing.T, shell []string, runDir string) *Watcher {
+	t.Helper()
+	cmd := exec.Command(shell[0], append(shell[1:], "-c", WatchScript(), "sh", runDir)...)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	// Closing the input ends watch.sh's loop, as closing the session does
+	// on the pod.
+	stop := func() { in.Close() }
+	kill := func() { _ = cmd.Process.Kill() }
+	t.Cleanup(func() {
+		stop()
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			kill()
+		}
+	})
+	wait := func() error {
+		err := <-exited
+		exited <- err
+		return err
+	}
+	return newWatcher(in, out, stop, wait, kill)
+}
+
+func poll(t *testing.T, w *Watcher, offset int64, touch bool, max int) (State, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, b, err := w.Poll(ctx, offset, touch, max)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, string(b)
+}
+
+func TestWatchUnderEveryShell(t *testing.T) {
+	forEachShell(t, func(t *testing.T, shell []string) {
+		runDir, jobEnv := newRun(t, `printf 'line one\nline two\n'
+while [ ! -f "$OVERBRAINER_SNAPSHOT_REQUEST" ]; do sleep 0.05; done
+echo "checkpoint"
+exit 3
+`)
+		w := startWatch(t, shell, runDir)
+		before := time.Now().Unix()
+		st, logBytes := poll(t, w, 0, false, 1000)
+		if diff := cmp.Diff(State{ExitCode: -1, DuKiB: -1, PodNow: st.PodNow}, st); diff != "" || logBytes != "" {
+			t.Fatalf("before the job (-want +got):\n%s%q", diff, logBytes)
+		}
+		if st.PodNow < before-5 || st.PodNow > before+5 {
+			t.Fatalf("pod clock %d, local %d", st.PodNow, before)
+		}
+		if _, err := os.Stat(filepath.Join(runDir, watchdog.Lease)); err == nil {
+			t.Fatal("a look without touch made a lease")
+		}
+
+		// The verdict, with its reason.
+		os.WriteFile(filepath.Join(runDir, watchdog.Verdict), []byte("failed bootstrap: host key mismatch\n"), 0o600)
+		st, _ = poll(t, w, 0, true, 1000)
+		if reason, failed := st.VerdictFailed(); !failed || reason != "bootstrap: host key mismatch" {
+			t.Fatalf("verdict %q", st.Verdict)
+		}
+		if _, err := os.Stat(filepath.Join(runDir, watchdog.Lease)); err != nil {
+			t.Fatal("touch made no lease:", err)
+		}
+		os.WriteFile(filepath.Join(runDir, watchdog.Verdict), []byte("ready\n"), 0o600)
+
+		if _, stderr, err := runScript(t, []string{"sh"}, nil, "\n", startScript, runDir, jobEnv); err != nil {
+			t.Fatalf("start: %v %s", err, stderr)
+		}
+		var log strings.Builder
+		var offset int64
+		deadline := time.Now().Add(60 * time.Second)
+		for log.Len() < len("line one\nline two\n") {
+			if time.Now().After(deadline) {
+				t.Fatalf("the log never reached %q", log.String())
+			}
+			st, b := poll(t, w, offset, false, 4)
+			if len(b) > 4 {
+				t.Fatalf("a look returned %d bytes, max 4", len(b))
+			}
+			if !st.Started() || !st.Alive || st.Ended() || st.Verdict != "ready" {
+				t.Fatalf("running job: %+v", st)
+			}
+			log.WriteString(b)
+			offset += int64(len(b))
+		}
+		if log.String() != "line one\nline two\n" {
+			t.Fatalf("log %q", log.String())
+		}
+
+		os.WriteFile(filepath.Join(runDir, watchdog.Du), []byte("1234\t/workspace\n"), 0o600)
+		os.WriteFile(filepath.Join(runDir, watchdog.SnapshotRequest), []byte("cost"), 0o600)
+		for {
+			st, b := poll(t, w, offset, false, 1000)
+			if st.Request != "cost" || st.DuKiB != 1234 {
+				t.Fatalf("request %q du %d", st.Request, st.DuKiB)
+			}
+			offset += int64(len(b))
+			if st.Ended() {
+				// The group may linger a moment as a zombie after
+				// exit_code: Ended does not depend on it.
+				if st.ExitCode != 3 {
+					t.Fatalf("ended: %+v", st)
+				}
+				if st.LogSize != offset {
+					t.Fatalf("log size %d, read %d", st.LogSize, offset)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the job never ended: %+v", st)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		// The chunk file goes with the watcher.
+		w.Close()
+		shtest.Eventually(t, time.Minute, func() bool {
+			left, _ := filepath.Glob(filepath.Join(runDir, ".pod", "watch.*"))
+			return len(left) == 0
+		}, "watch.sh's chunk file left behind")
+	})
+}
+
+// A job killed before it could write its exit code has ended all the same.
+func TestWatchSeesAKilledJob(t *testing.T) {
+	runDir, jobEnv := newRun(t, "exec sleep 300\n")
+	out, stderr, err := runScript(t, []string{"sh"}, nil, "\n", startScript, runDir, jobEnv)
+	if err != nil {
+		t.Fatalf("start: %v %s", err, stderr)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(out))
+	w := startWatch(t, []string{"sh"}, runDir)
+	st, _ := poll(t, w, 0, false, 10)
+	if !st.Alive || st.Ended() {
+		t.Fatalf("%+v", st)
+	}
+	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		st, _ = poll(t, w, 0, false, 10)
+		if st.Ended() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never ended: %+v", st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if st.ExitCode != -1 || st.Alive {
+		t.Fatalf("%+v", st)
+	}
+}
+
+// watch.sh in a run directory that does not exist fails, and the watcher
+// says so rather than waiting.
+func TestWatchOfAMissingRunDir(t *testing.T) {
+	w := startWatch(t, []string{"sh"}, filepath.Join(t.TempDir(), "absent"))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, _, err := w.Poll(ctx, 0, false, 10); err == nil || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Poll = %v", err)
+	}
+}
+
+// Bad requests get an error line, and the loop goes on.
+func TestWatchRefusesBadRequests(t *testing.T) {
+	runDir, _ := newRun(t, "")
+	out, _, err := runScript(t, []string{"sh"}, nil, "poll x 0 1\nstop\npoll 0 0 10\n", WatchScript(), runDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(out, "\n")
+	if lines[0] != "ob1-error bad request" || lines[1] != "ob1-error unknown request" || !strings.HasPrefix(lines[2], "ob1 - - - 0 0 ") {
+		t.Fatalf("answers %q", out)
+	}
+}
+
+// What a login shell's rc file prints before watch.sh is skipped; a header
+// that does not parse is an error.
+func TestWatcherReadsPastNoise(t *testing.T) {
+	answer := "conda: activated\nob1 42 0 0 0 10 1700000000 stop 99 6\nready\nbytes\n"
+	w := newWatcher(io.Discard, strings.NewReader(answer), func() {}, func() error { return nil }, func() {})
+	st, b, err := w.Poll(context.Background(), 0, true, 100)
+	want := State{PID: 42, ExitCode: 0, LogSize: 10, PodNow: 1700000000, Request: "stop", DuKiB: 99, Verdict: "ready"}
+	if err != nil || string(b) != "bytes\n" {
+		t.Fatal(err, string(b))
+	}
+	if diff := cmp.Diff(want, st); diff != "" {
+		t.Fatal(diff)
+	}
+	if !st.Ended() {
+		t.Fatal("exit code 0 is an end")
+	}
+	for _, bad := range []string{
+		"ob1 - - - 0 0 1 - -\n\n",
+		"ob1 x - - 0 0 1 - - 0\n\n",
+		"ob1 - - - 0 0 1 - - 200\n\n" + strings.Repeat("x", 200),
+		"ob1-error bad request\n",
+		"ob1 - - - 0 0 1 - - 5\nready\nab",
+	} {
+		w := newWatcher(io.Discard, strings.NewReader(bad), func() {}, func() error { return nil }, func() {})
+		if _, _, err := w.Poll(context.Background(), 0, false, 100); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	if got := LastLine([]byte("banner\n1700000000\n\n")); got != "1700000000" {
+		t.Fatalf("LastLine %q", got)
+	}
+}
+
+// A peer that never answers: Poll returns when its context ends, closing
+// the session, and takes the connection down when even that does not end
+// the exchange.
+func TestPollOnAPeerThatNeverAnswers(t *testing.T) {
+	defer func(d time.Duration) { abandonAfter = d }(abandonAfter)
+	abandonAfter = 100 * time.Millisecond
+	for _, closes := range []bool{true, false} {
+		pr, pw := io.Pipe()
+		var dropped atomic.Bool
+		stop := func() {
+			if closes {
+				pw.CloseWithError(errors.New("session closed"))
+			}
+		}
+		drop := func() {
+			dropped.Store(true)
+			pw.CloseWithError(errors.New("connection closed"))
+		}
+		w := newWatcher(io.Discard, pr, stop, func() error { return nil }, drop)
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		_, _, err := w.Poll(ctx, 0, false, 10)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("closes=%v: Poll = %v", closes, err)
+		}
+		if dropped.Load() == closes {
+			t.Fatalf("closes=%v: connection dropped %v", closes, dropped.Load())
+		}
+		if _, _, err := w.Poll(context.Background(), 0, false, 10); err == nil {
+			t.Fatal("a broken watcher answered")
+		}
+	}
+}
+
+// put writes the client's files, and only those, atomically.
+func TestPutUnderEveryShell(t *testing.T) {
+	forEachShell(t, func(t *testing.T, shell []string) {
+		runDir, _ := newRun(t, "")
+		w := startWatch(t, shell, runDir)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		for _, c := range []struct{ name, value, file string }{
+			{watchdog.SnapshotAt, "1700000000", watchdog.SnapshotAt},
+			{watchdog.SnapshotAt, "1700000999", watchdog.SnapshotAt},
+			{watchdog.CostCapAt, "1700001000", watchdog.CostCapAt},
+			{watchdog.VolumeGB, "13", watchdog.VolumeGB},
+			{watchdog.Retrieved, "", watchdog.Retrieved},
+			{watchdog.SnapshotRequest, watchdog.ReasonStop, watchdog.SnapshotRequest},
+		} {
+			if err := w.Put(ctx, c.name, c.value); err != nil {
+				t.Fatalf("put %s: %v", c.name, err)
+			}
+			if b, err := os.ReadFile(filepath.Join(runDir, c.file)); err != nil || string(b) != c.value {
+				t.Fatalf("%s = %q, %v", c.file, b, err)
+			}
+		}
+		left, _ := filepath.Glob(filepath.Join(runDir, ".pod", "*.tmp"))
+		if len(left) > 0 {
+			t.Fatalf("left behind: %v", left)
+		}
+		// The answer of a look after puts is still in step.
+		if st, _ := poll(t, w, 0, false, 10); st.Request != watchdog.ReasonStop {
+			t.Fatalf("%+v", st)
+		}
+	})
+}
+
+// Only the client's files, and only one word: anything else is refused
+// before it reaches the pod, or by watch.sh.
+func TestPutRefuses(t *testing.T) {
+	runDir, _ := newRun(t, "")
+	w := startWatch(t, []string{"sh"}, runDir)
+	ctx := context.Background()
+	if err := w.Put(ctx, "a b", "1"); err == nil {
+		t.Fatal("a name with a space was sent")
+	}
+	if err := w.Put(ctx, watchdog.SnapshotAt, "1\n2"); err == nil {
+		t.Fatal("a value with a newline was sent")
+	}
+	if err := w.Put(ctx, watchdog.Verdict, "ready"); err == nil || !strings.Contains(err.Error(), "not a client file") {
+		t.Fatalf("put of the verdict: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(runDir, watchdog.Verdict)); err == nil {
+		t.Fatal("the verdict was written")
+	}
+	out, _, err := runScript(t, []string{"sh"}, nil, "put snapshot_at 1$(id)\nput snapshot_at ../x\n", WatchScript(), runDir)
+	if err != nil || out != "ob1-error bad value\nob1-error bad value\n" {
+		t.Fatalf("%q %v", out, err)
+	}
+}
+
+// The command lines carry the scripts and their arguments, quoted.
+func TestCommandLines(t *testing.T) {
+	if got := WatchScript(); !strings.Contains(got, "group_signal()") || !strings.Contains(got, "look()") {
+		t.Fatal(got)
+	}
+	if got := StartCommand("/w/r", "/etc/overbrainer/job.env"); !strings.HasSuffix(got, " sh '/w/r' '/etc/overbrainer/job.env'") {
+		t.Fatal(got)
+	}
+}

@@ -1,0 +1,10 @@
+// Package launcher is the examples/launch program: it puts the runpod
+// client, podenv, bootstrap and the watchdog together into a full cycle
+// (create the run's secret and pod, wait for the watchdog's verdict over SSH
+// with the run's host key pinned, upload and start the job, follow it while
+// renewing the lease, collect the outputs, delete the pod and the secret),
+// and the commands around it: attach, stop, ls, rm and local-server.
+//
+// main.go only calls Main, so that tests can drive the built binary and
+// read the same code.
+package launcher

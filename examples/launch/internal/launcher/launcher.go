@@ -1,0 +1,373 @@
+package launcher
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/overbrainer/overbrainer-go/examples/launch/internal/state"
+	"github.com/overbrainer/overbrainer-go/podenv"
+	"github.com/overbrainer/overbrainer-go/runpod"
+)
+
+// Environment variables the launcher reads.
+const (
+	EnvAPIKey     = "RUNPOD_API_KEY"
+	EnvAPIURL     = "OVERBRAINER_API_URL"
+	EnvGraphQLURL = "OVERBRAINER_GRAPHQL_URL"
+)
+
+// Exit statuses.
+const (
+	ExitOK          = 0
+	ExitFailed      = 1
+	ExitUsage       = 2
+	ExitInterrupted = 130
+)
+
+// userAgent is what the launcher's API calls say they are.
+const userAgent = "overbrainer-launch/" + podenv.Version
+
+// usageError is a bad command line: the usage is shown and the exit is 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{fmt.Sprintf(format, args...)}
+}
+
+// app is one invocation of the launcher.
+type app struct {
+	stdout, stderr io.Writer
+	getenv         func(string) string
+	g              globalFlags
+
+	store *state.Store
+	api   *runpod.Client
+	// local is the in-process emulator of --local, nil otherwise; a
+	// local-server in another process is reached like Runpod.
+	local   *localEmulator
+	apiURL  string
+	sayMu   sync.Mutex
+	liveLen int // length of the progress line on a terminal, to erase it
+	tty     bool
+}
+
+type globalFlags struct {
+	local      bool
+	stateDir   string
+	apiURL     string
+	graphQLURL string
+	verbose    bool
+}
+
+// register adds the global flags to fs. A command's flag set has them too,
+// so they may come after the command name; the values parsed before it are
+// the defaults there.
+func (g *globalFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&g.local, "local", g.local, "use the local Runpod emulator (the default when "+EnvAPIKey+" is not set); needs root, sshd and curl")
+	fs.StringVar(&g.stateDir, "state-dir", g.stateDir, "where runs are kept (default: $"+state.EnvDir+", or overbrainer/launch in the user's config directory)")
+	fs.StringVar(&g.apiURL, "api-url", g.apiURL, "Runpod REST v2 base URL (default: $"+EnvAPIURL+" or "+runpod.DefaultBaseURL+")")
+	fs.StringVar(&g.graphQLURL, "graphql-url", g.graphQLURL, "Runpod GraphQL URL, for secrets (default: $"+EnvGraphQLURL+" or "+runpod.DefaultGraphQLURL+")")
+	fs.BoolVar(&g.verbose, "v", g.verbose, "log every API call")
+}
+
+// Main runs the launcher with the command line args (without the program
+// name) and returns its exit status. SIGINT and SIGTERM end the current
+// command the way its documentation says (run detaches); a second one exits
+// at once.
+func Main(args []string, stdout, stderr io.Writer) int {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		n := 0
+		for range sigs {
+			n++
+			if n == 1 {
+				fmt.Fprintln(stderr, "\nlaunch: interrupted (once more to quit at once)")
+				cancel()
+				continue
+			}
+			fmt.Fprintln(stderr, "launch: interrupted twice: quitting now; a pod that exists stays under its watchdog")
+			os.Exit(ExitInterrupted)
+		}
+	}()
+	return run(ctx, args, stdout, stderr, os.Getenv)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	a := &app{stdout: stdout, stderr: stderr, getenv: getenv, tty: isTerminal(stderr)}
+	fs := flag.NewFlagSet("launch", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	a.g.register(fs)
+	fs.Usage = func() { a.usage(fs) }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitOK
+		}
+		return ExitUsage
+	}
+	if fs.NArg() == 0 {
+		a.usage(fs)
+		return ExitUsage
+	}
+	name, rest := fs.Arg(0), fs.Args()[1:]
+	cmd, ok := commands[name]
+	if !ok {
+		if name == "help" {
+			a.usage(fs)
+			return ExitOK
+		}
+		fmt.Fprintf(stderr, "launch: unknown command %q\n", name)
+		a.usage(fs)
+		return ExitUsage
+	}
+	err := cmd(ctx, a, rest)
+	a.close()
+	var ue *usageError
+	var ex *exitError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.Is(err, flag.ErrHelp):
+		return ExitOK
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "launch %s: %s (launch %s -h for help)\n", name, ue.msg, name)
+		return ExitUsage
+	case errors.As(err, &ex):
+		if ex.msg != "" {
+			a.say("%s", ex.msg)
+		}
+		return ex.code
+	}
+	a.say("error: %v", err)
+	return ExitFailed
+}
+
+// exitError ends a command with a status and a last message.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return fmt.Sprintf("exit %d: %s", e.code, e.msg) }
+
+var commands = map[string]func(context.Context, *app, []string) error{
+	"run":          cmdRun,
+	"attach":       cmdAttach,
+	"stop":         cmdStop,
+	"ls":           cmdLs,
+	"rm":           cmdRm,
+	"local-server": cmdLocalServer,
+}
+
+func (a *app) usage(fs *flag.FlagSet) {
+	fmt.Fprintf(a.stderr, `usage: launch [global flags] COMMAND [flags] [args]
+
+Runs a job on a Runpod GPU pod that deletes itself when its purpose is over:
+a watchdog on the pod deletes it at the deadline (unless this client still
+holds the lease), at the cost cap, when the job never started, or once the
+results are collected or abandoned.
+
+Commands:
+  run            create a pod, run a job on it, follow it, collect, delete
+  attach RUN     reconnect to a run's pod and resume following it
+  stop RUN       ask the job for a checkpoint, wait for it, then collect
+  ls             list the runs and their pods
+  rm RUN         delete a run's pod and secret (rm --all-orphans: the
+                 pods and secrets of runs this machine does not know)
+  local-server   keep a local Runpod emulator running for --local commands
+                 from other terminals
+
+Without %s, commands use the local emulator (--local).
+"launch COMMAND -h" shows a command's flags.
+
+Global flags:
+`, EnvAPIKey)
+	printDefaults(fs)
+}
+
+// hiddenFlags are left out of the usage: test and tuning knobs, documented
+// in the README.
+var hiddenFlags = map[string]bool{
+	"api-url": true, "graphql-url": true,
+	"poll": true, "lease-every": true, "snapshot-lead": true, "start-timeout": true, "verdict-timeout": true,
+	"watchdog-interval": true, "lease-ttl": true, "snapshot-wait": true, "probe-tries": true, "probe-wait": true, "pod-env": true,
+}
+
+// printDefaults is flag.PrintDefaults without the hidden flags.
+func printDefaults(fs *flag.FlagSet) {
+	show := flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
+	show.SetOutput(fs.Output())
+	fs.VisitAll(func(f *flag.Flag) {
+		if !hiddenFlags[f.Name] {
+			show.Var(f.Value, f.Name, f.Usage)
+		}
+	})
+	show.PrintDefaults()
+}
+
+// newFlags makes a command's flag set, with the global flags accepted after
+// the command name too.
+func (a *app) newFlags(name, args, about string) *flag.FlagSet {
+	fs := flag.NewFlagSet("launch "+name, flag.ContinueOnError)
+	fs.SetOutput(a.stderr)
+	a.g.register(fs)
+	fs.Usage = func() {
+		fmt.Fprintf(a.stderr, "usage: %s\n\n%s\n\nFlags:\n", strings.TrimSpace("launch "+name+" [flags] "+args), about)
+		printDefaults(fs)
+	}
+	return fs
+}
+
+// say prints one of the launcher's own lines on stderr.
+func (a *app) say(format string, args ...any) {
+	a.sayMu.Lock()
+	defer a.sayMu.Unlock()
+	a.clearLiveLocked()
+	fmt.Fprintf(a.stderr, "launch: "+format+"\n", args...)
+}
+
+// live shows a progress line: rewritten in place on a terminal, printed when
+// it changes otherwise.
+func (a *app) live(last *string, line string) {
+	a.sayMu.Lock()
+	defer a.sayMu.Unlock()
+	if a.tty {
+		a.clearLiveLocked()
+		fmt.Fprint(a.stderr, "launch: "+line)
+		a.liveLen = len(line) + len("launch: ")
+		return
+	}
+	// Off a terminal only the part before the first " | " (what changes
+	// seldom) decides whether the line is new.
+	key, _, _ := strings.Cut(line, " | ")
+	if key != *last {
+		*last = key
+		fmt.Fprintln(a.stderr, "launch: "+line)
+	}
+}
+
+func (a *app) clearLiveLocked() {
+	if a.liveLen > 0 {
+		fmt.Fprint(a.stderr, "\r"+strings.Repeat(" ", a.liveLen)+"\r")
+		a.liveLen = 0
+	}
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// open sets up the state directory and the API client, after the command's
+// flags are parsed.
+func (a *app) open(ctx context.Context) error {
+	if err := a.openStore(); err != nil {
+		return err
+	}
+	return a.connectAPI(ctx)
+}
+
+func (a *app) openStore() error {
+	dir := a.g.stateDir
+	if dir == "" {
+		var err error
+		if dir, err = state.DefaultDir(); err != nil {
+			return err
+		}
+	}
+	st, err := state.Open(dir)
+	if err != nil {
+		return err
+	}
+	a.store = st
+	return nil
+}
+
+// connectAPI picks Runpod or the local emulator and makes the client.
+func (a *app) connectAPI(ctx context.Context) error {
+	key := a.getenv(EnvAPIKey)
+	apiURL := firstNonEmpty(a.g.apiURL, a.getenv(EnvAPIURL))
+	gqlURL := firstNonEmpty(a.g.graphQLURL, a.getenv(EnvGraphQLURL))
+	if a.g.local || key == "" {
+		if !a.g.local {
+			a.say("no %s: using the local Runpod emulator (--local)", EnvAPIKey)
+		}
+		l, err := a.startLocal(ctx)
+		if err != nil {
+			return err
+		}
+		key, apiURL, gqlURL = l.key, l.baseURL, l.graphQLURL
+	}
+	level := slog.LevelWarn
+	if a.g.verbose {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+	opts := []runpod.Option{runpod.WithUserAgent(userAgent), runpod.WithLogger(logger)}
+	if apiURL != "" {
+		opts = append(opts, runpod.WithBaseURL(apiURL))
+	}
+	if gqlURL != "" {
+		opts = append(opts, runpod.WithGraphQLURL(gqlURL))
+	}
+	c, err := runpod.New(key, opts...)
+	if err != nil {
+		return err
+	}
+	a.api = c
+	a.apiURL = c.BaseURL()
+	return nil
+}
+
+func (a *app) close() {
+	if a.local != nil {
+		a.local.close(a)
+		a.local = nil
+	}
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// money formats USD with enough digits for the cents of a short run.
+func money(usd float64) string {
+	switch {
+	case usd == 0:
+		return "$0"
+	case usd < 0.01:
+		return fmt.Sprintf("$%.4f", usd)
+	case usd < 10:
+		return fmt.Sprintf("$%.3f", usd)
+	}
+	return fmt.Sprintf("$%.2f", usd)
+}
+
+// since formats a duration to the second.
+func since(d time.Duration) string {
+	return d.Round(time.Second).String()
+}

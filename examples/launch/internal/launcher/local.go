@@ -1,0 +1,217 @@
+package launcher
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
+)
+
+// localEmulator is the --local Runpod: a runpodtest server with its pod
+// runner, either in this process (it ends with it) or a local-server in
+// another one.
+type localEmulator struct {
+	srv                      *runpodtest.Server // nil for a local-server
+	key, baseURL, graphQLURL string
+	shared                   bool
+}
+
+// localServerFile records a running local-server in the state directory,
+// 0600: it holds the emulator's account key.
+const localServerFile = "local-server.json"
+
+type localServerInfo struct {
+	URL string `json:"url"`
+	Key string `json:"key"`
+	PID int    `json:"pid"`
+}
+
+// localTools are what the pod runner's pods need on this machine, with the
+// Debian package that has each.
+var localTools = []struct{ name, pkg string }{
+	{"bash", "bash"}, {"sshd", "openssh-server"}, {"curl", "curl"},
+	{"setsid", "util-linux"}, {"tar", "tar"},
+}
+
+// toolCheck finds the local pods' tools, and installs the missing ones.
+type toolCheck struct {
+	look func(name string) bool
+	// install installs Debian packages; nil when it cannot.
+	install func(pkgs []string) error
+}
+
+// systemTools looks on PATH (and /usr/sbin for sshd), and installs with
+// apt-get when running as root on a Debian-like system.
+func (a *app) systemTools() toolCheck {
+	tc := toolCheck{look: func(name string) bool {
+		if _, err := exec.LookPath(name); err == nil {
+			return true
+		}
+		_, err := os.Stat("/usr/sbin/" + name)
+		return err == nil
+	}}
+	if _, err := exec.LookPath("apt-get"); err == nil && os.Geteuid() == 0 {
+		tc.install = func(pkgs []string) error {
+			for _, args := range [][]string{
+				{"update", "-qq"},
+				append([]string{"install", "-y", "-qq", "--no-install-recommends"}, pkgs...),
+			} {
+				cmd := exec.Command("apt-get", args...)
+				cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+				cmd.Stdout, cmd.Stderr = a.stderr, a.stderr
+				if err := cmd.Run(); err != nil {
+					return fmt.Errorf("apt-get %s: %w", args[0], err)
+				}
+			}
+			return nil
+		}
+	}
+	return tc
+}
+
+// missing lists the tools not found and their packages.
+func (tc toolCheck) missing() (names, pkgs []string) {
+	for _, t := range localTools {
+		if !tc.look(t.name) {
+			names = append(names, t.name)
+			pkgs = append(pkgs, t.pkg)
+		}
+	}
+	return names, pkgs
+}
+
+// checkLocal says what stops the pod runner from running pods here. Missing
+// tools are installed when it can (root with apt-get): a fresh Debian
+// machine then runs the quick start as it is.
+func (a *app) checkLocal(tc toolCheck) error {
+	if err := runpodtest.CheckPodRunner(); err != nil {
+		return fmt.Errorf("--local: %w", err)
+	}
+	names, pkgs := tc.missing()
+	if len(names) == 0 {
+		return nil
+	}
+	if tc.install != nil {
+		a.say("the local pods need %s: installing %s with apt-get", strings.Join(names, ", "), strings.Join(pkgs, " "))
+		if err := tc.install(pkgs); err != nil {
+			return fmt.Errorf("--local: installing %s: %w", strings.Join(pkgs, " "), err)
+		}
+		if names, pkgs = tc.missing(); len(names) == 0 {
+			return nil
+		}
+	}
+	return fmt.Errorf("--local: the local pods need %s: apt-get install %s",
+		strings.Join(names, ", "), strings.Join(pkgs, " "))
+}
+
+// startLocal finds a running local-server or starts an emulator in this
+// process.
+func (a *app) startLocal(context.Context) (*localEmulator, error) {
+	if info, ok := a.runningLocalServer(); ok {
+		a.say("using the local-server at %s (pid %d)", info.URL, info.PID)
+		a.local = &localEmulator{key: info.Key, baseURL: info.URL + "/v2", graphQLURL: info.URL + "/graphql", shared: true}
+		return a.local, nil
+	}
+	if err := a.checkLocal(a.systemTools()); err != nil {
+		return nil, err
+	}
+	srv := runpodtest.NewServer(runpodtest.WithPodRunner())
+	a.local = &localEmulator{srv: srv, key: srv.APIKey(), baseURL: srv.BaseURL(), graphQLURL: srv.GraphQLURL()}
+	return a.local, nil
+}
+
+// runningLocalServer reads local-server.json and checks that its server
+// still answers.
+func (a *app) runningLocalServer() (localServerInfo, bool) {
+	var info localServerInfo
+	b, err := os.ReadFile(filepath.Join(a.store.Dir, localServerFile))
+	if err != nil || json.Unmarshal(b, &info) != nil || info.PID <= 0 {
+		return info, false
+	}
+	if syscall.Kill(info.PID, 0) != nil {
+		return info, false
+	}
+	u, err := url.Parse(info.URL)
+	if err != nil {
+		return info, false
+	}
+	c, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		return info, false
+	}
+	c.Close()
+	return info, true
+}
+
+// close ends an in-process emulator: its pods end with it.
+func (l *localEmulator) close(a *app) {
+	if l.srv == nil {
+		return
+	}
+	if n := len(l.srv.Billing()); n > 0 {
+		a.say("the local emulator ends with this launcher: its %d pod(s) are terminated now", n)
+	}
+	l.srv.Close()
+}
+
+// inProcess says the pods die with this process: detaching is impossible.
+func (a *app) inProcess() bool { return a.local != nil && !a.local.shared }
+
+func cmdLocalServer(ctx context.Context, a *app, args []string) error {
+	fs := a.newFlags("local-server", "", `Keeps a local Runpod emulator (with its pod runner) running in the
+foreground, so that "launch --local" commands in other terminals share it:
+a run can then be detached with Ctrl-C and resumed with attach. Ctrl-C here
+terminates every pod of the emulator.`)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("local-server takes no arguments")
+	}
+	a.g.local = true
+	if err := a.openStore(); err != nil {
+		return err
+	}
+	if info, ok := a.runningLocalServer(); ok {
+		return fmt.Errorf("a local-server is already running at %s (pid %d)", info.URL, info.PID)
+	}
+	if err := a.checkLocal(a.systemTools()); err != nil {
+		return err
+	}
+	srv := runpodtest.NewServer(runpodtest.WithPodRunner())
+	defer srv.Close()
+	info := localServerInfo{URL: srv.URL, Key: srv.APIKey(), PID: os.Getpid()}
+	b, _ := json.Marshal(info)
+	file := filepath.Join(a.store.Dir, localServerFile)
+	if err := writePrivateFile(file, b); err != nil {
+		return err
+	}
+	defer os.Remove(file)
+	a.say("local Runpod emulator at %s; state in %s", srv.URL, a.store.Dir)
+	a.say("run \"launch --local run\" in another terminal; Ctrl-C here ends the emulator and its pods")
+	<-ctx.Done()
+	if n := len(srv.Billing()); n > 0 {
+		a.say("terminating %d pod(s)", n)
+	}
+	return nil
+}
+
+// writePrivateFile writes b to file, 0600, replacing it.
+func writePrivateFile(file string, b []byte) error {
+	tmp := file + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, file)
+}

@@ -1,0 +1,6 @@
+// Package podssh is the launcher's SSH side: ed25519 keys in OpenSSH formats,
+// a connection to a pod whose host key is pinned to the run's (a mismatch is
+// an error, never a question), commands with their standard streams, and
+// directory upload and download as tar streams over a session, so the pod
+// needs no scp or sftp server, only sh and tar.
+package podssh

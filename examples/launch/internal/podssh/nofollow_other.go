@@ -1,0 +1,5 @@
+//go:build !unix
+
+package podssh
+
+const syscallNoFollow = 0

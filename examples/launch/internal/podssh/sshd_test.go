@@ -1,0 +1,144 @@
+package podssh
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/overbrainer/overbrainer-go/internal/shtest"
+)
+
+// sshd is a real OpenSSH server on 127.0.0.1 for one test, with the given
+// host key and one authorized client key.
+type sshd struct {
+	addr string
+	log  *syncBuffer
+}
+
+// syncBuffer is a bytes.Buffer that sshd's output goroutine and the test
+// may use at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func startSSHD(t *testing.T, host *Key, authorized string) *sshd {
+	t.Helper()
+	bin := "/usr/sbin/sshd"
+	if _, err := os.Stat(bin); err != nil {
+		bin = shtest.NeedTool(t, "sshd")
+	}
+	if os.Geteuid() != 0 {
+		if shtest.Required() {
+			t.Fatal("REQUIRE_SHELLS=1 but not root: sshd needs root to log a user in")
+		}
+		t.Skip("sshd needs root to log a user in")
+	}
+	// sshd refuses to start without its privilege separation directory.
+	if err := os.MkdirAll("/run/sshd", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	pemBytes, err := host.PrivatePEM("test host")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostFile := filepath.Join(dir, "host_key")
+	authFile := filepath.Join(dir, "authorized_keys")
+	if err := os.WriteFile(hostFile, pemBytes, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(authFile, []byte(authorized+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	cfg := fmt.Sprintf(`Port %d
+ListenAddress 127.0.0.1
+HostKey %s
+AuthorizedKeysFile %s
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PubkeyAuthentication yes
+PermitRootLogin prohibit-password
+StrictModes no
+UsePAM no
+PidFile none
+LogLevel VERBOSE
+`, port, hostFile, authFile)
+	cfgFile := filepath.Join(dir, "sshd_config")
+	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var log syncBuffer
+	cmd := exec.Command(bin, "-D", "-e", "-f", cfgFile)
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("sshd log:\n%s", log.String())
+		}
+	})
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sshd did not listen on %s: %v", addr, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return &sshd{addr: addr, log: &log}
+}
+
+// keys returns a fresh client key and host key.
+func keys(t *testing.T) (client, host *Key) {
+	t.Helper()
+	client, err := NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, err = NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client, host
+}
+
+func mustContain(t *testing.T, s, sub string) {
+	t.Helper()
+	if !strings.Contains(s, sub) {
+		t.Fatalf("%q does not contain %q", s, sub)
+	}
+}

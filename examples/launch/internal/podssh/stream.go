@@ -1,0 +1,76 @@
+package podssh
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// Stream is a remote command running with its standard input and output
+// open: a conversation with the pod over one session.
+type Stream struct {
+	s   sessionCloser
+	In  io.WriteCloser
+	Out io.Reader
+
+	mu     sync.Mutex
+	stderr bytes.Buffer
+}
+
+type sessionCloser interface {
+	Close() error
+	Wait() error
+}
+
+// Stream starts cmd in a new session and returns its streams. The caller
+// closes it.
+func (c *Conn) Stream(cmd string) (*Stream, error) {
+	s, err := c.client.NewSession()
+	if err != nil {
+		return nil, fmt.Errorf("podssh: new session: %w", err)
+	}
+	st := &Stream{s: s}
+	if st.In, err = s.StdinPipe(); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("podssh: %w", err)
+	}
+	if st.Out, err = s.StdoutPipe(); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("podssh: %w", err)
+	}
+	s.Stderr = (*lockedTail)(st)
+	if err := s.Start(cmd); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("podssh: starting a stream: %w", err)
+	}
+	return st, nil
+}
+
+// lockedTail keeps the end of a stream's stderr.
+type lockedTail Stream
+
+func (t *lockedTail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.stderr.Write(p)
+	if over := t.stderr.Len() - maxStderr; over > 0 {
+		t.stderr.Next(over)
+	}
+	return len(p), nil
+}
+
+// Wait waits for the command to end once its output is read to the end. A
+// non-zero exit is a *CommandError with the end of standard error.
+func (st *Stream) Wait() error {
+	err := st.s.Wait()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return commandError(err, st.stderr.Bytes())
+}
+
+// Close ends the conversation: end of input, then the session.
+func (st *Stream) Close() error {
+	st.In.Close()
+	return st.s.Close()
+}

@@ -1,0 +1,127 @@
+package podssh
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// frozenConn stops reading once frozen: the server then answers nothing
+// more, yet the connection stays up.
+type frozenConn struct {
+	net.Conn
+	frozen chan struct{}
+	closed chan struct{} // closed when the test ends
+	once   sync.Once
+}
+
+func (c *frozenConn) freeze() { c.once.Do(func() { close(c.frozen) }) }
+
+func (c *frozenConn) Read(b []byte) (int, error) {
+	select {
+	case <-c.frozen:
+		<-c.closed
+		return 0, io.EOF
+	default:
+	}
+	return c.Conn.Read(b)
+}
+
+// stuckServer is an SSH server (x/crypto's) that accepts a session and its
+// command, then reads nothing more: neither the command's end nor the
+// session's close ever get an answer, the case a session close alone cannot
+// end.
+func stuckServer(t *testing.T, host, client *Key) string {
+	t.Helper()
+	signer, err := host.Signer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &ssh.ServerConfig{
+		PublicKeyCallback: func(_ ssh.ConnMetadata, k ssh.PublicKey) (*ssh.Permissions, error) {
+			if string(k.Marshal()) != string(client.Public.Marshal()) {
+				return nil, errors.New("unknown key")
+			}
+			return nil, nil
+		},
+	}
+	cfg.AddHostKey(signer)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			fc := &frozenConn{Conn: nc, frozen: make(chan struct{}), closed: make(chan struct{})}
+			t.Cleanup(func() {
+				close(fc.closed)
+				nc.Close()
+			})
+			go func() {
+				_, chans, reqs, err := ssh.NewServerConn(fc, cfg)
+				if err != nil {
+					return
+				}
+				go ssh.DiscardRequests(reqs)
+				for nch := range chans {
+					ch, creqs, err := nch.Accept()
+					if err != nil {
+						continue
+					}
+					go func() {
+						for r := range creqs {
+							// Accept exec, then nothing: no output,
+							// no exit status, no close.
+							if r.Type == "exec" {
+								fc.freeze()
+							}
+							r.Reply(r.Type == "exec", nil)
+						}
+						_ = ch
+					}()
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+func TestRunAbandonsAStuckSession(t *testing.T) {
+	client, host := keys(t)
+	addr := stuckServer(t, host, client)
+	defer func(d time.Duration) { abandonAfter = d }(abandonAfter)
+	abandonAfter = 200 * time.Millisecond
+	c, err := Dial(context.Background(), Target{Addr: addr, Key: client, HostKey: host.Public})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx, "true", nil, nil, nil) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Run = %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Run stayed stuck after its context ended")
+	}
+	select {
+	case <-c.Done():
+	case <-time.After(time.Minute):
+		t.Fatal("the connection of an abandoned session stayed open")
+	}
+}

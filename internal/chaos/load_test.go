@@ -1,0 +1,58 @@
+package chaos_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/overbrainer/overbrainer-go/internal/shtest"
+	"github.com/overbrainer/overbrainer-go/watchdog"
+)
+
+// TestChaosLoadWatchdogs runs 50 real watchdogs (bash, as on a pod) on this
+// machine at once, each with a running job and ticking every second, all
+// with the same cost cap: every one must delete its pod within the cap's
+// bound.
+func TestChaosLoadWatchdogs(t *testing.T) {
+	sh, _ := shtest.Lookup("bash")
+	shtest.Need(t, sh)
+	api := shtest.NewFakeAPI(t)
+	// Far enough for 50 shells to start on a loaded 2-core machine; the
+	// snapshot is asked 5 s before the cap.
+	start := time.Now()
+	capAt := start.Unix() + 20
+	wds := make([]*wd, loadPods)
+	for i := range wds {
+		w := newWD(t, sh, api, fmt.Sprintf("pod-load-%02d", i))
+		w.env["OVERBRAINER_INTERVAL"] = "1"
+		w.startJob()
+		w.write(watchdog.SnapshotAt, itoa(capAt-5)+"\n")
+		w.write(watchdog.CostCapAt, itoa(capAt)+"\n")
+		w.start()
+		wds[i] = w
+	}
+	started := time.Since(start)
+	if time.Now().Unix() >= capAt-5 {
+		t.Fatalf("starting %d watchdogs took %s: the cap would pass before they run", loadPods, seconds(started))
+	}
+	delays := make([]time.Duration, loadPods)
+	for i, w := range wds {
+		delays[i] = w.waitDelete().Sub(time.Unix(capAt, 0))
+	}
+	for i, w := range wds {
+		shtest.Eventually(t, wait, func() bool { return w.reason() != "" }, "delete_reason of %s", w.id)
+		if r := w.reason(); r != watchdog.DeleteCostCap {
+			t.Errorf("%s: delete reason %q, want %s\n%s", w.id, r, watchdog.DeleteCostCap, w.logTail())
+		}
+		if delays[i] < 0 || delays[i] > ruleBound+Slack {
+			t.Errorf("%s: deleted %s after the cap (bound %s + slack %s)", w.id, seconds(delays[i]), ruleBound, Slack)
+		}
+		if n := len(w.deletes()); n != 1 {
+			t.Errorf("%s: %d DELETE calls", w.id, n)
+		}
+	}
+	slices.Sort(delays)
+	record(t, "load", "watchdogs at once (bash, 1 s tick)", "%d (started in %s)", loadPods, seconds(started))
+	record(t, "load", "watchdog cost cap delay (median / worst)", "%s / %s", seconds(delays[len(delays)/2]), seconds(delays[len(delays)-1]))
+}

@@ -1,0 +1,103 @@
+package chaos_test
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Most of the suite waits on sleeping shells and pods, not on the CPU: run
+// many subtests at once unless -parallel says otherwise. Heavy parts (the
+// fault matrix's pods) bound themselves.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		_ = flag.Set("test.parallel", "32")
+	}
+	var err error
+	if buildDir, err = os.MkdirTemp("", "chaos-bin-"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(buildDir)
+	printFigures(os.Stdout)
+	os.Exit(code)
+}
+
+// buildDir holds the launcher binaries this package builds; TestMain
+// removes it.
+var buildDir string
+
+// loadPods is how many pods the load tests run at once.
+const loadPods = 50
+
+// Slack is what a loaded 2-core CI machine may add to a rule's own bound
+// before a timed assertion fails. CHAOS_SLACK (a Go duration) overrides it.
+var Slack = envDuration("CHAOS_SLACK", 5*time.Second)
+
+// wait bounds every poll for something that must happen; generous, since
+// a late event is measured and reported against its bound separately.
+var wait = envDuration("CHAOS_WAIT", 2*time.Minute)
+
+func envDuration(name string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(name)); err == nil && d > 0 {
+		return d
+	}
+	return def
+}
+
+// A figure is one measured number the suite reports.
+type figure struct {
+	group, name, value string
+}
+
+var figures struct {
+	sync.Mutex
+	list []figure
+}
+
+// record logs a figure on t (visible with -v) and keeps it for the summary
+// printed when the package's tests end.
+func record(t testing.TB, group, name, format string, args ...any) {
+	t.Helper()
+	v := fmt.Sprintf(format, args...)
+	t.Logf("FIGURE %s | %s | %s", group, name, v)
+	figures.Lock()
+	defer figures.Unlock()
+	figures.list = append(figures.list, figure{group, name, v})
+}
+
+func printFigures(w *os.File) {
+	figures.Lock()
+	defer figures.Unlock()
+	if len(figures.list) == 0 {
+		return
+	}
+	list := append([]figure(nil), figures.list...)
+	sort.SliceStable(list, func(i, j int) bool {
+		if list[i].group != list[j].group {
+			return list[i].group < list[j].group
+		}
+		return list[i].name < list[j].name
+	})
+	width := 0
+	for _, f := range list {
+		width = max(width, len(f.group)+len(f.name)+3)
+	}
+	fmt.Fprintln(w, "chaos figures")
+	fmt.Fprintln(w, strings.Repeat("-", width+30))
+	for _, f := range list {
+		fmt.Fprintf(w, "%-*s %s\n", width, f.group+" | "+f.name, f.value)
+	}
+}
+
+// seconds formats a duration as seconds with two decimals.
+func seconds(d time.Duration) string { return fmt.Sprintf("%.2fs", d.Seconds()) }
