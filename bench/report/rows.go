@@ -152,8 +152,10 @@ they arrive, and from the fake's request log: the create call, the pod's start
 baseline; the SDK share is the rest of the time to the first output line. "defaults"
 uses the launcher's defaults (it polls every 2 s); "--poll 200ms" shows how much of
 the share is polling. Concurrency: N launchers started at once, each with its own
-run and state directory, against one fake with real pods (not API-only), timed to
-the last "cost:" line (pod deleted, secret deleted); requests are the account key's
+run and state directory, against one fake with real pods (not API-only), each timed
+to its "cost:" line (pod deleted, secret deleted); throughput is the successful
+launches over the wall time from the first start to the last end, so one straggler
+weighs on it; requests are the account key's
 calls per launch, the pods' own (watchdog) calls apart. 50 real pods at once load a
 2-core machine far beyond its cores, which the durations show.`},
 	{"pod", `The command size is the create call's args string (runpod.QuoteArgs of
