@@ -78,6 +78,18 @@ func TestEvaluate(t *testing.T) {
 	if r := rows[0].Ratio; r < 1.33 || r > 1.34 {
 		t.Errorf("ratio %v, want 200000/150000", r)
 	}
+	// Paired: client 300000, 100000 (and an unpaired third) against bare
+	// 200000, 100000 would be 1.5 and 1; with three values on one side
+	// only, the ratio of medians stands.
+	paired := evaluate(res, []Spec{{Bench: "BenchmarkGetPod/client", Unit: "ns/op", Base: "BenchmarkGetPod/bare", Paired: true}})
+	if paired[0].Ratio < 1.33 || paired[0].Ratio > 1.34 {
+		t.Errorf("paired ratio with unequal counts: %v", paired[0].Ratio)
+	}
+	res.Values["BenchmarkGetPod/client"]["ns/op"] = []float64{300000, 100000}
+	paired = evaluate(res, []Spec{{Bench: "BenchmarkGetPod/client", Unit: "ns/op", Base: "BenchmarkGetPod/bare", Paired: true}})
+	if paired[0].Ratio != 1.25 {
+		t.Errorf("paired ratio %v, want median(1.5, 1) = 1.25", paired[0].Ratio)
+	}
 	var out bytes.Buffer
 	markdownTable(&out, rows)
 	if !strings.Contains(out.String(), "|  | time |  | 200000 | 100000–300000 (n=3) | 150000 | 1.33× | **MISSED** |") {

@@ -50,17 +50,17 @@ var specs = []Spec{
 
 	// The client against bare net/http.
 	{Part: "client", Measure: "GetPod time", Bench: "BenchmarkGetPod/client", Unit: "ns/op",
-		Base: "BenchmarkGetPod/bare", Scale: 1e-3, Show: "µs", Goal: "≤ 1.3× bare", Limit: 1.3, OnRatio: true},
+		Base: "BenchmarkGetPod/bare", Scale: 1e-3, Show: "µs", Goal: "≤ 1.3× bare", Limit: 1.3, OnRatio: true, Paired: true},
 	{Part: "client", Measure: "GetPod allocations", Bench: "BenchmarkGetPod/client", Unit: "allocs/op",
-		Base: "BenchmarkGetPod/bare", Goal: "≤ 1.3× bare", Limit: 1.3, OnRatio: true},
+		Base: "BenchmarkGetPod/bare", Goal: "≤ 1.3× bare", Limit: 1.3, OnRatio: true, Paired: true},
 	{Part: "client", Measure: "GetPod bytes allocated", Bench: "BenchmarkGetPod/client", Unit: "B/op",
-		Base: "BenchmarkGetPod/bare", Show: "B"},
+		Base: "BenchmarkGetPod/bare", Show: "B", Paired: true},
 	{Part: "client", Measure: "DeletePod time", Bench: "BenchmarkDeletePod/client", Unit: "ns/op",
-		Base: "BenchmarkDeletePod/bare", Scale: 1e-3, Show: "µs", Goal: "≤ 1.3× bare", Limit: 1.3, OnRatio: true},
+		Base: "BenchmarkDeletePod/bare", Scale: 1e-3, Show: "µs", Goal: "≤ 1.3× bare", Limit: 1.3, OnRatio: true, Paired: true},
 	{Part: "client", Measure: "DeletePod allocations", Bench: "BenchmarkDeletePod/client", Unit: "allocs/op",
-		Base: "BenchmarkDeletePod/bare", Goal: "≤ 1.3× bare", Limit: 1.3, OnRatio: true},
+		Base: "BenchmarkDeletePod/bare", Goal: "≤ 1.3× bare", Limit: 1.3, OnRatio: true, Paired: true},
 	{Part: "client", Measure: "DeletePod bytes allocated", Bench: "BenchmarkDeletePod/client", Unit: "B/op",
-		Base: "BenchmarkDeletePod/bare", Show: "B"},
+		Base: "BenchmarkDeletePod/bare", Show: "B", Paired: true},
 
 	// The launcher on the local emulator.
 	{Part: "launcher", Measure: "run → job's first output line", Bench: "BenchmarkLaunchFirstOutput/default", Unit: "total-s",
@@ -89,6 +89,10 @@ var specs = []Spec{
 		Base: "BenchmarkLaunchConcurrent/1", Show: "s"},
 	{Part: "launcher", Measure: "50 at once: duration of each", Bench: "BenchmarkLaunchConcurrent/50", Unit: "s/launch",
 		Base: "BenchmarkLaunchConcurrent/1", Show: "s"},
+	{Part: "launcher", Measure: "10 at once: launches that failed", Bench: "BenchmarkLaunchConcurrent/10", Unit: "failed-launches",
+		Goal: "none", Limit: 0.5},
+	{Part: "launcher", Measure: "50 at once: launches that failed", Bench: "BenchmarkLaunchConcurrent/50", Unit: "failed-launches",
+		Goal: "none", Limit: 0.5},
 	{Part: "launcher", Measure: "1 launch: API requests (account key)", Bench: "BenchmarkLaunchConcurrent/1", Unit: "requests/launch"},
 	{Part: "launcher", Measure: "10 at once: API requests per launch", Bench: "BenchmarkLaunchConcurrent/10", Unit: "requests/launch",
 		Base: "BenchmarkLaunchConcurrent/1"},
@@ -135,7 +139,10 @@ For job_end OVERBRAINER_RETRIEVE_GRACE=0, so only the detection is measured.`},
 against the same request written on bare net/http (same headers, body read, status
 checked, the same JSON decoded into runpod.Pod for GetPod), both against one
 httptest server in a child process, so that allocations count the client side
-only. Each side has its own keep-alive transport with the same settings.`},
+only. Each side has its own keep-alive transport with the same settings. The ratio
+is the median of the ten per-invocation ratios (client and bare measured seconds
+apart), which cancels the load drifting between invocations; the medians shown are
+over all ten.`},
 	{"launcher", `The built launcher (examples/launch) runs ` + "`launch run --cmd 'DEMO_STEPS=1 sh train.sh'`" + `
 (the demo job, one step) against runpodtest's fake Runpod with its pod runner, which
 really boots each pod (the real bootstrap, sshd and watchdog in private namespaces):
@@ -145,8 +152,10 @@ they arrive, and from the fake's request log: the create call, the pod's start
 baseline; the SDK share is the rest of the time to the first output line. "defaults"
 uses the launcher's defaults (it polls every 2 s); "--poll 200ms" shows how much of
 the share is polling. Concurrency: N launchers started at once, each with its own
-run and state directory, against one fake with real pods (not API-only), timed to
-the last "cost:" line (pod deleted, secret deleted); requests are the account key's
+run and state directory, against one fake with real pods (not API-only), each timed
+to its "cost:" line (pod deleted, secret deleted); throughput is the successful
+launches over the wall time from the first start to the last end, so one straggler
+weighs on it; requests are the account key's
 calls per launch, the pods' own (watchdog) calls apart. 50 real pods at once load a
 2-core machine far beyond its cores, which the durations show.`},
 	{"pod", `The command size is the create call's args string (runpod.QuoteArgs of

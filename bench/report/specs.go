@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -24,6 +25,10 @@ type Spec struct {
 	Goal    string
 	Limit   float64
 	OnRatio bool
+	// Paired: the i-th value and the i-th baseline value come from the same
+	// invocation, so the ratio is the median of the per-invocation ratios,
+	// which cancels load that drifts between invocations.
+	Paired bool
 }
 
 // Row is a Spec with what the run measured.
@@ -48,6 +53,15 @@ func evaluate(res *Results, specs []Spec) []Row {
 			r.BaseVal = Summarize(res, s.Base, s.BaseUnit)
 			if r.Val.Present && r.BaseVal.Present && r.BaseVal.Median != 0 {
 				r.Ratio = r.Val.Median / r.BaseVal.Median
+			}
+			v, b := res.get(s.Bench, s.Unit), res.get(s.Base, s.BaseUnit)
+			if s.Paired && len(v) > 0 && len(v) == len(b) && !slices.Contains(b, 0) {
+				ratios := make([]float64, len(v))
+				for i := range v {
+					ratios[i] = v[i] / b[i]
+				}
+				slices.Sort(ratios)
+				r.Ratio = median(ratios)
 			}
 		}
 		switch {
