@@ -161,6 +161,23 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// ramp paces the waits for a pod coming up: the first comes after
+// firstLook, each next one twice as long, up to limit. A pod that is ready
+// within a second is seen within a quarter of a second of it, and a slow one
+// is asked no more often than the poll interval (a handful of extra
+// requests at most).
+type ramp struct{ next, limit time.Duration }
+
+const firstLook = 250 * time.Millisecond
+
+func newRamp(limit time.Duration) *ramp { return &ramp{next: min(firstLook, limit), limit: limit} }
+
+func (r *ramp) wait(ctx context.Context) error {
+	d := r.next
+	r.next = min(2*r.next, r.limit)
+	return sleep(ctx, d)
+}
+
 // podEnded says a pod in this status will not run the job any more.
 func podEnded(s runpod.PodStatus) bool {
 	return s == runpod.StatusExited || s == runpod.StatusError || s == runpod.StatusTerminated
@@ -168,7 +185,7 @@ func podEnded(s runpod.PodStatus) bool {
 
 // waitRunning waits until the pod runs with its SSH port published.
 func (d *driver) waitRunning(ctx context.Context) error {
-	start := time.Now()
+	start, pace := time.Now(), newRamp(d.r.Poll)
 	var lastErr error
 	for {
 		pod, err := d.a.api.GetPod(ctx, d.r.PodID)
@@ -202,7 +219,7 @@ func (d *driver) waitRunning(ctx context.Context) error {
 			}
 			return fmt.Errorf("pod %s was not running with SSH after %s", d.r.PodID, d.o.startTimeout)
 		}
-		if err := sleep(ctx, d.r.Poll); err != nil {
+		if err := pace.wait(ctx); err != nil {
 			return err
 		}
 	}
@@ -218,7 +235,7 @@ func (d *driver) costLine() string {
 // sshd comes up. A host key mismatch is final: this is not the run's pod, or
 // someone is in between.
 func (d *driver) dial(ctx context.Context, timeout time.Duration) error {
-	start, checked := time.Now(), time.Now()
+	start, checked, pace := time.Now(), time.Now(), newRamp(time.Second)
 	var lastErr error
 	for {
 		c, err := podssh.Dial(ctx, podssh.Target{Addr: d.addr, Key: d.key, HostKey: d.host, Timeout: 20 * time.Second})
@@ -247,7 +264,7 @@ func (d *driver) dial(ctx context.Context, timeout time.Duration) error {
 				return &podGoneError{fmt.Sprintf("pod %s is %s (SSH never answered: %v)", d.r.PodID, pod.Status, lastErr)}
 			}
 		}
-		if err := sleep(ctx, time.Second); err != nil {
+		if err := pace.wait(ctx); err != nil {
 			return err
 		}
 	}
@@ -286,7 +303,7 @@ func (d *driver) poll(ctx context.Context, touch bool) (jobctl.State, []byte, er
 // waitVerdict waits for the watchdog's verdict. Its looks renew the lease:
 // a client that is here holds it, even before the job has output.
 func (d *driver) waitVerdict(ctx context.Context) (jobctl.State, error) {
-	start := time.Now()
+	start, pace := time.Now(), newRamp(d.r.Poll)
 	for {
 		st, _, err := d.poll(ctx, true)
 		var ce *podssh.CommandError
@@ -316,7 +333,7 @@ func (d *driver) waitVerdict(ctx context.Context) (jobctl.State, error) {
 		if time.Since(start) > d.o.verdictTimeout {
 			return st, fmt.Errorf("the watchdog wrote no verdict within %s", d.o.verdictTimeout)
 		}
-		if err := sleep(ctx, d.r.Poll); err != nil {
+		if err := pace.wait(ctx); err != nil {
 			return st, err
 		}
 	}
