@@ -172,11 +172,14 @@ const firstLook = 250 * time.Millisecond
 
 func newRamp(limit time.Duration) *ramp { return &ramp{next: min(firstLook, limit), limit: limit} }
 
-func (r *ramp) wait(ctx context.Context) error {
+// step returns the next wait and doubles the one after it.
+func (r *ramp) step() time.Duration {
 	d := r.next
 	r.next = min(2*r.next, r.limit)
-	return sleep(ctx, d)
+	return d
 }
+
+func (r *ramp) wait(ctx context.Context) error { return sleep(ctx, r.step()) }
 
 // podEnded says a pod in this status will not run the job any more.
 func podEnded(s runpod.PodStatus) bool {
