@@ -1,10 +1,7 @@
 package bench_test
 
 import (
-	"bufio"
-	"os"
 	"path/filepath"
-	"regexp"
 	"testing"
 	"time"
 
@@ -106,13 +103,6 @@ func measureTicks(b *testing.B, sh shtest.Shell, script string, ticks int) tickM
 	return m
 }
 
-// The process creations strace reports (a whole call, or one resumed after
-// strace printed it unfinished), and the exec of sleep, which ends each tick.
-var (
-	cloneRE = regexp.MustCompile(`^\d+ +(<\.\.\. )?(clone3?|v?fork)(\(| resumed>).* = [1-9][0-9]*$`)
-	sleepRE = regexp.MustCompile(`^\d+ +execve\("[^"]*/sleep"`)
-)
-
 // BenchmarkLoopProcesses counts the processes the baseline loop creates per
 // turn, by the rule the watchdog package's BenchmarkTickProcesses applies to
 // the watchdog itself: strace -f, process creations after the first sleep,
@@ -136,38 +126,14 @@ func BenchmarkLoopProcesses(b *testing.B) {
 					turns = 5
 				}
 				shtest.Eventually(b, time.Minute, func() bool {
-					_, sleeps := countTicks(out)
+					_, sleeps := shtest.CountTicks(out)
 					return sleeps >= turns+1
 				}, "%d turns of the loop", turns)
 				p.KillGroup()
 				<-p.Done()
-				clones, sleeps := countTicks(out)
+				clones, sleeps := shtest.CountTicks(out)
 				b.ReportMetric(float64(clones)/float64(sleeps-1), "procs/tick")
 			}
 		})
 	}
-}
-
-// countTicks reads an strace log: the process creations after the first
-// sleep, up to the last sleep, and the number of sleeps.
-func countTicks(path string) (clones, sleeps int) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	n := 0
-	for sc.Scan() {
-		l := sc.Text()
-		switch {
-		case sleepRE.MatchString(l):
-			sleeps++
-			clones = n
-		case cloneRE.MatchString(l) && sleeps > 0:
-			n++
-		}
-	}
-	return clones, sleeps
 }

@@ -2,11 +2,7 @@ package bootstrap_test
 
 import (
 	"bufio"
-	"crypto/ed25519"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
 	"io"
 	"net"
 	"os"
@@ -126,58 +122,19 @@ printf 'ready\n' > "$OVERBRAINER_RUN_DIR/.pod/watchdog"
 exec sleep 3600
 `
 
-type benchKey struct {
-	b64, line string
-	signer    ssh.Signer
-	pub       ssh.PublicKey
-}
-
-func newBenchKey(b *testing.B, comment string) benchKey {
-	b.Helper()
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		b.Fatal(err)
-	}
-	block, err := ssh.MarshalPrivateKey(priv, comment)
-	if err != nil {
-		b.Fatal(err)
-	}
-	signer, err := ssh.NewSignerFromKey(priv)
-	if err != nil {
-		b.Fatal(err)
-	}
-	pub := signer.PublicKey()
-	return benchKey{
-		b64:    base64.StdEncoding.EncodeToString(pem.EncodeToMemory(block)),
-		line:   strings.TrimSpace(string(ssh.MarshalAuthorizedKey(pub))) + " " + comment,
-		signer: signer,
-		pub:    pub,
-	}
-}
-
-func benchFreePort(b *testing.B) int {
-	b.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // bootOnce boots one pod and returns the times from its start to sshd
 // listening, the ready verdict and a first SSH command.
 func bootOnce(b *testing.B, baseline bool) (sshd, ready, login time.Duration) {
 	b.Helper()
 	api := shtest.NewFakeAPI(b)
-	host := newBenchKey(b, "overbrainer-host-bench")
-	client := newBenchKey(b, "overbrainer-client-bench")
+	host := newKey(b, "overbrainer-host-bench")
+	client := newKey(b, "overbrainer-client-bench")
 	workdir := filepath.Join(b.TempDir(), "workspace")
 	if err := os.MkdirAll(workdir, 0o755); err != nil {
 		b.Fatal(err)
 	}
 	runDir := filepath.Join(workdir, "bench")
-	port := benchFreePort(b)
+	port := freePort(b)
 	env, err := podenv.Settings{
 		RunID: "bench", Workdir: workdir, BootGrace: time.Hour, APIURL: api.URL(),
 		AuthorizedKey: client.line, Claim: host.line,

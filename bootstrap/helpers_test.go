@@ -58,7 +58,7 @@ type key struct {
 	signer ssh.Signer
 }
 
-func newKey(t *testing.T, comment string) key {
+func newKey(t testing.TB, comment string) key {
 	t.Helper()
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
@@ -99,7 +99,7 @@ func (k key) secrets(apiKey string) []string {
 }
 
 // freePort returns a loopback port that was free a moment ago.
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -1,11 +1,9 @@
 package watchdog_test
 
 import (
-	"bufio"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -169,10 +167,6 @@ func reaction(b *testing.B, sh shtest.Shell, script string, lead int64, job, sna
 	return acted.Sub(time.Unix(due, 0)).Seconds()
 }
 
-// A process creation, whole or resumed after strace printed it unfinished.
-var cloneRE = regexp.MustCompile(`^\d+ +(<\.\.\. )?(clone3?|v?fork)(\(| resumed>).* = [1-9][0-9]*$`)
-var sleepRE = regexp.MustCompile(`^\d+ +execve\("[^"]*/sleep"`)
-
 // BenchmarkTickProcesses counts the processes one steady-state tick creates
 // (a running job, no rule near, df of the run directory), under strace, per
 // shell; "volume" adds a network volume, measured by a background du.
@@ -227,39 +221,14 @@ func tickProcesses(b *testing.B, strace string, sh shtest.Shell, volume bool) fl
 	p := shtest.Start(b, wrapped, watchdog.Script(), shtest.Opts{Dir: dir, Env: env})
 	const ticks = 6
 	shtest.Eventually(b, time.Minute, func() bool {
-		_, sleeps := countTicks(out)
+		_, sleeps := shtest.CountTicks(out)
 		return sleeps >= ticks+1
 	}, "%d ticks", ticks)
 	p.KillGroup()
 	<-p.Done()
-	clones, sleeps := countTicks(out)
+	clones, sleeps := shtest.CountTicks(out)
 	if sleeps < 2 {
 		b.Fatal("no ticks traced")
 	}
 	return float64(clones) / float64(sleeps-1)
-}
-
-// countTicks reads the strace log and counts process creations after the
-// first tick's sleep, and the sleeps (one per tick).
-func countTicks(path string) (clones, sleeps int) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	var lastSleepClones int
-	for sc.Scan() {
-		l := sc.Text()
-		switch {
-		case sleepRE.MatchString(l):
-			sleeps++
-			lastSleepClones = clones
-		case cloneRE.MatchString(l) && sleeps > 0:
-			clones++
-		}
-	}
-	// Count whole ticks only: up to the last sleep.
-	return lastSleepClones, sleeps
 }

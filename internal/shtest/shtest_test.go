@@ -154,3 +154,32 @@ func TestFakeAPIHandle(t *testing.T) {
 		t.Errorf("stdout = %q", r.Stdout)
 	}
 }
+
+// CountTicks counts the creations between the first and the last sleep,
+// resumed clones included, failed ones and exec-only lines not.
+func TestCountTicks(t *testing.T) {
+	log := `100 execve("/bin/dash", ["dash", "w.sh"], 0x7ffd /* 3 vars */) = 0
+100 clone(child_stack=NULL, flags=SIGCHLD) = 101
+101 execve("/usr/bin/sleep", ["sleep", "60"], 0x5 /* 3 vars */) = 0
+100 clone(child_stack=NULL, flags=SIGCHLD) = 102
+100 clone3({flags=CLONE_VM, exit_signal=SIGCHLD} <unfinished ...>
+100 <... clone3 resumed>, 88) = 103
+100 vfork() = -1 EAGAIN (Resource temporarily unavailable)
+102 execve("/usr/bin/date", ["date"], 0x5 /* 3 vars */) = 0
+100 clone(child_stack=NULL, flags=SIGCHLD) = 104
+104 execve("/bin/sleep", ["sleep", "60"], 0x5 /* 3 vars */) = 0
+100 clone(child_stack=NULL, flags=SIGCHLD) = 105
+`
+	path := filepath.Join(t.TempDir(), "strace")
+	if err := os.WriteFile(path, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// After the first sleep: 102, 103 (resumed), 104; 105 is after the
+	// last sleep (a turn not finished); the failed vfork is no process.
+	if clones, sleeps := CountTicks(path); clones != 3 || sleeps != 2 {
+		t.Errorf("CountTicks = %d clones, %d sleeps; want 3, 2", clones, sleeps)
+	}
+	if clones, sleeps := CountTicks(filepath.Join(t.TempDir(), "missing")); clones != 0 || sleeps != 0 {
+		t.Errorf("a missing log counts %d, %d", clones, sleeps)
+	}
+}

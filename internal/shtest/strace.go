@@ -1,0 +1,41 @@
+package shtest
+
+import (
+	"bufio"
+	"os"
+	"regexp"
+)
+
+// The process creations strace -f reports (a whole call, or one resumed
+// after strace printed it unfinished), and the exec of sleep, which ends
+// each turn of a loop that sleeps between turns (the watchdog's tick).
+var (
+	straceCloneRE = regexp.MustCompile(`^\d+ +(<\.\.\. )?(clone3?|v?fork)(\(| resumed>).* = [1-9][0-9]*$`)
+	straceSleepRE = regexp.MustCompile(`^\d+ +execve\("[^"]*/sleep"`)
+)
+
+// CountTicks reads the log of `strace -f -o path` of a sleeping loop: the
+// process creations after the first sleep up to the last one (whole turns
+// only), and the number of sleeps. Creations per turn are
+// clones/(sleeps-1). A log that cannot be read counts nothing.
+func CountTicks(path string) (clones, sleeps int) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	n := 0
+	for sc.Scan() {
+		l := sc.Text()
+		switch {
+		case straceSleepRE.MatchString(l):
+			sleeps++
+			clones = n
+		case straceCloneRE.MatchString(l) && sleeps > 0:
+			n++
+		}
+	}
+	return clones, sleeps
+}
