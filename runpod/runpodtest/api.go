@@ -261,7 +261,12 @@ func (s *Server) createPod(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.runner {
 		s.startLaunchLocked(p)
 	} else if p.exposes22() {
-		p.sshPort = freePort()
+		// Nothing will listen there: the port is only the pod's to show.
+		if port, hold, err := reservePort(); err == nil {
+			hold.Close()
+			p.setSSHPort(port)
+			releasePort(port)
+		}
 	}
 	s.notifyLocked()
 	writeJSON(w, http.StatusCreated, out)
@@ -309,7 +314,7 @@ func (s *Server) terminate(id string, answer func()) bool {
 	s.mu.Lock()
 	if p.status != StatusTerminated {
 		p.launch = nil
-		p.sshPort = 0
+		p.setSSHPort(0)
 		p.setStatus(StatusTerminated, s.cfg.now())
 	}
 	s.mu.Unlock()
@@ -383,7 +388,7 @@ func (s *Server) podAction(w http.ResponseWriter, r *http.Request, id string) {
 		now = s.cfg.now()
 		switch action {
 		case "stop":
-			p.sshPort = 0
+			p.setSSHPort(0)
 			p.setStatus(StatusExited, now)
 		case "restart", "start":
 			p.errMsg = ""
@@ -422,7 +427,7 @@ func (s *Server) ExitPod(id string, code int) error {
 	}
 	p.setStatus(StatusExited, now)
 	p.exitCode = code
-	p.sshPort = 0
+	p.setSSHPort(0)
 	s.notifyLocked()
 	return nil
 }

@@ -74,23 +74,36 @@
 // PID namespaces, in a process group of its own. Its root is an overlay of
 // the host's / whose writes land in a tmpfs of the pod's disk size, with a
 // /proc of its own, the host's /dev and /sys, a fresh /tmp, and empty tmpfs
-// over /etc/ssh, /root/.ssh, /etc/overbrainer and the pod's workdir (its
-// OVERBRAINER_WORKDIR, unless that lies on a volume): nothing the pod writes
-// changes the host, and a path missing on the host (/workspace) is created
-// in the overlay only. A persistent volume is a host directory of its own,
-// kept across stop and start; a network volume (AddNetworkVolume) is a host
-// directory shared by every pod that mounts it.
+// over /etc/ssh, /etc/overbrainer, /root (mode 0700) and the pod's workdir
+// (its OVERBRAINER_WORKDIR), each unless it lies on a volume: nothing the
+// pod writes changes the host, a path missing on the host (/workspace) is
+// created in the overlay only, and the pod's home starts empty, without the
+// host's dotfiles and keys (a host .bashrc that runs pyenv or conda init
+// would slow every SSH session into the pod). A persistent volume is a host
+// directory of its own, kept across stop and start; a network volume
+// (AddNetworkVolume) is a host directory shared by every pod that mounts it.
 //
 // The command's env is PATH and HOME, the pod's env with its
 // {{ RUNPOD_SECRET_<name> }} placeholders resolved from the fake's secrets,
 // then RUNPOD_POD_ID, a pod-scoped RUNPOD_API_KEY, RUNPOD_PUBLIC_IP=127.0.0.1,
 // RUNPOD_TCP_PORT_22 and OVERBRAINER_SSH_PORT (a free port, which the pod
-// reports as its mapping of port 22), RUNPOD_POD_HOSTNAME, RUNPOD_DC_ID,
-// RUNPOD_GPU_COUNT, OVERBRAINER_API_URL = BaseURL and
+// reports as its mapping of port 22; see below), RUNPOD_POD_HOSTNAME,
+// RUNPOD_DC_ID, RUNPOD_GPU_COUNT, OVERBRAINER_API_URL = BaseURL and
 // OVERBRAINER_SSH_LISTEN=127.0.0.1 (the pod shares the host's network, so its
-// sshd listens on loopback only); nothing of the test
-// process's own env. It reaches the command through a pipe, never a command line or a
-// file. The command's output goes to PodLog, keys and secrets redacted.
+// sshd listens on loopback only); nothing of the test process's own env. It
+// reaches the command through a pipe, never a command line or a file. The
+// command's output goes to PodLog, keys and secrets redacted.
+//
+// A pod's port is reserved for it, across every Server of the process, from
+// its start until its processes are gone and it no longer shows the port
+// (EXITED, ERROR, TERMINATED, or a new port on restart): two pods of the
+// process never share one, however many start at once (an API-only pod's
+// port is reserved the same way, though nothing listens there). The socket
+// that found the port free stays bound until the pod's init runs the
+// command, so no other process can take the port before then either; from
+// there to the bind of the pod's sshd (the bootstrap's first seconds),
+// another process that binds that very port (a fake in another test binary,
+// say) could still win it.
 //
 // Stop and restart send SIGTERM and kill after WithStopGrace; DELETE, terminate and
 // Close kill the process group and the namespace's init, which takes down
@@ -112,7 +125,11 @@
 //   - A pod's network is the host's: there is no port mapping, its sshd
 //     listens on the port it reports as public (on every address the
 //     bootstrap asks for), and the pod reaches the fake on 127.0.0.1.
-//     ssh.proxy is always null.
+//     ssh.proxy is always null. The port is one of this machine's: no
+//     other pod of the process gets it, but between the command's start
+//     and its sshd's bind another process could (see the pod runner).
+//   - A pod's /root is empty and private (Runpod's is the image's), and its
+//     other files are the host's, under an overlay.
 //   - A secret the env names but the fake lacks is left as the placeholder.
 //   - Templates, clusters, serverless, registries, billing endpoints, pod
 //     PATCH and logs, and network volume create/delete/list are not served

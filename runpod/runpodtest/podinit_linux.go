@@ -49,6 +49,9 @@ func podInit() int {
 		report(initStatus{Error: "pod init: " + err.Error()})
 		return 125
 	}
+	if cfg.HoldsPort {
+		syscall.CloseOnExec(portHoldFD)
+	}
 	if err := buildRoot(&cfg); err != nil {
 		report(initStatus{Error: "build the pod's root: " + err.Error()})
 		return 125
@@ -60,6 +63,12 @@ func podInit() int {
 	}
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
+	if cfg.HoldsPort {
+		// The last moment before the command, whose sshd may bind the
+		// port right away: from here to that bind, another process could
+		// take the port (no pod of this process: the fake keeps it reserved).
+		_ = syscall.Close(portHoldFD)
+	}
 	pid, err := syscall.ForkExec(argv0, cfg.Words, &syscall.ProcAttr{
 		Dir:   "/",
 		Env:   cfg.Env,
@@ -98,7 +107,7 @@ func podInit() int {
 // to a tmpfs of the pod's disk size, so that nothing the pod writes reaches
 // the host; a /proc of its own PID namespace; the host's /dev and /sys; a
 // fresh /tmp and /dev/shm; then the pod's mounts (its volumes, and empty
-// tmpfs over /etc/ssh, /root/.ssh, /etc/overbrainer and its workdir).
+// tmpfs over /etc/ssh, /etc/overbrainer, /root and its workdir).
 func buildRoot(cfg *initConfig) error {
 	// First of all: nothing mounted from now on may propagate to the host.
 	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {

@@ -4,11 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	mrand "math/rand/v2"
-	"net"
 	"os"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -127,7 +126,20 @@ func (s *Server) runLaunch(p *pod, l *launch) {
 		s.mu.Unlock()
 		return
 	}
-	p.sshPort = spec.sshPort
+	// The run holds its port until its processes are gone (the pod may
+	// show it for longer, see setSSHPort), and the probe's socket keeps
+	// the port bound until the pod's init lets go of it, or the run ends
+	// before it started anything.
+	defer spec.portHold.Close()
+	port := spec.sshPort
+	releasePortOnce := func() {
+		if port != 0 {
+			releasePort(port)
+			port = 0
+		}
+	}
+	defer releasePortOnce()
+	p.setSSHPort(spec.sshPort)
 	l.mu.Lock()
 	if l.killed {
 		l.mu.Unlock()
@@ -173,6 +185,9 @@ func (s *Server) runLaunch(p *pod, l *launch) {
 	}
 
 	code := proc.wait()
+	// Nothing of the pod listens any more: whoever sees it EXITED may see
+	// its port free.
+	releasePortOnce()
 
 	s.mu.Lock()
 	if p.launch == l && !p.terminating {
@@ -180,7 +195,7 @@ func (s *Server) runLaunch(p *pod, l *launch) {
 		p.launch = nil
 		p.setStatus(StatusExited, s.cfg.now())
 		p.exitCode = code
-		p.sshPort = 0
+		p.setSSHPort(0)
 		s.notifyLocked()
 	}
 	s.mu.Unlock()
@@ -192,7 +207,7 @@ func (s *Server) failLaunchLocked(p *pod, l *launch, err error) {
 		return
 	}
 	p.launch = nil
-	p.sshPort = 0
+	p.setSSHPort(0)
 	p.errMsg = err.Error()
 	p.setStatus(StatusError, s.cfg.now())
 	p.log.write([]byte("runpodtest: "+err.Error()+"\n"), s.secretValuesLocked())
@@ -208,6 +223,10 @@ type podSpec struct {
 	diskGB  int
 	mounts  []podMount // in mounting order, parents first
 	sshPort int
+	// portHold keeps sshPort bound until the pod's init closes it, just
+	// before it runs the command (see reservePort). The run closes its
+	// own copy.
+	portHold *os.File
 }
 
 // podMount is one mount inside the pod's root: a bind of a host directory,
@@ -240,7 +259,7 @@ func (s *Server) resolveLocked(value string) string {
 }
 
 // podSpecLocked builds how the pod runs. s.mu must be held.
-func (s *Server) podSpecLocked(p *pod) (*podSpec, error) {
+func (s *Server) podSpecLocked(p *pod) (_ *podSpec, err error) {
 	if err := CheckPodRunner(); err != nil {
 		return nil, err
 	}
@@ -251,10 +270,16 @@ func (s *Server) podSpecLocked(p *pod) (*podSpec, error) {
 	if err != nil {
 		return nil, err
 	}
-	spec := &podSpec{podID: p.id, words: words, diskGB: p.disk, sshPort: freePort()}
-	if spec.sshPort == 0 {
-		return nil, errors.New("runpodtest: no free port on 127.0.0.1 for the pod's sshd")
+	spec := &podSpec{podID: p.id, words: words, diskGB: p.disk}
+	if spec.sshPort, spec.portHold, err = reservePort(); err != nil {
+		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			spec.portHold.Close()
+			releasePort(spec.sshPort)
+		}
+	}()
 
 	env := map[string]string{"PATH": podBasePath, "HOME": "/root"}
 	for k, v := range p.env {
@@ -307,22 +332,26 @@ func (s *Server) podSpecLocked(p *pod) (*podSpec, error) {
 		volumes = append(volumes, p.netVolPath)
 	}
 	// Private, empty directories over what the bootstrap writes, so that
-	// the host's own never change.
-	spec.mounts = append(spec.mounts,
-		podMount{Target: "/etc/ssh", Mode: 0o755},
-		podMount{Target: "/root/.ssh", Mode: 0o700},
-		podMount{Target: "/etc/overbrainer", Mode: 0o755},
-	)
+	// the host's own never change and the pod starts as a fresh image
+	// would. /root above all: the host's holds its keys, and a .bashrc
+	// that may run pyenv or conda init in every SSH session into the pod.
+	fresh := slices.Clone(volumes)
+	for _, dir := range []string{"/etc/ssh", "/etc/overbrainer", "/root"} {
+		if !underAny(dir, volumes) {
+			mode := uint32(0o755)
+			if dir == "/root" {
+				mode = 0o700
+			}
+			spec.mounts = append(spec.mounts, podMount{Target: dir, Mode: mode})
+			fresh = append(fresh, dir)
+		}
+	}
 	if wd := p.env["OVERBRAINER_WORKDIR"]; wd != "" {
 		wd = path.Clean(wd)
 		if !path.IsAbs(wd) || wd == "/" {
 			return nil, fmt.Errorf("runpodtest: OVERBRAINER_WORKDIR %q must be an absolute directory other than /", wd)
 		}
-		onVolume := false
-		for _, v := range volumes {
-			onVolume = onVolume || hasPrefixPath(wd, v)
-		}
-		if !onVolume {
+		if !underAny(wd, fresh) {
 			spec.mounts = append(spec.mounts, podMount{Target: wd, Mode: 0o755})
 		}
 	}
@@ -339,39 +368,20 @@ func (s *Server) podSpecLocked(p *pod) (*podSpec, error) {
 	return spec, nil
 }
 
+// underAny reports whether p is one of dirs or lies under one.
+func underAny(p string, dirs []string) bool {
+	for _, dir := range dirs {
+		if hasPrefixPath(p, dir) {
+			return true
+		}
+	}
+	return false
+}
+
 // removePodFiles removes what the fake kept on the host for a terminated
 // pod: its persistent volume and the mountpoint of its root.
 func (s *Server) removePodFiles(id string) {
 	_ = os.RemoveAll(path.Join(s.tmp, "pods", id))
-}
-
-// freePort returns a TCP port that nothing listens on right now, on any
-// address (the pod's sshd may listen on all of them). It picks below the
-// kernel's ephemeral range, so that the outgoing connections of a busy
-// machine cannot take the port between now and the pod's bind.
-func freePort() int {
-	lo := 32768
-	if data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		if f := strings.Fields(string(data)); len(f) == 2 {
-			if n, err := strconv.Atoi(f[0]); err == nil && n > 2048 {
-				lo = n
-			}
-		}
-	}
-	base := max(lo-12000, 1024)
-	for range 100 {
-		port := base + mrand.IntN(lo-base)
-		if ln, err := net.Listen("tcp", ":"+strconv.Itoa(port)); err == nil {
-			ln.Close()
-			return port
-		}
-	}
-	ln, err := net.Listen("tcp", ":0")
-	if err != nil {
-		return 0
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 const redacted = "[REDACTED]"

@@ -29,7 +29,13 @@ type initConfig struct {
 	NSDir  string     `json:"nsDir"`
 	DiskGB int        `json:"diskGB"`
 	Mounts []podMount `json:"mounts"`
+	// HoldsPort says that fd 5 is the socket that keeps the pod's ssh
+	// port bound: the init closes it just before it runs the command.
+	HoldsPort bool `json:"holdsPort,omitempty"`
 }
+
+// portHoldFD is the init's fd of the socket that holds the pod's port.
+const portHoldFD = 5
 
 // initStatus is what a pod's init answers on its fd 4 once the command
 // started, or why it could not start it.
@@ -67,18 +73,19 @@ func startPodProcess(spec *podSpec, out io.Writer) (podProcess, error) {
 		return nil, fmt.Errorf("runpodtest: the fake's directory %q holds a character overlayfs options cannot carry", spec.nsDir)
 	}
 	payload, err := json.Marshal(initConfig{
-		Words:  spec.words,
-		Env:    spec.env,
-		NSDir:  spec.nsDir,
-		DiskGB: spec.diskGB,
-		Mounts: spec.mounts,
+		Words:     spec.words,
+		Env:       spec.env,
+		NSDir:     spec.nsDir,
+		DiskGB:    spec.diskGB,
+		Mounts:    spec.mounts,
+		HoldsPort: spec.portHold != nil,
 	})
 	if err != nil {
 		return nil, err
 	}
 	lp := &linuxPod{done: make(chan struct{})}
 	started := make(chan error, 1)
-	go lp.run(podID, payload, out, started)
+	go lp.run(podID, payload, spec.portHold, out, started)
 	if err := <-started; err != nil {
 		return nil, err
 	}
@@ -88,7 +95,7 @@ func startPodProcess(spec *podSpec, out io.Writer) (podProcess, error) {
 // run starts the pod's init and waits for it. The init gets SIGKILL when the
 // thread that started it ends (Pdeathsig), which covers this process dying
 // too; so the goroutine keeps its thread until the pod is gone.
-func (lp *linuxPod) run(podID string, payload []byte, out io.Writer, started chan<- error) {
+func (lp *linuxPod) run(podID string, payload []byte, portHold *os.File, out io.Writer, started chan<- error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	defer close(lp.done)
@@ -113,6 +120,9 @@ func (lp *linuxPod) run(podID string, payload []byte, out io.Writer, started cha
 	cmd.Dir = "/"
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.ExtraFiles = []*os.File{cfgR, stW}
+	if portHold != nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, portHold) // portHoldFD
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWPID,
 		Setpgid:    true,
@@ -121,6 +131,12 @@ func (lp *linuxPod) run(podID string, payload []byte, out io.Writer, started cha
 	err = cmd.Start()
 	cfgR.Close()
 	stW.Close()
+	// From now on only the init holds the port: it closes its copy before
+	// it runs the command, which may bind the port at once. It runs
+	// nothing before it has the config, written below.
+	if portHold != nil {
+		portHold.Close()
+	}
 	if err != nil {
 		cfgW.Close()
 		stR.Close()

@@ -6,15 +6,21 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/overbrainer/overbrainer-go/internal/shtest"
 )
 
 // requireRunner skips a test that needs the pod runner where it cannot run,
@@ -496,6 +502,171 @@ func TestPodRunnerStopWhileStartingTermsTheCommand(t *testing.T) {
 	}
 	if left := podProcs(t, p.ID); len(left) != 0 {
 		t.Errorf("processes %v left after the stop", left)
+	}
+	mustCall(t, srv, srv.APIKey(), "DELETE", "/v2/pods/"+p.ID, nil, http.StatusNoContent)
+}
+
+// A pod's /root is its own and starts empty: the host's (its .bashrc, which
+// may run pyenv or conda in every SSH session, and its keys) is none of the
+// pod's business, and what the pod writes there, the bootstrap's
+// authorized_keys above all, never reaches the host.
+func TestPodRunnerPodHasItsOwnRoot(t *testing.T) {
+	requireRunner(t)
+	// Something of the host's in /root for the pod to (not) see, whatever
+	// this machine's /root holds.
+	marker := "/root/.runpodtest-host-" + newID()
+	if err := os.WriteFile(marker, []byte("host\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Remove(marker) })
+	guarded := []string{marker, "/root/.bashrc", "/root/.ssh", "/root/pod-was-here"}
+	before := map[string]string{}
+	for _, p := range guarded {
+		before[p] = hostTree(t, p)
+	}
+
+	srv := NewTestServer(t, WithPodRunner())
+	script := `set -eu
+echo "home=$HOME entries=[$(ls -A /root | tr '\n' ' ')] mode=$(stat -c '%a %U' /root)"
+mkdir -p /root/.ssh && echo pod > /root/.ssh/authorized_keys
+echo pod > /root/.bashrc
+echo pod > /root/pod-was-here
+echo "after=[$(ls -A /root | tr '\n' ' ')]"`
+	p := createPod(t, srv, shPod("home", script, nil))
+	got, err := srv.WaitStatus(waitCtx(t), p.ID, StatusExited)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := srv.PodLog(p.ID)
+	if got.ExitCode != 0 {
+		t.Fatalf("the pod's script failed (%d): %q", got.ExitCode, log)
+	}
+	for _, want := range []string{
+		"home=/root entries=[] mode=700 root\n",
+		"after=[.bashrc .ssh pod-was-here ]\n",
+	} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the pod's log %q lacks %q", log, want)
+		}
+	}
+	mustCall(t, srv, srv.APIKey(), "DELETE", "/v2/pods/"+p.ID, nil, http.StatusNoContent)
+
+	// A volume mounted at /root is the pod's home, not hidden under it.
+	body := shPod("home on a volume", `echo pod > /root/on-volume`, nil)
+	body["mounts"] = map[string]any{"persistent": map[string]any{"size": 10, "path": "/root"}}
+	onVol := createPod(t, srv, body)
+	if got, err := srv.WaitStatus(waitCtx(t), onVol.ID, StatusExited); err != nil || got.ExitCode != 0 {
+		t.Fatalf("pod %+v, %v; log %q", got, err, srv.PodLog(onVol.ID))
+	}
+	if data, err := os.ReadFile(filepath.Join(srv.tmp, "pods", onVol.ID, "persistent", "on-volume")); string(data) != "pod\n" {
+		t.Errorf("the volume at /root has %q, %v", data, err)
+	}
+	mustCall(t, srv, srv.APIKey(), "DELETE", "/v2/pods/"+onVol.ID, nil, http.StatusNoContent)
+
+	for _, p := range guarded {
+		if now := hostTree(t, p); now != before[p] {
+			t.Errorf("host %s changed:\n%s\nwas:\n%s", p, now, before[p])
+		}
+	}
+}
+
+// NewServer sets URL before its HTTP server can answer: the pod runner
+// reads BaseURL in the goroutines of a request, and a request from another
+// process is not ordered after NewServer for the race detector, so `go test
+// -race` fails this test when the order is wrong.
+func TestURLIsSetBeforeTheServerServes(t *testing.T) {
+	requireRunner(t)
+	curl := shtest.NeedTool(t, "curl")
+	// Everything curl reads is written before the server exists: a write
+	// of this process after NewServer would order it before the request
+	// for the race detector, and hide the race.
+	dir := t.TempDir()
+	key := newKey()
+	cfg := filepath.Join(dir, "curl.cfg")
+	conf := "header = \"Authorization: Bearer " + key + "\"\nheader = \"Content-Type: application/json\"\n"
+	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	body, err := json.Marshal(shPod("url", `echo "api=$OVERBRAINER_API_URL"`, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bodyFile := filepath.Join(dir, "body.json")
+	if err := os.WriteFile(bodyFile, body, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	srv := NewTestServer(t, WithPodRunner(), WithAPIKey(key))
+	out, err := exec.Command(curl, "-sS", "-o", "/dev/null", "-w", "%{http_code}",
+		"-K", cfg, "--data-binary", "@"+bodyFile, srv.BaseURL()+"/pods").Output()
+	if err != nil || string(out) != "201" {
+		t.Fatalf("curl: %v, status %q", err, out)
+	}
+	pods := srv.Pods()
+	if len(pods) != 1 {
+		t.Fatalf("%d pods, want 1", len(pods))
+	}
+	id := pods[0].ID
+	if _, err := srv.WaitStatus(waitCtx(t), id, StatusExited); err != nil {
+		t.Fatal(err)
+	}
+	if log, want := srv.PodLog(id), "api="+srv.BaseURL()+"\n"; log != want {
+		t.Errorf("the pod's log %q, want %q", log, want)
+	}
+	if srv.BaseURL() != srv.URL+"/v2" || !strings.HasPrefix(srv.URL, "http://127.0.0.1:") {
+		t.Errorf("URL %q, BaseURL %q", srv.URL, srv.BaseURL())
+	}
+	mustCall(t, srv, key, "DELETE", "/v2/pods/"+id, nil, http.StatusNoContent)
+}
+
+// A running pod's port is its command's to listen on (the fake let go of
+// its hold before the command ran), and stays the fake's until the pod ends.
+func TestPodRunnerCommandListensOnItsPort(t *testing.T) {
+	requireRunner(t)
+	shtest.NeedTool(t, "busybox")
+	srv := NewTestServer(t, WithPodRunner())
+	// An echo server on the pod's port, for one connection.
+	p := createPod(t, srv, shPod("listener", `exec busybox nc -l -p "$OVERBRAINER_SSH_PORT" -e cat`, nil))
+	running, err := srv.WaitStatus(waitCtx(t), p.ID, StatusRunning)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := running.SSHPort
+	if !portReserved(port) {
+		t.Errorf("running pod's port %d is not reserved", port)
+	}
+	echo := func() error {
+		conn, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := conn.Write([]byte("ping\n")); err != nil {
+			return err
+		}
+		buf := make([]byte, 5)
+		if _, err := io.ReadFull(conn, buf); err != nil {
+			return err
+		}
+		if string(buf) != "ping\n" {
+			return fmt.Errorf("echo %q", buf)
+		}
+		return nil
+	}
+	deadline := time.Now().Add(time.Minute)
+	for err := echo(); err != nil; err = echo() {
+		if now, _ := srv.Pod(p.ID); now.Status != StatusRunning || time.Now().After(deadline) {
+			t.Fatalf("the pod's command never answered on port %d: %v; log %q", port, err, srv.PodLog(p.ID))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	exited, err := srv.WaitStatus(waitCtx(t), p.ID, StatusExited)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exited.SSHPort != 0 || portReserved(port) {
+		t.Errorf("exited pod shows port %d; %d reserved: %v", exited.SSHPort, port, portReserved(port))
 	}
 	mustCall(t, srv, srv.APIKey(), "DELETE", "/v2/pods/"+p.ID, nil, http.StatusNoContent)
 }

@@ -88,8 +88,12 @@ func NewServer(opts ...Option) *Server {
 		podKeys: map[string]string{},
 		volumes: map[string]*volume{},
 	}
-	s.hs = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
-	s.URL = s.hs.URL
+	// Everything a handler may read is set before the server serves: a
+	// request from another process is not ordered after NewServer's
+	// writes (the race detector sees none of TCP's ordering).
+	s.hs = httptest.NewUnstartedServer(http.HandlerFunc(s.serveHTTP))
+	s.URL = "http://" + s.hs.Listener.Addr().String()
+	s.hs.Start()
 	return s
 }
 
@@ -136,6 +140,7 @@ func (s *Server) Close() {
 				// The fake's account is gone: nothing bills past Close.
 				p.setStatus(StatusTerminated, now)
 			}
+			p.setSSHPort(0)
 		}
 		s.notifyLocked()
 		s.mu.Unlock()
