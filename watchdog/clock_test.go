@@ -61,6 +61,52 @@ func TestTimeRulesFireAtTheirDueTime(t *testing.T) {
 		{"retrieve_grace", []string{"OVERBRAINER_RETRIEVE_GRACE", "3601"}, true,
 			func(p *pod) { p.write(watchdog.ExitCode, "0\n") },
 			[]at{{watchdog.KindDeleteReason, []string{"reason", "abandoned"}, t0 + 3601}}},
+		// A fresh lease at the end of the retrieve grace holds the
+		// abandoned rule off until it is LEASE_TTL (900) old.
+		{"retrieve_grace_lease", []string{"OVERBRAINER_RETRIEVE_GRACE", "1001"}, true,
+			func(p *pod) {
+				p.write(watchdog.ExitCode, "0\n")
+				p.lease(t0 + 903)
+			},
+			[]at{
+				{watchdog.KindAbandonedHeld, []string{"until", itoa(t0 + 1803)}, t0 + 1001},
+				{watchdog.KindDeleteReason, []string{"reason", "abandoned"}, t0 + 1803},
+			}},
+		// A lease stale by the end of the grace holds nothing.
+		{"retrieve_grace_stale_lease", []string{"OVERBRAINER_RETRIEVE_GRACE", "1001"}, true,
+			func(p *pod) {
+				p.write(watchdog.ExitCode, "0\n")
+				p.lease(t0 + 101)
+			},
+			[]at{{watchdog.KindDeleteReason, []string{"reason", "abandoned"}, t0 + 1001}}},
+		// An mtime in the future holds it at most LEASE_TTL past that
+		// mtime; one LEASE_TTL or more ahead holds nothing.
+		{"retrieve_grace_future_lease", []string{"OVERBRAINER_RETRIEVE_GRACE", "1001"}, true,
+			func(p *pod) {
+				p.write(watchdog.ExitCode, "0\n")
+				p.lease(t0 + 1501)
+			},
+			[]at{
+				{watchdog.KindAbandonedHeld, []string{"until", itoa(t0 + 2401)}, t0 + 1001},
+				{watchdog.KindDeleteReason, []string{"reason", "abandoned"}, t0 + 2401},
+			}},
+		{"retrieve_grace_far_future_lease", []string{"OVERBRAINER_RETRIEVE_GRACE", "1001"}, true,
+			func(p *pod) {
+				p.write(watchdog.ExitCode, "0\n")
+				p.lease(t0 + 1901)
+			},
+			[]at{{watchdog.KindDeleteReason, []string{"reason", "abandoned"}, t0 + 1001}}},
+		// The cost cap does not wait for the lease.
+		{"retrieve_grace_lease_cost_cap", []string{"OVERBRAINER_RETRIEVE_GRACE", "1001"}, true,
+			func(p *pod) {
+				p.write(watchdog.ExitCode, "0\n")
+				p.lease(t0 + 903)
+				p.write(watchdog.CostCapAt, itoa(t0+1207))
+			},
+			[]at{
+				{watchdog.KindAbandonedHeld, []string{"until", itoa(t0 + 1803)}, t0 + 1001},
+				{watchdog.KindDeleteReason, []string{"reason", "cost_cap"}, t0 + 1207},
+			}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -2,8 +2,16 @@
 // bootstrap execs as the container's main process and that deletes the pod as
 // soon as one of its rules says the pod has no more reason to exist (a failed
 // bootstrap, the cost cap, the deadline with a stale client lease, results
-// retrieved or abandoned, a job that never started), after asking the job for
-// a snapshot when the cost, the deadline or a full disk is near.
+// retrieved, results abandoned: not retrieved within the retrieve grace of
+// the job's end and no client lease either, a job that never started), after
+// asking the job for a snapshot when the cost, the deadline or a full disk is
+// near.
+//
+// The client's lease (the mtime of .pod/lease, fresh for
+// OVERBRAINER_LEASE_TTL seconds either side of the pod's clock) holds off
+// only the deadline and the abandoned rule: a client downloading the results
+// keeps it fresh, so a download that outlasts the retrieve grace does not
+// lose the pod midway. The cost cap acts whatever the lease.
 //
 // The package gives the script as the pod runs it ([Script], which starts
 // with the portable [GroupSignal] helper), the names of the files the

@@ -20,6 +20,7 @@ const (
 	KindJobEnded          = "job_ended"          // by=exit_code|cancelled|group_gone
 	KindRetrieved         = "retrieved"          // .pod/retrieved appeared
 	KindDeadlineHeld      = "deadline_held"      // until: the deadline passed while the lease was fresh
+	KindAbandonedHeld     = "abandoned_held"     // until: the retrieve grace passed while the lease was fresh
 	KindSnapshotRequested = "snapshot_requested" // reason, adopted=0|1, cap_in_min for the cost reason
 	KindDeleteReason      = "delete_reason"      // reason: the rule that deletes the pod
 	KindDeleteCode        = "delete_code"        // method=DELETE|terminate|stop|runpodctl|runpodctl_remove, code

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -470,18 +471,122 @@ func TestRetrieved(t *testing.T) {
 	})
 }
 
+// An ended job whose results nobody retrieved within the retrieve grace, and
+// whose lease nobody holds, is abandoned at the grace: no lease at all, a
+// stale one, or one touched so far in the future (a bogus mtime, a clock
+// stepped back) that it never counts as fresh.
 func TestAbandoned(t *testing.T) {
+	cases := []struct {
+		name  string
+		lease func(p *pod)
+	}{
+		{"no_lease", nil},
+		{"stale_lease", func(p *pod) { p.lease(now() - 2000) }},
+		{"lease_in_the_future", func(p *pod) { p.lease(now() + 100000) }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+				p := newPod(t, sh)
+				p.setEnv("OVERBRAINER_RETRIEVE_GRACE", "2", "OVERBRAINER_LEASE_TTL", "900")
+				if c.lease != nil {
+					c.lease(p)
+				}
+				p.startJob()
+				p.write(watchdog.ExitCode, "1\n")
+				p.start()
+				evs := p.deleted(watchdog.DeleteAbandoned)
+				e := find(evs, -1, watchdog.KindJobEnded, "by", "exit_code")
+				d := find(evs, -1, watchdog.KindDeleteReason)
+				if e < 0 || evs[d].Time.Unix() < evs[e].Time.Unix()+1 {
+					t.Errorf("abandoned before the retrieve grace\n%s", p.logText())
+				}
+				p.none(evs, 0, watchdog.KindAbandonedHeld)
+			})
+		})
+	}
+}
+
+// A client that keeps the lease fresh (as the launcher does while it
+// downloads the results) holds the abandoned rule off past the retrieve
+// grace; once the lease goes stale, the pod is deleted as abandoned.
+func TestAbandonedHeldByFreshLease(t *testing.T) {
+	const ttl = 5
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		p := newPod(t, sh)
-		p.setEnv("OVERBRAINER_RETRIEVE_GRACE", "2")
+		p.setEnv("OVERBRAINER_RETRIEVE_GRACE", "1", "OVERBRAINER_LEASE_TTL", itoa(ttl))
 		p.startJob()
-		p.write(watchdog.ExitCode, "1\n")
+		p.write(watchdog.ExitCode, "0\n")
+		lease := filepath.Join(p.dir, watchdog.Lease)
+		p.lease(now())
+		stop, stopped := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(stopped)
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(250 * time.Millisecond):
+				}
+				tm := time.Now()
+				_ = os.Chtimes(lease, tm, tm)
+			}
+		}()
+		defer func() {
+			select {
+			case <-stopped:
+			default:
+				close(stop)
+				<-stopped
+			}
+		}()
 		p.start()
-		evs := p.deleted(watchdog.DeleteAbandoned)
-		e := find(evs, -1, watchdog.KindJobEnded, "by", "exit_code")
+		_, h := p.waitEvent(watchdog.KindAbandonedHeld)
+		// Ticks go on (one a second) while the client holds the lease.
+		evs := p.waitTicks(h, 4)
+		p.none(evs, 0, watchdog.KindDeleteReason)
+		close(stop)
+		<-stopped
+		fi, err := os.Stat(lease)
+		if err != nil {
+			t.Fatal(err)
+		}
+		staleAt := fi.ModTime().Unix() + ttl
+		evs = p.deleted(watchdog.DeleteAbandoned)
+		e := find(evs, -1, watchdog.KindJobEnded)
+		h = find(evs, -1, watchdog.KindAbandonedHeld)
 		d := find(evs, -1, watchdog.KindDeleteReason)
-		if e < 0 || evs[d].Time.Unix() < evs[e].Time.Unix()+1 {
-			t.Errorf("abandoned before the retrieve grace\n%s", p.logText())
+		if e < 0 || h < e || evs[h].Time.Unix() < evs[e].Time.Unix()+1 {
+			t.Errorf("abandoned_held not after the retrieve grace\n%s", p.logText())
+		}
+		if until, err := strconv.ParseInt(evs[h].Fields["until"], 10, 64); err != nil || until > staleAt {
+			t.Errorf("abandoned_held until=%q, want a time up to %d", evs[h].Fields["until"], staleAt)
+		}
+		if got := evs[d].Time.Unix(); got < staleAt {
+			t.Errorf("deleted at %d, before the lease went stale at %d\n%s", got, staleAt, p.logText())
+		}
+		if n := strings.Count(p.logText(), " abandoned_held "); n != 1 {
+			t.Errorf("%d abandoned_held lines, want 1 (when the hold starts)", n)
+		}
+	})
+}
+
+// The cost cap deletes the pod at once, even while a fresh lease holds the
+// abandoned rule off.
+func TestCostCapWhileAbandonedHeld(t *testing.T) {
+	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+		p := newPod(t, sh)
+		p.setEnv("OVERBRAINER_RETRIEVE_GRACE", "1", "OVERBRAINER_LEASE_TTL", "3600")
+		p.lease(now())
+		p.startJob()
+		p.write(watchdog.ExitCode, "0\n")
+		p.start()
+		_, h := p.waitEvent(watchdog.KindAbandonedHeld)
+		p.waitTicks(h, 1)
+		p.write(watchdog.CostCapAt, itoa(now()))
+		evs := p.deleted(watchdog.DeleteCostCap)
+		if find(evs, -1, watchdog.KindAbandonedHeld) < 0 {
+			t.Errorf("no abandoned_held before the cost cap\n%s", p.logText())
 		}
 	})
 }

@@ -16,7 +16,9 @@
 #  - OVERBRAINER_DEADLINE passed while the client's lease (.pod/lease mtime) is
 #    LEASE_TTL old, unless a snapshot is still awaited (deadline_due): delete;
 #  - .pod/retrieved exists: the results are collected, delete;
-#  - the job ended and nobody retrieved it within RETRIEVE_GRACE: delete;
+#  - the job ended and nobody retrieved it within RETRIEVE_GRACE: delete,
+#    once the lease is LEASE_TTL old too (a client still downloading the
+#    results holds it), so at the later of the two;
 #  - no job started within BOOT_GRACE of the watchdog's start: delete.
 #
 # Before a rule takes the job away, the job is asked to checkpoint and stop
@@ -220,7 +222,8 @@ on_signal() {
 # the time it goes stale. The lease is .pod/lease's mtime on the pod's own
 # clock. Its age counts both ways: an mtime in the future (a clock stepped
 # back, a bad touch) is fresh only while it is less than LEASE_TTL away, so it
-# can never hold the deadline off for more than LEASE_TTL past that mtime.
+# can never hold the deadline or the abandoned rule off for more than
+# LEASE_TTL past that mtime.
 lease_check() {
   lease=stale
   [ -f "$POD_DIR/lease" ] || return 0
@@ -350,6 +353,22 @@ deadline_due() {
   [ "$n" -lt "$hold" ] || return 0
   due "$hold"
   return 1
+}
+
+# retrieval_held: whether a client still holds the lease once the retrieve
+# grace passed. A client downloading the results keeps touching it (and
+# writes .pod/retrieved when done), so a long download never loses the pod
+# midway; the ended job counts as abandoned once the lease is stale. Only
+# called after the grace, so a steady tick never stats the lease for it; the
+# deadline's lease_check of this tick, if any, is reused.
+retrieval_held() {
+  [ -n "$lease" ] || lease_check
+  [ "$lease" = fresh ] || return 1
+  due "$lease_until"
+  if [ -z "$retrieval_hold" ]; then
+    retrieval_hold=1
+    log "abandoned_held until=$lease_until"
+  fi
 }
 
 # api METHOD PATH [BODY]: sets $code to the HTTP status of the call, 000 when
@@ -496,6 +515,7 @@ ended_at=
 retrieved=0
 requested_at=
 held=
+retrieval_hold=
 wait_s=0
 last_n=$start
 while :; do
@@ -521,8 +541,9 @@ while :; do
   pod_number cost_cap_at
   cost_cap_at=$number
 
-  # The lease matters only from SNAPSHOT_LEAD before the deadline on: stat
-  # costs a process, so a steady tick before that never reads it.
+  # The lease matters only from SNAPSHOT_LEAD before the deadline on (and,
+  # for an ended job, once the retrieve grace passed: retrieval_held): stat
+  # costs a process, so a steady tick never reads it.
   lease=
   if [ -n "$DEADLINE" ] && [ "$kept" = 0 ]; then
     if [ "$n" -ge $((DEADLINE - SNAPSHOT_LEAD)) ]; then
@@ -586,7 +607,11 @@ while :; do
     elif [ "$retrieved" = 1 ]; then
       reason=retrieved
     elif [ -n "$ended_at" ]; then
-      if [ "$n" -ge $((ended_at + RETRIEVE_GRACE)) ]; then reason=abandoned; else due $((ended_at + RETRIEVE_GRACE)); fi
+      if [ "$n" -lt $((ended_at + RETRIEVE_GRACE)) ]; then
+        due $((ended_at + RETRIEVE_GRACE))
+      elif ! retrieval_held; then
+        reason=abandoned
+      fi
     elif [ "$started" = 0 ]; then
       if [ "$n" -ge $((start + BOOT_GRACE)) ]; then reason=never_started; else due $((start + BOOT_GRACE)); fi
     fi

@@ -651,8 +651,15 @@ func (e *env) bound(killedAt time.Time, l *launcher) (time.Time, bool) {
 		n, ok := e.fileNumber(watchdog.CostCapAt)
 		return time.Unix(n, 0).Add(ruleBound), ok
 	case watchdog.DeleteAbandoned:
+		// The retrieve grace counts from the job's end, and a lease the
+		// launcher renewed (during its download) holds the rule off until
+		// leaseTTL after its last touch, the lease's mtime: the later.
 		at, ok := eventTime(evs, watchdog.KindJobEnded)
-		return at.Add(e.retrieveGrace + ruleBound), ok
+		due := at.Add(e.retrieveGrace)
+		if fi, err := os.Stat(filepath.Join(e.runDir(), watchdog.Lease)); err == nil && fi.ModTime().Add(leaseTTL).After(due) {
+			due = fi.ModTime().Add(leaseTTL)
+		}
+		return due.Add(ruleBound), ok
 	case watchdog.DeleteRetrieved:
 		at, ok := eventTime(evs, watchdog.KindRetrieved)
 		return at.Add(ruleBound), ok
