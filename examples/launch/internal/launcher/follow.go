@@ -852,7 +852,7 @@ func (d *driver) guarantees() string {
 		parts = append(parts, fmt.Sprintf("the cost cap of %s still holds", money(d.r.MaxCostUSD)))
 	}
 	if d.lastState.Started() && !d.r.Keep {
-		parts = append(parts, fmt.Sprintf("once the job ends, the pod goes %s later unless its results are collected", d.retrieveGrace()))
+		parts = append(parts, fmt.Sprintf("once the job ends, the pod goes %s later unless its results are collected (or later, while a launcher downloading them holds the lease)", d.retrieveGrace()))
 	}
 	return strings.Join(parts, "; ")
 }

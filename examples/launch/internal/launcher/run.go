@@ -129,7 +129,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&f.maxCostUSD, "max-cost-usd", 0, "cost cap in USD: a snapshot is asked at 95% (or --snapshot-lead before), the pod is deleted at 100% (0: none)")
 	fs.BoolVar(&f.keep, "keep-pod", false, "once the job started, the watchdog never deletes the pod, and neither does the launcher: remove it with launch rm")
 	fs.DurationVar(&f.bootGrace, "boot-grace", podenv.DefaultBootGrace, "the watchdog deletes the pod if no job started this long after it booted")
-	fs.DurationVar(&f.retrieveGrace, "retrieve-grace", podenv.DefaultRetrieveGrace, "the watchdog deletes the pod this long after the job ended if nobody collected the results")
+	fs.DurationVar(&f.retrieveGrace, "retrieve-grace", podenv.DefaultRetrieveGrace, "the watchdog deletes the pod this long after the job ended if nobody collected the results (a download in progress holds it)")
 	fs.DurationVar(&f.poll, "poll", 2*time.Second, "how often the job's state and output are read")
 	fs.DurationVar(&f.leaseEvery, "lease-every", 5*time.Minute, "how often the lease is renewed while the job's output progresses")
 	fs.DurationVar(&f.snapshotLead, "snapshot-lead", defaultSnapshotLead, "how long before the cost cap or the deadline a snapshot is asked for")
