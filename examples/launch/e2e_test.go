@@ -171,7 +171,13 @@ func TestAttachAfterKill(t *testing.T) {
 	for i := 1; i <= 12; i++ {
 		mustContain(t, "the outputs", all, fmt.Sprintf("step %d/12 loss", i))
 	}
-	mustContain(t, "attach stderr", a.stderr.String(), "the job is already running", "results downloaded", "cost: ~$")
+	mustContain(t, "attach stderr", a.stderr.String(), "results downloaded", "cost: ~$")
+	// On a loaded machine the 12 s job may end before attach is in: it
+	// reads the rest of the output all the same.
+	if !strings.Contains(a.stderr.String(), "the job is already running") &&
+		!strings.Contains(a.stderr.String(), "the job has ended: reading the rest of its output from byte") {
+		t.Errorf("attach neither followed the running job nor read the rest of its output:\n%s", a.stderr)
+	}
 	r = w.onlyRun()
 	ckpt, _ := os.ReadFile(filepath.Join(r.OutDir, "outputs", "checkpoint.txt"))
 	if !strings.HasPrefix(string(ckpt), "step=12\n") {
