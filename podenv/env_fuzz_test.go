@@ -31,12 +31,14 @@ var numericVars = []string{
 // the keys pass the bootstrap's own check (else the pod dies of
 // authorized_key_invalid or claim_missing).
 func FuzzEnvForTheWatchdog(f *testing.F) {
-	const key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOc0mment"
+	const key = clientKey
 	f.Add("r1", "/workspace/overbrainer", int64(1_790_021_600), int64(1800), int64(3600), "", 0, key+" me@host", key)
 	f.Add("r1", "/w", int64(math.MaxInt64/int64(time.Second)), int64(math.MaxInt64/int64(time.Second)), int64(1), "/v", 5, key, key)
 	f.Add("r-2", "/w/{{ RUNPOD_SECRET_other }}", int64(0), int64(0), int64(0), "", 0, key+" {{ RUNPOD_SECRET_hf_token }}", key)
 	f.Add("x", "/", int64(1), int64(1), int64(1), "/v/ $(touch /tmp/x)", 1, key, key+" `id`")
 	f.Add("x", "/w", int64(math.MaxInt64), int64(0), int64(0), "", 0, key, key)
+	f.Add("x", "/w", int64(1), int64(1), int64(1), "", 0, skECDSAKey+" fido", hostKey)
+	f.Add("x", "/w", int64(1), int64(1), int64(1), "", 0, skEd25519Key, hostKey+" 'quoted' \\ back")
 	f.Fuzz(func(t *testing.T, runID, workdir string, deadline, boot, retrieve int64, volDir string, volGB int, authKey, claim string) {
 		s := podenv.Settings{
 			RunID: runID, Workdir: workdir,

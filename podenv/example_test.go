@@ -15,8 +15,8 @@ func ExampleSettings_Env() {
 		Workdir:       "/workspace/overbrainer",
 		Deadline:      time.Unix(1_790_021_600, 0),
 		BootGrace:     30 * time.Minute,
-		AuthorizedKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIClient overbrainer-r1",
-		Claim:         "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHost",
+		AuthorizedKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJcomaqb8ckRepkDHH1CfKQjIlXD1MGWnmwCZJZcsNG3 overbrainer-r1",
+		Claim:         "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFaKCIGTAorZfRm38a9XqitAU3FLqS55pVZdcKm+u+LV",
 	}
 	env, err := s.Env()
 	if err != nil {
@@ -31,9 +31,9 @@ func ExampleSettings_Env() {
 	// Output:
 	// JUPYTER_DISABLE=1
 	// OVERBRAINER_API_URL=https://api.runpod.io/v2
-	// OVERBRAINER_AUTHORIZED_KEY=ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIClient overbrainer-r1
+	// OVERBRAINER_AUTHORIZED_KEY=ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJcomaqb8ckRepkDHH1CfKQjIlXD1MGWnmwCZJZcsNG3 overbrainer-r1
 	// OVERBRAINER_BOOT_GRACE=1800
-	// OVERBRAINER_CLAIM=ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHost
+	// OVERBRAINER_CLAIM=ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFaKCIGTAorZfRm38a9XqitAU3FLqS55pVZdcKm+u+LV
 	// OVERBRAINER_DEADLINE=1790021600
 	// OVERBRAINER_HOST_KEY={{ RUNPOD_SECRET_overbrainer_host_key_r1 }}
 	// OVERBRAINER_KEEP_POD=0
@@ -44,8 +44,30 @@ func ExampleSettings_Env() {
 }
 
 func ExampleSettings_Validate() {
-	s := podenv.Settings{RunID: "my run", Workdir: "/workspace", AuthorizedKey: "ssh-ed25519 AAAA", Claim: "ssh-ed25519 AAAB"}
+	s := podenv.Settings{
+		RunID:         "my run",
+		Workdir:       "/workspace",
+		AuthorizedKey: "ssh-dss AAAAB3NzaC1kc3M me@old-laptop",
+		Claim:         "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFaKCIGTAorZfRm38a9XqitAU3FLqS55pVZdcKm+u+LV",
+	}
 	fmt.Println(s.Validate())
 	// Output:
 	// podenv: Settings.RunID: "my run" is not 1 to 64 of [A-Za-z0-9_-]
+	// podenv: Settings.AuthorizedKey: key type "ssh-dss" is not one of ssh-ed25519, ecdsa-sha2-nistp256, ecdsa-sha2-nistp384, ecdsa-sha2-nistp521, sk-ssh-ed25519@openssh.com, sk-ecdsa-sha2-nistp256@openssh.com, ssh-rsa
+}
+
+func ExampleAuthorizedKeyTypes() {
+	for _, t := range podenv.AuthorizedKeyTypes() {
+		fmt.Println(t)
+	}
+	fmt.Println("claim:", podenv.HostKeyType)
+	// Output:
+	// ssh-ed25519
+	// ecdsa-sha2-nistp256
+	// ecdsa-sha2-nistp384
+	// ecdsa-sha2-nistp521
+	// sk-ssh-ed25519@openssh.com
+	// sk-ecdsa-sha2-nistp256@openssh.com
+	// ssh-rsa
+	// claim: ssh-ed25519
 }

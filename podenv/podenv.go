@@ -1,15 +1,19 @@
 package podenv
 
 import (
+	"crypto/rsa"
 	"errors"
 	"fmt"
 	"math"
 	"net/url"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/crypto/ssh"
 )
 
 // Version is the SDK version the pod reports in OVERBRAINER_VERSION and the
@@ -81,11 +85,12 @@ type Settings struct {
 	// APIURL is the Runpod REST v2 base URL for the watchdog; empty means
 	// DefaultAPIURL.
 	APIURL string
-	// AuthorizedKey is the client's public key, one authorized_keys line.
+	// AuthorizedKey is the client's public key, one authorized_keys line
+	// without options, of one of the [AuthorizedKeyTypes].
 	AuthorizedKey string
-	// Claim is the run's public host key, the same on every pod of the run:
-	// the bootstrap claims the run directory with it and checks that the
-	// delivered host key matches it.
+	// Claim is the run's public host key (of [HostKeyType]), the same on
+	// every pod of the run: the bootstrap claims the run directory with it
+	// and checks that the delivered host key matches it.
 	Claim string
 }
 
@@ -167,32 +172,90 @@ func (s Settings) Validate() error {
 			bad("APIURL", "must not carry user info, a query or a fragment")
 		}
 	}
-	if err := checkPublicKey(s.AuthorizedKey); err != nil {
+	if err := checkPublicKey(s.AuthorizedKey, authorizedKeyTypes); err != nil {
 		bad("AuthorizedKey", "%v", err)
 	}
-	if err := checkPublicKey(s.Claim); err != nil {
+	if err := checkPublicKey(s.Claim, []string{HostKeyType}); err != nil {
 		bad("Claim", "%v", err)
 	}
 	return errors.Join(errs...)
 }
 
-// publicKeyLine is one authorized_keys line without options: a key type
-// `ssh-<type>`, a base64 blob, and an optional comment.
-var publicKeyLine = regexp.MustCompile(`^ssh-[a-z0-9@.-]+ [A-Za-z0-9+/]+={0,2}( [^\x00-\x1f]*)?$`)
+// authorizedKeyTypes are the key types of [Settings.AuthorizedKey]: those
+// OpenSSH's sshd accepts for a login by default (its PubkeyAcceptedAlgorithms,
+// ssh-rsa standing for the rsa-sha2 signatures), which the bootstrap's own
+// check (`ssh-*`, `ecdsa-*` or `sk-*`, then base64) lets through. ssh-dss is
+// not among them: sshd refuses DSA keys since OpenSSH 7.0. Certificates are
+// not either: an authorized_keys line needs cert-authority for them.
+var authorizedKeyTypes = []string{
+	ssh.KeyAlgoED25519,
+	ssh.KeyAlgoECDSA256, ssh.KeyAlgoECDSA384, ssh.KeyAlgoECDSA521,
+	ssh.KeyAlgoSKED25519, ssh.KeyAlgoSKECDSA256,
+	ssh.KeyAlgoRSA,
+}
 
-// checkPublicKey accepts one line of `ssh-<type> <base64> [comment]`. The
-// check is syntactic on purpose: the bootstrap compares the claim with the
-// delivered host key and deletes the pod on a mismatch, so a well-formed but
-// wrong key cannot leave a pod unguarded. It never echoes the value: a pasted
-// private key must not reach an error string.
-func checkPublicKey(line string) error {
+// minRSABits is sshd's RequiredRSASize default (OpenSSH 9.1 on): it refuses
+// a smaller RSA key at login.
+const minRSABits = 1024
+
+// HostKeyType is the only key type of [Settings.Claim]. The bootstrap
+// installs the run's host key as sshd's ssh_host_ed25519_key, and the
+// claim is that key's public half; a security key (sk-*) could not be a
+// host key at all, since signing needs its hardware token.
+const HostKeyType = ssh.KeyAlgoED25519
+
+// AuthorizedKeyTypes returns the key types [Settings.AuthorizedKey] may have.
+func AuthorizedKeyTypes() []string {
+	return slices.Clone(authorizedKeyTypes)
+}
+
+// publicKeyLine is one authorized_keys line without options: a key type, a
+// base64 blob, and an optional comment, one space apart as ssh-keygen writes
+// them (the job environment keeps a variable named like a secret only in
+// this shape).
+var publicKeyLine = regexp.MustCompile(`^([a-z0-9@.-]+) ([A-Za-z0-9+/]+={0,2})( [^\x00-\x1f\x7f]*)?$`)
+
+// checkPublicKey accepts one line `<type> <base64> [comment]` whose type is
+// one of types and whose blob is a valid public key of that type, as sshd
+// would read it from authorized_keys. It never echoes the key: a pasted
+// private key must not reach an error string (the type word, checked
+// against a short pattern first, is no secret).
+func checkPublicKey(line string, types []string) error {
 	if line == "" {
 		return errors.New("is empty")
 	}
-	if !publicKeyLine.MatchString(line) {
-		return errors.New("is not one line of `ssh-<type> <base64> [comment]`")
+	m := publicKeyLine.FindStringSubmatch(line)
+	if m == nil {
+		return errors.New("is not one line of `<key type> <base64> [comment]`, without options")
+	}
+	typ := m[1]
+	if !slices.Contains(types, typ) {
+		return fmt.Errorf("key type %q is not one of %s", clip(typ), strings.Join(types, ", "))
+	}
+	// ParseAuthorizedKey skips the type word: the blob's own type must
+	// match it, as sshd checks.
+	pub, _, options, rest, err := ssh.ParseAuthorizedKey([]byte(line))
+	switch {
+	case err != nil || pub.Type() != typ:
+		return fmt.Errorf("does not hold a valid %s public key", typ)
+	case len(options) > 0 || len(rest) > 0:
+		return errors.New("is not one line of `<key type> <base64> [comment]`, without options")
+	}
+	if typ == ssh.KeyAlgoRSA {
+		rsaKey, ok := pub.(ssh.CryptoPublicKey).CryptoPublicKey().(*rsa.PublicKey)
+		if !ok || rsaKey.N.BitLen() < minRSABits {
+			return fmt.Errorf("is an RSA key of fewer than %d bits, which sshd refuses", minRSABits)
+		}
 	}
 	return nil
+}
+
+// clip bounds what an error quotes of a bad value.
+func clip(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "..."
+	}
+	return s
 }
 
 // wholeSeconds rounds a duration up to whole seconds, so that a positive

@@ -2,16 +2,25 @@ package podenv_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/crypto/ssh"
 
 	"github.com/overbrainer/overbrainer-go/podenv"
 )
 
-// seedSettings are the settings of the seed module's tests, value for value.
+// Real ed25519 public keys (of fixed seeds), as podenv parses keys.
+const (
+	clientKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJcomaqb8ckRepkDHH1CfKQjIlXD1MGWnmwCZJZcsNG3"
+	hostKey   = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFaKCIGTAorZfRm38a9XqitAU3FLqS55pVZdcKm+u+LV"
+)
+
+// seedSettings are the settings of the seed module's tests, value for value
+// but for the keys, which are real ones here.
 func seedSettings() podenv.Settings {
 	return podenv.Settings{
 		RunID:         "r1",
@@ -20,8 +29,8 @@ func seedSettings() podenv.Settings {
 		BootGrace:     30 * time.Minute,
 		RetrieveGrace: 3600 * time.Second,
 		APIURL:        "https://api.runpod.io/v2",
-		AuthorizedKey: "ssh-ed25519 AAAAclient overbrainer-r1",
-		Claim:         "ssh-ed25519 AAAAhost",
+		AuthorizedKey: clientKey + " overbrainer-r1",
+		Claim:         hostKey,
 	}
 }
 
@@ -46,8 +55,8 @@ func TestEnvHoldsTheWatchdogSettingsAndNoSecret(t *testing.T) {
 		"OVERBRAINER_RETRIEVE_GRACE": "3600",
 		"OVERBRAINER_KEEP_POD":       "0",
 		"OVERBRAINER_API_URL":        "https://api.runpod.io/v2",
-		"OVERBRAINER_AUTHORIZED_KEY": "ssh-ed25519 AAAAclient overbrainer-r1",
-		"OVERBRAINER_CLAIM":          "ssh-ed25519 AAAAhost",
+		"OVERBRAINER_AUTHORIZED_KEY": clientKey + " overbrainer-r1",
+		"OVERBRAINER_CLAIM":          hostKey,
 		"OVERBRAINER_VERSION":        podenv.Version,
 		"JUPYTER_DISABLE":            "1",
 	}
@@ -161,10 +170,11 @@ func TestBadSettingsNameTheField(t *testing.T) {
 		{"API URL with query", func(s *podenv.Settings) { s.APIURL = "https://api.runpod.io/v2?api_key=x" }, "APIURL"},
 		{"API URL with newline", func(s *podenv.Settings) { s.APIURL = "https://api.runpod.io/v2\nx" }, "APIURL"},
 		{"empty authorized key", func(s *podenv.Settings) { s.AuthorizedKey = "" }, "AuthorizedKey"},
-		{"authorized key on two lines", func(s *podenv.Settings) { s.AuthorizedKey = "ssh-ed25519 AAAA\nssh-ed25519 BBBB" }, "AuthorizedKey"},
-		{"authorized key without type", func(s *podenv.Settings) { s.AuthorizedKey = "AAAAC3NzaC1lZDI1NTE5" }, "AuthorizedKey"},
-		{"authorized key with options", func(s *podenv.Settings) { s.AuthorizedKey = `command="x" ssh-ed25519 AAAA` }, "AuthorizedKey"},
+		{"authorized key on two lines", func(s *podenv.Settings) { s.AuthorizedKey = clientKey + "\n" + hostKey }, "AuthorizedKey"},
+		{"authorized key without type", func(s *podenv.Settings) { s.AuthorizedKey = strings.Fields(clientKey)[1] }, "AuthorizedKey"},
+		{"authorized key with options", func(s *podenv.Settings) { s.AuthorizedKey = `command="x" ` + clientKey }, "AuthorizedKey"},
 		{"authorized key not base64", func(s *podenv.Settings) { s.AuthorizedKey = "ssh-ed25519 $(reboot)" }, "AuthorizedKey"},
+		{"authorized key not a key", func(s *podenv.Settings) { s.AuthorizedKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5 me" }, "AuthorizedKey"},
 		{"private key as claim", func(s *podenv.Settings) { s.Claim = privateKey }, "Claim"},
 		{"empty claim", func(s *podenv.Settings) { s.Claim = "" }, "Claim"},
 		{"secret placeholder in workdir", func(s *podenv.Settings) { s.Workdir = "/w/{{ RUNPOD_SECRET_hf }}" }, "Workdir"},
@@ -213,11 +223,14 @@ func TestEveryBadFieldIsReported(t *testing.T) {
 }
 
 // FuzzEnv checks that whatever the input, Env either refuses it or returns
-// values that cannot break the pod: one line each, no NUL, and a run dir
-// under the workdir.
+// values that cannot break the pod: one line each, no NUL, a run dir under
+// the workdir, and keys that sshd reads as keys of the allowed types.
 func FuzzEnv(f *testing.F) {
-	f.Add("r1", "/workspace/overbrainer", int64(1_790_021_600), int64(1800), "/data", 200, "https://api.runpod.io/v2", "ssh-ed25519 AAAAclient c", "ssh-ed25519 AAAAhost")
+	f.Add("r1", "/workspace/overbrainer", int64(1_790_021_600), int64(1800), "/data", 200, "https://api.runpod.io/v2", clientKey+" c", hostKey)
+	f.Add("r1", "/w", int64(0), int64(0), "", 0, "", skEd25519Key, hostKey+" host")
+	f.Add("r1", "/w", int64(0), int64(0), "", 0, "", skECDSAKey+" {{x}}", skECDSAKey)
 	f.Add("../x", "rel", int64(-5), int64(-1), "x", -1, "ftp://x", "ssh-rsa\nAAAA", "")
+	f.Add("r1", "/w", int64(0), int64(0), "", 0, "", "ssh-rsa "+strings.Fields(clientKey)[1], "ssh-ed25519 AAAAhost")
 	f.Fuzz(func(t *testing.T, runID, workdir string, deadline, grace int64, volDir string, volGB int, api, authKey, claim string) {
 		s := podenv.Settings{
 			RunID: runID, Workdir: workdir, BootGrace: time.Duration(grace) * time.Second,
@@ -243,6 +256,16 @@ func FuzzEnv(f *testing.F) {
 		}
 		if env["OVERBRAINER_BOOT_GRACE"] == "0" {
 			t.Fatal("a zero boot grace would delete the pod at once")
+		}
+		for _, k := range []struct {
+			line  string
+			types []string
+		}{{authKey, podenv.AuthorizedKeyTypes()}, {claim, []string{podenv.HostKeyType}}} {
+			pub, _, options, rest, err := ssh.ParseAuthorizedKey([]byte(k.line))
+			if err != nil || len(options) > 0 || len(rest) > 0 || !slices.Contains(k.types, pub.Type()) ||
+				!strings.HasPrefix(k.line, pub.Type()+" ") {
+				t.Fatalf("accepted %q, which is not one key line of %v", k.line, k.types)
+			}
 		}
 	})
 }

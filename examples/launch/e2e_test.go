@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/examples/launch/internal/state"
+	"github.com/overbrainer/overbrainer-go/internal/shtest"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
@@ -170,7 +171,13 @@ func TestAttachAfterKill(t *testing.T) {
 	for i := 1; i <= 12; i++ {
 		mustContain(t, "the outputs", all, fmt.Sprintf("step %d/12 loss", i))
 	}
-	mustContain(t, "attach stderr", a.stderr.String(), "the job is already running", "results downloaded", "cost: ~$")
+	mustContain(t, "attach stderr", a.stderr.String(), "results downloaded", "cost: ~$")
+	// On a loaded machine the 12 s job may end before attach is in: it
+	// reads the rest of the output all the same.
+	if !strings.Contains(a.stderr.String(), "the job is already running") &&
+		!strings.Contains(a.stderr.String(), "the job has ended: reading the rest of its output from byte") {
+		t.Errorf("attach neither followed the running job nor read the rest of its output:\n%s", a.stderr)
+	}
 	r = w.onlyRun()
 	ckpt, _ := os.ReadFile(filepath.Join(r.OutDir, "outputs", "checkpoint.txt"))
 	if !strings.HasPrefix(string(ckpt), "step=12\n") {
@@ -700,5 +707,96 @@ func TestStopWhileFollowed(t *testing.T) {
 	if !strings.Contains(string(ckpt), "reason=snapshot stop\n") {
 		t.Fatalf("checkpoint %q", ckpt)
 	}
+	w.assertClean()
+}
+
+// A job that replaces its run directory's .pod with a symlink to a
+// directory outside the run directory: once the pod restarts, its watchdog
+// finds the symlink and deletes the pod at once (pod_dir_unsafe), and attach
+// and ls say why in words. The watchdog's own delete calls fail here, so
+// that its reason is still there when attach looks (on Runpod the pod would
+// be gone within seconds); the launcher then deletes the pod itself.
+func TestPodDirSymlinkIsExplained(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	vol := w.srv.AddNetworkVolume("vol-unsafe", 10)
+	job := t.TempDir()
+	script := `run=$(dirname "$OVERBRAINER_OUTPUTS")
+outside=$(dirname "$run")/not-the-run
+echo "waiting for go"
+while [ ! -f "$run/go" ]; do sleep 0.2; done
+mv "$run/.pod" "$outside" && ln -s "$outside" "$run/.pod" || exit 1
+echo "replaced .pod"
+exit 7
+`
+	if err := os.WriteFile(filepath.Join(job, "job.sh"), []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := w.start(args([]string{"run", "--network-volume", "vol-unsafe", "--job", job, "--cmd", "sh job.sh", "--retrieve-grace", "1h"}, fast)...)
+	p.waitOutput("waiting for go", patience)
+	p.signal(syscall.SIGINT)
+	if code := p.wait(patience); code != 130 {
+		t.Fatalf("exit %d after Ctrl-C, want 130", code)
+	}
+	r := w.onlyRun()
+	// The run directory lives on the volume, which the pod mounts at
+	// /workspace.
+	rel, ok := strings.CutPrefix(r.RunDir, "/workspace/")
+	if !ok {
+		t.Fatalf("run dir %s is not on the volume", r.RunDir)
+	}
+	runDir := filepath.Join(vol.Dir, rel)
+	if err := os.WriteFile(filepath.Join(runDir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	shtest.Eventually(t, patience, func() bool {
+		fi, err := os.Lstat(filepath.Join(runDir, ".pod"))
+		_, cerr := os.Stat(filepath.Join(runDir, "exit_code"))
+		return err == nil && fi.Mode()&os.ModeSymlink != 0 && cerr == nil
+	}, "the job did not replace .pod and end")
+
+	podID := r.PodID
+	for _, call := range [][2]string{{"DELETE", "/v2/pods/" + podID}, {"POST", "/v2/pods/" + podID + "/action"}} {
+		w.srv.Fail(call[0], call[1], runpodtest.Fault{Status: 403, Times: -1, Caller: podID})
+	}
+	api, err := runpod.New(w.srv.APIKey(), runpod.WithBaseURL(w.srv.BaseURL()), runpod.WithGraphQLURL(w.srv.GraphQLURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	if _, err := api.PodAction(ctx, podID, runpod.ActionRestart); err != nil {
+		t.Fatal(err)
+	}
+	// The restarted watchdog made .pod a directory again, and decided.
+	log := filepath.Join(runDir, ".pod", "watchdog.log")
+	shtest.Eventually(t, patience, func() bool {
+		fi, err := os.Lstat(filepath.Join(runDir, ".pod"))
+		b, _ := os.ReadFile(log)
+		return err == nil && fi.IsDir() && strings.Contains(string(b), "delete_reason reason=pod_dir_unsafe")
+	}, "the restarted watchdog did not delete by pod_dir_unsafe")
+
+	a := w.run("attach", r.ID)
+	if a.code != 1 {
+		t.Fatalf("attach exit %d, want 1 (the job's exit code 7)", a.code)
+	}
+	errOut := a.stderr.String()
+	mustContain(t, "attach stderr", errOut, "watchdog is deleting it (pod_dir_unsafe): SAFETY STOP",
+		"symbolic link", "deleted the pod at once", "Check what replaced .pod",
+		"job ended: exit code 7", "results downloaded", "pod "+podID+" deleted")
+	if n := strings.Count(errOut, "(pod_dir_unsafe)"); n != 1 {
+		t.Errorf("the reason was said %d times:\n%s", n, errOut)
+	}
+	mustContain(t, "attach stdout", a.stdout.String(), "replaced .pod")
+	if r = w.onlyRun(); r.DeleteReason != "pod_dir_unsafe" {
+		t.Errorf("run.json delete reason %q", r.DeleteReason)
+	}
+
+	ls := w.run("ls")
+	if ls.code != 0 {
+		t.Fatalf("ls exit %d", ls.code)
+	}
+	mustContain(t, "ls", lineWith(ls.stdout.String(), r.ID), "pod_dir_unsafe")
+	mustContain(t, "ls", ls.stdout.String(), "DELETE REASON", "\npod_dir_unsafe: SAFETY STOP: the run directory's .pod was a symlink")
 	w.assertClean()
 }

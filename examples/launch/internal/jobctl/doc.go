@@ -3,7 +3,8 @@
 // them: start.sh starts the job detached in its own process group (with the
 // HF token on standard input only); watch.sh is one long-lived session per
 // connection that answers looks at the run (job state, verdict, snapshot
-// request, new output, lease renewal) and writes the client's pod files, so
+// request, the rule by which the watchdog is deleting the pod, new output,
+// lease renewal) and writes the client's pod files, so
 // that following a job opens no new session, nor a new login shell with its
 // rc files, for every look.
 package jobctl

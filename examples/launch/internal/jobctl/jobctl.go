@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -72,6 +73,11 @@ type State struct {
 	DuKiB int64
 	// Verdict is the watchdog's verdict line, empty until it wrote one.
 	Verdict string
+	// DeleteReason is the rule by which the watchdog is deleting the pod
+	// (one of the watchdog package's Delete* reasons, as its log says since
+	// it last started), empty while no rule deletes it. The pod is gone
+	// moments later, unless every way to delete it failed.
+	DeleteReason string
 }
 
 // Started says the job started (job.pid exists).
@@ -92,11 +98,14 @@ func (s State) VerdictFailed() (reason string, failed bool) {
 	return reason, failed
 }
 
+// reasonWord is what watch.sh passes on of a delete reason.
+var reasonWord = regexp.MustCompile(`^[a-z_]{1,64}$`)
+
 // parseHeader reads watch.sh's header and verdict lines; n is the number of
 // log bytes that follow.
 func parseHeader(header, verdict string) (st State, n int, err error) {
 	f := strings.Fields(header)
-	if len(f) != 10 || f[0] != "ob1" {
+	if len(f) != 11 || f[0] != "ob1" {
 		return State{}, 0, fmt.Errorf("jobctl: bad watch header %.120q", header)
 	}
 	num := func(s string, none int64) (int64, error) {
@@ -122,7 +131,13 @@ func parseHeader(header, verdict string) (st State, n int, err error) {
 	}
 	st.DuKiB, err = num(f[8], -1)
 	errs = append(errs, err)
-	n64, err := strconv.ParseInt(f[9], 10, 32)
+	if f[9] != "-" {
+		if !reasonWord.MatchString(f[9]) {
+			errs = append(errs, fmt.Errorf("delete reason %.70q", f[9]))
+		}
+		st.DeleteReason = f[9]
+	}
+	n64, err := strconv.ParseInt(f[10], 10, 32)
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil || n64 < 0 {
 		return State{}, 0, fmt.Errorf("jobctl: bad watch header %.120q: %v", header, err)

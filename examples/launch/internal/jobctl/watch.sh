@@ -7,12 +7,13 @@
 #
 # answered with one header line
 #
-#   ob1 PID EXIT ALIVE CANCELLED SIZE NOW REQUEST DU_KIB N
+#   ob1 PID EXIT ALIVE CANCELLED SIZE NOW REQUEST DU_KIB WHY N
 #
 # (a - for what does not exist), the verdict line (empty while there is
-# none), then exactly N bytes of job.log from byte OFFSET on (N <= MAX). With
-# TOUCH=1 the look first touches .pod/lease, so the lease's mtime is the
-# pod's clock.
+# none), then exactly N bytes of job.log from byte OFFSET on (N <= MAX). WHY
+# is the reason of the watchdog's last delete_reason line since it started,
+# the rule that is deleting the pod. With TOUCH=1 the look first touches
+# .pod/lease, so the lease's mtime is the pod's clock.
 #
 #   put NAME VALUE
 #
@@ -35,17 +36,35 @@ field() {
   printf '%s' "$value"
 }
 
+# delete_why: prints the reason of the last delete_reason line the watchdog
+# logged since its last start, or -. Only the log's tail is read: the
+# watchdog logs the line again at every try, and a regular file only (a
+# fifo would hang the look).
+delete_why() {
+  if [ -f .pod/watchdog.log ]; then
+    tail -c 4096 .pod/watchdog.log 2> /dev/null | awk '
+$2 == "start" { why = "" }
+$2 == "delete_reason" && $3 ~ /^reason=[a-z_]+$/ { why = substr($3, 8) }
+END { print (why == "" ? "-" : substr(why, 1, 64)) }'
+  else
+    printf '%s' -
+  fi
+}
+
 # look OFFSET TOUCH MAX: one answer.
 look() {
   if [ "$2" = 1 ]; then
     touch .pod/lease
   fi
   pid=$(field job.pid)
-  code=$(field exit_code)
   alive=-
   if [ "$pid" != - ] && [ "$pid" -gt 1 ]; then
     if group_signal 0 "$pid"; then alive=1; else alive=0; fi
   fi
+  # Read after the group's check: the job writes its exit code before its
+  # group goes, so a gone group seen without one was killed. Read before,
+  # a job ending in between would look killed.
+  code=$(field exit_code)
   cancelled=0
   [ -f cancelled ] && cancelled=1
   size=0
@@ -57,6 +76,7 @@ look() {
     [ -n "$request" ] || request=_
   fi
   du_kib=$(field .pod/du)
+  why=$(delete_why)
   verdict=$(head -n 1 .pod/watchdog 2> /dev/null | tr -d '\r')
   # The bytes go through a file, so that N counts what is sent even while
   # the log grows.
@@ -65,8 +85,8 @@ look() {
     tail -c +"$(($1 + 1))" job.log | head -c "$3" > "$chunk"
   fi
   n=$(wc -c < "$chunk")
-  printf 'ob1 %s %s %s %s %s %s %s %s %s\n%s\n' "$pid" "$code" "$alive" "$cancelled" \
-    "$size" "$(date +%s)" "$request" "$du_kib" "$((n + 0))" "$verdict"
+  printf 'ob1 %s %s %s %s %s %s %s %s %s %s\n%s\n' "$pid" "$code" "$alive" "$cancelled" \
+    "$size" "$(date +%s)" "$request" "$du_kib" "$why" "$((n + 0))" "$verdict"
   cat "$chunk"
 }
 

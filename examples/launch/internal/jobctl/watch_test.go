@@ -188,6 +188,34 @@ func TestWatchSeesAKilledJob(t *testing.T) {
 	}
 }
 
+// A job that ends between the look's reads is seen with its exit code, not
+// as killed: the exit code is read after the group's check. Here the check
+// itself plays the job writing its exit code and going.
+func TestWatchSeesAJobEndingDuringTheLook(t *testing.T) {
+	runDir, _ := newRun(t, "")
+	if err := os.WriteFile(filepath.Join(runDir, "job.pid"), []byte("4242\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	script := watchdog.GroupSignal() + `
+group_signal() {
+  printf '0\n' > exit_code
+  return 1
+}
+` + watchScript
+	out, _, err := runScript(t, []string{"sh"}, nil, "poll 0 0 10\n", script, runDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	header, verdict, _ := strings.Cut(out, "\n")
+	st, _, err := parseHeader(header, verdict)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.ExitCode != 0 || st.Alive || !st.Ended() {
+		t.Fatalf("a job that ended with 0 during the look: %+v", st)
+	}
+}
+
 // watch.sh in a run directory that does not exist fails, and the watcher
 // says so rather than waiting.
 func TestWatchOfAMissingRunDir(t *testing.T) {
@@ -215,10 +243,10 @@ func TestWatchRefusesBadRequests(t *testing.T) {
 // What a login shell's rc file prints before watch.sh is skipped; a header
 // that does not parse is an error.
 func TestWatcherReadsPastNoise(t *testing.T) {
-	answer := "conda: activated\nob1 42 0 0 0 10 1700000000 stop 99 6\nready\nbytes\n"
+	answer := "conda: activated\nob1 42 0 0 0 10 1700000000 stop 99 cost_cap 6\nready\nbytes\n"
 	w := newWatcher(io.Discard, strings.NewReader(answer), func() {}, func() error { return nil }, func() {})
 	st, b, err := w.Poll(context.Background(), 0, true, 100)
-	want := State{PID: 42, ExitCode: 0, LogSize: 10, PodNow: 1700000000, Request: "stop", DuKiB: 99, Verdict: "ready"}
+	want := State{PID: 42, ExitCode: 0, LogSize: 10, PodNow: 1700000000, Request: "stop", DuKiB: 99, Verdict: "ready", DeleteReason: "cost_cap"}
 	if err != nil || string(b) != "bytes\n" {
 		t.Fatal(err, string(b))
 	}
@@ -230,10 +258,12 @@ func TestWatcherReadsPastNoise(t *testing.T) {
 	}
 	for _, bad := range []string{
 		"ob1 - - - 0 0 1 - -\n\n",
-		"ob1 x - - 0 0 1 - - 0\n\n",
-		"ob1 - - - 0 0 1 - - 200\n\n" + strings.Repeat("x", 200),
+		"ob1 - - - 0 0 1 - - 0\n\n",
+		"ob1 x - - 0 0 1 - - - 0\n\n",
+		"ob1 - - - 0 0 1 - - Cost-Cap 0\n\n",
+		"ob1 - - - 0 0 1 - - - 200\n\n" + strings.Repeat("x", 200),
 		"ob1-error bad request\n",
-		"ob1 - - - 0 0 1 - - 5\nready\nab",
+		"ob1 - - - 0 0 1 - - - 5\nready\nab",
 	} {
 		w := newWatcher(io.Discard, strings.NewReader(bad), func() {}, func() error { return nil }, func() {})
 		if _, _, err := w.Poll(context.Background(), 0, false, 100); err == nil {
@@ -243,6 +273,57 @@ func TestWatcherReadsPastNoise(t *testing.T) {
 	if got := LastLine([]byte("banner\n1700000000\n\n")); got != "1700000000" {
 		t.Fatalf("LastLine %q", got)
 	}
+}
+
+// The look reports the rule by which the watchdog is deleting the pod: the
+// reason of its last delete_reason line since it last started, read from
+// the log's tail only.
+func TestWatchReportsTheDeleteReason(t *testing.T) {
+	line := func(kind string, fields map[string]string) string {
+		return watchdog.Event{Time: time.Unix(1_700_000_000, 0), Kind: kind, Fields: fields}.String() + "\n"
+	}
+	start := line(watchdog.KindStart, map[string]string{"deadline": "none", "interval": "1"})
+	deleting := func(reason string) string {
+		return line(watchdog.KindDeleteReason, map[string]string{"reason": reason}) +
+			line(watchdog.KindDeleteCode, map[string]string{"method": "DELETE", "code": "403"}) +
+			line(watchdog.KindDeleteFailed, map[string]string{"retry_in": "1"})
+	}
+	forEachShell(t, func(t *testing.T, shell []string) {
+		runDir, _ := newRun(t, "")
+		log := filepath.Join(runDir, watchdog.Log)
+		w := startWatch(t, shell, runDir)
+		for _, c := range []struct {
+			name, log, want string
+		}{
+			{"no log", "", ""},
+			{"probing", start + line(watchdog.KindProbe, map[string]string{"result": "ready"}), ""},
+			{"cost cap", start + deleting(watchdog.DeleteCostCap), watchdog.DeleteCostCap},
+			{"the last try counts", start + deleting(watchdog.DeleteCostCap) + deleting(watchdog.DeletePodDirUnsafe), watchdog.DeletePodDirUnsafe},
+			{"a restart forgets the last watchdog's", start + deleting(watchdog.DeleteCostCap) + start, ""},
+			{"a restarted watchdog's own", start + deleting(watchdog.DeleteCostCap) + start + deleting(watchdog.DeletePodDirUnsafe), watchdog.DeletePodDirUnsafe},
+			{"after a long log", strings.Repeat("1700000000 probe result=ready\n", 20000) + deleting(watchdog.DeleteNeverStarted), watchdog.DeleteNeverStarted},
+			{"not a reason", start + deleting(watchdog.DeleteAbandoned) + "1700000001 delete_reason reason=$(id)\n1700000001 delete_reason reason=Bad-1\n", watchdog.DeleteAbandoned},
+			{"no newline at the end", start + strings.TrimSuffix(line(watchdog.KindDeleteReason, map[string]string{"reason": watchdog.DeleteDeadline}), "\n"), watchdog.DeleteDeadline},
+		} {
+			os.Remove(log)
+			if c.log != "" {
+				if err := os.WriteFile(log, []byte(c.log), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if st, _ := poll(t, w, 0, false, 10); st.DeleteReason != c.want {
+				t.Errorf("%s: delete reason %q, want %q", c.name, st.DeleteReason, c.want)
+			}
+		}
+		// A fifo in the log's place is not read: the look does not hang.
+		os.Remove(log)
+		if err := syscall.Mkfifo(log, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := poll(t, w, 0, false, 10); st.DeleteReason != "" {
+			t.Errorf("fifo log: delete reason %q", st.DeleteReason)
+		}
+	})
 }
 
 // A peer that never answers: Poll returns when its context ends, closing

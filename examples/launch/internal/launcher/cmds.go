@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -216,8 +217,9 @@ func cmdStop(ctx context.Context, a *app, args []string) error {
 
 func cmdLs(ctx context.Context, a *app, args []string) error {
 	fs := a.newFlags("ls", "", `Lists this machine's runs with their pods (status, age, cost so far, the
-last watchdog verdict seen), and the account's overbrainer pods that no
-local run knows (orphans: "launch rm --all-orphans" removes them).`)
+last watchdog verdict seen, the rule by which the watchdog was seen deleting
+the pod, explained below the table), and the account's overbrainer pods that
+no local run knows (orphans: "launch rm --all-orphans" removes them).`)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -241,7 +243,8 @@ local run knows (orphans: "launch rm --all-orphans" removes them).`)
 	}
 	now := time.Now()
 	tw := tabwriter.NewWriter(a.stdout, 2, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tPHASE\tPOD\tSTATUS\tAGE\tCOST\tVERDICT")
+	fmt.Fprintln(tw, "RUN\tPHASE\tPOD\tSTATUS\tAGE\tCOST\tVERDICT\tDELETE REASON")
+	var reasons []string
 	for _, r := range runs {
 		pod, live := byName[r.PodName]
 		delete(byName, r.PodName)
@@ -267,7 +270,10 @@ local run knows (orphans: "launch rm --all-orphans" removes them).`)
 		if podID == "" {
 			podID = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Phase, podID, status, age, cost, dash(r.Verdict))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Phase, podID, status, age, cost, dash(r.Verdict), dash(r.DeleteReason))
+		if r.DeleteReason != "" && !slices.Contains(reasons, r.DeleteReason) {
+			reasons = append(reasons, r.DeleteReason)
+		}
 	}
 	orphans := make([]runpod.Pod, 0, len(byName))
 	for _, p := range byName {
@@ -279,9 +285,19 @@ local run knows (orphans: "launch rm --all-orphans" removes them).`)
 		if !p.CreatedAt.IsZero() {
 			age = since(now.Sub(p.CreatedAt))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s/h\t%s\n", strings.TrimPrefix(p.Name, PodNamePrefix), "orphan", p.ID, p.Status, age, money(p.CostPerHr), "-")
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s/h\t%s\t%s\n", strings.TrimPrefix(p.Name, PodNamePrefix), "orphan", p.ID, p.Status, age, money(p.CostPerHr), "-", "-")
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// The reasons in words, once each.
+	sort.Strings(reasons)
+	for _, reason := range reasons {
+		if _, err := fmt.Fprintf(a.stdout, "%s: %s\n", reason, shortDelete(reason)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func dash(s string) string {

@@ -5,6 +5,10 @@
 // renewing the lease, collect the outputs, delete the pod and the secret),
 // and the commands around it: attach, stop, ls, rm and local-server.
 //
+// When a look at the pod shows its watchdog deleting it, run and attach say
+// by which rule and what it means (reasons.go holds the words for every
+// watchdog delete reason and bootstrap failure), and ls keeps it.
+//
 // main.go only calls Main, so that tests can drive the built binary and
 // read the same code.
 package launcher

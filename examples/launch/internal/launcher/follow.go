@@ -196,14 +196,14 @@ func (d *driver) waitRunning(ctx context.Context) error {
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case errors.Is(err, runpod.ErrNotFound):
-			return &podGoneError{fmt.Sprintf("pod %s no longer exists", d.r.PodID)}
+			return d.goneError(fmt.Sprintf("pod %s no longer exists", d.r.PodID))
 		case err != nil:
 			if lastErr == nil {
 				d.a.say("reading pod %s: %v (trying again)", d.r.PodID, err)
 			}
 			lastErr = err
 		case podEnded(pod.Status):
-			return &podGoneError{fmt.Sprintf("pod %s is %s", d.r.PodID, pod.Status)}
+			return d.goneError(fmt.Sprintf("pod %s is %s", d.r.PodID, pod.Status))
 		default:
 			lastErr = nil
 			if pod.CostPerHr > 0 {
@@ -262,9 +262,9 @@ func (d *driver) dial(ctx context.Context, timeout time.Duration) error {
 			// no need to knock until the timeout.
 			checked = time.Now()
 			if pod, err := d.a.api.GetPod(ctx, d.r.PodID); errors.Is(err, runpod.ErrNotFound) {
-				return &podGoneError{fmt.Sprintf("pod %s no longer exists (SSH never answered: %v)", d.r.PodID, lastErr)}
+				return d.goneError(fmt.Sprintf("pod %s no longer exists (SSH never answered: %v)", d.r.PodID, lastErr))
 			} else if err == nil && podEnded(pod.Status) {
-				return &podGoneError{fmt.Sprintf("pod %s is %s (SSH never answered: %v)", d.r.PodID, pod.Status, lastErr)}
+				return d.goneError(fmt.Sprintf("pod %s is %s (SSH never answered: %v)", d.r.PodID, pod.Status, lastErr))
 			}
 		}
 		if err := pace.wait(ctx); err != nil {
@@ -300,7 +300,28 @@ func (d *driver) poll(ctx context.Context, touch bool) (jobctl.State, []byte, er
 		return st, nil, err
 	}
 	d.lastState = st
+	d.noteDeleteReason(st.DeleteReason)
 	return st, b, nil
+}
+
+// noteDeleteReason tells, once, that the pod's watchdog is deleting the pod
+// and why, and keeps the reason for ls and for when the pod is gone.
+func (d *driver) noteDeleteReason(reason string) {
+	if reason == "" || reason == d.r.DeleteReason {
+		return
+	}
+	d.r.DeleteReason = reason
+	d.save()
+	d.a.say("pod %s's watchdog is deleting it (%s): %s", d.r.PodID, reason, explainDelete(reason))
+}
+
+// goneError is a podGoneError, with the watchdog's reason when one was
+// seen.
+func (d *driver) goneError(what string) *podGoneError {
+	if d.r.DeleteReason != "" {
+		what += fmt.Sprintf("; its watchdog was deleting it (%s): %s", d.r.DeleteReason, explainDelete(d.r.DeleteReason))
+	}
+	return &podGoneError{what}
 }
 
 // waitVerdict waits for the watchdog's verdict. Its looks renew the lease:
@@ -738,7 +759,12 @@ func (d *driver) finish(ctx context.Context, err error) error {
 	var gone *podGoneError
 	var verdict *verdictError
 	var collect *collectError
+	var jobFailed *exitError
 	switch {
+	case errors.As(err, &jobFailed):
+		// The run is over (results collected, the pod deleted or kept):
+		// only the job failed, which the exit status says.
+		return err
 	case ctx.Err() != nil:
 		return d.interrupted()
 	case errors.As(err, &gone):
@@ -767,7 +793,8 @@ func (d *driver) finish(ctx context.Context, err error) error {
 			d.r.PodID, d.retrieveGrace(), d.r.ID)
 		return &exitError{code: ExitFailed}
 	case errors.As(err, &verdict):
-		d.a.say("error: %v: the pod's watchdog cannot reach the API, so the launcher deletes the pod", verdict)
+		reason, _ := strings.CutPrefix(verdict.verdict, "failed ")
+		d.a.say("error: %v: %s", verdict, explainVerdict(reason))
 	case d.o.onFailure == "leave" && d.ready:
 		d.a.say("error: %v", err)
 		d.r.Phase, d.r.Note = state.PhaseLeftToPod, err.Error()

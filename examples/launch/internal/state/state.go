@@ -83,6 +83,10 @@ type Run struct {
 	Ended     time.Time `json:"ended,omitzero"`
 	CostUSD   float64   `json:"cost_usd,omitempty"`
 	Note      string    `json:"note,omitempty"`
+
+	// DeleteReason is the rule by which the pod's watchdog was seen
+	// deleting the pod (a watchdog Delete* reason).
+	DeleteReason string `json:"delete_reason,omitempty"`
 }
 
 // Store is a state directory.
