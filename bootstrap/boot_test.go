@@ -543,6 +543,21 @@ func failCases() []failCase {
 			prep: func(_ *testing.T, w *world) []string {
 				return []string{"mount -t tmpfs -o ro tmpfs " + shellQuote(w.workdir)}
 			}},
+		{name: "lost job unrecordable", reason: bootstrap.ReasonRunDirUnwritable,
+			prep: func(t *testing.T, w *world) []string {
+				// A resumed run whose old job needs the cancelled marker,
+				// which cannot be written through a directory.
+				mkdir(t, filepath.Join(w.runDir, ".pod"))
+				writeFile(t, filepath.Join(w.runDir, ".pod/claim"), w.host.line+"\n")
+				writeFile(t, filepath.Join(w.runDir, watchdog.JobPID), "4242\n")
+				mkdir(t, filepath.Join(w.runDir, watchdog.Cancelled+".tmp"))
+				return nil
+			},
+			check: func(t *testing.T, w *world) {
+				if _, err := os.Stat(filepath.Join(w.runDir, watchdog.Cancelled)); !os.IsNotExist(err) {
+					t.Errorf("cancelled exists (%v)", err)
+				}
+			}},
 		{name: "no claim", reason: bootstrap.ReasonClaimMissing, env: set("OVERBRAINER_CLAIM", "")},
 		{name: "claim not a key", reason: bootstrap.ReasonClaimMissing, env: set("OVERBRAINER_CLAIM", "AAAA ssh-ed25519")},
 		{name: "claim unwritable", reason: bootstrap.ReasonClaimFailed,

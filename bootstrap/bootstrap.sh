@@ -12,6 +12,11 @@
 # itself. A guard fails the bootstrap with bootstrap_timeout if it hangs
 # (apt-get, a stuck network volume) for OVERBRAINER_BOOT_TIMEOUT seconds.
 #
+# A restarted container runs this again on the same run directory: a job of
+# the earlier container that left no exit code is marked cancelled
+# (container_restarted) before sshd serves, so that nobody takes it for alive
+# (record_lost_job).
+#
 # Reasons: run_dir_missing, run_dir_unwritable, claim_missing, claim_failed,
 # claimed_by_other_run, host_key_missing, host_key_invalid, host_key_mismatch,
 # host_key_failed, authorized_key_invalid, authorized_key_failed,
@@ -185,6 +190,33 @@ claim_run_dir() {
   fi
   # Files of an earlier pod of this run would mislead the client.
   rm -f "$POD_DIR/bootstrap_failed" "$POD_DIR/watchdog"
+}
+
+# record_lost_job: a job.pid without exit_code or cancelled in a resumed run
+# directory is the job of an earlier container: Runpod restarted the pod's
+# container (or an earlier pod of the run ran it), the volume kept the run
+# directory, but the job died with its container before it could write its
+# exit code. Its process group number means nothing in this container's PID
+# namespace and may name an unrelated live group, so the job is marked
+# cancelled (container_restarted, tmp + mv), which the watchdog and the
+# launcher read as ended. Only called before sshd serves: no job of this
+# container can exist yet, so no live job is ever marked. A run directory
+# that cannot take the marker fails the bootstrap (run_dir_unwritable) rather
+# than let the old number pass for a live job. The checks mirror the
+# readers': only regular files count.
+record_lost_job() {
+  [ -f "$RUN_DIR/job.pid" ] || return 0
+  [ ! -f "$RUN_DIR/exit_code" ] && [ ! -f "$RUN_DIR/cancelled" ] || return 0
+  # A symlink or fifo in the way is replaced, never written through.
+  rm -f "$RUN_DIR/cancelled.tmp" "$RUN_DIR/cancelled" 2>/dev/null
+  if ! { printf 'container_restarted\n' >"$RUN_DIR/cancelled.tmp" &&
+    mv -f "$RUN_DIR/cancelled.tmp" "$RUN_DIR/cancelled" &&
+    [ -f "$RUN_DIR/cancelled" ]; } 2>/dev/null; then
+    rm -f "$RUN_DIR/cancelled.tmp" 2>/dev/null
+    say "cannot record that the job of the earlier container was lost"
+    fail run_dir_unwritable
+  fi
+  say "job lost: the job of an earlier container (the pod's container restarted) left no exit code; marked cancelled (container_restarted), its results so far can still be collected"
 }
 
 # locate OVERRIDE NAME: prints the absolute path of the program NAME.
@@ -368,6 +400,7 @@ bootstrap_main() {
   # After the claim, which clears an earlier pod's bootstrap_failed; the
   # volume just took the watchdog, so the claim does not hang.
   start_guard
+  record_lost_job
   install_host_key
   install_authorized_key
   write_job_env

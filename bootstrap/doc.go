@@ -13,6 +13,15 @@
 //     ignored) means a resumed run on a network volume, another one fails;
 //   - starts a guard that fails the bootstrap with bootstrap_timeout if it is
 //     still running after OVERBRAINER_BOOT_TIMEOUT seconds (default 900);
+//   - marks a job of an earlier container as lost: when Runpod restarts the
+//     pod's container, the run directory survives but the job died with the
+//     old container, and the process group in its job.pid may name an
+//     unrelated live group in the new one. A job.pid without exit_code or
+//     cancelled gets a cancelled marker holding
+//     watchdog.CancelContainerRestarted (tmp + mv), so that the watchdog and
+//     the launcher read the job as ended, never alive; this happens before
+//     sshd serves, when no job of this container can exist yet. A run
+//     directory that cannot take the marker fails with run_dir_unwritable;
 //   - decodes OVERBRAINER_HOST_KEY (base64 of an OpenSSH private key, a Runpod
 //     secret) into /etc/overbrainer/ssh_host_ed25519_key (0600) once
 //     `ssh-keygen -y` shows its public half is the claim;

@@ -7,7 +7,9 @@ const (
 	// OVERBRAINER_RUN_DIR is empty; the watchdog reports from /tmp.
 	ReasonRunDirMissing = "run_dir_missing"
 	// The run directory cannot take .pod/watchdog.sh (read-only, full); the
-	// watchdog reports from /tmp.
+	// watchdog reports from /tmp. Also when it took the watchdog but not the
+	// cancelled marker of a job lost with an earlier container; the watchdog
+	// then reports from the run directory.
 	ReasonRunDirUnwritable = "run_dir_unwritable"
 	// OVERBRAINER_CLAIM is not one public key line.
 	ReasonClaimMissing = "claim_missing"

@@ -13,6 +13,16 @@
 // keeps it fresh, so a download that outlasts the retrieve grace does not
 // lose the pod midway. The cost cap acts whatever the lease.
 //
+// A job is over once it wrote its exit code, was cancelled, or its process
+// group (job.pid) is gone. A job of an earlier container of the pod (Runpod
+// restarted the container: the run directory survived, none of its processes
+// did) is never read as alive, though its old group number may name an
+// unrelated live group in the new container: the bootstrap marks it
+// cancelled ([CancelContainerRestarted]) before anything can start a job
+// there, and the watchdog logs `job_ended by=cancelled
+// reason=container_restarted` at its first tick, from which the retrieve
+// grace counts.
+//
 // The package gives the script as the pod runs it ([Script], which starts
 // with the portable [GroupSignal] helper), the names of the files the
 // watchdog and the client exchange in the run directory (the pod file

@@ -17,7 +17,7 @@ const (
 	KindBadSetting        = "bad_setting"        // name: a malformed OVERBRAINER_* number, replaced by its default
 	KindProbe             = "probe"              // result=ready, or result=failed reason=...; key and msg for a failed bootstrap
 	KindJobStarted        = "job_started"        // job.pid appeared
-	KindJobEnded          = "job_ended"          // by=exit_code|cancelled|group_gone
+	KindJobEnded          = "job_ended"          // by=exit_code|cancelled|group_gone; reason=WORD from a cancelled marker that has one
 	KindRetrieved         = "retrieved"          // .pod/retrieved appeared
 	KindDeadlineHeld      = "deadline_held"      // until: the deadline passed while the lease was fresh
 	KindAbandonedHeld     = "abandoned_held"     // until: the retrieve grace passed while the lease was fresh

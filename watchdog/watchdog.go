@@ -24,8 +24,9 @@ func Script() string { return groupSignal + script }
 // ($OVERBRAINER_RUN_DIR). The watchdog writes Verdict, Log, Du and DuRunning;
 // the client writes Lease, SnapshotAt, CostCapAt, VolumeGB and Retrieved; the
 // bootstrap writes BootstrapFailed; the job scripts write JobPID, ExitCode and
-// Cancelled; SnapshotRequest is written by the client or the watchdog and read
-// by the trainer.
+// Cancelled, and so does the bootstrap for a job lost with an earlier
+// container (CancelContainerRestarted); SnapshotRequest is written by the
+// client or the watchdog and read by the trainer.
 const (
 	PodDir          = ".pod"
 	Verdict         = ".pod/watchdog"
@@ -44,6 +45,16 @@ const (
 	Cancelled       = "cancelled"
 	SnapshotRequest = "snapshot.request"
 )
+
+// CancelContainerRestarted is what the bootstrap writes in Cancelled (with a
+// newline) when it finds the job of an earlier container of the pod: Runpod
+// restarted the container (its restart action, a host problem), the run
+// directory survived, but every process of the old container is gone, the
+// job with them. The job's process group in JobPID is meaningless in the new
+// container (the number may name an unrelated live group), so the job must
+// be read as ended, never alive; its results so far can still be collected.
+// An empty Cancelled is a cancel without a reason.
+const CancelContainerRestarted = "container_restarted"
 
 // Snapshot request reasons, the content of SnapshotRequest.
 const (

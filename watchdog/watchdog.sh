@@ -31,6 +31,13 @@
 # job, or from the deadline when that is earlier) so a client can still
 # collect the snapshot.
 #
+# A job of an earlier container counts as ended: when Runpod restarts the
+# pod's container, the run directory survives but none of its processes do,
+# and the number in job.pid may name an unrelated live group of the new
+# container. The bootstrap marks such a job cancelled (container_restarted)
+# before it starts sshd, so the job ends at this watchdog's first tick and the
+# abandoned rule counts from there.
+#
 # Timing: the loop wakes every INTERVAL seconds, or sooner when one of the
 # time rules above falls due earlier, so each fires within a second or two of
 # its time whatever INTERVAL is. A steady tick runs three processes under
@@ -433,15 +440,38 @@ verdict() {
 # anything); sets $ended_by. An empty or malformed job.pid, or one naming
 # init, is never read as an ended job. Everything runs as root on the pod, so
 # a live group never refuses the test signal: a failed signal means it is gone.
+# A job of an earlier container (the pod's container restarted) is read as
+# cancelled: the bootstrap marks it so before anything of this container can
+# start a job, since its job.pid may name an unrelated live group here.
 job_ended() {
-  if [ -f "$RUN_DIR/exit_code" ]; then ended_by=exit_code; return 0; fi
-  if [ -f "$RUN_DIR/cancelled" ]; then ended_by=cancelled; return 0; fi
+  job_marked && return 0
   raw=
   small_read "$RUN_DIR/job.pid"
   number "$raw" || return 1
   [ "$number" -gt 1 ] || return 1
   group_signal 0 "$number" && return 1
+  # A job that wrote its exit code and went between the look above and the
+  # signal ended by its exit code, not killed: look again (builtins only).
+  job_marked && return 0
   ended_by=group_gone
+}
+
+# job_marked: exit_code or cancelled exists; sets $ended_by.
+job_marked() {
+  if [ -f "$RUN_DIR/exit_code" ]; then ended_by=exit_code; return 0; fi
+  if [ -f "$RUN_DIR/cancelled" ]; then ended_by=cancelled; return 0; fi
+  return 1
+}
+
+# cancel_reason: sets $why to ` reason=WORD` when the cancelled marker holds
+# one word of [a-z_] (container_restarted: the bootstrap's), else empty.
+cancel_reason() {
+  why=
+  small_read "$RUN_DIR/cancelled"
+  case $raw in
+    '' | *[!a-z_]*) ;;
+    *) why=" reason=$raw" ;;
+  esac
 }
 
 # delete_pod REASON: deletes the pod, falling back to the terminate action,
@@ -530,7 +560,9 @@ while :; do
   fi
   if [ "$started" = 1 ] && [ -z "$ended_at" ] && job_ended; then
     ended_at=$n
-    log "job_ended by=$ended_by"
+    why=
+    [ "$ended_by" != cancelled ] || cancel_reason
+    log "job_ended by=$ended_by$why"
   fi
   if [ "$retrieved" = 0 ] && [ -f "$POD_DIR/retrieved" ]; then
     retrieved=1

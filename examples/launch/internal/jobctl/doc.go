@@ -7,4 +7,10 @@
 // lease renewal) and writes the client's pod files, so
 // that following a job opens no new session, nor a new login shell with its
 // rc files, for every look.
+//
+// A job of an earlier container of the pod (Runpod restarted the container;
+// the run directory survived, the job did not) is read as ended and never
+// alive, whatever its old group number names in the new container: the
+// bootstrap marks it cancelled with watchdog.CancelContainerRestarted, which
+// watch.sh passes on and [State.Lost] reports.
 package jobctl

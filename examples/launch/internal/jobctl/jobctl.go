@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/overbrainer/overbrainer-go/examples/launch/internal/podssh"
+	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
 //go:embed start.sh
@@ -58,10 +59,14 @@ type State struct {
 	PID int
 	// ExitCode is the job's exit status once it wrote one, else -1.
 	ExitCode int
-	// Alive says whether the job's process group exists.
+	// Alive says whether the job's process group exists. It is false for
+	// a lost job (see Lost), whatever its old group number names now.
 	Alive bool
 	// Cancelled says the cancelled marker exists.
 	Cancelled bool
+	// CancelReason is the word the cancelled marker holds, empty when it
+	// holds none (or there is no marker).
+	CancelReason string
 	// LogSize is job.log's size when the poll looked.
 	LogSize int64
 	// PodNow is the pod's clock, Unix seconds.
@@ -83,10 +88,19 @@ type State struct {
 // Started says the job started (job.pid exists).
 func (s State) Started() bool { return s.PID > 0 }
 
-// Ended says the job is over: it wrote its exit code, was cancelled, or its
-// process group is gone (killed before it could write anything).
+// Ended says the job is over: it wrote its exit code, was cancelled (or
+// lost), or its process group is gone (killed before it could write
+// anything).
 func (s State) Ended() bool {
 	return s.ExitCode >= 0 || s.Cancelled || (s.Started() && !s.Alive)
+}
+
+// Lost says the job died with an earlier container of the pod before it
+// could write its exit code: Runpod restarted the container, the bootstrap
+// found the job's job.pid on the volume and marked it cancelled with
+// watchdog.CancelContainerRestarted. Its results so far are on the volume.
+func (s State) Lost() bool {
+	return s.Cancelled && s.CancelReason == watchdog.CancelContainerRestarted && s.ExitCode < 0
 }
 
 // VerdictFailed returns the reason of a `failed <reason>` verdict.
@@ -98,7 +112,7 @@ func (s State) VerdictFailed() (reason string, failed bool) {
 	return reason, failed
 }
 
-// reasonWord is what watch.sh passes on of a delete reason.
+// reasonWord is what watch.sh passes on of a delete or cancel reason.
 var reasonWord = regexp.MustCompile(`^[a-z_]{1,64}$`)
 
 // parseHeader reads watch.sh's header and verdict lines; n is the number of
@@ -121,7 +135,16 @@ func parseHeader(header, verdict string) (st State, n int, err error) {
 	errs = append(errs, err)
 	st.PID, st.ExitCode = int(pid), int(code)
 	st.Alive = f[3] == "1"
-	st.Cancelled = f[4] == "1"
+	switch f[4] {
+	case "0":
+	case "1":
+		st.Cancelled = true
+	default:
+		if !reasonWord.MatchString(f[4]) {
+			errs = append(errs, fmt.Errorf("cancel reason %.70q", f[4]))
+		}
+		st.Cancelled, st.CancelReason = true, f[4]
+	}
 	st.LogSize, err = num(f[5], 0)
 	errs = append(errs, err)
 	st.PodNow, err = num(f[6], 0)

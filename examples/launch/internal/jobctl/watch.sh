@@ -10,9 +10,12 @@
 #   ob1 PID EXIT ALIVE CANCELLED SIZE NOW REQUEST DU_KIB WHY N
 #
 # (a - for what does not exist), the verdict line (empty while there is
-# none), then exactly N bytes of job.log from byte OFFSET on (N <= MAX). WHY
-# is the reason of the watchdog's last delete_reason line since it started,
-# the rule that is deleting the pod. With TOUCH=1 the look first touches
+# none), then exactly N bytes of job.log from byte OFFSET on (N <= MAX).
+# CANCELLED is 0 without the cancelled marker, else the word of [a-z_] it
+# holds (container_restarted: the bootstrap found the job of an earlier
+# container, whose group number means nothing now, so ALIVE is 0), or 1 when
+# it holds none. WHY is the reason of the watchdog's last delete_reason line
+# since it started, the rule that is deleting the pod. With TOUCH=1 the look first touches
 # .pod/lease, so the lease's mtime is the pod's clock.
 #
 #   put NAME VALUE
@@ -66,7 +69,13 @@ look() {
   # a job ending in between would look killed.
   code=$(field exit_code)
   cancelled=0
-  [ -f cancelled ] && cancelled=1
+  if [ -f cancelled ]; then
+    cancelled=$(head -c 64 cancelled 2> /dev/null | tr -d '\n')
+    case $cancelled in
+      '' | *[!a-z_]*) cancelled=1 ;;
+      container_restarted) alive=0 ;;
+    esac
+  fi
   size=0
   [ -f job.log ] && size=$(wc -c < job.log)
   size=$((size + 0))

@@ -7,7 +7,9 @@
 //
 // When a look at the pod shows its watchdog deleting it, run and attach say
 // by which rule and what it means (reasons.go holds the words for every
-// watchdog delete reason and bootstrap failure), and ls keeps it.
+// watchdog delete reason and bootstrap failure), and ls keeps it. A job lost
+// when the pod's container restarted (jobctl.State.Lost) is reported as such,
+// and its results so far are collected like an ended job's.
 //
 // main.go only calls Main, so that tests can drive the built binary and
 // read the same code.

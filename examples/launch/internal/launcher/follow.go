@@ -124,6 +124,8 @@ func (d *driver) steps(ctx context.Context) error {
 		if err := d.start(ctx); err != nil {
 			return err
 		}
+	} else if st.Lost() {
+		d.a.say("%s: reading the rest of its output from byte %d", lostJob, d.r.LogOffset)
 	} else if st.Ended() {
 		d.a.say("the job has ended: reading the rest of its output from byte %d", d.r.LogOffset)
 	} else {
@@ -642,8 +644,14 @@ func (d *driver) growVolume(ctx context.Context, usedKiB int64) error {
 	return nil
 }
 
-// resultNames are what the client downloads from the run directory.
-var resultNames = []string{jobctl.OutputsDir, jobctl.JobLog, watchdog.Log, watchdog.ExitCode, watchdog.SnapshotRequest}
+// lostJob is what the launcher says of a job lost with an earlier container
+// of the pod (jobctl.State.Lost).
+const lostJob = "job lost: the pod's container restarted (Runpod restarted it, or its host failed), which ended the job before it could write its exit code"
+
+// resultNames are what the client downloads from the run directory (those
+// that exist): the cancelled marker says why a job that has no exit code
+// ended, when it was lost with an earlier container.
+var resultNames = []string{jobctl.OutputsDir, jobctl.JobLog, watchdog.Log, watchdog.ExitCode, watchdog.Cancelled, watchdog.SnapshotRequest}
 
 // collect downloads the results, marks them retrieved and ends the run.
 func (d *driver) collect(ctx context.Context, st jobctl.State) error {
@@ -653,6 +661,8 @@ func (d *driver) collect(ctx context.Context, st jobctl.State) error {
 		code := st.ExitCode
 		d.r.ExitCode = &code
 		d.a.say("job ended: exit code %d", st.ExitCode)
+	case st.Lost():
+		d.a.say("%s; collecting its results so far", lostJob)
 	case st.Cancelled:
 		d.a.say("job ended: cancelled")
 	case st.Started() && !st.Alive:
@@ -717,6 +727,9 @@ func (d *driver) jobResult() error {
 	}
 	if d.exitCode > 0 {
 		return &exitError{code: ExitFailed, msg: fmt.Sprintf("the job failed with exit code %d", d.exitCode)}
+	}
+	if d.lastState.Lost() {
+		return &exitError{code: ExitFailed, msg: "the job was lost when the pod's container restarted, before it could finish"}
 	}
 	if d.lastState.Started() {
 		return &exitError{code: ExitFailed, msg: "the job ended without an exit code"}
