@@ -60,6 +60,9 @@ type driver struct {
 	live      string
 	exitCode  int
 	lastState jobctl.State
+	// runDirLost says the followed job's job.pid vanished: the pod's
+	// container restarted and its run directory went with it.
+	runDirLost bool
 }
 
 // Errors that decide how a run ends.
@@ -579,6 +582,14 @@ func (d *driver) followJob(ctx context.Context) (jobctl.State, error) {
 		if st.Ended() && d.r.LogOffset >= st.LogSize {
 			return st, nil
 		}
+		// The job was started (or seen started) before the follow began,
+		// and job.pid is never removed: without it, the run directory is
+		// a new one. The pod's container restarted on a disk that did not
+		// keep it (no volume), and the job died with the container.
+		if !st.Started() {
+			d.runDirLost = true
+			return st, nil
+		}
 		if d.o.stop && d.o.stopWait > 0 && time.Since(stopAsked) > d.o.stopWait {
 			d.a.say("the job did not end within %s of the stop request: collecting what there is", d.o.stopWait)
 			return st, nil
@@ -667,6 +678,8 @@ func (d *driver) collect(ctx context.Context, st jobctl.State) error {
 		d.a.say("job ended: cancelled")
 	case st.Started() && !st.Alive:
 		d.a.say("job ended without an exit code (killed)")
+	case d.runDirLost:
+		d.a.say("%s, and its run directory %s went with it (no volume kept it): the output shown so far is all there is", lostJob, d.r.RunDir)
 	}
 	if st.Started() {
 		release := d.holdLease(ctx)
@@ -728,7 +741,7 @@ func (d *driver) jobResult() error {
 	if d.exitCode > 0 {
 		return &exitError{code: ExitFailed, msg: fmt.Sprintf("the job failed with exit code %d", d.exitCode)}
 	}
-	if d.lastState.Lost() {
+	if d.lastState.Lost() || d.runDirLost {
 		return &exitError{code: ExitFailed, msg: "the job was lost when the pod's container restarted, before it could finish"}
 	}
 	if d.lastState.Started() {

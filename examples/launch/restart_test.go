@@ -1,0 +1,76 @@
+package main_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/overbrainer/overbrainer-go/examples/launch/internal/state"
+	"github.com/overbrainer/overbrainer-go/runpod"
+	"github.com/overbrainer/overbrainer-go/watchdog"
+)
+
+// Runpod restarts the pod's container while the launcher follows the job;
+// the job dies with the old container. The launcher reconnects, says the
+// job was lost with the container, collects what is left and fails the run;
+// the pod is deleted. On a network volume the run directory survives (the
+// new container's bootstrap marks the old job lost); without a volume it
+// goes with the container.
+func TestRestartedContainerLosesTheJob(t *testing.T) {
+	t.Parallel()
+	for _, volume := range []bool{true, false} {
+		name := map[bool]string{true: "network volume", false: "no volume"}[volume]
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t)
+			var extra []string
+			if volume {
+				w.srv.AddNetworkVolume("vol-restart", 10)
+				extra = []string{"--network-volume", "vol-restart"}
+			}
+			p := w.start(args([]string{"run"}, fast, extra, demo(600))...)
+			p.waitOutput("step 3/600", patience)
+			r := w.onlyRun()
+			api, err := runpod.New(w.srv.APIKey(), runpod.WithBaseURL(w.srv.BaseURL()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), patience)
+			defer cancel()
+			if _, err := api.PodAction(ctx, r.PodID, runpod.ActionRestart); err != nil {
+				t.Fatal(err)
+			}
+			if code := p.wait(patience); code != 1 {
+				t.Fatalf("exit %d, want 1 (the job failed)", code)
+			}
+			stderr := p.stderr.String()
+			mustContain(t, "stderr", stderr, "lost the SSH connection", "reconnected",
+				"job lost: the pod's container restarted", "the job was lost when the pod's container restarted")
+			if strings.Contains(stderr, "job ended without an exit code (killed)") {
+				t.Errorf("the lost job was reported killed:\n%s", stderr)
+			}
+			r = w.onlyRun()
+			if r.ExitCode != nil {
+				t.Errorf("run exit code %d", *r.ExitCode)
+			}
+			if r.Phase != state.PhaseDone {
+				t.Errorf("run phase %s", r.Phase)
+			}
+			if volume {
+				mustContain(t, "stderr", stderr, "results downloaded")
+				got, _ := os.ReadFile(filepath.Join(r.OutDir, watchdog.Cancelled))
+				if string(got) != watchdog.CancelContainerRestarted+"\n" {
+					t.Errorf("the downloaded %s is %q", watchdog.Cancelled, got)
+				}
+				log, _ := os.ReadFile(filepath.Join(r.OutDir, "job.log"))
+				mustContain(t, "the downloaded job.log", string(log), "step 3/600")
+			} else {
+				mustContain(t, "stderr", stderr, "went with it (no volume kept it)")
+			}
+			w.waitPodGone(r, patience)
+			w.assertClean()
+		})
+	}
+}
