@@ -15,8 +15,8 @@
 # holds (container_restarted: the bootstrap found the job of an earlier
 # container, whose group number means nothing now, so ALIVE is 0), or 1 when
 # it holds none. WHY is the reason of the watchdog's last delete_reason line
-# since it started, the rule that is deleting the pod. With TOUCH=1 the look first touches
-# .pod/lease, so the lease's mtime is the pod's clock.
+# since it started, the rule that is deleting the pod. With TOUCH=1 the look
+# first touches .pod/lease, so the lease's mtime is the pod's clock.
 #
 #   put NAME VALUE
 #
