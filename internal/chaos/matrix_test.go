@@ -418,7 +418,6 @@ func runCell(t *testing.T, c *cell, sec *secretSet) {
 		opts = append(opts, runpodtest.AllowPodsLeft())
 	}
 	e.srv = runpodtest.NewTestServer(t, opts...)
-	_ = e.srv.Pods() // orders the server's start before the runner reads its URL (race detector)
 	e.vol = e.srv.AddNetworkVolume("", 20)
 	switch {
 	case c.step == "upload" || c.step == "retrieve":
