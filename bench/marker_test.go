@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -22,10 +23,14 @@ import (
 //
 //   - retrieved: the client writes .pod/retrieved after the job ended;
 //   - job_end: the job writes exit_code (OVERBRAINER_RETRIEVE_GRACE=0, so
-//     the ended job is abandoned at once and only the detection counts).
+//     the ended job is abandoned at once and only the detection counts);
+//   - retrieved_woken, job_end_woken: the same, followed by
+//     watchdog.WakeCommand run from the run directory, as the launcher's
+//     put does after every write and the launcher's job wrapper after
+//     exit_code.
 //
-// Markers are not due times: the watchdog sees them at its next tick, so the
-// reaction is up to INTERVAL. Each marker is written at a random moment of
+// Markers are not due times: unless woken, the watchdog sees them at its
+// next tick, so the reaction is up to INTERVAL. Each marker is written at a random moment of
 // the watchdog's pause, as a client's would be. With
 // OVERBRAINER_BENCH_FULL=1 it uses the default INTERVAL of 60 s and six
 // watchdogs per marker at once; otherwise INTERVAL=2 and two. The metrics
@@ -38,7 +43,7 @@ func BenchmarkMarkerReaction(b *testing.B) {
 	if full() {
 		interval, runs = 60, 6
 	}
-	for _, marker := range []string{"retrieved", "job_end"} {
+	for _, marker := range []string{"retrieved", "job_end", "retrieved_woken", "job_end_woken"} {
 		b.Run(marker, func(b *testing.B) {
 			shtest.Need(b, sh)
 			shtest.NeedTool(b, "curl")
@@ -83,6 +88,7 @@ func median(sorted []float64) float64 {
 // that writes the marker during a pause and returns the seconds from the
 // write to the DELETE.
 func markerWatchdog(b *testing.B, sh shtest.Shell, marker string, interval int) func() (float64, error) {
+	marker, woken := strings.CutSuffix(marker, "_woken")
 	api := shtest.NewFakeAPI(b)
 	dir := runDir(b)
 	startJob(b, dir)
@@ -112,6 +118,13 @@ func markerWatchdog(b *testing.B, sh shtest.Shell, marker string, interval int) 
 		written := time.Now()
 		if err := os.Rename(tmp, markerPath); err != nil {
 			return 0, err
+		}
+		if woken {
+			wake := exec.Command("sh", "-c", watchdog.WakeCommand)
+			wake.Dir = dir
+			if out, err := wake.CombinedOutput(); err != nil {
+				return 0, fmt.Errorf("%s: %s: %v %s", marker, watchdog.WakeCommand, err, out)
+			}
 		}
 		deadline := written.Add(time.Duration(interval)*time.Second + time.Minute)
 		for time.Now().Before(deadline) {

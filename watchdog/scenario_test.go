@@ -878,3 +878,89 @@ func TestWakeCommandWithoutWatchdog(t *testing.T) {
 		t.Fatalf("WakeCommand: %v %s", err, out)
 	}
 }
+
+// WakeCommand signals only a plain pid above 1 read from a regular file:
+// "-1" would signal every process, "0" the whole group, "1" the pod's init,
+// a FIFO would hang the client's command. It runs in a PID namespace of its
+// own and a session of its own, so that a failure cannot signal the
+// machine's processes.
+func TestWakeCommandRefusesABadPid(t *testing.T) {
+	unshare := shtest.NeedTool(t, "unshare")
+	// The client's command runs in the pod's login shell: bash on Runpod's
+	// images, whose kill takes "-1" where dash's refuses it.
+	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+		wakeRefusesABadPid(t, unshare, sh.Argv)
+	})
+}
+
+func wakeRefusesABadPid(t *testing.T, unshare string, shell []string) {
+	inNamespace := func(dir, script string) *exec.Cmd {
+		cmd := exec.Command(unshare, append(append([]string{"--pid", "--fork", "--kill-child"}, shell...), "-c", script)...)
+		cmd.Dir = dir
+		// A session of its own too: a process group (kill 0) reaches
+		// past a PID namespace, to this test and its go command.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		return cmd
+	}
+	for _, bad := range []string{"-1", "0", "1", "01", "-12", "12abc", "", "fifo"} {
+		t.Run(strconv.Quote(bad), func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.Mkdir(filepath.Join(dir, watchdog.PodDir), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			pidFile := filepath.Join(dir, watchdog.PID)
+			if bad == "fifo" {
+				if err := syscall.Mkfifo(pidFile, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := os.WriteFile(pidFile, []byte(bad+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			// A sentinel in the namespace's process group notes any HUP;
+			// a good pid (its own) is signalled, as a control.
+			script := `trap 'echo hup >> hups' HUP
+( trap 'echo hup >> hups' HUP; while :; do sleep 0.05; done ) &
+sentinel=$!
+sleep 0.2
+` + watchdog.WakeCommand + `
+sleep 0.3
+kill "$sentinel"
+[ ! -s hups ] || { echo "HUP sent for pid file $(cat .pod/watchdog.pid)"; exit 1; }
+`
+			cmd := inNamespace(dir, script)
+			done := make(chan error, 1)
+			var out []byte
+			go func() {
+				var err error
+				out, err = cmd.CombinedOutput()
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("%v: %s", err, out)
+				}
+			case <-time.After(time.Minute):
+				_ = cmd.Process.Kill()
+				t.Fatal("WakeCommand hung")
+			}
+		})
+	}
+	// The control: the same check with a plain process's pid in the file
+	// does see the HUP.
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, watchdog.PodDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := `( trap 'echo hup >> hups; exit' HUP; while :; do sleep 0.05; done ) &
+echo $! > .pod/watchdog.pid
+sleep 0.2
+` + watchdog.WakeCommand + `
+sleep 0.3
+[ -s hups ] || { echo "no HUP for pid $(cat .pod/watchdog.pid)"; exit 1; }
+`
+	cmd := inNamespace(dir, script)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("control: %v: %s", err, out)
+	}
+}

@@ -69,5 +69,8 @@ const (
 // SnapshotRequest), from the run directory: it sends HUP to the watchdog,
 // which then reads the file at once instead of at its next tick, up to
 // INTERVAL (60 s) later. It never fails, so a missing watchdog does not break
-// the client's command.
-const WakeCommand = `kill -s HUP "$(cat .pod/watchdog.pid 2>/dev/null)" 2>/dev/null || :`
+// the client's command. The pid file is the pod's (the job can write it): it
+// is read only when regular and only its first bytes, and only a plain pid
+// above 1 is signalled, never a group, -1 (every process) or init.
+const WakeCommand = `wake_pid=; [ -f .pod/watchdog.pid ] && wake_pid=$(head -c 20 .pod/watchdog.pid 2>/dev/null); ` +
+	`case $wake_pid in '' | 0* | 1 | *[!0-9]*) ;; *) kill -s HUP "$wake_pid" 2>/dev/null ;; esac; :`

@@ -47,6 +47,10 @@ var specs = []Spec{
 		Base: "BenchmarkReaction/interval_only", Show: "s", Goal: "≤ 60 s (INTERVAL)", Limit: 62},
 	{Part: "reaction", Measure: "exit_code written → DELETE", Bench: "BenchmarkMarkerReaction/job_end", Unit: "s/reaction",
 		Base: "BenchmarkReaction/interval_only", Show: "s", Goal: "≤ 60 s (INTERVAL)", Limit: 62},
+	{Part: "reaction", Measure: ".pod/retrieved written and the watchdog woken (the launcher's put) → DELETE", Bench: "BenchmarkMarkerReaction/retrieved_woken", Unit: "s/reaction",
+		Base: "BenchmarkReaction/interval_only", Show: "s", Goal: "≤ 2 s", Limit: 2},
+	{Part: "reaction", Measure: "exit_code written and the watchdog woken (the launcher's job wrapper) → DELETE", Bench: "BenchmarkMarkerReaction/job_end_woken", Unit: "s/reaction",
+		Base: "BenchmarkReaction/interval_only", Show: "s", Goal: "≤ 2 s", Limit: 2},
 
 	// The client against bare net/http.
 	{Part: "client", Measure: "GetPod time", Bench: "BenchmarkGetPod/client", Unit: "ns/op",
@@ -134,7 +138,10 @@ the seed's design of one look per INTERVAL) is the baseline. Markers come from
 bench's BenchmarkMarkerReaction: six watchdogs per marker at once, each marker
 written at a random moment of the watchdog's pause; a marker is seen at the next
 tick, so its reaction is spread over 0–60 s by design (median ~30 s expected).
-For job_end OVERBRAINER_RETRIEVE_GRACE=0, so only the detection is measured.`},
+For job_end OVERBRAINER_RETRIEVE_GRACE=0, so only the detection is measured. The
+_woken rows run watchdog.WakeCommand right after the write, as the launcher does
+(its put after .pod/retrieved, its job wrapper after exit_code): the watchdog's
+pause ends at once.`},
 	{"client", `go test -bench -benchmem, 10 interleaved runs of 0.3 s: GetPod and DeletePod through runpod.Client
 against the same request written on bare net/http (same headers, body read, status
 checked, the same JSON decoded into runpod.Pod for GetPod), both against one

@@ -12,7 +12,9 @@
 //   - the fault matrix: a launch killed (SIGKILL) at each step, and the API
 //     failing at each step (5xx, 429 with Retry-After, hang, dropped
 //     connection); cells tried, pods left running (must be 0), the worst
-//     delay past the rule's bound, the dollars billed past it;
+//     delay past the rule's bound, the dollars billed past it; and the
+//     same matrix run without each cell's rule, with how many of those
+//     kept their pod past the bound (must be all);
 //   - load: 50 pods created at once through 20% of 429 answers (requests
 //     sent, total wait), and 50 watchdogs on one machine whose cost caps
 //     all fire on time (worst delay);
@@ -26,12 +28,19 @@
 // Every timed assertion is the rule's own bound plus a slack for a loaded
 // 2-core machine (Slack in the tests; CHAOS_SLACK overrides it), and each
 // rule a cell relies on is named: the test checks the watchdog's
-// delete_reason, and a mutation test removes the rule from the watchdog
-// (for the matrix, from the launcher's embedded copy, through a build
-// overlay) to show that the cell then fails.
+// delete_reason, and a mutation test removes the rule to show that the
+// cell then fails. Outside the matrix the rule goes from the watchdog's
+// script. In the matrix every cell with a pod runs twice, the second time
+// through a launcher built (with build overlays) without what the cell
+// relies on, and must keep its pod past its bound plus the slack: a killed
+// launcher's cell loses its step's rule from the launcher's embedded
+// watchdog; a cell whose launcher survives loses both the launcher's own
+// delete of its pod and the watchdog's retrieved rule, since the launcher
+// writes the retrieved marker just before its delete and the cell accepts
+// either.
 //
 // The matrix's pods run under runpodtest's pod runner (root, Linux) with a
 // network volume as their workdir, so that the run directory, and the
-// watchdog's log in it, outlive the pod on this host. All cells run at
-// once: each mostly waits on a grace or a client timeout.
+// watchdog's log in it, outlive the pod on this host. All cells and their
+// mutants run at once: each mostly waits on a grace or a client timeout.
 package chaos

@@ -1,7 +1,6 @@
 package chaos_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -19,44 +18,86 @@ import (
 
 var builds struct {
 	sync.Mutex
-	bins map[string]string // "" = the real launcher, else the rule removed
-	errs map[string]error
+	m map[string]*build // by mutant: "" = the real launcher
 }
 
-// launcherBinary builds examples/launch once. With rule set, the binary's
-// embedded watchdog lacks that rule (see mutate), through a build overlay
-// of watchdog/watchdog.sh: the pods it creates run the mutant.
-func launcherBinary(t testing.TB, rule string) string {
+// build is one launcher binary, built once.
+type build struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// launcherBinary builds examples/launch once per mutant. mutant is "" for
+// the real launcher, else what the binary lacks, parts joined by "+": a
+// watchdog rule removes that rule from the binary's embedded watchdog (see
+// mutate), through a build overlay of watchdog/watchdog.sh, so the pods it
+// creates run the mutant; ruleClient removes the launcher's own deletion
+// of its pod at the end of a run (see clientMutations), through an overlay
+// of the launcher's Go source. Different binaries build at once: a cell
+// waits only for its own.
+func launcherBinary(t testing.TB, mutant string) string {
 	t.Helper()
 	builds.Lock()
-	defer builds.Unlock()
-	if builds.bins == nil {
-		builds.bins, builds.errs = map[string]string{}, map[string]error{}
+	if builds.m == nil {
+		builds.m = map[string]*build{}
 	}
-	if p, ok := builds.bins[rule]; ok {
-		return p
+	b := builds.m[mutant]
+	if b == nil {
+		b = &build{}
+		builds.m[mutant] = b
 	}
-	if err, ok := builds.errs[rule]; ok {
-		t.Fatal(err)
+	builds.Unlock()
+	b.once.Do(func() {
+		// Kept if buildLauncher fails the test (the first caller's) on
+		// the spot.
+		b.err = fmt.Errorf("the launcher without %q did not build: see the first test that built it", mutant)
+		b.path, b.err = buildLauncher(t, mutant)
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
+	return b.path
+}
+
+// buildLauncher builds the launcher without mutant into buildDir.
+func buildLauncher(t testing.TB, mutant string) (string, error) {
+	t.Helper()
 	root, err := filepath.Abs("../..")
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	name := "launch"
 	args := []string{"build"}
-	if rule != "" {
-		name = "launch-without-" + rule
-		src := filepath.Join(root, "watchdog", "watchdog.sh")
-		b, err := os.ReadFile(src)
-		if err != nil {
-			t.Fatal(err)
+	if mutant != "" {
+		name = "launch-without-" + mutant
+		replace := map[string]string{}
+		overlay := func(src, content string) {
+			dst := filepath.Join(buildDir, name+"."+filepath.Base(src))
+			if err := os.WriteFile(dst, []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			replace[src] = dst
 		}
-		mut := filepath.Join(buildDir, name+".watchdog.sh")
-		if err := os.WriteFile(mut, []byte(mutate(t, string(b), rule)), 0o644); err != nil {
-			t.Fatal(err)
+		script := ""
+		for _, part := range strings.Split(mutant, "+") {
+			if part == ruleClient {
+				checkDeleteCallers(t, filepath.Join(root, launcherPkg))
+				for _, m := range clientMutations {
+					src := filepath.Join(root, launcherPkg, m.file)
+					overlay(src, m.apply(t, readFile(t, src)))
+				}
+				continue
+			}
+			if script == "" {
+				script = readFile(t, filepath.Join(root, "watchdog", "watchdog.sh"))
+			}
+			script = mutate(t, script, part)
 		}
-		ov, _ := json.Marshal(map[string]map[string]string{"Replace": {src: mut}})
+		if script != "" {
+			overlay(filepath.Join(root, "watchdog", "watchdog.sh"), script)
+		}
+		ov, _ := json.Marshal(map[string]map[string]string{"Replace": replace})
 		ovFile := filepath.Join(buildDir, name+".overlay.json")
 		if err := os.WriteFile(ovFile, ov, 0o644); err != nil {
 			t.Fatal(err)
@@ -67,10 +108,80 @@ func launcherBinary(t testing.TB, rule string) string {
 	cmd := exec.Command("go", append(args, "-o", out, "./examples/launch")...)
 	cmd.Dir = root
 	if b, err := cmd.CombinedOutput(); err != nil {
-		builds.errs[rule] = fmt.Errorf("building the launcher: %v\n%s", err, b)
-		t.Fatal(builds.errs[rule])
+		return "", fmt.Errorf("building the launcher %s: %v\n%s", name, err, b)
 	}
-	builds.bins[rule] = out
+	return out, nil
+}
+
+func readFile(t testing.TB, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// launcherPkg is the launcher's package, whose pod deletions a client
+// mutant removes.
+const launcherPkg = "examples/launch/internal/launcher"
+
+// sourceMutation replaces one statement of a Go file of launcherPkg.
+type sourceMutation struct {
+	file, from, to string
+}
+
+// clientMutations remove every call of deletePod from the launcher's run:
+// teardown's (the end of every run that got a pod) and createFailed's (a
+// create that failed). Each statement becomes one that reports the pod as
+// not deleted, on the same line.
+var clientMutations = []sourceMutation{
+	{"follow.go", "res := d.a.deletePod(ctx, d.r)", "res := runpod.NotDeleted // chaos mutant: the launcher leaves its pod"},
+	{"run.go", "a.deletePod(ctx, r)", "_ = runpod.NotDeleted // chaos mutant: the launcher leaves its pod"},
+}
+
+// deleteCallersLeft are the launcher's files that call deletePod and that
+// no client mutant touches: cmds.go defines it and calls it from launch rm,
+// which is not part of a run.
+var deleteCallersLeft = map[string]bool{"cmds.go": true}
+
+// checkDeleteCallers fails the test when a file of the launcher's package
+// other than those of clientMutations and deleteCallersLeft calls
+// deletePod: a new call there would survive the mutation.
+func checkDeleteCallers(t testing.TB, dir string) {
+	t.Helper()
+	mutated := map[string]bool{}
+	for _, m := range clientMutations {
+		mutated[m.file] = true
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		base := filepath.Base(f)
+		if strings.HasSuffix(base, "_test.go") || mutated[base] || deleteCallersLeft[base] {
+			continue
+		}
+		if strings.Contains(readFile(t, f), "deletePod(") {
+			t.Fatalf("%s/%s calls deletePod: update clientMutations", launcherPkg, base)
+		}
+	}
+}
+
+// apply returns src mutated. It fails the test unless the statement is
+// there exactly once and is the file's only call of deletePod, so that a
+// refactored launcher cannot make the mutant pass by accident (a call
+// moved or added would survive the mutation).
+func (m sourceMutation) apply(t testing.TB, src string) string {
+	t.Helper()
+	if n := strings.Count(src, m.from); n != 1 {
+		t.Fatalf("%s/%s has %d statements %q, want 1: update clientMutations", launcherPkg, m.file, n, m.from)
+	}
+	out := strings.Replace(src, m.from, m.to, 1)
+	if n := strings.Count(out, "deletePod("); n != 0 {
+		t.Fatalf("%s/%s still calls deletePod %d times once %q is gone: update clientMutations", launcherPkg, m.file, n, m.from)
+	}
 	return out
 }
 
@@ -92,30 +203,12 @@ func needPods(t *testing.T) {
 	}
 }
 
-// syncBuffer is a buffer a process writes while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // launcher is one launch process, driven as a user would drive it.
 type launcher struct {
 	t              *testing.T
 	args           []string
 	cmd            *exec.Cmd
-	stdout, stderr *syncBuffer
+	stdout, stderr *shtest.SyncBuffer
 	done           chan struct{}
 	code           int
 	exitedAt       time.Time
@@ -123,7 +216,7 @@ type launcher struct {
 
 func startLauncher(t *testing.T, bin string, env []string, args ...string) *launcher {
 	t.Helper()
-	l := &launcher{t: t, args: args, stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
+	l := &launcher{t: t, args: args, stdout: &shtest.SyncBuffer{}, stderr: &shtest.SyncBuffer{}, done: make(chan struct{})}
 	l.cmd = exec.Command(bin, args...)
 	l.cmd.Env = env
 	l.cmd.Stdout, l.cmd.Stderr = l.stdout, l.stderr

@@ -6,7 +6,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -68,13 +67,31 @@ const (
 )
 
 // matrixParallel bounds the cells running at once: each is a real pod, but
-// one that mostly waits (a grace, a client timeout), so all run at once.
-const matrixParallel = 64
+// one that mostly waits (a grace, a client timeout), so all run at once
+// (45 cells and 44 mutants).
+const matrixParallel = 96
+
+// mutantOf is the mutant that removes what the cell's test relies on, ""
+// for a cell that has no pod. A killed launcher leaves its pod to the
+// watchdog rule of its step. A launcher that survives deletes its pod
+// itself, but it first writes the retrieved marker and wakes the watchdog,
+// whose retrieved rule may win the race (or delete the pod while the
+// launcher's own delete fails and retries): the cell accepts either (see
+// checkDeleted), so its mutant lacks both.
+func mutantOf(step, fault string) string {
+	if fault != "kill" {
+		return ruleClient + "+" + watchdog.DeleteRetrieved
+	}
+	if r := killRule[step]; r != ruleNoPod {
+		return r
+	}
+	return ""
+}
 
 // cell is one run of the matrix and what came of it.
 type cell struct {
 	step, fault string
-	mutant      string // the watchdog rule removed from the launcher's pods, if any
+	mutant      string // what the cell's launcher lacks, if anything (see mutantOf)
 
 	rule      string        // the rule that must delete the pod
 	got       string        // who deleted it: a watchdog rule or ruleClient
@@ -130,24 +147,26 @@ func TestChaosFaultMatrix(t *testing.T) {
 				})
 			}
 		}
-		// Each rule a kill cell relies on, removed: that cell must fail.
-		seen := map[string]bool{}
+		// Each cell again, without what it relies on: it must fail.
 		for _, step := range matrixSteps {
-			rule := killRule[step]
-			if rule == ruleNoPod || seen[rule] {
-				continue
+			for _, fault := range matrixFaults {
+				m := mutantOf(step, fault)
+				if m == "" {
+					continue
+				}
+				c := &cell{step: step, fault: fault, mutant: m}
+				mu.Lock()
+				cells = append(cells, c)
+				mu.Unlock()
+				t.Run(c.name(), func(t *testing.T) {
+					t.Parallel()
+					sem <- struct{}{}
+					defer func() { <-sem }()
+					began := time.Now()
+					runCell(t, c, sec)
+					t.Logf("cell took %s", time.Since(began).Round(time.Second))
+				})
 			}
-			seen[rule] = true
-			c := &cell{step: step, fault: "kill", mutant: rule}
-			mu.Lock()
-			cells = append(cells, c)
-			mu.Unlock()
-			t.Run(step+"/kill/without_"+rule, func(t *testing.T) {
-				t.Parallel()
-				sem <- struct{}{}
-				defer func() { <-sem }()
-				runCell(t, c, sec)
-			})
 		}
 	})
 	close(stop)
@@ -195,25 +214,43 @@ func printMatrix(t *testing.T, cells []*cell) {
 		}
 		b.WriteString("\n")
 	}
-	var mutants []string
-	kept := 0
-	for _, c := range cells {
-		if c.mutant != "" {
-			mutants = append(mutants, c.name()+": "+c.summary())
-			if c.got == "kept" {
+	fmt.Fprintf(&b, "(!secret: rm --all-orphans left the run's secret)\n\n"+
+		"without its rule (the cell run again by a launcher built without what it relies on; kept = the pod outlived\n"+
+		"the cell's bound + slack, so the cell fails without it; ! = deleted anyway; client = the launcher's own delete)\n%-10s", "step")
+	for _, f := range matrixFaults {
+		fmt.Fprintf(&b, " %-28s", f)
+	}
+	b.WriteString("\n")
+	mutants, kept := 0, 0
+	for _, step := range matrixSteps {
+		fmt.Fprintf(&b, "%-10s", step)
+		for _, f := range matrixFaults {
+			m := mutantOf(step, f)
+			if m == "" {
+				fmt.Fprintf(&b, " %-28s", "n/a: no pod")
+				continue
+			}
+			c := byName[step+"/"+f+"/without_"+m]
+			fmt.Fprintf(&b, " %-28s", c.summary())
+			if c == nil || c.got == "" && c.err == "" {
+				continue
+			}
+			mutants++
+			left += c.leftPods
+			secretsLeft += c.secretsLeft
+			if c.got == "kept" && c.err == "" {
 				kept++
 			}
 		}
+		b.WriteString("\n")
 	}
-	sort.Strings(mutants)
-	b.WriteString("(!secret: rm --all-orphans left the run's secret)\nrules removed (each cell must keep its pod past the bound):\n  " + strings.Join(mutants, "\n  ") + "\n")
 	t.Log("\n" + b.String())
 	record(t, "fault matrix", "cells tried", "%d", tried)
 	record(t, "fault matrix", "pods left running", "%d", left)
 	record(t, "fault matrix", "worst delay past the bound", "%s (%s)", seconds(max(worst, 0)), worstCell)
 	record(t, "fault matrix", "dollars billed past the bound", "$%.6f", usd)
 	record(t, "fault matrix", "secrets left after rm --all-orphans", "%d", secretsLeft)
-	record(t, "fault matrix", "kill cells run without their rule", "%d of %d kept their pod past the bound (so each cell fails without its rule)", kept, len(mutants))
+	record(t, "fault matrix", "cells run without their rule", "%d of %d kept their pod past the bound (so each cell fails without its rule)", kept, mutants)
 }
 
 func (c *cell) summary() string {
@@ -225,8 +262,8 @@ func (c *cell) summary() string {
 		s = "! " + c.got + " " + firstLine(c.err)
 	case c.got == "":
 		return "-"
-	case c.mutant != "":
-		s = "kept past bound+slack: the cell fails"
+	case c.mutant != "" && c.got == "kept":
+		s = "w/o " + c.mutant + ": kept"
 	default:
 		s = fmt.Sprintf("%s %+.1fs", c.got, c.pastBound.Seconds())
 	}
@@ -381,7 +418,6 @@ func runCell(t *testing.T, c *cell, sec *secretSet) {
 		opts = append(opts, runpodtest.AllowPodsLeft())
 	}
 	e.srv = runpodtest.NewTestServer(t, opts...)
-	_ = e.srv.Pods() // orders the server's start before the runner reads its URL (race detector)
 	e.vol = e.srv.AddNetworkVolume("", 20)
 	switch {
 	case c.step == "upload" || c.step == "retrieve":
@@ -492,7 +528,7 @@ func runCell(t *testing.T, c *cell, sec *secretSet) {
 		c.err = "no pod"
 		t.Fatalf("no pod was created")
 	case c.mutant != "":
-		e.checkMutant(pod, killedAt)
+		e.checkMutant(pod, killedAt, l)
 	default:
 		e.checkDeleted(pod, began, killedAt, l)
 	}
@@ -622,9 +658,9 @@ func (e *env) fileNumber(name string) (int64, bool) {
 // bound is the latest time the cell's rule may delete the pod, from the
 // watchdog's own log and the run's settings; ok is false when the log
 // lacks what the rule counts from.
-func (e *env) bound(killedAt time.Time, l *launcher) (time.Time, bool) {
+func (e *env) bound(rule string, killedAt time.Time, l *launcher) (time.Time, bool) {
 	evs := e.events()
-	switch e.c.rule {
+	switch rule {
 	case ruleClient:
 		return l.exitedAt, !l.exitedAt.IsZero()
 	case watchdog.DeleteNeverStarted:
@@ -715,7 +751,7 @@ func (e *env) checkDeleted(pod runpodtest.Pod, began, killedAt time.Time, l *lau
 		c.err = "deleted by " + c.got
 		t.Errorf("the pod was deleted by %q, want %q\nwatchdog log:\n%s", c.got, c.rule, e.logText())
 	}
-	bound, ok := e.bound(killedAt, l)
+	bound, ok := e.bound(c.rule, killedAt, l)
 	if !ok {
 		c.err = "no bound"
 		t.Fatalf("the watchdog's log lacks what rule %s counts from:\n%s", c.rule, e.logText())
@@ -738,28 +774,44 @@ func (e *env) checkDeleted(pod runpodtest.Pod, began, killedAt time.Time, l *lau
 	}
 }
 
-// checkMutant: without its rule, the cell's pod must outlive the bound.
-func (e *env) checkMutant(pod runpodtest.Pod, killedAt time.Time) {
+// checkMutant: without what it relies on, the cell's pod must outlive the
+// latest end its test accepts: its rule's bound plus the slack, and for a
+// launcher that survives the later of its exit and the retrieved marker's
+// bound, since the cell accepts either (see checkDeleted).
+func (e *env) checkMutant(pod runpodtest.Pod, killedAt time.Time, l *launcher) {
 	t, c := e.t, e.c
-	var bound time.Time
+	limit := func() (time.Time, bool) {
+		b, ok := e.bound(c.rule, killedAt, l)
+		if ok && c.rule == ruleClient {
+			// The watchdog may log the marker after the launcher's exit.
+			if r, rok := e.bound(watchdog.DeleteRetrieved, killedAt, l); rok && r.After(b) {
+				b = r
+			}
+		}
+		return b.Add(Slack), ok
+	}
 	waitUntil(t, func() bool {
-		b, ok := e.bound(killedAt, nil)
-		bound = b
+		_, ok := limit()
 		return ok
 	}, func() string {
 		return fmt.Sprintf("the watchdog's log never showed what rule %s counts from:\n%s", c.rule, e.logText())
 	})
-	limit := bound.Add(Slack)
-	for time.Now().Before(limit) {
+	for {
+		lim, _ := limit()
+		if !time.Now().Before(lim) {
+			break
+		}
 		if p, _ := e.srv.Pod(pod.ID); p.Status == runpodtest.StatusTerminated {
 			c.got = e.deletedBy(p)
 			c.err = "deleted without its rule"
-			t.Fatalf("without rule %s the pod was still deleted (by %s): the cell does not depend on it", c.rule, c.got)
+			t.Fatalf("without %s the pod was still deleted (by %s): the cell does not depend on it\nwatchdog log:\n%s",
+				c.mutant, c.got, e.logText())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	c.got = "kept"
 	c.pastBound = -Slack
+	t.Logf("without %s the pod outlived its bound + slack (%s)", c.mutant, Slack)
 	// Clean up as a user would: delete it through the API.
 	api, err := runpod.New(e.srv.APIKey(), runpod.WithBaseURL(e.srv.BaseURL()), runpod.WithGraphQLURL(e.srv.GraphQLURL()))
 	if err != nil {

@@ -106,6 +106,7 @@ exit 5
 
 func startAndFinish(t *testing.T, shell, env []string) {
 	runDir, jobEnv := newRun(t, testCommand)
+	hups := fakeWatchdog(t, runDir)
 	token := "hf_test" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	in, err := StartInput(token)
 	if err != nil {
@@ -137,6 +138,10 @@ func startAndFinish(t *testing.T, shell, env []string) {
 	if code := waitFile(t, filepath.Join(runDir, "exit_code")); code != "5\n" {
 		t.Fatalf("exit_code %q", code)
 	}
+	// The job's end woke the watchdog.
+	if got := waitFile(t, hups); got != "hup\n" {
+		t.Fatalf("the watchdog got %q", got)
+	}
 	if got := waitFile(t, filepath.Join(runDir, OutputsDir, "token")); got != token {
 		t.Fatalf("the job saw HF_TOKEN %q", got)
 	}
@@ -163,6 +168,26 @@ func startAndFinish(t *testing.T, shell, env []string) {
 	if !errors.As(err, &exit) || exit.ExitCode() != StartAlreadyStarted {
 		t.Fatalf("second start: %v %s", err, stderr)
 	}
+}
+
+// fakeWatchdog starts a process that notes a HUP (the wake-up) in the file
+// it returns and ends, and writes its pid where the watchdog writes its own.
+func fakeWatchdog(t *testing.T, runDir string) (hups string) {
+	t.Helper()
+	hups = filepath.Join(t.TempDir(), "hups")
+	cmd := exec.Command("sh", "-c", `trap 'echo hup >> "$0"; exit 0' HUP; while :; do sleep 0.05; done`, hups)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	pid := strconv.Itoa(cmd.Process.Pid) + "\n"
+	if err := os.WriteFile(filepath.Join(runDir, watchdog.PID), []byte(pid), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return hups
 }
 
 func readAll(r interface{ Read([]byte) (int, error) }) (string, error) {

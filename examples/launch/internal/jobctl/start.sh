@@ -5,7 +5,8 @@
 # the job's environment without ever being on a command line or in a file.
 # The job's top shell writes its pid, which is its process group, to job.pid
 # before anything else, sources JOB_ENV, runs command.sh in job/ with its
-# output appended to job.log, and writes exit_code (tmp + mv) when it ends.
+# output appended to job.log, and writes exit_code (tmp + mv) when it ends,
+# then wakes the watchdog.
 # Exit status: 0 started, 3 already started, 1 anything else.
 
 run_dir=$1
@@ -47,6 +48,11 @@ cd "$1/job" || exit 1
 sh "$1/command.sh"
 code=$?
 printf "%s\n" "$code" > "$1/exit_code.tmp" && mv -f "$1/exit_code.tmp" "$1/exit_code"
+# Wake the watchdog, as watchdog.WakeCommand does: it sees the end now, not
+# at its next tick, so its retrieve grace counts from the real end.
+wake_pid=
+[ -f "$1/.pod/watchdog.pid" ] && wake_pid=$(head -c 20 "$1/.pod/watchdog.pid" 2>/dev/null)
+case $wake_pid in "" | 0* | 1 | *[!0-9]*) ;; *) kill -s HUP "$wake_pid" 2>/dev/null ;; esac
 '
 
 # setsid gives the job a session and process group of its own: util-linux

@@ -118,7 +118,7 @@ put() {
   if printf '%s' "$2" > "$file.$$.tmp" && mv -f "$file.$$.tmp" "$file"; then
     # Wake the watchdog (watchdog.WakeCommand) so that it reads the file
     # now rather than at its next tick, up to a minute later.
-    kill -s HUP "$(cat .pod/watchdog.pid 2>/dev/null)" 2>/dev/null || :
+    wake_pid=; [ -f .pod/watchdog.pid ] && wake_pid=$(head -c 20 .pod/watchdog.pid 2>/dev/null); case $wake_pid in '' | 0* | 1 | *[!0-9]*) ;; *) kill -s HUP "$wake_pid" 2>/dev/null ;; esac; :
     echo "ob1-ok"
   else
     rm -f "$file.$$.tmp"

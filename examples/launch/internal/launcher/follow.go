@@ -381,19 +381,32 @@ func (d *driver) watcher() (*jobctl.Watcher, error) {
 }
 
 // put replaces one of the client's pod files with value, through the
-// watcher.
+// watcher. A write replaces the file whole, so it is tried a second time
+// on a fresh watch session when the first one broke.
 func (d *driver) put(ctx context.Context, name, value string) error {
-	w, err := d.watcher()
-	if err == nil {
-		ctx, cancel := context.WithTimeout(ctx, shortCommand)
-		defer cancel()
-		if err = w.Put(ctx, name, value); err != nil {
-			d.watch.Close()
-			d.watch = nil
+	var err error
+	for try := 0; try < 2 && ctx.Err() == nil; try++ {
+		if err = d.putOnce(ctx, name, value); err == nil {
+			return nil
 		}
 	}
+	if err == nil {
+		err = ctx.Err()
+	}
+	return fmt.Errorf("writing %s on the pod: %w", name, err)
+}
+
+func (d *driver) putOnce(ctx context.Context, name, value string) error {
+	w, err := d.watcher()
 	if err != nil {
-		return fmt.Errorf("writing %s on the pod: %w", name, err)
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, shortCommand)
+	defer cancel()
+	if err := w.Put(ctx, name, value); err != nil {
+		d.watch.Close()
+		d.watch = nil
+		return err
 	}
 	return nil
 }
@@ -463,8 +476,10 @@ func (d *driver) holdLease(ctx context.Context) (release func()) {
 	if err != nil {
 		return func() {}
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
+	// release stops the loop between looks and lets a look in flight end:
+	// cancelling it would break the watcher the caller shares, and the
+	// caller's next write (the retrieved marker) would fail with it.
+	stop, done := make(chan struct{}), make(chan struct{})
 	offset := d.r.LogOffset
 	go func() {
 		defer close(done)
@@ -473,6 +488,8 @@ func (d *driver) holdLease(ctx context.Context) (release func()) {
 		for {
 			select {
 			case <-ctx.Done():
+				return
+			case <-stop:
 				return
 			case <-t.C:
 			}
@@ -485,7 +502,7 @@ func (d *driver) holdLease(ctx context.Context) (release func()) {
 		}
 	}()
 	return func() {
-		cancel()
+		close(stop)
 		<-done
 	}
 }

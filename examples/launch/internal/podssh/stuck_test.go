@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -123,5 +125,58 @@ func TestRunAbandonsAStuckSession(t *testing.T) {
 	case <-c.Done():
 	case <-time.After(time.Minute):
 		t.Fatal("the connection of an abandoned session stayed open")
+	}
+}
+
+// An upload or a download over a connection that stopped moving bytes
+// ends with ErrStalled, not never; a caller's own deadline still reads as
+// its own.
+func TestTransfersEndWhenNothingMoves(t *testing.T) {
+	client, host := keys(t)
+	addr := stuckServer(t, host, client)
+	defer func(d, s time.Duration) { abandonAfter, StallAfter = d, s }(abandonAfter, StallAfter)
+	abandonAfter, StallAfter = 200*time.Millisecond, 300*time.Millisecond
+	dialStuck := func() *Conn {
+		c, err := Dial(context.Background(), Target{Addr: addr, Key: client, HostKey: host.Public})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	within := func(what string, f func() error) error {
+		t.Helper()
+		done := make(chan error, 1)
+		go func() { done <- f() }()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(time.Minute):
+			t.Fatalf("%s stayed stuck", what)
+			return nil
+		}
+	}
+	src := t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, "f"), []byte("data"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := within("the upload", func() error { return dialStuck().Upload(context.Background(), src, "/nonexistent/up") })
+	if !errors.Is(err, ErrStalled) {
+		t.Errorf("upload to a frozen server = %v, want ErrStalled", err)
+	}
+	err = within("the download", func() error {
+		_, err := dialStuck().Download(context.Background(), "/nonexistent", []string{"x"}, t.TempDir())
+		return err
+	})
+	if !errors.Is(err, ErrStalled) {
+		t.Errorf("download from a frozen server = %v, want ErrStalled", err)
+	}
+	// The caller's deadline, shorter than a stall, is the error.
+	StallAfter = time.Hour
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	err = within("the upload", func() error { return dialStuck().Upload(ctx, src, "/nonexistent/up") })
+	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrStalled) {
+		t.Errorf("upload past its deadline = %v, want the deadline", err)
 	}
 }

@@ -63,8 +63,15 @@ func (c *Conn) UploadTar(ctx context.Context, remoteDir string, write func(*tar.
 		local <- err
 	}()
 	var errb bytes.Buffer
-	err := c.Run(ctx, Command(untarScript, remoteDir), pr, nil, &errb)
+	gctx, in, stop := guardStall(ctx, pr)
+	err := c.Run(gctx, Command(untarScript, remoteDir), in, nil, &errb)
 	pr.Close()
+	if serr := stalled(gctx); serr != nil && ctx.Err() == nil {
+		stop()
+		<-local
+		return fmt.Errorf("podssh: upload to %s: %w", remoteDir, serr)
+	}
+	stop()
 	// A local failure cuts the stream short, and the remote tar then
 	// complains about it: the local error is the one that explains.
 	if lerr := <-local; lerr != nil && !errors.Is(lerr, io.ErrClosedPipe) {
@@ -167,9 +174,12 @@ func (c *Conn) Download(ctx context.Context, remoteDir string, names []string, d
 	}
 	// A failed extraction stops reading: the session is then closed, or the
 	// remote tar would block on a full window for ever.
+	outer := ctx
+	pr, pw := io.Pipe()
+	ctx, in, stop := guardStall(ctx, pr)
+	defer stop()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	pr, pw := io.Pipe()
 	var errb bytes.Buffer
 	done := make(chan error, 1)
 	go func() {
@@ -181,7 +191,7 @@ func (c *Conn) Download(ctx context.Context, remoteDir string, names []string, d
 		}
 		done <- err
 	}()
-	got, xerr := extractAfterMark(pr, dir)
+	got, xerr := extractAfterMark(in, dir)
 	if xerr != nil {
 		cancel()
 		pr.CloseWithError(errors.New("podssh: extraction stopped"))
@@ -190,7 +200,9 @@ func (c *Conn) Download(ctx context.Context, remoteDir string, names []string, d
 		_, _ = io.Copy(io.Discard, pr)
 	}
 	runErr := <-done
-	switch {
+	switch serr := stalled(ctx); {
+	case serr != nil && outer.Err() == nil:
+		return got, fmt.Errorf("podssh: download from %s: %w", remoteDir, serr)
 	case xerr != nil && !errors.Is(xerr, errRemote):
 		return got, fmt.Errorf("podssh: download from %s: %w", remoteDir, xerr)
 	case runErr != nil:
