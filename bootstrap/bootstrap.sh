@@ -188,8 +188,10 @@ claim_run_dir() {
   else
     fail claim_failed
   fi
-  # Files of an earlier pod of this run would mislead the client.
-  rm -f "$POD_DIR/bootstrap_failed" "$POD_DIR/watchdog"
+  # Files of an earlier pod of this run would mislead the client; the old
+  # watchdog's pid may name another process here, which a wake would HUP
+  # before this watchdog writes its own.
+  rm -f "$POD_DIR/bootstrap_failed" "$POD_DIR/watchdog" "$POD_DIR/watchdog.pid"
 }
 
 # record_lost_job: a job.pid without exit_code or cancelled in a resumed run

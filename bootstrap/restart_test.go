@@ -61,6 +61,14 @@ func TestRestartMarksTheOldJobLost(t *testing.T) {
 			writeFile(t, filepath.Join(w.runDir, ".pod/claim"), w.host.line+"\n")
 			lease := filepath.Join(w.runDir, watchdog.Lease)
 			writeFile(t, lease, "")
+			// The old watchdog's pid, which a wake would signal.
+			writeFile(t, filepath.Join(w.runDir, watchdog.PID), "4243\n")
+			// ssh-keygen runs after the claim and before sshd: it records
+			// what the run directory holds then.
+			seen := filepath.Join(t.TempDir(), "seen")
+			env["OVERBRAINER_SSH_KEYGEN"] = w.bin.Stub("ssh-keygen-probe", fmt.Sprintf(
+				"{ [ -e %[1]s ] && echo watchdog.pid; cat %[2]s; } >> %[3]s 2>&1\nexec ssh-keygen \"$@\"",
+				shellQuote(filepath.Join(w.runDir, watchdog.PID)), shellQuote(filepath.Join(w.runDir, watchdog.Cancelled)), shellQuote(seen)))
 			jobPID := filepath.Join(w.runDir, watchdog.JobPID)
 			setup := []string{
 				"setsid sleep 7777 </dev/null >/dev/null 2>&1 &",
@@ -86,6 +94,9 @@ func TestRestartMarksTheOldJobLost(t *testing.T) {
 			}
 			if got := readString(filepath.Join(w.runDir, watchdog.Cancelled)); got != watchdog.CancelContainerRestarted+"\n" {
 				t.Errorf("cancelled = %q, want %q", got, watchdog.CancelContainerRestarted+"\n")
+			}
+			if got, want := readString(seen), watchdog.CancelContainerRestarted+"\n"; got != want {
+				t.Errorf("before sshd, the run directory showed %q, want only the cancelled marker (%q)", got, want)
 			}
 			out := p.stderr.String()
 			lost, sshd := strings.Index(out, "job lost:"), strings.Index(out, "sshd listening")
