@@ -130,21 +130,25 @@ func TestChaosFaultMatrix(t *testing.T) {
 		cells []*cell
 	)
 	sem := make(chan struct{}, matrixParallel)
+	// run records c and runs it in parallel with the others, at most
+	// matrixParallel at once.
+	run := func(t *testing.T, c *cell) {
+		mu.Lock()
+		cells = append(cells, c)
+		mu.Unlock()
+		t.Run(c.name(), func(t *testing.T) {
+			t.Parallel()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			began := time.Now()
+			runCell(t, c, sec)
+			t.Logf("cell took %s", time.Since(began).Round(time.Second))
+		})
+	}
 	t.Run("cells", func(t *testing.T) {
 		for _, step := range matrixSteps {
 			for _, fault := range matrixFaults {
-				c := &cell{step: step, fault: fault}
-				mu.Lock()
-				cells = append(cells, c)
-				mu.Unlock()
-				t.Run(step+"/"+fault, func(t *testing.T) {
-					t.Parallel()
-					sem <- struct{}{}
-					defer func() { <-sem }()
-					began := time.Now()
-					runCell(t, c, sec)
-					t.Logf("cell took %s", time.Since(began).Round(time.Second))
-				})
+				run(t, &cell{step: step, fault: fault})
 			}
 		}
 		// Each cell again, without what it relies on: it must fail.
@@ -154,18 +158,7 @@ func TestChaosFaultMatrix(t *testing.T) {
 				if m == "" {
 					continue
 				}
-				c := &cell{step: step, fault: fault, mutant: m}
-				mu.Lock()
-				cells = append(cells, c)
-				mu.Unlock()
-				t.Run(c.name(), func(t *testing.T) {
-					t.Parallel()
-					sem <- struct{}{}
-					defer func() { <-sem }()
-					began := time.Now()
-					runCell(t, c, sec)
-					t.Logf("cell took %s", time.Since(began).Round(time.Second))
-				})
+				run(t, &cell{step: step, fault: fault, mutant: m})
 			}
 		}
 	})

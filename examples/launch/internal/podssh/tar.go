@@ -64,14 +64,13 @@ func (c *Conn) UploadTar(ctx context.Context, remoteDir string, write func(*tar.
 	}()
 	var errb bytes.Buffer
 	gctx, in, stop := guardStall(ctx, pr)
+	defer stop()
 	err := c.Run(gctx, Command(untarScript, remoteDir), in, nil, &errb)
 	pr.Close()
 	if serr := stalled(gctx); serr != nil && ctx.Err() == nil {
-		stop()
 		<-local
 		return fmt.Errorf("podssh: upload to %s: %w", remoteDir, serr)
 	}
-	stop()
 	// A local failure cuts the stream short, and the remote tar then
 	// complains about it: the local error is the one that explains.
 	if lerr := <-local; lerr != nil && !errors.Is(lerr, io.ErrClosedPipe) {
