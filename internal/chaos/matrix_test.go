@@ -469,6 +469,17 @@ func runCell(t *testing.T, c *cell, sec *secretSet) {
 	var killedAt time.Time
 	switch {
 	case c.fault == "kill":
+		if c.step == "verdict" {
+			// Hold the watchdog's probe (until its curl times out) so
+			// that the launcher waits for the verdict long enough to be
+			// killed there: it reads a prompt verdict within a quarter
+			// of a second and would be past the step.
+			var id string
+			if !l.waitFor(func() bool { id = e.podID(); return id != "" }) {
+				t.Fatalf("no pod (exit %d)", l.code)
+			}
+			e.srv.Fail("GET", "/v2/pods/*", runpodtest.Fault{Times: 1, Hang: true, Caller: id})
+		}
 		if !l.waitFor(e.killTrigger(l)) {
 			c.err = "the launcher never reached the step"
 			t.Fatalf("the launcher never reached step %s (exit %d)", c.step, l.code)
@@ -476,6 +487,11 @@ func runCell(t *testing.T, c *cell, sec *secretSet) {
 		l.kill()
 		killedAt = time.Now()
 		c.exit = -1
+		// (job_start is killed once the job started, on purpose.)
+		if next := nextMarker[c.step]; next != "" && c.step != "job_start" && l.says(next)() {
+			c.err = "killed past the step"
+			t.Fatalf("the launcher was killed after it left step %s (it said %q): the cell tested another step", c.step, next)
+		}
 	case c.step == "verdict":
 		// The watchdog's own probe fails: its key's calls, once the pod
 		// exists.
