@@ -394,6 +394,15 @@ var stepMarkers = map[string]string{
 	"delete":    "results downloaded to ",
 }
 
+// ruleLeft is what the launcher says once a kill cell's rule no longer
+// applies: the job started (never_started), ended (cost_cap), or its
+// results were downloaded (abandoned). A kill after it tested another rule.
+var ruleLeft = map[string]string{
+	watchdog.DeleteNeverStarted: "job started",
+	watchdog.DeleteCostCap:      "job ended",
+	watchdog.DeleteAbandoned:    "results downloaded to ",
+}
+
 // nextMarker is what the launcher writes when it leaves each step.
 var nextMarker = map[string]string{
 	"boot": "; SSH at ", "verdict": "watchdog verdict: ", "upload": "uploaded ",
@@ -487,10 +496,9 @@ func runCell(t *testing.T, c *cell, sec *secretSet) {
 		l.kill()
 		killedAt = time.Now()
 		c.exit = -1
-		// (job_start is killed once the job started, on purpose.)
-		if next := nextMarker[c.step]; next != "" && c.step != "job_start" && l.says(next)() {
-			c.err = "killed past the step"
-			t.Fatalf("the launcher was killed after it left step %s (it said %q): the cell tested another step", c.step, next)
+		if left := ruleLeft[c.rule]; left != "" && l.says(left)() {
+			c.err = "killed past its rule"
+			t.Fatalf("the launcher was killed after it said %q, where rule %s no longer applies: the cell tested another rule", left, c.rule)
 		}
 	case c.step == "verdict":
 		// The watchdog's own probe fails: its key's calls, once the pod
