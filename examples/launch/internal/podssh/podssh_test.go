@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -96,11 +97,26 @@ func TestRunStreamsAndErrors(t *testing.T) {
 		t.Fatalf("err = %#v", err)
 	}
 
-	// Cancelling the context ends a command that would run for minutes.
+	// Cancelling the context ends a running command that would otherwise
+	// run until its input ends, as the pod's watch script and tar do: sshd
+	// closes the command's stdin with the session. (A command that neither
+	// reads nor writes outlives its session under a root login, where sshd
+	// refuses the signal request; Run then drops the connection, which
+	// TestRunAbandonsAStuckSession covers.)
 	cctx, cancel := context.WithCancel(ctx)
+	stdin, hold := io.Pipe()
+	defer hold.Close()
+	started := make(chan struct{})
+	said := &signalWriter{match: "started", seen: started}
 	done := make(chan error, 1)
-	go func() { done <- c.Run(cctx, Command(`echo started; exec sleep 300`), nil, nil, nil) }()
-	time.Sleep(100 * time.Millisecond)
+	go func() { done <- c.Run(cctx, Command(`echo started; exec cat >/dev/null`), stdin, said, nil) }()
+	select {
+	case <-started:
+	case err := <-done:
+		t.Fatalf("the command ended before it was cancelled: %v", err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("the command never started")
+	}
 	cancel()
 	select {
 	case err := <-done:
@@ -368,4 +384,23 @@ func TestStream(t *testing.T) {
 	if err := st.Wait(); !errors.As(err, &ce) || ce.Status != 4 || ce.Stderr != "bye" {
 		t.Fatalf("Wait = %#v", err)
 	}
+}
+
+// signalWriter closes seen once what was written contains match.
+type signalWriter struct {
+	mu    sync.Mutex
+	buf   strings.Builder
+	match string
+	seen  chan struct{}
+}
+
+func (w *signalWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	already := strings.Contains(w.buf.String(), w.match)
+	w.buf.Write(p)
+	if !already && strings.Contains(w.buf.String(), w.match) {
+		close(w.seen)
+	}
+	return len(p), nil
 }
