@@ -25,7 +25,7 @@ import (
 //   - job_end: the job writes exit_code (OVERBRAINER_RETRIEVE_GRACE=0, so
 //     the ended job is abandoned at once and only the detection counts);
 //   - retrieved_woken, job_end_woken: the same, followed by
-//     watchdog.WakeCommand run from the run directory, as the launcher's
+//     watchdog.WakeCommand() run from the run directory, as the launcher's
 //     put does after every write and the launcher's job wrapper after
 //     exit_code.
 //
@@ -120,10 +120,10 @@ func markerWatchdog(b *testing.B, sh shtest.Shell, marker string, interval int) 
 			return 0, err
 		}
 		if woken {
-			wake := exec.Command("sh", "-c", watchdog.WakeCommand)
+			wake := exec.Command("sh", "-c", watchdog.WakeCommand())
 			wake.Dir = dir
 			if out, err := wake.CombinedOutput(); err != nil {
-				return 0, fmt.Errorf("%s: %s: %v %s", marker, watchdog.WakeCommand, err, out)
+				return 0, fmt.Errorf("%s: the wake command: %v %s", marker, err, out)
 			}
 		}
 		deadline := written.Add(time.Duration(interval)*time.Second + time.Minute)

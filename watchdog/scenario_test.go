@@ -861,7 +861,7 @@ func TestWakeReadsAControlFileAtOnce(t *testing.T) {
 		// watchdog the moment it needs to be waiting for it.
 		time.Sleep(300 * time.Millisecond)
 		p.write(watchdog.CostCapAt, itoa(now()))
-		wake := exec.Command("sh", "-c", watchdog.WakeCommand)
+		wake := exec.Command("sh", "-c", watchdog.WakeCommand())
 		wake.Dir = p.dir
 		if out, err := wake.CombinedOutput(); err != nil {
 			t.Fatalf("WakeCommand: %v %s", err, out)
@@ -872,7 +872,7 @@ func TestWakeReadsAControlFileAtOnce(t *testing.T) {
 
 // WakeCommand never fails, with no watchdog to wake.
 func TestWakeCommandWithoutWatchdog(t *testing.T) {
-	wake := exec.Command("sh", "-c", watchdog.WakeCommand)
+	wake := exec.Command("sh", "-c", watchdog.WakeCommand())
 	wake.Dir = t.TempDir()
 	if out, err := wake.CombinedOutput(); err != nil {
 		t.Fatalf("WakeCommand: %v %s", err, out)
@@ -922,7 +922,7 @@ func wakeRefusesABadPid(t *testing.T, unshare string, shell []string) {
 ( trap 'echo hup >> hups' HUP; while :; do sleep 0.05; done ) &
 sentinel=$!
 sleep 0.2
-` + watchdog.WakeCommand + `
+` + watchdog.WakeCommand() + `
 sleep 0.3
 kill "$sentinel"
 [ ! -s hups ] || { echo "HUP sent for pid file $(cat .pod/watchdog.pid)"; exit 1; }
@@ -955,7 +955,7 @@ kill "$sentinel"
 	script := `( trap 'echo hup >> hups; exit' HUP; while :; do sleep 0.05; done ) &
 echo $! > .pod/watchdog.pid
 sleep 0.2
-` + watchdog.WakeCommand + `
+` + watchdog.WakeCommand() + `
 sleep 0.3
 [ -s hups ] || { echo "no HUP for pid $(cat .pod/watchdog.pid)"; exit 1; }
 `

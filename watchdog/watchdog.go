@@ -10,6 +10,9 @@ var groupSignal string
 //go:embed watchdog.sh
 var script string
 
+//go:embed wake_watchdog.sh
+var wakeFunction string
+
 // GroupSignal is the POSIX sh function `group_signal SIG PGID`, which sends a
 // signal to a whole process group (0 only tests that the group exists). The
 // watchdog uses it to see whether a job is alive; job scripts use it to stop a
@@ -64,13 +67,18 @@ const (
 	ReasonDisk     = "disk"
 )
 
-// WakeCommand is the pod-side shell command a client runs right after it
-// wrote a control file (SnapshotAt, CostCapAt, VolumeGB, Retrieved,
-// SnapshotRequest), from the run directory: it sends HUP to the watchdog,
-// which then reads the file at once instead of at its next tick, up to
-// INTERVAL (60 s) later. It never fails, so a missing watchdog does not break
-// the client's command. The pid file is the pod's (the job can write it): it
-// is read only when regular and only its first bytes, and only a plain pid
-// above 1 is signalled, never a group, -1 (every process) or init.
-const WakeCommand = `wake_pid=; [ -f .pod/watchdog.pid ] && wake_pid=$(head -c 20 .pod/watchdog.pid 2>/dev/null); ` +
-	`case $wake_pid in '' | 0* | 1 | *[!0-9]*) ;; *) kill -s HUP "$wake_pid" 2>/dev/null ;; esac; :`
+// WakeFunction is the POSIX sh function `wake_watchdog RUN_DIR`, which sends
+// HUP to the run's watchdog so that it reads a file just written (SnapshotAt,
+// CostCapAt, VolumeGB, Retrieved, SnapshotRequest, ExitCode) at once instead
+// of at its next tick, up to INTERVAL (60 s) later. It never fails, so a
+// missing watchdog does not break the caller. The pid file is the pod's (the
+// job can write it): it is read only when regular and only its first bytes,
+// and only a plain pid above 1 is signalled, never a group, -1 (every
+// process) or init. Every wake-up of the watchdog, ours or a job script's,
+// is this function.
+func WakeFunction() string { return wakeFunction }
+
+// WakeCommand is the pod-side shell command a client runs, from the run
+// directory, right after it wrote a control file: WakeFunction applied to
+// the current directory.
+func WakeCommand() string { return wakeFunction + "wake_watchdog .\n" }

@@ -21,6 +21,7 @@ func scriptFiles(t *testing.T) map[string]string {
 		"group_signal.sh": watchdog.GroupSignal(),
 		"watchdog.sh":     strings.TrimPrefix(watchdog.Script(), watchdog.GroupSignal()),
 		"script.sh":       watchdog.Script(),
+		"wake.sh":         watchdog.WakeCommand(),
 	}
 	out := map[string]string{}
 	for name, body := range files {
@@ -59,16 +60,18 @@ func TestShellcheck(t *testing.T) {
 func TestSyntaxUnderEveryShell(t *testing.T) {
 	files := scriptFiles(t)
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
-		argv := append(append([]string{}, sh.Argv...), "-n", files["script.sh"])
-		if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil {
-			t.Errorf("%v: %v\n%s", argv, err, out)
+		for _, name := range []string{"script.sh", "wake.sh"} {
+			argv := append(append([]string{}, sh.Argv...), "-n", files[name])
+			if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil {
+				t.Errorf("%v: %v\n%s", argv, err, out)
+			}
 		}
 	})
 }
 
 func TestPOSIXParse(t *testing.T) {
 	p := syntax.NewParser(syntax.Variant(syntax.LangPOSIX))
-	for name, body := range map[string]string{"group_signal.sh": watchdog.GroupSignal(), "script": watchdog.Script()} {
+	for name, body := range map[string]string{"group_signal.sh": watchdog.GroupSignal(), "script": watchdog.Script(), "wake": watchdog.WakeCommand()} {
 		if _, err := p.Parse(strings.NewReader(body), name); err != nil {
 			t.Errorf("%s is not POSIX sh: %v", name, err)
 		}

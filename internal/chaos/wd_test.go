@@ -245,7 +245,7 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 // .pod/cost_cap_at once the pod runs, while its watchdog (production tick:
 // 60 s) sleeps until its next due time. The cap must still land within 2 s
 // of its time, not at the watchdog's next tick: the launcher wakes the
-// watchdog (watchdog.WakeCommand) after each write.
+// watchdog (watchdog.WakeCommand()) after each write.
 func TestChaosCapWrittenWhileTheWatchdogSleeps(t *testing.T) {
 	shtest.ForShells(t, []string{"dash", "bash"}, func(t *testing.T, sh shtest.Shell) {
 		api := shtest.NewFakeAPI(t)
@@ -259,7 +259,7 @@ func TestChaosCapWrittenWhileTheWatchdogSleeps(t *testing.T) {
 		capAt := time.Now().Unix() + 4
 		w.write(watchdog.CostCapAt, itoa(capAt)+"\n")
 		// As the launcher does after every write of a client file.
-		wake := exec.Command("sh", "-c", watchdog.WakeCommand)
+		wake := exec.Command("sh", "-c", watchdog.WakeCommand())
 		wake.Dir = w.dir
 		if out, err := wake.CombinedOutput(); err != nil {
 			t.Fatalf("WakeCommand: %v %s", err, out)

@@ -40,7 +40,14 @@ const (
 // runDir (its command.sh must exist), with jobEnv sourced. Its standard input
 // must be StartInput. It prints the job's process group.
 func StartCommand(runDir, jobEnv string) string {
-	return podssh.Command(startScript, runDir, jobEnv)
+	return podssh.Command(startProgram(), runDir, jobEnv)
+}
+
+// startProgram is start.sh as the pod runs it: after a line that hands it
+// the watchdog's wake-up function for the job's top shell, which wakes the
+// watchdog once the job ended.
+func startProgram() string {
+	return "wake_function=" + podssh.Quote(watchdog.WakeFunction()) + "\n" + startScript
 }
 
 // StartInput is the start command's standard input: the HF token (empty for

@@ -113,7 +113,7 @@ func startAndFinish(t *testing.T, shell, env []string) {
 		t.Fatal(err)
 	}
 	b, _ := readAll(in)
-	out, stderr, err := runScript(t, shell, env, b, startScript, runDir, jobEnv)
+	out, stderr, err := runScript(t, shell, env, b, startProgram(), runDir, jobEnv)
 	if err != nil {
 		t.Fatalf("start: %v\n%s", err, stderr)
 	}
@@ -163,19 +163,20 @@ func startAndFinish(t *testing.T, shell, env []string) {
 	}
 
 	// A second start is refused and changes nothing.
-	_, stderr, err = runScript(t, shell, env, "\n", startScript, runDir, jobEnv)
+	_, stderr, err = runScript(t, shell, env, "\n", startProgram(), runDir, jobEnv)
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != StartAlreadyStarted {
 		t.Fatalf("second start: %v %s", err, stderr)
 	}
 }
 
-// fakeWatchdog starts a process that notes a HUP (the wake-up) in the file
-// it returns and ends, and writes its pid where the watchdog writes its own.
+// fakeWatchdog starts a process that notes each HUP (the wake-up) as a line
+// of the file it returns, and writes its pid where the watchdog writes its
+// own.
 func fakeWatchdog(t *testing.T, runDir string) (hups string) {
 	t.Helper()
 	hups = filepath.Join(t.TempDir(), "hups")
-	cmd := exec.Command("sh", "-c", `trap 'echo hup >> "$0"; exit 0' HUP; while :; do sleep 0.05; done`, hups)
+	cmd := exec.Command("sh", "-c", `trap 'echo hup >> "$0"' HUP; while :; do sleep 0.05; done`, hups)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +233,7 @@ func TestStartWithoutSetsid(t *testing.T) {
 
 			bin = binWithout(t, "setsid", "busybox")
 			runDir, jobEnv := newRun(t, "echo never")
-			_, stderr, err := runScript(t, []string{filepath.Join(bin, shell)}, []string{"PATH=" + bin}, "\n", startScript, runDir, jobEnv)
+			_, stderr, err := runScript(t, []string{filepath.Join(bin, shell)}, []string{"PATH=" + bin}, "\n", startProgram(), runDir, jobEnv)
 			if err == nil || !strings.Contains(stderr, "neither setsid nor busybox") {
 				t.Fatalf("start without setsid: %v %q", err, stderr)
 			}
@@ -256,7 +257,7 @@ func TestStartWithoutCommandFails(t *testing.T) {
 	forEachShell(t, func(t *testing.T, shell []string) {
 		runDir, jobEnv := newRun(t, "")
 		os.Remove(filepath.Join(runDir, CommandFile))
-		_, stderr, err := runScript(t, shell, nil, "\n", startScript, runDir, jobEnv)
+		_, stderr, err := runScript(t, shell, nil, "\n", startProgram(), runDir, jobEnv)
 		if err == nil || !strings.Contains(stderr, "no command.sh") {
 			t.Fatalf("start without command.sh: %v %q", err, stderr)
 		}
@@ -264,12 +265,4 @@ func TestStartWithoutCommandFails(t *testing.T) {
 			t.Fatal("job.pid written")
 		}
 	})
-}
-
-// Every write of a client file wakes the watchdog the way the watchdog
-// package says, so a cost cap written during its 60 s sleep lands on time.
-func TestPutWakesTheWatchdog(t *testing.T) {
-	if !strings.Contains(watchScript, "\n    "+watchdog.WakeCommand+"\n") {
-		t.Errorf("watch.sh does not run watchdog.WakeCommand after a put")
-	}
 }

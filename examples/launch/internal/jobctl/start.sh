@@ -1,5 +1,6 @@
 # start.sh RUN_DIR JOB_ENV (POSIX sh): starts the run's job on the pod,
 # detached from the SSH session in a session and process group of its own.
+# It runs after a line, added by jobctl, that sets wake_function.
 #
 # Standard input carries one line, the HF token (possibly empty): it reaches
 # the job's environment without ever being on a command line or in a file.
@@ -11,6 +12,7 @@
 
 run_dir=$1
 job_env=$2
+: "${wake_function:?start.sh runs after the line that sets wake_function}"
 cd "$run_dir" || exit 1
 if [ -e job.pid ]; then
   echo "the job was already started (job.pid exists)" >&2
@@ -31,8 +33,10 @@ if [ -n "$token" ]; then
 fi
 token=
 
-# The job's top shell, run as sh -c with RUN_DIR and JOB_ENV as $1 and $2:
-# its expansions are meant for that shell, not this one.
+# The job's top shell, run as sh -c with RUN_DIR and JOB_ENV as $1 and $2
+# after the definition of wake_watchdog, which the start command's first line
+# sets as wake_function (the watchdog package's WakeFunction, the one wake-up
+# every client uses): its expansions are meant for that shell, not this one.
 # shellcheck disable=SC2016
 job_main='
 printf "%s\n" "$$" > "$1/job.pid.tmp" && mv -f "$1/job.pid.tmp" "$1/job.pid" || exit 1
@@ -48,11 +52,9 @@ cd "$1/job" || exit 1
 sh "$1/command.sh"
 code=$?
 printf "%s\n" "$code" > "$1/exit_code.tmp" && mv -f "$1/exit_code.tmp" "$1/exit_code"
-# Wake the watchdog, as watchdog.WakeCommand does: it sees the end now, not
-# at its next tick, so its retrieve grace counts from the real end.
-wake_pid=
-[ -f "$1/.pod/watchdog.pid" ] && wake_pid=$(head -c 20 "$1/.pod/watchdog.pid" 2>/dev/null)
-case $wake_pid in "" | 0* | 1 | *[!0-9]*) ;; *) kill -s HUP "$wake_pid" 2>/dev/null ;; esac
+# Wake the watchdog: it sees the end now, not at its next tick, so its
+# retrieve grace counts from the real end.
+wake_watchdog "$1"
 '
 
 # setsid gives the job a session and process group of its own: util-linux
@@ -70,7 +72,7 @@ fi
 # command's redirection, and the job would hold the SSH session open.
 (
   exec < /dev/null >> job.log 2>&1
-  exec $setsid sh -c "$job_main" overbrainer-job "$run_dir" "$job_env"
+  exec $setsid sh -c "$wake_function$job_main" overbrainer-job "$run_dir" "$job_env"
 ) &
 unset HF_TOKEN
 

@@ -47,8 +47,9 @@ func newWatcher(in io.Writer, out io.Reader, stop func(), wait func() error, dro
 	return &Watcher{in: in, br: bufio.NewReaderSize(out, 64<<10), stop: stop, wait: wait, drop: drop}
 }
 
-// WatchScript is watch.sh as the pod runs it, with the group_signal helper.
-func WatchScript() string { return watchdog.GroupSignal() + watchScript }
+// WatchScript is watch.sh as the pod runs it, after the group_signal and
+// wake_watchdog helpers.
+func WatchScript() string { return watchdog.GroupSignal() + watchdog.WakeFunction() + watchScript }
 
 // Close ends the watcher's session.
 func (w *Watcher) Close() { w.stop() }

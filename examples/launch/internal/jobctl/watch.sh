@@ -22,7 +22,8 @@
 #
 # replaces one of the client's pod files (tmp + mv) with VALUE, a word of
 # [A-Za-z0-9_-] or nothing, and answers "ob1-ok". Anything else is answered
-# "ob1-error WHY". The group_signal helper is prepended by the Go package.
+# "ob1-error WHY". The group_signal and wake_watchdog helpers are prepended
+# by the Go package.
 
 cd "$1" || exit 1
 chunk=.pod/watch.$$.chunk
@@ -116,9 +117,9 @@ put() {
       ;;
   esac
   if printf '%s' "$2" > "$file.$$.tmp" && mv -f "$file.$$.tmp" "$file"; then
-    # Wake the watchdog (watchdog.WakeCommand) so that it reads the file
-    # now rather than at its next tick, up to a minute later.
-    wake_pid=; [ -f .pod/watchdog.pid ] && wake_pid=$(head -c 20 .pod/watchdog.pid 2>/dev/null); case $wake_pid in '' | 0* | 1 | *[!0-9]*) ;; *) kill -s HUP "$wake_pid" 2>/dev/null ;; esac; :
+    # Wake the watchdog so that it reads the file now rather than at its
+    # next tick, up to a minute later.
+    wake_watchdog .
     echo "ob1-ok"
   else
     rm -f "$file.$$.tmp"

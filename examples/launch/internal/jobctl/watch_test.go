@@ -99,7 +99,7 @@ exit 3
 		}
 		os.WriteFile(filepath.Join(runDir, watchdog.Verdict), []byte("ready\n"), 0o600)
 
-		if _, stderr, err := runScript(t, []string{"sh"}, nil, "\n", startScript, runDir, jobEnv); err != nil {
+		if _, stderr, err := runScript(t, []string{"sh"}, nil, "\n", startProgram(), runDir, jobEnv); err != nil {
 			t.Fatalf("start: %v %s", err, stderr)
 		}
 		var log strings.Builder
@@ -159,7 +159,7 @@ exit 3
 // A job killed before it could write its exit code has ended all the same.
 func TestWatchSeesAKilledJob(t *testing.T) {
 	runDir, jobEnv := newRun(t, "exec sleep 300\n")
-	out, stderr, err := runScript(t, []string{"sh"}, nil, "\n", startScript, runDir, jobEnv)
+	out, stderr, err := runScript(t, []string{"sh"}, nil, "\n", startProgram(), runDir, jobEnv)
 	if err != nil {
 		t.Fatalf("start: %v %s", err, stderr)
 	}
@@ -360,14 +360,17 @@ func TestPollOnAPeerThatNeverAnswers(t *testing.T) {
 	}
 }
 
-// put writes the client's files, and only those, atomically.
+// put writes the client's files, and only those, atomically, and wakes the
+// watchdog after each, so that a cost cap written during its 60 s sleep
+// lands on time.
 func TestPutUnderEveryShell(t *testing.T) {
 	forEachShell(t, func(t *testing.T, shell []string) {
 		runDir, _ := newRun(t, "")
+		hups := fakeWatchdog(t, runDir)
 		w := startWatch(t, shell, runDir)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		for _, c := range []struct{ name, value, file string }{
+		for i, c := range []struct{ name, value, file string }{
 			{watchdog.SnapshotAt, "1700000000", watchdog.SnapshotAt},
 			{watchdog.SnapshotAt, "1700000999", watchdog.SnapshotAt},
 			{watchdog.CostCapAt, "1700001000", watchdog.CostCapAt},
@@ -381,6 +384,11 @@ func TestPutUnderEveryShell(t *testing.T) {
 			if b, err := os.ReadFile(filepath.Join(runDir, c.file)); err != nil || string(b) != c.value {
 				t.Fatalf("%s = %q, %v", c.file, b, err)
 			}
+			want := strings.Repeat("hup\n", i+1)
+			shtest.Eventually(t, time.Minute, func() bool {
+				b, _ := os.ReadFile(hups)
+				return string(b) == want
+			}, "the put of %s did not wake the watchdog once", c.name)
 		}
 		left, _ := filepath.Glob(filepath.Join(runDir, ".pod", "*.tmp"))
 		if len(left) > 0 {
