@@ -43,6 +43,15 @@ const (
 	DeleteNeverStarted = "never_started"
 )
 
+// DeleteReasons returns every reason the watchdog deletes a pod by, so that
+// a client can explain each (and learns of a new one from its tests).
+func DeleteReasons() []string {
+	return []string{
+		DeleteBootstrapFailed, DeletePodDirUnsafe, DeleteCostCap, DeleteDeadline,
+		DeleteRetrieved, DeleteAbandoned, DeleteNeverStarted,
+	}
+}
+
 // Event is one line of the watchdog log: `<unix time> <kind> key=value...`,
 // where a final msg= field, if any, runs to the end of the line.
 type Event struct {

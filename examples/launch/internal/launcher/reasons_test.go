@@ -2,127 +2,33 @@ package launcher
 
 import (
 	"bytes"
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
-
-	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/overbrainer/overbrainer-go/bootstrap"
 	"github.com/overbrainer/overbrainer-go/examples/launch/internal/state"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
-// watchdogSource is the watchdog package's directory, from this package's.
-var watchdogSource = filepath.Join("..", "..", "..", "..", "watchdog")
-
-// deleteConstants returns the watchdog package's Delete* constants and
-// their values, read from its source: the package has no list of them, and
-// a new one must not go unexplained.
-func deleteConstants(t *testing.T) map[string]string {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(watchdogSource, "*.go"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no Go files in %s: %v", watchdogSource, err)
-	}
-	found := map[string]string{}
-	fset := token.NewFileSet()
-	for _, file := range files {
-		if strings.HasSuffix(file, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, file, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, decl := range f.Decls {
-			gd, ok := decl.(*ast.GenDecl)
-			if !ok || gd.Tok != token.CONST {
-				continue
-			}
-			for _, spec := range gd.Specs {
-				vs := spec.(*ast.ValueSpec)
-				for i, name := range vs.Names {
-					if !strings.HasPrefix(name.Name, "Delete") || !name.IsExported() {
-						continue
-					}
-					lit, ok := vs.Values[i].(*ast.BasicLit)
-					if !ok || lit.Kind != token.STRING {
-						t.Fatalf("watchdog.%s is not a string literal", name.Name)
-					}
-					v, err := strconv.Unquote(lit.Value)
-					if err != nil {
-						t.Fatal(err)
-					}
-					found[name.Name] = v
-				}
-			}
-		}
-	}
-	return found
-}
-
-// scriptReasons returns every literal the watchdog script assigns to
-// $reason: the rules it deletes by.
-func scriptReasons(t *testing.T) []string {
-	t.Helper()
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangPOSIX)).Parse(strings.NewReader(watchdog.Script()), "watchdog.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var reasons []string
-	syntax.Walk(f, func(n syntax.Node) bool {
-		if a, ok := n.(*syntax.Assign); ok && a.Name != nil && a.Name.Value == "reason" && a.Value != nil {
-			if lit := a.Value.Lit(); lit != "" && !slices.Contains(reasons, lit) {
-				reasons = append(reasons, lit)
-			}
-		}
-		return true
-	})
-	return reasons
-}
-
 // Every rule by which the watchdog deletes a pod has its explanation, and
 // nothing else has one.
 func TestEveryDeleteReasonIsExplained(t *testing.T) {
-	consts := deleteConstants(t)
-	script := scriptReasons(t)
-	// The finders find what is known to be there, so an empty result
-	// cannot pass for "nothing to explain".
-	for _, known := range []string{watchdog.DeletePodDirUnsafe, watchdog.DeleteCostCap, watchdog.DeleteNeverStarted} {
-		if !slices.Contains(script, known) {
-			t.Errorf("the script's reasons %v lack %s", script, known)
-		}
+	reasons := watchdog.DeleteReasons()
+	if !slices.Contains(reasons, watchdog.DeletePodDirUnsafe) {
+		t.Fatalf("watchdog.DeleteReasons() = %v lacks %s", reasons, watchdog.DeletePodDirUnsafe)
 	}
-	if consts["DeletePodDirUnsafe"] != watchdog.DeletePodDirUnsafe || consts["DeleteBootstrapFailed"] != watchdog.DeleteBootstrapFailed {
-		t.Errorf("the constants found %v lack DeletePodDirUnsafe or DeleteBootstrapFailed", consts)
-	}
-	all := map[string]string{}
-	for name, v := range consts {
-		all[v] = "watchdog." + name
-	}
-	for _, v := range script {
-		if _, ok := all[v]; !ok {
-			all[v] = "watchdog.sh (reason=" + v + "), which has no Go constant"
-			t.Errorf("watchdog.sh deletes by %q, which the watchdog package has no constant for", v)
-		}
-	}
-	for v, where := range all {
+	for _, v := range reasons {
 		w, ok := deleteReasons[v]
 		switch {
 		case !ok:
-			t.Errorf("%s (%q) has no explanation in deleteReasons", where, v)
+			t.Errorf("%q has no explanation in deleteReasons", v)
 		case strings.TrimSpace(w.short) == "" || len(w.long) < len(w.short):
 			t.Errorf("%q: explanation %+v is empty or its long form shorter than its short one", v, w)
 		}
 	}
 	for v := range deleteReasons {
-		if _, ok := all[v]; !ok {
+		if !slices.Contains(reasons, v) {
 			t.Errorf("deleteReasons explains %q, which the watchdog does not delete by", v)
 		}
 	}
