@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/overbrainer/overbrainer-go/examples/launch/internal/state"
 	"github.com/overbrainer/overbrainer-go/runpod"
@@ -73,4 +75,62 @@ func TestRestartedContainerLosesTheJob(t *testing.T) {
 			w.assertClean()
 		})
 	}
+}
+
+// The launcher is killed while the job runs, then the pod's container
+// restarts without a volume, so the pod's run directory is a new one.
+// attach says the job was lost with its run directory and ends the run: it
+// does not upload and start the job again from its beginning.
+func TestAttachAfterARestartWithoutAVolume(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	p := w.start(args([]string{"run"}, fast, demo(600))...)
+	p.waitOutput("step 3/600", patience)
+	p.signal(syscall.SIGKILL)
+	p.wait(patience)
+	r := w.onlyRun()
+	if r.JobStarted.IsZero() {
+		t.Fatalf("run.json does not say the job started: %+v", r)
+	}
+	api, err := runpod.New(w.srv.APIKey(), runpod.WithBaseURL(w.srv.BaseURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	if _, err := api.PodAction(ctx, r.PodID, runpod.ActionRestart); err != nil {
+		t.Fatal(err)
+	}
+	a := w.start("attach", r.ID)
+	// A job started again would run its 600 steps: fail as soon as it is.
+	deadline := time.Now().Add(2 * patience)
+	for ended := false; !ended; {
+		select {
+		case <-a.done:
+			ended = true
+		case <-time.After(100 * time.Millisecond):
+		}
+		for _, again := range []string{"uploaded", "job started"} {
+			if strings.Contains(a.stderr.String(), again) {
+				t.Fatalf("attach started the job again (%q):\n%s", again, a.stderr)
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("attach did not end:\n%s", a.stderr)
+		}
+	}
+	if a.code != 1 {
+		t.Fatalf("attach exit %d, want 1 (the job was lost)\n%s", a.code, a.stderr)
+	}
+	stderr := a.stderr.String()
+	mustContain(t, "attach stderr", stderr, "went with it (no volume kept it)",
+		"the job was lost when the pod's container restarted")
+	if out := a.stdout.String(); strings.Contains(out, "step 1/600") {
+		t.Errorf("the job ran again from its beginning:\n%s", out)
+	}
+	if r := w.onlyRun(); r.Phase != state.PhaseDone {
+		t.Errorf("run phase %s", r.Phase)
+	}
+	w.waitPodGone(r, patience)
+	w.assertClean()
 }

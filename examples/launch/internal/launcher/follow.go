@@ -116,6 +116,12 @@ func (d *driver) steps(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if !st.Started() && !d.r.JobStarted.IsZero() {
+		// Starting it now would run the job again from its beginning,
+		// its earlier output and checkpoints gone.
+		d.runDirLost = true
+		return d.collect(ctx, st)
+	}
 	if !st.Started() {
 		if d.o.stop {
 			d.a.say("the job never started: nothing to checkpoint")
@@ -127,13 +133,19 @@ func (d *driver) steps(ctx context.Context) error {
 		if err := d.start(ctx); err != nil {
 			return err
 		}
-	} else if st.Lost() {
-		d.a.say("%s: reading the rest of its output from byte %d", lostJob, d.r.LogOffset)
-	} else if st.Ended() {
-		d.a.say("the job has ended: reading the rest of its output from byte %d", d.r.LogOffset)
 	} else {
-		d.a.say("the job is already running (process group %d): following its output from byte %d", st.PID, d.r.LogOffset)
-		d.r.Phase = state.PhaseRunning
+		if d.r.JobStarted.IsZero() {
+			d.r.JobStarted = time.Now()
+		}
+		switch {
+		case st.Lost():
+			d.a.say("%s: reading the rest of its output from byte %d", lostJob, d.r.LogOffset)
+		case st.Ended():
+			d.a.say("the job has ended: reading the rest of its output from byte %d", d.r.LogOffset)
+		default:
+			d.a.say("the job is already running (process group %d): following its output from byte %d", st.PID, d.r.LogOffset)
+			d.r.Phase = state.PhaseRunning
+		}
 		d.save()
 	}
 	if d.o.stop && !st.Ended() {
@@ -525,6 +537,7 @@ func (d *driver) start(ctx context.Context) error {
 	} else {
 		d.a.say("job started (process group %s): %s", jobctl.LastLine(out), d.r.Command)
 	}
+	d.r.JobStarted = time.Now()
 	d.r.Phase = state.PhaseRunning
 	d.save()
 	return nil

@@ -84,6 +84,12 @@ type Run struct {
 	CostUSD   float64   `json:"cost_usd,omitempty"`
 	Note      string    `json:"note,omitempty"`
 
+	// JobStarted is when the launcher started the job or first saw it
+	// started. A run directory without the job's job.pid after that is a
+	// new one: the pod's container restarted on a disk that did not keep
+	// the old one, and the job is lost, never to be started again.
+	JobStarted time.Time `json:"job_started,omitzero"`
+
 	// DeleteReason is the rule by which the pod's watchdog was seen
 	// deleting the pod (a watchdog Delete* reason).
 	DeleteReason string `json:"delete_reason,omitempty"`
