@@ -95,4 +95,16 @@ func TestEvaluate(t *testing.T) {
 	if !strings.Contains(out.String(), "|  | time |  | 200000 | 100000–300000 (n=3) | 150000 | 1.33× | **MISSED** |") {
 		t.Errorf("markdown:\n%s", out.String())
 	}
+	// A missed goal is listed; an absolute one with its same-run baseline,
+	// which tells a slow machine from a slow watchdog.
+	abs := evaluate(res, []Spec{{Measure: "abs", Bench: "BenchmarkGetPod/client", Unit: "ns/op", Base: "BenchmarkGetPod/bare", Limit: 100000}})
+	out.Reset()
+	writeMarkdown(&out, Meta{}, append(rows[:1:1], abs...), res, nil)
+	for _, want := range []string{
+		"Goals missed in this run: time (: 1.33×); abs (: 200000; its baseline 150000 here, ratio 1.33×).",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the report lacks %q:\n%s", want, out.String())
+		}
+	}
 }

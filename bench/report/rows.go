@@ -199,7 +199,14 @@ func writeMarkdown(w io.Writer, meta Meta, rows []Row, res *Results, raw []strin
 			if r.OnRatio {
 				got = r.cells()[6]
 			}
-			missed = append(missed, fmt.Sprintf("%s (%s: %s)", r.Measure, r.Goal, got))
+			m := fmt.Sprintf("%s (%s: %s", r.Measure, r.Goal, got)
+			// An absolute goal missed is read against what the baseline
+			// cost on the same machine in the same run: a machine that
+			// starts processes slowly misses a CPU goal by its baseline.
+			if c := r.cells(); !r.OnRatio && r.Ratio != 0 {
+				m += fmt.Sprintf("; its baseline %s here, ratio %s", c[5], c[6])
+			}
+			missed = append(missed, m+")")
 		}
 	}
 	if len(missed) > 0 {
