@@ -35,15 +35,7 @@ func TestRestartedContainerLosesTheJob(t *testing.T) {
 			p := w.start(args([]string{"run"}, fast, extra, demo(600))...)
 			p.waitOutput("step 3/600", patience)
 			r := w.onlyRun()
-			api, err := runpod.New(w.srv.APIKey(), runpod.WithBaseURL(w.srv.BaseURL()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), patience)
-			defer cancel()
-			if _, err := api.PodAction(ctx, r.PodID, runpod.ActionRestart); err != nil {
-				t.Fatal(err)
-			}
+			w.restartPod(r)
 			if code := p.wait(patience); code != 1 {
 				t.Fatalf("exit %d, want 1 (the job failed)", code)
 			}
@@ -92,15 +84,7 @@ func TestAttachAfterARestartWithoutAVolume(t *testing.T) {
 	if r.JobStarted.IsZero() {
 		t.Fatalf("run.json does not say the job started: %+v", r)
 	}
-	api, err := runpod.New(w.srv.APIKey(), runpod.WithBaseURL(w.srv.BaseURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), patience)
-	defer cancel()
-	if _, err := api.PodAction(ctx, r.PodID, runpod.ActionRestart); err != nil {
-		t.Fatal(err)
-	}
+	w.restartPod(r)
 	a := w.start("attach", r.ID)
 	// A job started again would run its 600 steps: fail as soon as it is.
 	deadline := time.Now().Add(2 * patience)
@@ -133,4 +117,19 @@ func TestAttachAfterARestartWithoutAVolume(t *testing.T) {
 	}
 	w.waitPodGone(r, patience)
 	w.assertClean()
+}
+
+// restartPod restarts the run's pod's container through the API, as Runpod
+// may at any time.
+func (w *world) restartPod(r *state.Run) {
+	w.t.Helper()
+	api, err := runpod.New(w.srv.APIKey(), runpod.WithBaseURL(w.srv.BaseURL()))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	if _, err := api.PodAction(ctx, r.PodID, runpod.ActionRestart); err != nil {
+		w.t.Fatal(err)
+	}
 }
