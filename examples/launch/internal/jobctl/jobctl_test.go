@@ -139,9 +139,7 @@ func startAndFinish(t *testing.T, shell, env []string) {
 		t.Fatalf("exit_code %q", code)
 	}
 	// The job's end woke the watchdog.
-	if got := waitFile(t, hups); got != "hup\n" {
-		t.Fatalf("the watchdog got %q", got)
-	}
+	waitHups(t, hups, 1, "the job's end")
 	if got := waitFile(t, filepath.Join(runDir, OutputsDir, "token")); got != token {
 		t.Fatalf("the job saw HF_TOKEN %q", got)
 	}
@@ -189,6 +187,17 @@ func fakeWatchdog(t *testing.T, runDir string) (hups string) {
 		t.Fatal(err)
 	}
 	return hups
+}
+
+// waitHups waits until the fake watchdog noted n HUPs, the last sent after
+// what.
+func waitHups(t *testing.T, hups string, n int, what string) {
+	t.Helper()
+	want := strings.Repeat("hup\n", n)
+	shtest.Eventually(t, time.Minute, func() bool {
+		b, _ := os.ReadFile(hups)
+		return string(b) == want
+	}, "%s did not wake the watchdog (want %d HUPs in all)", what, n)
 }
 
 func readAll(r interface{ Read([]byte) (int, error) }) (string, error) {

@@ -384,11 +384,7 @@ func TestPutUnderEveryShell(t *testing.T) {
 			if b, err := os.ReadFile(filepath.Join(runDir, c.file)); err != nil || string(b) != c.value {
 				t.Fatalf("%s = %q, %v", c.file, b, err)
 			}
-			want := strings.Repeat("hup\n", i+1)
-			shtest.Eventually(t, time.Minute, func() bool {
-				b, _ := os.ReadFile(hups)
-				return string(b) == want
-			}, "the put of %s did not wake the watchdog once", c.name)
+			waitHups(t, hups, i+1, "the put of "+c.name)
 		}
 		left, _ := filepath.Glob(filepath.Join(runDir, ".pod", "*.tmp"))
 		if len(left) > 0 {
