@@ -73,7 +73,7 @@ func TestChaosPodClockSkew(t *testing.T) {
 			go e.watchPods(watching)
 			defer close(watching)
 			if !l.waitFor(l.says("pod clock ")) {
-				t.Fatalf("the launcher never planned the cost cap (exit %d)", l.code)
+				t.Fatalf("the launcher never planned the cost cap (%s)", l.state())
 			}
 			pod, ok := e.pod()
 			if !ok {

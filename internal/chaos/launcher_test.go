@@ -256,6 +256,15 @@ func (l *launcher) kill() {
 	<-l.done
 }
 
+// state says whether the launcher still runs, or its exit code: code is
+// only read once the launcher has exited.
+func (l *launcher) state() string {
+	if !l.exited() {
+		return "still running"
+	}
+	return fmt.Sprintf("exit %d", l.code)
+}
+
 func (l *launcher) output() string { return l.stdout.String() + l.stderr.String() }
 
 // waitFor polls until cond holds and reports whether it did before the

@@ -358,11 +358,16 @@ func (s *secretSet) sampleProcsUntil(stop <-chan struct{}) (done <-chan struct{}
 	go func() {
 		defer close(ch)
 		for {
+			began := time.Now()
 			s.sampleProcs()
+			// A pass over every process is slow on a loaded machine (and
+			// under the race detector): pausing twice its time keeps the
+			// sampler to a third of a core, so that it does not starve
+			// the pods it watches.
 			select {
 			case <-stop:
 				return
-			case <-time.After(100 * time.Millisecond):
+			case <-time.After(max(100*time.Millisecond, 2*time.Since(began))):
 			}
 		}
 	}()
