@@ -41,6 +41,9 @@
 //
 // The matrix's pods run under runpodtest's pod runner (root, Linux) with a
 // network volume as their workdir, so that the run directory, and the
-// watchdog's log in it, outlive the pod on this host. All cells and their
-// mutants run at once: each mostly waits on a grace or a client timeout.
+// watchdog's log in it, outlive the pod on this host. Up to 16 cells (and
+// mutants) run at once: each mostly waits on a grace or a client timeout,
+// but more at once starve the pods of a 2-core machine. A kill cell whose
+// kill landed past its step (the launcher outran the test's look) runs
+// again, up to three times.
 package chaos
