@@ -116,13 +116,13 @@ func (d *driver) steps(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if !st.Started() && !d.r.JobStarted.IsZero() {
-		// Starting it now would run the job again from its beginning,
-		// its earlier output and checkpoints gone.
-		d.runDirLost = true
-		return d.collect(ctx, st)
-	}
 	if !st.Started() {
+		if !d.r.JobStarted.IsZero() {
+			// Starting it now would run the job again from its
+			// beginning, its earlier output and checkpoints gone.
+			d.runDirLost = true
+			return d.collect(ctx, st)
+		}
 		if d.o.stop {
 			d.a.say("the job never started: nothing to checkpoint")
 			return d.collect(ctx, st)

@@ -11,11 +11,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/overbrainer/overbrainer-go/internal/shtest"
 )
 
 func dial(t *testing.T, addr string, client, host *Key) *Conn {
@@ -106,16 +107,16 @@ func TestRunStreamsAndErrors(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	stdin, hold := io.Pipe()
 	defer hold.Close()
-	started := make(chan struct{})
-	said := &signalWriter{match: "started", seen: started}
+	var said shtest.SyncBuffer
 	done := make(chan error, 1)
-	go func() { done <- c.Run(cctx, Command(`echo started; exec cat >/dev/null`), stdin, said, nil) }()
+	go func() { done <- c.Run(cctx, Command(`echo started; exec cat >/dev/null`), stdin, &said, nil) }()
+	shtest.Eventually(t, time.Minute, func() bool {
+		return strings.Contains(said.String(), "started") || len(done) > 0
+	}, "the command never started")
 	select {
-	case <-started:
 	case err := <-done:
 		t.Fatalf("the command ended before it was cancelled: %v", err)
-	case <-time.After(60 * time.Second):
-		t.Fatal("the command never started")
+	default:
 	}
 	cancel()
 	select {
@@ -384,23 +385,4 @@ func TestStream(t *testing.T) {
 	if err := st.Wait(); !errors.As(err, &ce) || ce.Status != 4 || ce.Stderr != "bye" {
 		t.Fatalf("Wait = %#v", err)
 	}
-}
-
-// signalWriter closes seen once what was written contains match.
-type signalWriter struct {
-	mu    sync.Mutex
-	buf   strings.Builder
-	match string
-	seen  chan struct{}
-}
-
-func (w *signalWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	already := strings.Contains(w.buf.String(), w.match)
-	w.buf.Write(p)
-	if !already && strings.Contains(w.buf.String(), w.match) {
-		close(w.seen)
-	}
-	return len(p), nil
 }
