@@ -233,6 +233,11 @@ func (p process) ownRole() string {
 		return "test"
 	case p.exe == self || bytes.Contains(p.environ, []byte("RUNPODTEST_POD_INIT=")):
 		return "podinit" // a pod's PID 1: this binary re-executed by runpodtest
+	case hasEnv(p.environ, "OVERBRAINER_SNAPSHOT_REQUEST"):
+		// The job's top shell sets it for the job's whole tree, and
+		// nothing else has it: the job is known even when its pod is
+		// torn down and the kernel reparents it outside the pod.
+		return "job"
 	case len(p.argv) >= 3 && p.argv[1] == "-c" &&
 		(strings.Contains(p.argv[2], "bootstrap_main") || strings.HasPrefix(p.argv[2], bootstrapHead())):
 		return "bootstrap" // and its subshells, which share its command line
@@ -244,6 +249,11 @@ func (p process) ownRole() string {
 		return "curl"
 	}
 	return ""
+}
+
+// hasEnv says whether environ (a /proc/PID/environ) sets name.
+func hasEnv(environ []byte, name string) bool {
+	return bytes.HasPrefix(environ, []byte(name+"=")) || bytes.Contains(environ, []byte("\x00"+name+"="))
 }
 
 // bootstrapHead is how the pod's bootstrap command starts (a cmdline read
@@ -284,7 +294,8 @@ func roles(procs map[int]process) map[int]string {
 
 // mayHold is who may have a secret in its environment. The launcher holds
 // the account key and the HF token it hands to the job over SSH; the job
-// holds that token: an sshd_child, or a podinit_child once its session
+// holds that token: a job (by its environment), an sshd_child, or a
+// podinit_child once its session
 // ended (it runs in a session of its own, and the pod's init inherits it). The bootstrap holds the pod key and the
 // host key (unexported at once: its own subshells only); the programs it
 // runs inherit the pod key, which it keeps for the watchdog, which holds it
@@ -301,7 +312,7 @@ func mayHold(role, kind string) bool {
 	case kindHF:
 		// A process whose parent ended while the sample was taken could
 		// be a job's: it may hold the token, not the keys.
-		return role == "launcher" || role == "sshd_child" || role == "podinit_child" || role == "unknown"
+		return role == "launcher" || role == "job" || role == "sshd_child" || role == "podinit_child" || role == "unknown"
 	}
 	return false
 }
