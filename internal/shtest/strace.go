@@ -39,3 +39,22 @@ func CountTicks(path string) (clones, sleeps int) {
 	}
 	return clones, sleeps
 }
+
+// CountClones reads the log of `strace -f -o path` and counts the process
+// creations in it. A log that cannot be read counts nothing.
+func CountClones(path string) int {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	n := 0
+	for sc.Scan() {
+		if straceCloneRE.MatchString(sc.Text()) {
+			n++
+		}
+	}
+	return n
+}

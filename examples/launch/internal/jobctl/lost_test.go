@@ -2,7 +2,6 @@ package jobctl
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -34,13 +33,7 @@ record_lost_job
 func TestWatchSeesALostJob(t *testing.T) {
 	forEachShell(t, func(t *testing.T, shell []string) {
 		runDir, _ := newRun(t, "")
-		other := exec.Command("sleep", "600")
-		other.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := other.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = other.Process.Kill(); _ = other.Wait() })
-		pgid := other.Process.Pid
+		pgid := liveGroup(t)
 		if err := os.WriteFile(filepath.Join(runDir, watchdog.JobPID), []byte(strconv.Itoa(pgid)+"\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}

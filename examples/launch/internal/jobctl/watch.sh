@@ -28,31 +28,66 @@
 cd "$1" || exit 1
 chunk=.pod/watch.$$.chunk
 trap 'rm -f "$chunk"' EXIT
+cr=$(printf '\r')
+# The watchdog log's size when delete_why last read it, and what it found:
+# the log only grows, so a look whose size is the same reuses the reason.
+why_size=none
+why=-
 
-# field FILE: prints the number that starts FILE (.pod/du holds du's whole
-# line, "KIB<tab>DIR"), or - when there is none.
+# A look runs on every poll of a running job (each second at --poll 1s), so
+# its steady state starts as few processes as it can: `date` for the pod's
+# clock, one `wc` for both logs' sizes, and `touch` when it renews the lease.
+# The job's output costs tail, head, wc and cat only when there is some.
+
+# field FILE: sets $value to the number that starts FILE (.pod/du holds du's
+# whole line, "KIB<tab>DIR"), or - when there is none; a builtin read, from a
+# regular file only (a fifo would hang the look).
 field() {
   value=
-  read -r value _ < "$1" 2> /dev/null
+  if [ -f "$1" ]; then
+    { read -r value _ < "$1"; } 2> /dev/null
+  fi
   case $value in
     '' | *[!0-9]*) value=- ;;
   esac
-  printf '%s' "$value"
+}
+
+# sizes: sets $size to job.log's size in bytes (0 without one) and $log_size
+# to the watchdog log's (- without one), with one wc for both. Regular files
+# only: wc would wait on a fifo.
+sizes() {
+  size=0
+  log_size=-
+  set --
+  if [ -f job.log ]; then set -- job.log; fi
+  if [ -f .pod/watchdog.log ]; then set -- "$@" .pod/watchdog.log; fi
+  [ "$#" -gt 0 ] || return 0
+  counted=$(wc -c "$@" 2> /dev/null)
+  # Lines of "BYTES NAME" (and a total): each name follows its count.
+  last=
+  for word in $counted; do
+    case $word in
+      job.log) size=$last ;;
+      .pod/watchdog.log) log_size=$last ;;
+    esac
+    last=$word
+  done
+  case $size in
+    '' | *[!0-9]*) size=0 ;;
+  esac
+  case $log_size in
+    '' | *[!0-9]*) log_size=- ;;
+  esac
 }
 
 # delete_why: prints the reason of the last delete_reason line the watchdog
 # logged since its last start, or -. Only the log's tail is read: the
-# watchdog logs the line again at every try, and a regular file only (a
-# fifo would hang the look).
+# watchdog logs the line again at every try.
 delete_why() {
-  if [ -f .pod/watchdog.log ]; then
-    tail -c 4096 .pod/watchdog.log 2> /dev/null | awk '
+  tail -c 4096 .pod/watchdog.log 2> /dev/null | awk '
 $2 == "start" { why = "" }
 $2 == "delete_reason" && $3 ~ /^reason=[a-z_]+$/ { why = substr($3, 8) }
 END { print (why == "" ? "-" : substr(why, 1, 64)) }'
-  else
-    printf '%s' -
-  fi
 }
 
 # look OFFSET TOUCH MAX: one answer.
@@ -60,7 +95,8 @@ look() {
   if [ "$2" = 1 ]; then
     touch .pod/lease
   fi
-  pid=$(field job.pid)
+  field job.pid
+  pid=$value
   alive=-
   if [ "$pid" != - ] && [ "$pid" -gt 1 ]; then
     if group_signal 0 "$pid"; then alive=1; else alive=0; fi
@@ -68,7 +104,8 @@ look() {
   # Read after the group's check: the job writes its exit code before its
   # group goes, so a gone group seen without one was killed. Read before,
   # a job ending in between would look killed.
-  code=$(field exit_code)
+  field exit_code
+  code=$value
   cancelled=0
   if [ -f cancelled ]; then
     cancelled=$(head -c 64 cancelled 2> /dev/null | tr -d '\n')
@@ -77,27 +114,45 @@ look() {
       container_restarted) alive=0 ;;
     esac
   fi
-  size=0
-  [ -f job.log ] && size=$(wc -c < job.log)
-  size=$((size + 0))
+  sizes
   request=-
   if [ -f snapshot.request ]; then
     request=$(head -c 64 snapshot.request 2> /dev/null | tr -d '\n' | tr -c 'A-Za-z0-9_-' _)
     [ -n "$request" ] || request=_
   fi
-  du_kib=$(field .pod/du)
-  why=$(delete_why)
-  verdict=$(head -n 1 .pod/watchdog 2> /dev/null | tr -d '\r')
+  field .pod/du
+  du_kib=$value
+  if [ "$log_size" = - ]; then
+    why=-
+    why_size=none
+  elif [ "$log_size" != "$why_size" ]; then
+    why=$(delete_why)
+    why_size=$log_size
+  fi
+  # The verdict's first line, without its carriage returns.
+  verdict=
+  if [ -f .pod/watchdog ]; then
+    { IFS= read -r verdict < .pod/watchdog; } 2> /dev/null
+  fi
+  while :; do
+    case $verdict in
+      *"$cr"*) verdict=${verdict%%"$cr"*}${verdict#*"$cr"} ;;
+      *) break ;;
+    esac
+  done
   # The bytes go through a file, so that N counts what is sent even while
   # the log grows.
-  : > "$chunk"
+  n=0
   if [ "$size" -gt "$1" ]; then
     tail -c +"$(($1 + 1))" job.log | head -c "$3" > "$chunk"
+    n=$(wc -c < "$chunk")
+    n=$((n + 0))
   fi
-  n=$(wc -c < "$chunk")
   printf 'ob1 %s %s %s %s %s %s %s %s %s %s\n%s\n' "$pid" "$code" "$alive" "$cancelled" \
-    "$size" "$(date +%s)" "$request" "$du_kib" "$why" "$((n + 0))" "$verdict"
-  cat "$chunk"
+    "$size" "$(date +%s)" "$request" "$du_kib" "$why" "$n" "$verdict"
+  if [ "$n" -gt 0 ]; then
+    cat "$chunk"
+  fi
 }
 
 # put NAME VALUE: one answer.

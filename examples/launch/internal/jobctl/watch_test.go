@@ -3,6 +3,7 @@ package jobctl
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -429,4 +430,65 @@ func TestCommandLines(t *testing.T) {
 	if got := StartCommand("/w/r", "/etc/overbrainer/job.env"); !strings.HasSuffix(got, " sh '/w/r' '/etc/overbrainer/job.env'") {
 		t.Fatal(got)
 	}
+}
+
+// A look runs on every poll of a running job, so its steady state (a live
+// job, no new output, no lease to renew) must stay cheap: it starts date
+// and one wc, plus what a shell cannot do itself (posh's printf). Before,
+// it started 13 to 17 processes a look. Counted under strace, as the
+// difference between a session of one look and one of more looks.
+func TestASteadyLookStartsFewProcesses(t *testing.T) {
+	strace := shtest.NeedTool(t, "strace")
+	const maxPerLook = 4
+	forEachShell(t, func(t *testing.T, shell []string) {
+		runDir, _ := newRun(t, "")
+		logText := strings.Repeat("a line of output\n", 100)
+		for name, body := range map[string]string{
+			watchdog.JobPID:  strconv.Itoa(liveGroup(t)),
+			JobLog:           logText,
+			watchdog.Log:     "1700000000 start deadline=none\n1700000001 probe result=ready\n",
+			watchdog.Du:      "12\t/workspace\n",
+			watchdog.Verdict: "ready\n",
+		} {
+			if err := os.WriteFile(filepath.Join(runDir, name), []byte(body), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		first := "poll 0 0 100000\n"
+		steady := fmt.Sprintf("poll %d 0 100\n", len(logText))
+		clones := func(looks int) int {
+			out := filepath.Join(t.TempDir(), "strace")
+			argv := append([]string{strace, "-f", "-qq", "-o", out, "-e", "trace=clone,clone3,fork,vfork"}, shell...)
+			stdout, stderr, err := runScript(t, argv, nil, first+strings.Repeat(steady, looks), WatchScript(), runDir)
+			if err != nil {
+				t.Fatalf("watch.sh: %v\n%s", err, stderr)
+			}
+			// Every look answered, and the steady ones with the job alive
+			// and nothing to send.
+			want := fmt.Sprintf(" 1 0 %d ", len(logText))
+			if got := strings.Count(stdout, want); got != looks+1 {
+				t.Fatalf("%d of %d answers say %q:\n%s", got, looks+1, want, stdout)
+			}
+			return shtest.CountClones(out)
+		}
+		const looks = 5
+		perLook := float64(clones(1+looks)-clones(1)) / looks
+		t.Logf("%.1f processes per steady look", perLook)
+		if perLook > maxPerLook {
+			t.Errorf("a steady look started %.1f processes, want at most %d", perLook, maxPerLook)
+		}
+	})
+}
+
+// liveGroup starts a process in a group of its own, there until the test
+// ends, and returns the group's id (its pid).
+func liveGroup(t *testing.T) int {
+	t.Helper()
+	p := exec.Command("sleep", "600")
+	p.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Process.Kill(); _ = p.Wait() })
+	return p.Process.Pid
 }
