@@ -41,7 +41,11 @@ const loadPods = 50
 
 // Slack is what a loaded 2-core CI machine may add to a rule's own bound
 // before a timed assertion fails. CHAOS_SLACK (a Go duration) overrides it.
-var Slack = envDuration("CHAOS_SLACK", 5*time.Second)
+// The rules themselves are on time (a cell run alone ends 1 s or more inside
+// its bound); under 16 cells at once a CI machine delayed a cost cap by
+// 5.6 s past its bound, once, and 50 watchdogs at once by 5.1 s, so 5 s was
+// too tight. The figures report the delays as measured, whatever the slack.
+var Slack = envDuration("CHAOS_SLACK", 8*time.Second)
 
 // wait bounds every poll for something that must happen; generous, since
 // a late event is measured and reported against its bound separately.

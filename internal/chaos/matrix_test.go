@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/overbrainer/overbrainer-go/internal/shtest"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 	"github.com/overbrainer/overbrainer-go/watchdog"
@@ -569,6 +570,9 @@ func runCell(t *testing.T, c *cell, sec *secretSet) (again bool) {
 		t.Errorf("no fault was served: the cell tested nothing")
 	}
 
+	// A create the fake received may still be on its way to the pod
+	// list: the launcher can be killed the moment its call arrives.
+	shtest.Eventually(t, wait, e.createsAnswered, "the fake's answer to each pod create")
 	pod, ok := e.pod()
 	switch {
 	case !ok && c.rule == ruleNoPod:
@@ -624,6 +628,17 @@ func (e *env) killTrigger(l *launcher) func() bool {
 		}
 	}
 	return l.says(stepMarkers[e.c.step])
+}
+
+// createsAnswered says that the fake answered every pod create it
+// received (or served it a fault), so its pod list holds their pods.
+func (e *env) createsAnswered() bool {
+	for _, r := range e.srv.Requests() {
+		if r.Method == "POST" && r.Path == "/v2/pods" && r.Status == 0 && !r.Fault {
+			return false
+		}
+	}
+	return true
 }
 
 func (e *env) pod() (runpodtest.Pod, bool) {
@@ -756,19 +771,8 @@ func (e *env) bound(rule string, killedAt time.Time, l *launcher) (time.Time, bo
 // deletedBy says who deleted the pod: ruleClient when the account's
 // DELETE or terminate ended it, else the watchdog's logged reason.
 func (e *env) deletedBy(pod runpodtest.Pod) string {
-	for _, r := range e.srv.Requests() {
-		if r.Fault || r.Status/100 != 2 {
-			continue
-		}
-		del := r.Method == "DELETE" && r.Path == "/v2/pods/"+pod.ID ||
-			r.Method == "POST" && r.Path == "/v2/pods/"+pod.ID+"/action" && strings.Contains(string(r.Body), "terminate")
-		if !del {
-			continue
-		}
-		if r.Caller == runpodtest.CallerAccount {
-			return ruleClient
-		}
-		break
+	if r, ok := e.endingCall(pod); ok && r.Caller == runpodtest.CallerAccount {
+		return ruleClient
 	}
 	for _, ev := range e.events() {
 		if ev.Kind == watchdog.KindDeleteReason {
@@ -776,6 +780,21 @@ func (e *env) deletedBy(pod runpodtest.Pod) string {
 		}
 	}
 	return "unknown"
+}
+
+// endingCall is the first DELETE or terminate of the pod that the API
+// answered with success: the call that ended it.
+func (e *env) endingCall(pod runpodtest.Pod) (runpodtest.Request, bool) {
+	for _, r := range e.srv.Requests() {
+		if r.Fault || r.Status/100 != 2 {
+			continue
+		}
+		if r.Method == "DELETE" && r.Path == "/v2/pods/"+pod.ID ||
+			r.Method == "POST" && r.Path == "/v2/pods/"+pod.ID+"/action" && strings.Contains(string(r.Body), "terminate") {
+			return r, true
+		}
+	}
+	return runpodtest.Request{}, false
 }
 
 // checkDeleted waits for the pod to end and checks the rule and its bound.
@@ -816,11 +835,18 @@ func (e *env) checkDeleted(pod runpodtest.Pod, began, killedAt time.Time, l *lau
 			wd = append(wd, fmt.Sprintf("%s at %+.0fs", ev.Kind, ev.Time.Sub(began).Seconds()))
 		}
 	}
-	t.Logf("deleted by %s, %+.2fs from the bound; launch began %s before the pod ended (watchdog: %s)",
-		c.got, c.pastBound.Seconds(), final.EndedAt.Sub(began).Round(time.Millisecond), strings.Join(wd, ", "))
+	// The fake marks the pod TERMINATED once its processes are gone: when
+	// the pod ends late, when the call came tells the watchdog's (or the
+	// launcher's) lateness from the teardown's.
+	called := "no ending call logged"
+	if r, ok := e.endingCall(final); ok {
+		called = fmt.Sprintf("%s %s received %+.2fs from the bound", r.Method, r.Path, r.Time.Sub(bound).Seconds())
+	}
+	t.Logf("deleted by %s, %+.2fs from the bound (%s); launch began %s before the pod ended (watchdog: %s)",
+		c.got, c.pastBound.Seconds(), called, final.EndedAt.Sub(began).Round(time.Millisecond), strings.Join(wd, ", "))
 	if c.pastBound > Slack {
 		c.err = "late"
-		t.Errorf("the pod ended %s past its bound (slack %s)", seconds(c.pastBound), Slack)
+		t.Errorf("the pod ended %s past its bound (slack %s)\nwatchdog log:\n%s", seconds(c.pastBound), Slack, e.logText())
 	}
 }
 

@@ -233,10 +233,13 @@ func (p process) ownRole() string {
 		return "test"
 	case p.exe == self || bytes.Contains(p.environ, []byte("RUNPODTEST_POD_INIT=")):
 		return "podinit" // a pod's PID 1: this binary re-executed by runpodtest
-	case hasEnv(p.environ, "OVERBRAINER_SNAPSHOT_REQUEST"):
-		// The job's top shell sets it for the job's whole tree, and
-		// nothing else has it: the job is known even when its pod is
-		// torn down and the kernel reparents it outside the pod.
+	case hasEnv(p.environ, "OVERBRAINER_SNAPSHOT_REQUEST"),
+		len(p.argv) >= 4 && p.argv[1] == "-c" && p.argv[3] == "overbrainer-job":
+		// The job's top shell (start.sh names it overbrainer-job, its $0)
+		// sets the variable for the job's whole tree, and nothing else
+		// has either: the job is known even when its pod is torn down and
+		// the kernel reparents it outside the pod (the top shell's own
+		// environment, from before it set the variable, lacks it).
 		return "job"
 	case len(p.argv) >= 3 && p.argv[1] == "-c" &&
 		(strings.Contains(p.argv[2], "bootstrap_main") || strings.HasPrefix(p.argv[2], bootstrapHead())):
@@ -423,4 +426,36 @@ func TestChaosSecretScanAcrossNULs(t *testing.T) {
 func total(s *secretSet) int {
 	_, n := s.hitList()
 	return n
+}
+
+// TestChaosRolesKnowAReparentedJob: the job's processes may hold the HF
+// token even when the pod's teardown has the kernel reparent them outside
+// the pod, where their ancestry names nothing: its top shell by its $0,
+// its children by the variable the top shell exports. An unknown process
+// under the test may hold no secret.
+func TestChaosRolesKnowAReparentedJob(t *testing.T) {
+	const test = 1000
+	procs := map[int]process{
+		test: {pid: test, ppid: 1, exe: "/usr/bin/not-the-test"},
+		// The job's top shell, reparented to the test.
+		2001: {pid: 2001, ppid: test, exe: "/usr/bin/dash",
+			argv:    []string{"sh", "-c", "# wake_watchdog RUN_DIR: ...", "overbrainer-job", "/w/run", "/w/job.env"},
+			environ: []byte("HF_TOKEN=x\x00PATH=/bin\x00")},
+		// A child of the job whose parent already went.
+		2002: {pid: 2002, ppid: test, exe: "/usr/bin/python3",
+			argv:    []string{"python3", "train.py"},
+			environ: []byte("HF_TOKEN=x\x00OVERBRAINER_SNAPSHOT_REQUEST=/w/run/snapshot.request\x00")},
+		// A shell of the same look that is not the job.
+		2003: {pid: 2003, ppid: test, exe: "/usr/bin/dash",
+			argv: []string{"sh", "-c", "# wake_watchdog RUN_DIR: ...", "other", "/w/run"}},
+	}
+	got := roles(procs)
+	for pid, want := range map[int]string{2001: "job", 2002: "job", 2003: "other"} {
+		if got[pid] != want {
+			t.Errorf("pid %d: role %q, want %q", pid, got[pid], want)
+		}
+		if may := mayHold(got[pid], kindHF); may != (want == "job") {
+			t.Errorf("pid %d (%s): may hold the HF token = %v", pid, got[pid], may)
+		}
+	}
 }
