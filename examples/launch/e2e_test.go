@@ -131,16 +131,23 @@ exit 3
 	w.assertPrivate(token, w.srv.APIKey())
 }
 
+// runThenKill runs the demo job of steps steps, kills the launcher with
+// SIGKILL at its step 3, and returns the launcher and its run.
+func (w *world) runThenKill(steps int) (*proc, *state.Run) {
+	w.t.Helper()
+	p := w.start(args([]string{"run"}, fast, demo(steps))...)
+	p.waitOutput(fmt.Sprintf("step 3/%d", steps), patience)
+	p.signal(syscall.SIGKILL)
+	p.wait(patience)
+	return p, w.onlyRun()
+}
+
 // A client killed with SIGKILL leaves a running pod; attach resumes the
 // output where it was and finishes the run.
 func TestAttachAfterKill(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
-	p := w.start(args([]string{"run"}, fast, demo(12))...)
-	p.waitOutput("step 3/12", patience)
-	p.signal(syscall.SIGKILL)
-	p.wait(patience)
-	r := w.onlyRun()
+	p, r := w.runThenKill(12)
 	if r.Phase != state.PhaseRunning {
 		t.Fatalf("phase %s after the kill", r.Phase)
 	}

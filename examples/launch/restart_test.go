@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -76,11 +75,7 @@ func TestRestartedContainerLosesTheJob(t *testing.T) {
 func TestAttachAfterARestartWithoutAVolume(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
-	p := w.start(args([]string{"run"}, fast, demo(600))...)
-	p.waitOutput("step 3/600", patience)
-	p.signal(syscall.SIGKILL)
-	p.wait(patience)
-	r := w.onlyRun()
+	_, r := w.runThenKill(600)
 	if r.JobStarted.IsZero() {
 		t.Fatalf("run.json does not say the job started: %+v", r)
 	}
