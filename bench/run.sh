@@ -62,7 +62,7 @@ need_cmd go || exit 1
 need_cmd curl curl
 need_cmd dash dash
 need_cmd busybox busybox
-if want tick; then need_cmd strace strace; fi
+if want tick || want launcher; then need_cmd strace strace; fi
 if want pod || want launcher; then
   need_cmd unshare util-linux
   [ -x /usr/sbin/sshd ] || need_cmd sshd openssh-server
@@ -90,7 +90,7 @@ want tick && pkgs+=(bench:./bench watchdog:./watchdog)
 want reaction && pkgs+=(bench:./bench watchdog:./watchdog)
 want client && pkgs+=(runpod:./runpod)
 want pod && pkgs+=(bootstrap:./bootstrap)
-want launcher && pkgs+=(bench:./bench)
+want launcher && pkgs+=(bench:./bench jobctl:./examples/launch/internal/jobctl)
 declare -A built=()
 for p in "${pkgs[@]}"; do
   name=${p%%:*}
@@ -176,6 +176,8 @@ if want launcher; then
   else
     say "launcher: build failed"
   fi
+  say "launcher: processes per steady look at the job under strace, 3 runs each (~10 s)"
+  bench look examples/launch/internal/jobctl '^BenchmarkLookProcesses$' -test.count 3
   say "launcher: run to the first output line, 3 runs of each variant (~1 min)"
   for i in 1 2 3; do
     bench "launcher.first.$i" bench '^BenchmarkLaunchFirstOutput$' -test.benchtime 1x

@@ -83,6 +83,12 @@ var specs = []Spec{
 		Base: "BenchmarkLaunchFirstOutput/poll200ms", BaseUnit: "pod-s", Show: "s"},
 	{Part: "launcher", Measure: "SDK share, --poll 200ms", Bench: "BenchmarkLaunchFirstOutput/poll200ms", Unit: "sdk-s",
 		Base: "BenchmarkLaunchFirstOutput/poll200ms", BaseUnit: "pod-s", Show: "s", Goal: "≤ 1 s", Limit: 1},
+	{Part: "launcher", Measure: "processes per steady look at the job (follow), dash", Bench: "BenchmarkLookProcesses/dash", Unit: "procs/look",
+		Base: "BenchmarkLookProcesses/clock_only_dash"},
+	{Part: "launcher", Measure: "processes per steady look, busybox sh", Bench: "BenchmarkLookProcesses/busybox", Unit: "procs/look",
+		Base: "BenchmarkLookProcesses/clock_only_busybox"},
+	{Part: "launcher", Measure: "processes per steady look, bash", Bench: "BenchmarkLookProcesses/bash", Unit: "procs/look",
+		Base: "BenchmarkLookProcesses/clock_only_bash"},
 	{Part: "launcher", Measure: "1 launch: throughput", Bench: "BenchmarkLaunchConcurrent/1", Unit: "launches/min", Show: "/min"},
 	{Part: "launcher", Measure: "10 at once: throughput", Bench: "BenchmarkLaunchConcurrent/10", Unit: "launches/min",
 		Base: "BenchmarkLaunchConcurrent/1", Show: "/min"},
@@ -164,7 +170,13 @@ to its "cost:" line (pod deleted, secret deleted); throughput is the successful
 launches over the wall time from the first start to the last end, so one straggler
 weighs on it; requests are the account key's
 calls per launch, the pods' own (watchdog) calls apart. 50 real pods at once load a
-2-core machine far beyond its cores, which the durations show.`},
+2-core machine far beyond its cores, which the durations show. Processes per look:
+while it follows a job the launcher polls it through watch.sh, one long-lived shell
+per SSH connection; jobctl's BenchmarkLookProcesses counts under strace the
+processes a steady look starts (a live job, no new output, no lease to renew), as
+the difference between a session of one look and one of six; the baseline is a
+loop that answers each request with the pod's clock alone (` + "`date +%s`" + `), the
+least a look can do.`},
 	{"pod", `The command size is the create call's args string (runpod.QuoteArgs of
 bootstrap.Command()); the baseline is the watchdog script alone as the watchdog
 package embeds it, comments included (the command carries the scripts without their

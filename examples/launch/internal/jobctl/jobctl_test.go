@@ -23,7 +23,7 @@ func forEachShell(t *testing.T, f func(t *testing.T, shell []string)) {
 
 // runScript runs what podssh.Command would run on the pod, under shell
 // instead of sh: the command line's script and arguments.
-func runScript(t *testing.T, shell []string, env []string, stdin string, script string, args ...string) (string, string, error) {
+func runScript(t testing.TB, shell []string, env []string, stdin string, script string, args ...string) (string, string, error) {
 	t.Helper()
 	cmd := exec.Command(shell[0], append(append(shell[1:], "-c", script, "sh"), args...)...)
 	cmd.Env = append(os.Environ(), env...)
@@ -77,7 +77,7 @@ func waitFile(t *testing.T, p string) string {
 }
 
 // newRun makes a run directory with a command.sh, and a job env file.
-func newRun(t *testing.T, command string) (runDir, jobEnv string) {
+func newRun(t testing.TB, command string) (runDir, jobEnv string) {
 	t.Helper()
 	runDir = filepath.Join(t.TempDir(), "run")
 	if err := os.MkdirAll(filepath.Join(runDir, ".pod"), 0o700); err != nil {

@@ -435,44 +435,12 @@ func TestCommandLines(t *testing.T) {
 // A look runs on every poll of a running job, so its steady state (a live
 // job, no new output, no lease to renew) must stay cheap: it starts date
 // and one wc, plus what a shell cannot do itself (posh's printf). Before,
-// it started 13 to 17 processes a look. Counted under strace, as the
-// difference between a session of one look and one of more looks.
+// it started 13 to 17 processes a look.
 func TestASteadyLookStartsFewProcesses(t *testing.T) {
 	strace := shtest.NeedTool(t, "strace")
 	const maxPerLook = 4
 	forEachShell(t, func(t *testing.T, shell []string) {
-		runDir, _ := newRun(t, "")
-		logText := strings.Repeat("a line of output\n", 100)
-		for name, body := range map[string]string{
-			watchdog.JobPID:  strconv.Itoa(liveGroup(t)),
-			JobLog:           logText,
-			watchdog.Log:     "1700000000 start deadline=none\n1700000001 probe result=ready\n",
-			watchdog.Du:      "12\t/workspace\n",
-			watchdog.Verdict: "ready\n",
-		} {
-			if err := os.WriteFile(filepath.Join(runDir, name), []byte(body), 0o600); err != nil {
-				t.Fatal(err)
-			}
-		}
-		first := "poll 0 0 100000\n"
-		steady := fmt.Sprintf("poll %d 0 100\n", len(logText))
-		clones := func(looks int) int {
-			out := filepath.Join(t.TempDir(), "strace")
-			argv := append([]string{strace, "-f", "-qq", "-o", out, "-e", "trace=clone,clone3,fork,vfork"}, shell...)
-			stdout, stderr, err := runScript(t, argv, nil, first+strings.Repeat(steady, looks), WatchScript(), runDir)
-			if err != nil {
-				t.Fatalf("watch.sh: %v\n%s", err, stderr)
-			}
-			// Every look answered, and the steady ones with the job alive
-			// and nothing to send.
-			want := fmt.Sprintf(" 1 0 %d ", len(logText))
-			if got := strings.Count(stdout, want); got != looks+1 {
-				t.Fatalf("%d of %d answers say %q:\n%s", got, looks+1, want, stdout)
-			}
-			return shtest.CountClones(out)
-		}
-		const looks = 5
-		perLook := float64(clones(1+looks)-clones(1)) / looks
+		perLook := lookProcesses(t, strace, shell, WatchScript())
 		t.Logf("%.1f processes per steady look", perLook)
 		if perLook > maxPerLook {
 			t.Errorf("a steady look started %.1f processes, want at most %d", perLook, maxPerLook)
@@ -480,9 +448,87 @@ func TestASteadyLookStartsFewProcesses(t *testing.T) {
 	})
 }
 
+// clockOnly answers every request with the pod's clock alone: the least a
+// look can do, the baseline of BenchmarkLookProcesses. Its answers carry
+// the fields lookProcesses checks.
+const clockOnly = `while read -r _; do printf 'ob1 - - 1 0 1700 '; date +%s; done`
+
+// BenchmarkLookProcesses counts the processes one steady look of watch.sh
+// starts (a live job, no new output, no lease to renew) under strace, per
+// shell, and those of clockOnly, the baseline.
+//
+//	go test -run '^$' -bench LookProcesses ./examples/launch/internal/jobctl
+func BenchmarkLookProcesses(b *testing.B) {
+	strace := shtest.NeedTool(b, "strace")
+	for _, sh := range shtest.All() {
+		if sh.Name != "dash" && sh.Name != "busybox" && sh.Name != "bash" {
+			continue
+		}
+		for _, baseline := range []bool{false, true} {
+			name, script := sh.Name, WatchScript()
+			if baseline {
+				name, script = "clock_only_"+sh.Name, clockOnly
+			}
+			b.Run(name, func(b *testing.B) {
+				shtest.Need(b, sh)
+				for i := 0; i < b.N; i++ {
+					b.ReportMetric(lookProcesses(b, strace, sh.Argv, script), "procs/look")
+				}
+			})
+		}
+	}
+}
+
+// lookProcesses counts under strace the processes that script (watch.sh
+// or a baseline) starts per steady look of a running job: the difference
+// between a session of one look and one of more looks, per look.
+func lookProcesses(tb testing.TB, strace string, shell []string, script string) float64 {
+	tb.Helper()
+	runDir, _ := newRun(tb, "")
+	logText := strings.Repeat("a line of output\n", 100)
+	for name, body := range map[string]string{
+		watchdog.JobPID:  strconv.Itoa(liveGroup(tb)),
+		JobLog:           logText,
+		watchdog.Log:     "1700000000 start deadline=none\n1700000001 probe result=ready\n",
+		watchdog.Du:      "12\t/workspace\n",
+		watchdog.Verdict: "ready\n",
+	} {
+		if err := os.WriteFile(filepath.Join(runDir, name), []byte(body), 0o600); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	first := "poll 0 0 100000\n"
+	steady := fmt.Sprintf("poll %d 0 100\n", len(logText))
+	// clones counts those of a session of a first look and then steady
+	// ones.
+	clones := func(steadyLooks int) int {
+		looks := 1 + steadyLooks
+		out := filepath.Join(tb.TempDir(), "strace")
+		argv := append([]string{strace, "-f", "-qq", "-o", out, "-e", "trace=clone,clone3,fork,vfork"}, shell...)
+		stdout, stderr, err := runScript(tb, argv, nil, first+strings.Repeat(steady, steadyLooks), script, runDir)
+		if err != nil {
+			tb.Fatalf("%s: %v\n%s", shell[0], err, stderr)
+		}
+		// Every look answered, watch.sh's with the job alive and no
+		// exit code.
+		if got := strings.Count(stdout, "ob1 "); got != looks {
+			tb.Fatalf("%d answers to %d looks:\n%s", got, looks, stdout)
+		}
+		if script == WatchScript() {
+			want := fmt.Sprintf(" 1 0 %d ", len(logText))
+			if got := strings.Count(stdout, want); got != looks {
+				tb.Fatalf("%d of %d answers say %q:\n%s", got, looks, want, stdout)
+			}
+		}
+		return shtest.CountClones(out)
+	}
+	const more = 5
+	return float64(clones(1+more)-clones(1)) / more
+}
+
 // liveGroup starts a process in a group of its own, there until the test
 // ends, and returns the group's id (its pid).
-func liveGroup(t *testing.T) int {
+func liveGroup(t testing.TB) int {
 	t.Helper()
 	p := exec.Command("sleep", "600")
 	p.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
