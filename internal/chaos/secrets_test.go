@@ -231,7 +231,7 @@ func (p process) ownRole() string {
 		return "launcher"
 	case p.pid == os.Getpid():
 		return "test"
-	case p.exe == self || bytes.Contains(p.environ, []byte("RUNPODTEST_POD_INIT=")):
+	case p.exe == self || hasEnv(p.environ, "RUNPODTEST_POD_INIT"):
 		return "podinit" // a pod's PID 1: this binary re-executed by runpodtest
 	case hasEnv(p.environ, "OVERBRAINER_SNAPSHOT_REQUEST"),
 		len(p.argv) >= 4 && p.argv[1] == "-c" && p.argv[3] == "overbrainer-job":
@@ -297,9 +297,9 @@ func roles(procs map[int]process) map[int]string {
 
 // mayHold is who may have a secret in its environment. The launcher holds
 // the account key and the HF token it hands to the job over SSH; the job
-// holds that token: a job (by its environment), an sshd_child, or a
-// podinit_child once its session
-// ended (it runs in a session of its own, and the pod's init inherits it). The bootstrap holds the pod key and the
+// holds that token: a job (by its environment or its $0), an sshd_child, or
+// a podinit_child once its session ended (it runs in a session of its own,
+// and the pod's init inherits it). The bootstrap holds the pod key and the
 // host key (unexported at once: its own subshells only); the programs it
 // runs inherit the pod key, which it keeps for the watchdog, which holds it
 // too but unsets it for its children. sshd, curl, the test and the pods'

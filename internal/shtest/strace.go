@@ -19,16 +19,8 @@ var (
 // only), and the number of sleeps. Creations per turn are
 // clones/(sleeps-1). A log that cannot be read counts nothing.
 func CountTicks(path string) (clones, sleeps int) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	n := 0
-	for sc.Scan() {
-		l := sc.Text()
+	eachLine(path, func(l string) {
 		switch {
 		case straceSleepRE.MatchString(l):
 			sleeps++
@@ -36,25 +28,33 @@ func CountTicks(path string) (clones, sleeps int) {
 		case straceCloneRE.MatchString(l) && sleeps > 0:
 			n++
 		}
-	}
+	})
 	return clones, sleeps
 }
 
 // CountClones reads the log of `strace -f -o path` and counts the process
 // creations in it. A log that cannot be read counts nothing.
 func CountClones(path string) int {
+	n := 0
+	eachLine(path, func(l string) {
+		if straceCloneRE.MatchString(l) {
+			n++
+		}
+	})
+	return n
+}
+
+// eachLine calls fn with each line of the file at path; none when it cannot
+// be read.
+func eachLine(path string, fn func(string)) {
 	f, err := os.Open(path)
 	if err != nil {
-		return 0
+		return
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	n := 0
 	for sc.Scan() {
-		if straceCloneRE.MatchString(sc.Text()) {
-			n++
-		}
+		fn(sc.Text())
 	}
-	return n
 }

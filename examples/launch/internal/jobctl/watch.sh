@@ -29,9 +29,10 @@ cd "$1" || exit 1
 chunk=.pod/watch.$$.chunk
 trap 'rm -f "$chunk"' EXIT
 cr=$(printf '\r')
-# The watchdog log's size when delete_why last read it, and what it found:
-# the log only grows, so a look whose size is the same reuses the reason.
-why_size=none
+# The watchdog log's size when delete_why last read it (- for no log), and
+# what it found: the log only grows, so a look whose size is the same reuses
+# the reason.
+why_size=-
 why=-
 
 # A look runs on every poll of a running job (each second at --poll 1s), so
@@ -122,11 +123,9 @@ look() {
   fi
   field .pod/du
   du_kib=$value
-  if [ "$log_size" = - ]; then
+  if [ "$log_size" != "$why_size" ]; then
     why=-
-    why_size=none
-  elif [ "$log_size" != "$why_size" ]; then
-    why=$(delete_why)
+    [ "$log_size" = - ] || why=$(delete_why)
     why_size=$log_size
   fi
   # The verdict's first line, without its carriage returns.
