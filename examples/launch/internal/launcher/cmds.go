@@ -10,8 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/overbrainer/overbrainer-go/examples/launch/internal/costplan"
 	"github.com/overbrainer/overbrainer-go/examples/launch/internal/state"
+	"github.com/overbrainer/overbrainer-go/internal/costplan"
 	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
 )

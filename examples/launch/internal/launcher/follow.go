@@ -13,13 +13,13 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"github.com/overbrainer/overbrainer-go/examples/launch/internal/costplan"
-	"github.com/overbrainer/overbrainer-go/examples/launch/internal/jobctl"
-	"github.com/overbrainer/overbrainer-go/examples/launch/internal/podssh"
 	"github.com/overbrainer/overbrainer-go/examples/launch/internal/state"
+	"github.com/overbrainer/overbrainer-go/internal/costplan"
 	"github.com/overbrainer/overbrainer-go/podenv"
+	"github.com/overbrainer/overbrainer-go/podssh"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/watchdog"
+	"github.com/overbrainer/overbrainer-go/watchdog/jobctl"
 )
 
 // followOpts says how to follow a run.

@@ -17,9 +17,9 @@ import (
 
 	"github.com/overbrainer/overbrainer-go/bootstrap"
 	"github.com/overbrainer/overbrainer-go/examples/launch/demo"
-	"github.com/overbrainer/overbrainer-go/examples/launch/internal/podssh"
 	"github.com/overbrainer/overbrainer-go/examples/launch/internal/state"
 	"github.com/overbrainer/overbrainer-go/podenv"
+	"github.com/overbrainer/overbrainer-go/podssh"
 	"github.com/overbrainer/overbrainer-go/runpod"
 )
 

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/overbrainer/overbrainer-go/examples/launch/internal/podssh"
+	"github.com/overbrainer/overbrainer-go/podssh"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 

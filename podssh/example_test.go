@@ -3,7 +3,7 @@ package podssh_test
 import (
 	"fmt"
 
-	"github.com/overbrainer/overbrainer-go/examples/launch/internal/podssh"
+	"github.com/overbrainer/overbrainer-go/podssh"
 )
 
 // Command runs a script under sh with its arguments quoted, whatever the

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/overbrainer/overbrainer-go/examples/launch/internal/podssh"
+	"github.com/overbrainer/overbrainer-go/podssh"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/overbrainer/overbrainer-go/examples/launch/internal/costplan"
+	"github.com/overbrainer/overbrainer-go/internal/costplan"
 )
 
 // A $2 cap on a pod at $0.69 an hour, whose clock runs 3 s ahead: the job is

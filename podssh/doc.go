@@ -1,0 +1,13 @@
+// Package podssh is the client's SSH to a guarded pod: ed25519 keys in
+// OpenSSH formats, a connection whose host key is pinned to the run's (a
+// mismatch is an error, never a question: no trust on first use), commands with their standard streams, and
+// directory upload and download as tar streams over a session, so the pod
+// needs no scp or sftp server, only sh and tar. A transfer in which no byte
+// moved for StallAfter ends with ErrStalled, and a session whose context
+// ended but whose server no longer answers takes its connection down with it:
+// a frozen pod never holds its client.
+//
+// guard uses it for every run; a program can also use it on its own, with a
+// run's client key and host key from a guard.Record, to run a command or
+// open a shell on the run's pod.
+package podssh
