@@ -34,7 +34,7 @@ type build struct {
 // mutate), through a build overlay of watchdog/watchdog.sh, so the pods it
 // creates run the mutant; ruleClient removes the launcher's own deletion
 // of its pod at the end of a run (see clientMutations), through an overlay
-// of the launcher's Go source. Different binaries build at once: a cell
+// of guard's Go source. Different binaries build at once: a cell
 // waits only for its own.
 func launcherBinary(t testing.TB, mutant string) string {
 	t.Helper()
@@ -82,9 +82,9 @@ func buildLauncher(t testing.TB, mutant string) (string, error) {
 		script := ""
 		for _, part := range strings.Split(mutant, "+") {
 			if part == ruleClient {
-				checkDeleteCallers(t, filepath.Join(root, launcherPkg))
+				checkDeleteCallers(t, root)
 				for _, m := range clientMutations {
-					src := filepath.Join(root, launcherPkg, m.file)
+					src := filepath.Join(root, filepath.FromSlash(m.file))
 					overlay(src, m.apply(t, readFile(t, src)))
 				}
 				continue
@@ -122,65 +122,70 @@ func readFile(t testing.TB, path string) string {
 	return string(b)
 }
 
-// launcherPkg is the launcher's package, whose pod deletions a client
-// mutant removes.
-const launcherPkg = "examples/launch/internal/launcher"
+// clientPkgs are the packages whose pod deletions a client mutant removes:
+// guard, which deletes a run's pod, and the launcher over it.
+var clientPkgs = []string{"guard", "examples/launch/internal/launcher"}
 
-// sourceMutation replaces one statement of a Go file of launcherPkg.
+// sourceMutation replaces one statement of a Go file (a path from the
+// module's root).
 type sourceMutation struct {
 	file, from, to string
 }
 
-// clientMutations remove every call of deletePod from the launcher's run:
-// teardown's (the end of every run that got a pod) and createFailed's (a
-// create that failed). Each statement becomes one that reports the pod as
-// not deleted, on the same line.
+// deleteCall is how a pod deletion is called: the runpod client's method.
+const deleteCall = ".DeletePod("
+
+// clientMutations remove every deletion of a run's pod by its client:
+// guard's deletePod, through which a run's teardown and a failed create
+// go. The statement becomes one that reports the pod as not deleted, on
+// the same line.
 var clientMutations = []sourceMutation{
-	{"follow.go", "res := d.a.deletePod(ctx, d.r)", "res := runpod.NotDeleted // chaos mutant: the launcher leaves its pod"},
-	{"run.go", "a.deletePod(ctx, r)", "_ = runpod.NotDeleted // chaos mutant: the launcher leaves its pod"},
+	{"guard/collect.go", "res, err := r.api.DeletePod(ctx, r.rec.PodID)", "res, err := runpod.NotDeleted, error(nil) // chaos mutant: the client leaves its pod"},
 }
 
-// deleteCallersLeft are the launcher's files that call deletePod and that
-// no client mutant touches: cmds.go defines it and calls it from launch rm,
-// which is not part of a run.
-var deleteCallersLeft = map[string]bool{"cmds.go": true}
+// deleteCallersLeft are the files that call DeletePod and that no client
+// mutant touches: the launcher's cmds.go deletes orphan pods in launch rm
+// --all-orphans, which is not part of a run.
+var deleteCallersLeft = map[string]bool{"examples/launch/internal/launcher/cmds.go": true}
 
-// checkDeleteCallers fails the test when a file of the launcher's package
-// other than those of clientMutations and deleteCallersLeft calls
-// deletePod: a new call there would survive the mutation.
-func checkDeleteCallers(t testing.TB, dir string) {
+// checkDeleteCallers fails the test when a file of clientPkgs other than
+// those of clientMutations and deleteCallersLeft calls DeletePod: a new
+// call there would survive the mutation.
+func checkDeleteCallers(t testing.TB, root string) {
 	t.Helper()
 	mutated := map[string]bool{}
 	for _, m := range clientMutations {
 		mutated[m.file] = true
 	}
-	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range files {
-		base := filepath.Base(f)
-		if strings.HasSuffix(base, "_test.go") || mutated[base] || deleteCallersLeft[base] {
-			continue
+	for _, pkg := range clientPkgs {
+		files, err := filepath.Glob(filepath.Join(root, pkg, "*.go"))
+		if err != nil {
+			t.Fatal(err)
 		}
-		if strings.Contains(readFile(t, f), "deletePod(") {
-			t.Fatalf("%s/%s calls deletePod: update clientMutations", launcherPkg, base)
+		for _, f := range files {
+			rel := filepath.ToSlash(filepath.Join(pkg, filepath.Base(f)))
+			if strings.HasSuffix(rel, "_test.go") || mutated[rel] || deleteCallersLeft[rel] {
+				continue
+			}
+			if strings.Contains(readFile(t, f), deleteCall) {
+				t.Fatalf("%s calls DeletePod: update clientMutations", rel)
+			}
 		}
 	}
 }
 
 // apply returns src mutated. It fails the test unless the statement is
-// there exactly once and is the file's only call of deletePod, so that a
-// refactored launcher cannot make the mutant pass by accident (a call
-// moved or added would survive the mutation).
+// there exactly once and is the file's only call of DeletePod, so that a
+// refactored client cannot make the mutant pass by accident (a call moved
+// or added would survive the mutation).
 func (m sourceMutation) apply(t testing.TB, src string) string {
 	t.Helper()
 	if n := strings.Count(src, m.from); n != 1 {
-		t.Fatalf("%s/%s has %d statements %q, want 1: update clientMutations", launcherPkg, m.file, n, m.from)
+		t.Fatalf("%s has %d statements %q, want 1: update clientMutations", m.file, n, m.from)
 	}
 	out := strings.Replace(src, m.from, m.to, 1)
-	if n := strings.Count(out, "deletePod("); n != 0 {
-		t.Fatalf("%s/%s still calls deletePod %d times once %q is gone: update clientMutations", launcherPkg, m.file, n, m.from)
+	if n := strings.Count(out, deleteCall); n != 0 {
+		t.Fatalf("%s still calls DeletePod %d times once %q is gone: update clientMutations", m.file, n, m.from)
 	}
 	return out
 }

@@ -11,54 +11,11 @@ import (
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/examples/launch/internal/state"
+	"github.com/overbrainer/overbrainer-go/guard"
 	"github.com/overbrainer/overbrainer-go/internal/costplan"
 	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
 )
-
-// deletePod deletes the run's pod with the client's fallbacks and says
-// plainly how far it got.
-func (a *app) deletePod(ctx context.Context, r *state.Run) runpod.DeleteResult {
-	if r.PodID == "" {
-		return runpod.Deleted
-	}
-	res, err := a.api.DeletePod(ctx, r.PodID)
-	switch res {
-	case runpod.Deleted:
-		a.say("pod %s deleted", r.PodID)
-	case runpod.Terminated:
-		a.say("pod %s terminated (the delete call failed, the terminate action worked)", r.PodID)
-	case runpod.Stopped:
-		a.say("pod %s could only be STOPPED, not deleted: it no longer runs, but its volume STILL BILLS. "+
-			"Remove it with \"launch rm %s\" or in the Runpod console (Pods, then Terminate). %v", r.PodID, r.ID, err)
-	default:
-		a.say("pod %s could NOT be deleted: %v. It still bills until its watchdog deletes it; retry with \"launch rm %s\"", r.PodID, err, r.ID)
-	}
-	return res
-}
-
-// deleteSecret deletes the run's host key secret, found by name when its id
-// is unknown.
-func (a *app) deleteSecret(ctx context.Context, r *state.Run) {
-	id := r.SecretID
-	if id == "" {
-		s, err := a.api.FindSecret(ctx, r.SecretName)
-		if errors.Is(err, runpod.ErrNotFound) {
-			return
-		}
-		if err != nil {
-			a.say("looking for secret %s: %v", r.SecretName, err)
-			return
-		}
-		id = s.ID
-	}
-	if err := a.api.DeleteSecret(ctx, id); err != nil && !errors.Is(err, runpod.ErrNotFound) {
-		a.say("could not delete secret %s: %v; retry with \"launch rm %s\"", r.SecretName, err, r.ID)
-		return
-	}
-	r.SecretID = ""
-	a.say("secret %s deleted", r.SecretName)
-}
 
 // loadRun reads a run for attach, stop and rm, and checks that this
 // launcher talks to the API the run's pod lives at.
@@ -78,33 +35,6 @@ func (a *app) loadRun(id string) (*state.Run, error) {
 		return nil, fmt.Errorf("run %s was created at %s, but this launcher talks to %s", id, r.APIURL, a.apiURL)
 	}
 	return r, nil
-}
-
-var errNoPodYet = errors.New("the run has no pod")
-
-// findPod makes sure the run knows its pod's id, looking it up by name.
-func (a *app) findPod(ctx context.Context, r *state.Run) error {
-	if r.PodID != "" {
-		return nil
-	}
-	pods, err := a.api.ListPods(ctx, runpod.ListPodsOptions{Name: r.PodName})
-	if err != nil {
-		return fmt.Errorf("looking for pod %s: %w", r.PodName, err)
-	}
-	if len(pods) == 0 {
-		return errNoPodYet
-	}
-	p := pods[len(pods)-1]
-	r.PodID = p.ID
-	if r.BillingStart.IsZero() {
-		// The launcher died between the create call and saving its
-		// answer: the pod's own creation time is the best there is.
-		r.BillingStart = p.CreatedAt
-		if r.BillingStart.IsZero() {
-			r.BillingStart = r.Created
-		}
-	}
-	return a.store.Save(r)
 }
 
 // resume is attach and stop: find the run's pod again and follow it.
@@ -161,16 +91,6 @@ pod and the secret.`
 			return fmt.Errorf("run %s is %s: nothing to %s", id, r.Phase, name)
 		}
 	}
-	if err := a.findPod(ctx, r); errors.Is(err, errNoPodYet) {
-		a.say("run %s has no pod (it never got one, or it is gone): cleaning up", id)
-		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		a.deleteSecret(cctx, r)
-		r.Phase = state.PhaseFailed
-		return a.store.Save(r)
-	} else if err != nil {
-		return err
-	}
 	if ff.hfTokenEnv == "" {
 		ff.hfTokenEnv = r.HFTokenEnv
 	}
@@ -178,29 +98,39 @@ pod and the secret.`
 	if ff.hfTokenEnv != "" {
 		token = a.getenv(ff.hfTokenEnv)
 	}
-	a.say("%s run %s: pod %s", name, id, r.PodID)
-	return a.follow(ctx, r, followOpts{followFlags: ff, hfToken: token, stop: stop, stopWait: wait})
+	if r.PodID != "" {
+		a.say("%s run %s: pod %s", name, id, r.PodID)
+	}
+	err = a.attach(ctx, r, followOpts{followFlags: ff, hfToken: token, stop: stop, stopWait: wait})
+	if errors.Is(err, guard.ErrNoPod) {
+		a.say("run %s has no pod (it never got one, or it is gone): cleaning up", id)
+		if err := a.remove(ctx, r); err != nil {
+			return err
+		}
+		r.Phase = state.PhaseFailed
+		return a.store.Save(r)
+	}
+	return err
 }
 
 // stopFollowed asks the job of a run that another launcher follows for a
-// checkpoint.
+// checkpoint. It saves nothing: the run's state is that launcher's.
 func (a *app) stopFollowed(ctx context.Context, r *state.Run) error {
 	if r.PodID == "" {
 		return fmt.Errorf("run %s has no pod yet", r.ID)
 	}
-	d := &driver{a: a, r: r, exitCode: -1, o: followOpts{followFlags: followFlags{startTimeout: time.Minute}}}
-	defer d.dropConn()
-	if err := d.connect(ctx); err != nil {
-		return err
-	}
-	st, _, err := d.poll(ctx, false)
+	d := &driver{a: a, r: r, o: followOpts{followFlags: followFlags{startTimeout: time.Minute, verdictTimeout: time.Minute, onFailure: "leave"}}}
+	run, err := guard.Attach(ctx, a.api, r.Record, guard.WithEvents(d.event), guard.WithLeaveOnFailure(),
+		guard.WithStartTimeout(time.Minute), guard.WithLogger(a.logger))
 	if err != nil {
 		return err
 	}
-	if !st.Started() || st.Ended() {
+	defer run.Close()
+	d.run = run
+	if st := run.State(); !st.Started() || st.Ended() {
 		return fmt.Errorf("run %s has no running job: the launcher following it finishes it", r.ID)
 	}
-	if err := d.requestStop(ctx, st); err != nil {
+	if err := d.requestStop(ctx); err != nil {
 		return err
 	}
 	a.say("another launcher follows run %s: it collects the results once the job has checkpointed", r.ID)
@@ -356,33 +286,32 @@ func (a *app) rmRun(ctx context.Context, id string) error {
 		return err
 	}
 	defer lock.Unlock()
-	if err := a.findPod(ctx, r); err != nil && !errors.Is(err, errNoPodYet) {
-		return err
+	return a.remove(ctx, r)
+}
+
+// remove deletes a run's pod and secret without following it.
+func (a *app) remove(ctx context.Context, r *state.Run) error {
+	rec, res, err := guard.Remove(ctx, a.api, r.Record,
+		guard.WithEvents(func(e guard.Event) {
+			switch e.Kind {
+			case guard.EventDeleted:
+				a.sayDeleted(e, r.ID)
+			case guard.EventSecretDeleted:
+				a.saySecret(e, r.ID)
+			case guard.EventWarning:
+				a.say("%v", e.Err)
+			}
+		}),
+		guard.WithLogger(a.logger))
+	r.Record = rec
+	if serr := a.store.Save(r); serr != nil {
+		return serr
 	}
-	res := a.deletePod(ctx, r)
-	a.deleteSecret(ctx, r)
-	switch res {
-	case runpod.Deleted, runpod.Terminated:
-		if r.Phase != state.PhaseDone {
-			r.Phase = state.PhaseRemoved
-		}
-		if r.Ended.IsZero() && !r.BillingStart.IsZero() {
-			r.Ended = time.Now()
-			r.CostUSD = costplan.Spent(r.CostPerHr, r.BillingStart, r.Ended)
-		}
-	case runpod.Stopped:
-		r.Phase = state.PhaseStopped
-	default:
-		if err := a.store.Save(r); err != nil {
-			return err
-		}
-		return fmt.Errorf("pod %s was not deleted", r.PodID)
-	}
-	if err := a.store.Save(r); err != nil {
-		return err
-	}
-	if res == runpod.Stopped {
+	switch {
+	case res == runpod.Stopped:
 		return fmt.Errorf("pod %s was only stopped: its volume still bills", r.PodID)
+	case err != nil:
+		return err
 	}
 	return nil
 }
@@ -415,7 +344,8 @@ func (a *app) rmOrphans(ctx context.Context) error {
 		}
 		n++
 		a.say("orphan pod %s (%s, %s)", p.ID, p.Name, p.Status)
-		res := a.deletePod(ctx, &state.Run{ID: id, PodID: p.ID})
+		res, err := a.api.DeletePod(ctx, p.ID)
+		a.sayDeleted(guard.Event{PodID: p.ID, Result: res, Err: err}, id)
 		failed = failed || res.StillBilling()
 	}
 	// A known run's pod still holding its name keeps its secret (a pod

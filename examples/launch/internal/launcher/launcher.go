@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/examples/launch/internal/state"
+	"github.com/overbrainer/overbrainer-go/guard"
 	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
 )
@@ -54,6 +55,9 @@ type app struct {
 
 	store *state.Store
 	api   *runpod.Client
+	// logger is the API client's and guard's: warnings, and with -v every
+	// call.
+	logger *slog.Logger
 	// local is the in-process emulator of --local, nil otherwise; a
 	// local-server in another process is reached like Runpod.
 	local   *localEmulator
@@ -322,6 +326,7 @@ func (a *app) connectAPI(ctx context.Context) error {
 		level = slog.LevelDebug
 	}
 	logger := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+	a.logger = logger
 	opts := []runpod.Option{runpod.WithUserAgent(userAgent), runpod.WithLogger(logger)}
 	if apiURL != "" {
 		opts = append(opts, runpod.WithBaseURL(apiURL))
@@ -355,17 +360,7 @@ func firstNonEmpty(s ...string) string {
 }
 
 // money formats USD with enough digits for the cents of a short run.
-func money(usd float64) string {
-	switch {
-	case usd == 0:
-		return "$0"
-	case usd < 0.01:
-		return fmt.Sprintf("$%.4f", usd)
-	case usd < 10:
-		return fmt.Sprintf("$%.3f", usd)
-	}
-	return fmt.Sprintf("$%.2f", usd)
-}
+func money(usd float64) string { return guard.Money(usd) }
 
 // since formats a duration to the second.
 func since(d time.Duration) string {

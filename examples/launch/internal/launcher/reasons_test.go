@@ -1,13 +1,11 @@
 package launcher
 
 import (
-	"bytes"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/overbrainer/overbrainer-go/bootstrap"
-	"github.com/overbrainer/overbrainer-go/examples/launch/internal/state"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
@@ -71,43 +69,5 @@ func TestEveryBootstrapReasonIsExplained(t *testing.T) {
 	}
 	if got := explainVerdict("http_401"); !strings.Contains(got, "cannot reach the API") {
 		t.Errorf("a failed probe explained as %q", got)
-	}
-}
-
-// A reason seen in a look is said once, kept in the run's state, and given
-// when the pod turns out to be gone.
-func TestDeleteReasonIsSaidOnceAndKept(t *testing.T) {
-	var stderr bytes.Buffer
-	st, err := state.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := &app{stderr: &stderr, stdout: &bytes.Buffer{}, store: st}
-	r := &state.Run{ID: "20260101-000000-abcd", PodID: "pod1", Phase: state.PhaseRunning}
-	if err := st.Create(r); err != nil {
-		t.Fatal(err)
-	}
-	d := &driver{a: a, r: r}
-	if got := d.goneError("pod pod1 no longer exists").what; got != "pod pod1 no longer exists" {
-		t.Errorf("without a reason: %q", got)
-	}
-	d.noteDeleteReason("")
-	for range 3 {
-		d.noteDeleteReason(watchdog.DeletePodDirUnsafe)
-	}
-	said := stderr.String()
-	if n := strings.Count(said, "watchdog is deleting it (pod_dir_unsafe)"); n != 1 {
-		t.Errorf("said %d times:\n%s", n, said)
-	}
-	if !strings.Contains(said, explainDelete(watchdog.DeletePodDirUnsafe)) {
-		t.Errorf("said without the explanation:\n%s", said)
-	}
-	saved, err := st.Load(r.ID)
-	if err != nil || saved.DeleteReason != watchdog.DeletePodDirUnsafe {
-		t.Fatalf("saved reason %q, %v", saved.DeleteReason, err)
-	}
-	got := d.goneError("pod pod1 no longer exists").what
-	if !strings.HasPrefix(got, "pod pod1 no longer exists; its watchdog was deleting it (pod_dir_unsafe): SAFETY STOP") {
-		t.Errorf("gone: %q", got)
 	}
 }

@@ -2,7 +2,6 @@ package launcher
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,31 +10,18 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/overbrainer/overbrainer-go/bootstrap"
 	"github.com/overbrainer/overbrainer-go/examples/launch/demo"
 	"github.com/overbrainer/overbrainer-go/examples/launch/internal/state"
+	"github.com/overbrainer/overbrainer-go/guard"
 	"github.com/overbrainer/overbrainer-go/podenv"
-	"github.com/overbrainer/overbrainer-go/podssh"
 	"github.com/overbrainer/overbrainer-go/runpod"
 )
 
-// Defaults of run's flags for real Runpod.
-const (
-	DefaultImage      = "runpod/pytorch:2.4.0-py3.11-cuda12.4.1-devel-ubuntu22.04"
-	DefaultGPU        = "NVIDIA GeForce RTX 4090"
-	DefaultVolumePath = "/workspace"
-	PodNamePrefix     = "overbrainer-"
-)
-
-// The watchdog's defaults that the client must agree with.
-const (
-	defaultLeaseTTL     = 15 * time.Minute
-	defaultSnapshotLead = 15 * time.Minute
-)
+// PodNamePrefix starts the name of every run's pod.
+const PodNamePrefix = guard.PodNamePrefix
 
 // followFlags are the flags of every command that follows a run.
 type followFlags struct {
@@ -116,14 +102,14 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.job, "job", "", "the job's directory, uploaded to the pod (default: the built-in demo job)")
 	fs.StringVar(&f.cmd, "cmd", "", "the job's command, run by sh in the job's directory (default with the demo: "+demo.Command+")")
 	fs.StringVar(&f.out, "out", "", "where to download the results (default: the run's state directory)")
-	fs.StringVar(&f.image, "image", DefaultImage, "the pod's container image")
-	fs.StringVar(&f.gpu, "gpu", DefaultGPU, "GPU type id")
+	fs.StringVar(&f.image, "image", guard.DefaultImage, "the pod's container image")
+	fs.StringVar(&f.gpu, "gpu", guard.DefaultGPU, "GPU type id")
 	fs.IntVar(&f.gpuCount, "gpu-count", 1, "number of GPUs")
 	fs.StringVar(&f.cloud, "cloud", "SECURE", "SECURE or COMMUNITY")
 	fs.IntVar(&f.diskGB, "disk-gb", 50, "container disk in GB")
 	fs.IntVar(&f.volumeGB, "volume-gb", 0, "a pod volume of this size in GB at --volume-path (0: none)")
 	fs.StringVar(&f.networkVolume, "network-volume", "", "id of a network volume to mount at --volume-path (grown by 25% when 92% of its usable part is used)")
-	fs.StringVar(&f.volumePath, "volume-path", DefaultVolumePath, "where the volume is mounted")
+	fs.StringVar(&f.volumePath, "volume-path", guard.DefaultVolumePath, "where the volume is mounted")
 	fs.StringVar(&f.workdir, "workdir", "", "directory of run directories on the pod (default: --volume-path/overbrainer)")
 	fs.Float64Var(&f.maxHours, "max-hours", 4, "deadline, in hours from now: the watchdog deletes the pod then unless this launcher still holds the lease")
 	fs.Float64Var(&f.maxCostUSD, "max-cost-usd", 0, "cost cap in USD: a snapshot is asked at 95% (or --snapshot-lead before), the pod is deleted at 100% (0: none)")
@@ -132,7 +118,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.retrieveGrace, "retrieve-grace", podenv.DefaultRetrieveGrace, "the watchdog deletes the pod this long after the job ended if nobody collected the results (a download in progress holds it)")
 	fs.DurationVar(&f.poll, "poll", 2*time.Second, "how often the job's state and output are read")
 	fs.DurationVar(&f.leaseEvery, "lease-every", 5*time.Minute, "how often the lease is renewed while the job's output progresses")
-	fs.DurationVar(&f.snapshotLead, "snapshot-lead", defaultSnapshotLead, "how long before the cost cap or the deadline a snapshot is asked for")
+	fs.DurationVar(&f.snapshotLead, "snapshot-lead", guard.DefaultSnapshotLead, "how long before the cost cap or the deadline a snapshot is asked for")
 	fs.DurationVar(&f.wdInterval, "watchdog-interval", 0, "the watchdog's tick (default 60s)")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", 0, "how long a lease holds for the watchdog (default 15m)")
 	fs.DurationVar(&f.snapshotWait, "snapshot-wait", 0, "how long the watchdog waits for a snapshot it asked for (default 15m)")
@@ -171,36 +157,12 @@ func (f *runFlags) check() error {
 	}
 	ttl := f.leaseTTL
 	if ttl == 0 {
-		ttl = defaultLeaseTTL
+		ttl = guard.DefaultLeaseTTL
 	}
 	if f.leaseEvery >= ttl {
 		return usagef("--lease-every (%s) must be shorter than the lease's TTL (%s)", f.leaseEvery, ttl)
 	}
 	return nil
-}
-
-// watchdogEnv is the watchdog's knobs for the pod's env (podenv emits the
-// settings of a run, not these).
-func (f *runFlags) watchdogEnv() map[string]string {
-	env := map[string]string{"OVERBRAINER_SNAPSHOT_LEAD": seconds(f.snapshotLead)}
-	set := func(name string, d time.Duration) {
-		if d > 0 {
-			env[name] = seconds(d)
-		}
-	}
-	set("OVERBRAINER_INTERVAL", f.wdInterval)
-	set("OVERBRAINER_LEASE_TTL", f.leaseTTL)
-	set("OVERBRAINER_SNAPSHOT_WAIT", f.snapshotWait)
-	set("OVERBRAINER_PROBE_WAIT", f.probeWait)
-	if f.probeTries > 0 {
-		env["OVERBRAINER_PROBE_TRIES"] = strconv.Itoa(f.probeTries)
-	}
-	return env
-}
-
-// seconds rounds up to whole seconds, so that a positive knob never becomes 0.
-func seconds(d time.Duration) string {
-	return strconv.FormatInt(int64(math.Ceil(d.Seconds())), 10)
 }
 
 func cmdRun(ctx context.Context, a *app, args []string) error {
@@ -240,94 +202,48 @@ with the launcher.`)
 	}
 
 	now := time.Now()
-	id, err := state.NewID(now)
+	id, err := guard.NewRunID(now)
 	if err != nil {
 		return err
 	}
 	r := &state.Run{
-		ID: id, Created: now, Local: a.local != nil, APIURL: a.apiURL,
-		PodName: PodNamePrefix + id, SecretName: podenv.HostKeySecretName(id),
-		JobDir: jobDir, Command: f.cmd, HFTokenEnv: f.follow.hfTokenEnv,
-		MaxCostUSD: f.maxCostUSD, Keep: f.keep, BootGrace: f.bootGrace, RetrieveGrace: f.retrieveGrace,
-		Poll: f.poll, LeaseEvery: f.leaseEvery, SnapshotLead: f.snapshotLead,
-		Phase: state.PhaseCreating,
+		Record:  guard.Record{ID: id, PodName: PodNamePrefix + id, Phase: state.PhaseCreating},
+		Created: now, Local: a.local != nil, HFTokenEnv: f.follow.hfTokenEnv, OutDir: f.out,
 	}
-	r.OutDir = f.out
 	if r.OutDir == "" {
 		r.OutDir = filepath.Join(a.store.RunPath(id), "results")
 	} else if r.OutDir, err = filepath.Abs(r.OutDir); err != nil {
 		return err
 	}
+	spec := guard.Spec{
+		RunID: id, Job: guard.Job{Dir: jobDir, Command: f.cmd},
+		Image: f.image, GPUTypeID: f.gpu, GPUCount: f.gpuCount, Cloud: runpod.CloudType(f.cloud),
+		DiskGB: f.diskGB, VolumeGB: f.volumeGB, NetworkVolumeID: f.networkVolume,
+		VolumePath: f.volumePath, Workdir: f.workdir,
+		MaxCostUSD: f.maxCostUSD, Keep: f.keep, BootGrace: f.bootGrace, RetrieveGrace: f.retrieveGrace,
+		SnapshotLead: f.snapshotLead, Interval: f.wdInterval, LeaseTTL: f.leaseTTL,
+		SnapshotWait: f.snapshotWait, ProbeWait: f.probeWait, ProbeTries: f.probeTries,
+		WatchdogAPIURL: a.apiURL, PodEnv: f.podEnv,
+	}
 	if f.maxHours > 0 {
-		r.Deadline = now.Add(time.Duration(f.maxHours * float64(time.Hour))).Truncate(time.Second)
+		spec.Deadline = now.Add(time.Duration(f.maxHours * float64(time.Hour))).Truncate(time.Second)
 	}
-	workdir := f.workdir
-	if workdir == "" {
-		workdir = path.Join(f.volumePath, "overbrainer")
-	}
-	settings := podenv.Settings{
-		RunID: id, Workdir: workdir, Deadline: r.Deadline,
-		BootGrace: f.bootGrace, RetrieveGrace: f.retrieveGrace, Keep: f.keep,
-		APIURL: a.apiURL,
-	}
-	if f.networkVolume != "" {
-		settings.VolumeDir = f.volumePath
-		r.NetworkVolumeID, r.VolumeDir = f.networkVolume, f.volumePath
-		v, err := a.api.GetNetworkVolume(ctx, f.networkVolume)
-		if err != nil {
-			return fmt.Errorf("network volume %s: %w", f.networkVolume, err)
-		}
-		settings.VolumeGB, r.VolumeGB = v.SizeGB, v.SizeGB
-	}
-	r.RunDir = settings.RunDir()
-
-	client, err := podssh.NewKey()
-	if err != nil {
-		return err
-	}
-	host, err := podssh.NewKey()
-	if err != nil {
-		return err
-	}
-	settings.AuthorizedKey = client.AuthorizedKey(PodNamePrefix + id)
-	settings.Claim = host.AuthorizedKey("")
-	r.HostKey = settings.Claim
-	env, err := settings.Env()
-	if err != nil {
-		return err
-	}
-	for k, v := range f.watchdogEnv() {
-		env[k] = v
-	}
-	for k, v := range f.podEnv {
-		env[k] = v
-	}
-	clientPEM, err := client.PrivatePEM(PodNamePrefix + id)
-	if err != nil {
-		return err
-	}
-	hostPEM, err := host.PrivatePEM(PodNamePrefix + id)
-	if err != nil {
-		return err
-	}
-	if r.JobDir == "" {
+	if jobDir == "" {
 		// The demo job, written into the run's state directory so that an
 		// attach before the job started can still upload it.
-		r.JobDir = filepath.Join(a.store.RunPath(id), "job")
-		if r.Command == "" {
-			r.Command = demo.Command
+		spec.Job = guard.Job{Dir: filepath.Join(a.store.RunPath(id), "job"), Command: f.cmd}
+		if spec.Job.Command == "" {
+			spec.Job.Command = demo.Command
 		}
 	}
+	r.JobDir, r.Command = spec.Job.Dir, spec.Job.Command
 	if err := a.store.Create(r); err != nil {
 		return err
 	}
-	if f.job == "" {
-		if err := demo.WriteTo(r.JobDir); err != nil {
+	if jobDir == "" {
+		if err := demo.WriteTo(spec.Job.Dir); err != nil {
 			return err
 		}
-	}
-	if err := a.store.SaveClientKey(id, clientPEM); err != nil {
-		return err
 	}
 	lock, err := a.store.TryLock(id)
 	if err != nil {
@@ -335,54 +251,8 @@ with the launcher.`)
 	}
 	defer lock.Unlock()
 	a.say("run %s (state in %s)", id, a.store.RunPath(id))
-
-	// The host key's private half goes to Runpod's secret store, and
-	// nowhere else: not to the pod's env (which holds a placeholder) nor to
-	// this machine's disk.
-	sec, err := a.api.CreateSecret(ctx, r.SecretName, base64.StdEncoding.EncodeToString(hostPEM))
-	clear(hostPEM)
-	if err != nil {
-		a.createFailed(r, fmt.Errorf("creating the host key secret: %w", err))
-		return &exitError{code: ExitFailed}
-	}
-	r.SecretID = sec.ID
-	if err := a.store.Save(r); err != nil {
-		return err
-	}
-
-	req := runpod.CreatePodRequest{
-		Name: r.PodName, Image: f.image, GPUTypeID: f.gpu, GPUCount: f.gpuCount,
-		Cloud: runpod.CloudType(f.cloud), ContainerDiskGB: f.diskGB,
-		Ports: []string{"22/tcp"}, Env: env, Command: bootstrap.Command(),
-	}
-	if f.volumeGB > 0 {
-		req.PersistentVolume = &runpod.PersistentMount{SizeGB: f.volumeGB, Path: f.volumePath}
-	}
-	if f.networkVolume != "" {
-		req.NetworkVolume = &runpod.NetworkMount{VolumeID: f.networkVolume, Path: f.volumePath}
-	}
-	// Billing starts no earlier than the create call: the cost cap counts
-	// from here, on this machine's clock, which errs on the safe side.
-	r.BillingStart = time.Now()
-	pod, err := a.api.CreatePod(ctx, req)
-	if err != nil {
-		a.createFailed(r, fmt.Errorf("creating the pod: %w", err))
-		if ctx.Err() != nil {
-			return &exitError{code: ExitInterrupted}
-		}
-		return &exitError{code: ExitFailed}
-	}
-	r.PodID, r.CostPerHr = pod.ID, pod.CostPerHr
-	r.Phase = state.PhaseBooting
-	if err := a.store.Save(r); err != nil {
-		return err
-	}
-	deadline := "none"
-	if !r.Deadline.IsZero() {
-		deadline = r.Deadline.Local().Format(time.DateTime)
-	}
-	a.say("pod %s (%s) created: %s x%d, %s/h; deadline %s", pod.ID, r.PodName, f.gpu, f.gpuCount, money(pod.CostPerHr), deadline)
-	return a.follow(ctx, r, followOpts{followFlags: f.follow, hfToken: hfToken})
+	spec.Job.HFToken = hfToken
+	return a.launch(ctx, r, spec, followOpts{followFlags: f.follow, hfToken: hfToken, poll: f.poll, leaseEvery: f.leaseEvery})
 }
 
 // hfToken reads the HF token from the launcher's environment variable name.
@@ -395,28 +265,4 @@ func (a *app) hfToken(name string) (string, error) {
 		return "", usagef("--hf-token-env %s: the variable is empty or not set", name)
 	}
 	return v, nil
-}
-
-// createFailed cleans up after a failed create: a pod that may exist under
-// the run's name (an interrupted or unanswered create) and the secret.
-func (a *app) createFailed(r *state.Run, err error) {
-	a.say("error: %v", err)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if r.SecretID != "" {
-		if pods, lerr := a.api.ListPods(ctx, runpod.ListPodsOptions{Name: r.PodName}); lerr != nil {
-			a.say("could not check whether pod %s exists: %v; see \"launch ls\" and \"launch rm %s\"", r.PodName, lerr, r.ID)
-		} else {
-			for _, p := range pods {
-				r.PodID = p.ID
-				a.deletePod(ctx, r)
-			}
-		}
-	}
-	a.deleteSecret(ctx, r)
-	r.Phase = state.PhaseFailed
-	r.Note = err.Error()
-	if serr := a.store.Save(r); serr != nil {
-		a.say("saving the run: %v", serr)
-	}
 }

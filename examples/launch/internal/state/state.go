@@ -1,98 +1,47 @@
 package state
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"syscall"
 	"time"
+
+	"github.com/overbrainer/overbrainer-go/guard"
 )
 
 // EnvDir overrides the state directory (as the launcher's --state-dir does).
 const EnvDir = "OVERBRAINER_STATE_DIR"
 
-// Phases of a run, in run.json.
+// Phases of a run, in run.json: guard's.
 const (
-	PhaseCreating  = "creating" // keys made, secret and pod being created
-	PhaseBooting   = "booting"  // pod created, waiting for it and its verdict
-	PhaseRunning   = "running"  // the job started
-	PhaseDetached  = "detached" // the client left; the watchdog guards the pod
-	PhaseDone      = "done"     // collected, pod deleted
-	PhaseFailed    = "failed"   // ended without the job's results
-	PhaseRemoved   = "removed"  // rm deleted what was left
-	PhaseLeftToPod = "left"     // the client gave up and left the pod to its watchdog
-	PhaseStopped   = "stopped"  // only a stop worked: the pod's volume still bills
-	PhaseUnknown   = "unknown"  // what nothing else says
+	PhaseCreating  = guard.PhaseCreating
+	PhaseBooting   = guard.PhaseBooting
+	PhaseRunning   = guard.PhaseRunning
+	PhaseDetached  = guard.PhaseDetached
+	PhaseDone      = guard.PhaseDone
+	PhaseFailed    = guard.PhaseFailed
+	PhaseRemoved   = guard.PhaseRemoved
+	PhaseLeftToPod = guard.PhaseLeftToPod
+	PhaseStopped   = guard.PhaseStopped
+	PhaseUnknown   = guard.PhaseUnknown
 )
 
-// Run is one run as run.json records it.
+// Run is one run as run.json records it: guard's Record (ids, keys,
+// settings, progress), and what only the launcher needs.
 type Run struct {
-	ID      string    `json:"id"`
+	guard.Record
 	Created time.Time `json:"created"`
 	// Local says the pod lives in the launcher's local emulator.
 	Local bool `json:"local,omitempty"`
-	// APIURL is the REST base the pod was created at.
-	APIURL string `json:"api_url"`
-
-	PodName    string `json:"pod_name"`
-	PodID      string `json:"pod_id,omitempty"`
-	SecretName string `json:"secret_name"`
-	SecretID   string `json:"secret_id,omitempty"`
-	// HostKey is the run's public host key, one authorized_keys line: the
-	// only key the client accepts from the pod.
-	HostKey string `json:"host_key"`
-	// RunDir is the run's directory on the pod.
-	RunDir string `json:"run_dir"`
-
-	JobDir  string `json:"job_dir"`
-	Command string `json:"command"`
 	// HFTokenEnv names the launcher's variable that holds the HF token;
 	// the token itself is never stored.
 	HFTokenEnv string `json:"hf_token_env,omitempty"`
 	OutDir     string `json:"out_dir"`
-
-	Deadline   time.Time `json:"deadline,omitzero"`
-	MaxCostUSD float64   `json:"max_cost_usd,omitempty"`
-	Keep       bool      `json:"keep,omitempty"`
-	// The watchdog's graces, as the pod's env has them.
-	BootGrace     time.Duration `json:"boot_grace"`
-	RetrieveGrace time.Duration `json:"retrieve_grace"`
-	CostPerHr     float64       `json:"cost_per_hr,omitempty"`
-	BillingStart  time.Time     `json:"billing_start,omitzero"`
-
-	NetworkVolumeID string `json:"network_volume_id,omitempty"`
-	VolumeDir       string `json:"volume_dir,omitempty"`
-	VolumeGB        int    `json:"volume_gb,omitempty"`
-
-	// Follow loop settings, kept so that attach follows the same way.
-	Poll         time.Duration `json:"poll"`
-	LeaseEvery   time.Duration `json:"lease_every"`
-	SnapshotLead time.Duration `json:"snapshot_lead"`
-
-	Phase     string    `json:"phase"`
-	Verdict   string    `json:"verdict,omitempty"`
-	LogOffset int64     `json:"log_offset"`
-	ExitCode  *int      `json:"exit_code,omitempty"`
-	Ended     time.Time `json:"ended,omitzero"`
-	CostUSD   float64   `json:"cost_usd,omitempty"`
-	Note      string    `json:"note,omitempty"`
-
-	// JobStarted is when the launcher started the job or first saw it
-	// started. A run directory without the job's job.pid after that is a
-	// new one: the pod's container restarted on a disk that did not keep
-	// the old one, and the job is lost, never to be started again.
-	JobStarted time.Time `json:"job_started,omitzero"`
-
-	// DeleteReason is the rule by which the pod's watchdog was seen
-	// deleting the pod (a watchdog Delete* reason).
-	DeleteReason string `json:"delete_reason,omitempty"`
 }
 
 // Store is a state directory.
@@ -142,25 +91,13 @@ func privateDir(dir string) error {
 	return nil
 }
 
-var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-
 // CheckID refuses a run id that could not be a directory name here and a
 // secret name at Runpod.
 func CheckID(id string) error {
-	if !runIDPattern.MatchString(id) {
+	if guard.CheckRunID(id) != nil {
 		return fmt.Errorf("state: %q is not a run id", id)
 	}
 	return nil
-}
-
-// NewID makes a run id: the UTC time to the second and 4 random hex digits,
-// e.g. 20260301-120000-a1b2.
-func NewID(now time.Time) (string, error) {
-	var b [2]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", err
-	}
-	return now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:]), nil
 }
 
 // RunPath is the run's local directory.
@@ -235,6 +172,13 @@ func (s *Store) Load(id string) (*Run, error) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("state: run %s: run.json: %w", id, err)
 	}
+	if r.ClientKey == "" {
+		// Runs saved before the key moved into run.json kept it in a
+		// file of its own.
+		if key, err := os.ReadFile(filepath.Join(s.RunPath(id), oldClientKeyFile)); err == nil {
+			r.ClientKey = guard.PEM(key)
+		}
+	}
 	return &r, nil
 }
 
@@ -253,7 +197,7 @@ func (s *Store) List() ([]*Run, error) {
 		}
 		r, err := s.Load(e.Name())
 		if err != nil {
-			r = &Run{ID: e.Name(), Phase: PhaseUnknown, Note: err.Error()}
+			r = &Run{Record: guard.Record{ID: e.Name(), Phase: PhaseUnknown, Note: err.Error()}}
 		}
 		runs = append(runs, r)
 	}
@@ -266,21 +210,8 @@ func (s *Store) List() ([]*Run, error) {
 	return runs, nil
 }
 
-const clientKeyFile = "client_key"
-
-// SaveClientKey stores the client's private key (OpenSSH PEM), 0600.
-func (s *Store) SaveClientKey(id string, pem []byte) error {
-	return writePrivate(filepath.Join(s.RunPath(id), clientKeyFile), pem)
-}
-
-// ClientKey reads the client's private key back.
-func (s *Store) ClientKey(id string) ([]byte, error) {
-	b, err := os.ReadFile(filepath.Join(s.RunPath(id), clientKeyFile))
-	if err != nil {
-		return nil, fmt.Errorf("state: run %s: %w", id, err)
-	}
-	return b, nil
-}
+// oldClientKeyFile held the client's private key before run.json did.
+const oldClientKeyFile = "client_key"
 
 // Lock is a run's lock: one launcher follows a run at a time.
 type Lock struct{ f *os.File }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/overbrainer/overbrainer-go/guard"
 )
 
 func mode(t *testing.T, p string) fs.FileMode {
@@ -29,7 +31,7 @@ func TestRunsArePrivate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := NewID(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	id, err := guard.NewRunID(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,9 +40,12 @@ func TestRunsArePrivate(t *testing.T) {
 	}
 	code := 0
 	r := &Run{
-		ID: id, Created: time.Unix(1700000000, 0).UTC(), PodName: "overbrainer-" + id,
-		HostKey: "ssh-ed25519 AAAA", Deadline: time.Unix(1700003600, 0).UTC(),
-		Poll: 2 * time.Second, Phase: PhaseRunning, ExitCode: &code, LogOffset: 42,
+		Record: guard.Record{
+			ID: id, PodName: "overbrainer-" + id, ClientKey: "-----BEGIN OPENSSH PRIVATE KEY-----\n",
+			HostKey: "ssh-ed25519 AAAA", Deadline: time.Unix(1700003600, 0).UTC(),
+			Poll: 2 * time.Second, Phase: PhaseRunning, ExitCode: &code, LogOffset: 42,
+		},
+		Created: time.Unix(1700000000, 0).UTC(),
 	}
 	if err := s.Create(r); err != nil {
 		t.Fatal(err)
@@ -48,15 +53,11 @@ func TestRunsArePrivate(t *testing.T) {
 	if err := s.Create(r); err == nil {
 		t.Fatal("a run was created twice")
 	}
-	if err := s.SaveClientKey(id, []byte("-----BEGIN OPENSSH PRIVATE KEY-----\n")); err != nil {
-		t.Fatal(err)
-	}
 	for p, want := range map[string]fs.FileMode{
 		dir:                                      0o700,
 		filepath.Join(dir, "runs"):               0o700,
 		s.RunPath(id):                            0o700,
 		filepath.Join(s.RunPath(id), "run.json"): 0o600,
-		filepath.Join(s.RunPath(id), "client_key"): 0o600,
 	} {
 		if got := mode(t, p); got != want {
 			t.Errorf("%s: mode %o, want %o", p, got, want)
@@ -69,9 +70,18 @@ func TestRunsArePrivate(t *testing.T) {
 	if diff := cmp.Diff(r, back); diff != "" {
 		t.Fatalf("round trip (-want +got):\n%s", diff)
 	}
-	key, err := s.ClientKey(id)
-	if err != nil || string(key) != "-----BEGIN OPENSSH PRIVATE KEY-----\n" {
-		t.Fatalf("%q %v", key, err)
+	// A run saved before the client key moved into run.json keeps its
+	// key in a file of its own: Load still finds it.
+	old := *back
+	old.ClientKey = ""
+	if err := s.Save(&old); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(s.RunPath(id), "client_key"), []byte(r.ClientKey), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if back, err := s.Load(id); err != nil || back.ClientKey != r.ClientKey {
+		t.Fatalf("the old layout's key: %v", err)
 	}
 	left, _ := filepath.Glob(filepath.Join(s.RunPath(id), ".tmp-*"))
 	if len(left) > 0 {
@@ -85,7 +95,7 @@ func TestListKeepsBrokenRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, id := range []string{"b", "a"} {
-		if err := s.Create(&Run{ID: id, Created: time.Unix(int64(100-i), 0)}); err != nil {
+		if err := s.Create(&Run{Record: guard.Record{ID: id}, Created: time.Unix(int64(100-i), 0)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -101,12 +111,12 @@ func TestListKeepsBrokenRuns(t *testing.T) {
 	var ids, phases []string
 	for _, r := range runs {
 		ids = append(ids, r.ID)
-		phases = append(phases, r.Phase)
+		phases = append(phases, string(r.Phase))
 	}
 	if diff := cmp.Diff([]string{"broken", "a", "b"}, ids); diff != "" {
 		t.Fatal(diff)
 	}
-	if phases[0] != PhaseUnknown {
+	if phases[0] != string(PhaseUnknown) {
 		t.Fatalf("broken run phase %q", phases[0])
 	}
 	if _, err := s.Load("nope"); !errors.Is(err, ErrNoRun) {
@@ -122,7 +132,7 @@ func TestLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Create(&Run{ID: "r"}); err != nil {
+	if err := s.Create(&Run{Record: guard.Record{ID: "r"}}); err != nil {
 		t.Fatal(err)
 	}
 	l, err := s.TryLock("r")

@@ -1,4 +1,4 @@
-package launcher
+package guard
 
 import (
 	"context"
@@ -33,7 +33,7 @@ func TestRampDoublesUpToTheLimit(t *testing.T) {
 	// wait honours a cancelled context at once.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := newRamp(time.Hour).wait(ctx); !errors.Is(err, context.Canceled) {
+	if err := (realClock{}).Sleep(ctx, newRamp(time.Hour).step()); !errors.Is(err, context.Canceled) {
 		t.Errorf("wait on a cancelled context: %v", err)
 	}
 }

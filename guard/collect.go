@@ -1,0 +1,283 @@
+package guard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/overbrainer/overbrainer-go/internal/costplan"
+	"github.com/overbrainer/overbrainer-go/runpod"
+	"github.com/overbrainer/overbrainer-go/watchdog"
+	"github.com/overbrainer/overbrainer-go/watchdog/jobctl"
+)
+
+// resultNames are what Collect downloads from the run directory (those
+// that exist): the cancelled marker says why a job that has no exit code
+// ended, when it was lost with an earlier container.
+var resultNames = []string{jobctl.OutputsDir, jobctl.JobLog, watchdog.Log, watchdog.ExitCode, watchdog.Cancelled, watchdog.SnapshotRequest}
+
+// Collected is what Collect downloaded.
+type Collected struct {
+	Dir          string
+	Files, Dirs  int
+	Bytes        int64
+	Skipped      []string
+	NotCollected bool // the job never started: there was nothing to fetch
+}
+
+// Collect downloads the results (the outputs directory, job.log, the
+// watchdog's log, exit_code and the markers) into dir, holding the lease
+// while it downloads, then marks them retrieved so that the watchdog may
+// delete the pod. Only regular files and directories are written, and
+// nothing outside dir. A failed download is a *CollectError: the pod is
+// left to its watchdog, which keeps it for the retrieve grace, unless the
+// pod is gone.
+func (r *Run) Collect(ctx context.Context, dir string) (Collected, error) {
+	got, err := r.collect(ctx, dir)
+	if err != nil && ctx.Err() == nil {
+		r.fail(ctx, err)
+	}
+	return got, err
+}
+
+func (r *Run) collect(ctx context.Context, dir string) (Collected, error) {
+	st := r.last
+	if st.ExitCode >= 0 {
+		code := st.ExitCode
+		r.rec.ExitCode = &code
+	}
+	if !st.Started() {
+		return Collected{Dir: dir, NotCollected: true}, nil
+	}
+	if err := r.liveConn(ctx); err != nil {
+		return Collected{}, &CollectError{err}
+	}
+	release := r.holdLease(ctx)
+	x, err := r.conn.Download(ctx, r.rec.RunDir, resultNames, dir)
+	release()
+	if err != nil {
+		return Collected{}, &CollectError{err}
+	}
+	got := Collected{Dir: dir, Files: x.Files, Dirs: x.Dirs, Bytes: x.Bytes, Skipped: x.Skipped}
+	r.collected = true
+	r.emit(Event{Kind: EventCollected, Dir: dir, Files: got.Files, Bytes: got.Bytes, Skipped: got.Skipped})
+	// The pod may go now: the watchdog deletes it on this marker should
+	// the delete fail.
+	if err := r.put(ctx, watchdog.Retrieved, ""); err != nil {
+		r.warn(err)
+	}
+	r.save()
+	return got, nil
+}
+
+// Download is Collect without the retrieved marker: the results so far,
+// while the job may still run.
+func (r *Run) Download(ctx context.Context, dir string) (Collected, error) {
+	if err := r.liveConn(ctx); err != nil {
+		return Collected{}, err
+	}
+	x, err := r.conn.Download(ctx, r.rec.RunDir, resultNames, dir)
+	if err != nil {
+		return Collected{}, err
+	}
+	got := Collected{Dir: dir, Files: x.Files, Dirs: x.Dirs, Bytes: x.Bytes, Skipped: x.Skipped}
+	r.emit(Event{Kind: EventCollected, Dir: dir, Files: got.Files, Bytes: got.Bytes, Skipped: got.Skipped})
+	return got, nil
+}
+
+// Delete deletes the pod (delete, then terminate, then stop as a last
+// resort) and the host key secret, and records the run's end and its
+// cost. It goes on after ctx was cancelled (a delete is what a cancelled
+// run needs most), for up to three minutes. A pod that could only be
+// stopped still bills for its volume: the result says so.
+func (r *Run) Delete(ctx context.Context) (runpod.DeleteResult, error) {
+	phase := PhaseFailed
+	if r.collected || r.rec.Phase == PhaseDone {
+		phase = PhaseDone
+	}
+	res, err := r.teardownCtx(ctx, phase)
+	return res, err
+}
+
+// Detach leaves the pod to its watchdog and closes the connection: the
+// lease is no longer renewed, so the deadline and every other rule apply.
+// Attach takes the run up again from its Record.
+func (r *Run) Detach() {
+	r.dropConn()
+	r.rec.Phase = PhaseDetached
+	r.save()
+}
+
+// Close closes the connection to the pod, leaving the Record as it is.
+func (r *Run) Close() { r.dropConn() }
+
+// fail ends a run that cannot go on: it deletes the pod, or leaves it to
+// its watchdog when that is what the caller asked (and the watchdog is
+// armed) or when the pod holds the only copy of the results. It reports
+// whether the pod was left.
+func (r *Run) fail(ctx context.Context, err error) (left bool) {
+	var gone *PodGoneError
+	var collect *CollectError
+	var verdict *VerdictError
+	switch {
+	case errors.As(err, &gone):
+		r.emit(Event{Kind: EventFailed, Err: err, Then: ThenNothing})
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		r.dropConn()
+		r.deleteSecret(ctx)
+		r.end(PhaseFailed, err.Error())
+		return false
+	case errors.As(err, &collect) && r.podGone(ctx):
+		r.emit(Event{Kind: EventFailed, Err: err, Then: ThenDelete})
+		r.rec.Note = err.Error()
+		r.teardown(PhaseFailed)
+		return false
+	case errors.As(err, &collect):
+		// The outputs exist only on the pod: deleting it would lose them.
+		r.emit(Event{Kind: EventFailed, Err: err, Then: ThenNothing})
+		r.leave(err)
+		return true
+	case errors.As(err, &verdict):
+		r.emit(Event{Kind: EventFailed, Err: err, Then: ThenDelete})
+	case r.cfg.leave && r.ready:
+		r.emit(Event{Kind: EventFailed, Err: err, Then: ThenLeave})
+		r.leave(err)
+		return true
+	default:
+		r.emit(Event{Kind: EventFailed, Err: err, Then: ThenDelete})
+	}
+	r.rec.Note = err.Error()
+	r.teardown(PhaseFailed)
+	return false
+}
+
+func (r *Run) leave(err error) {
+	r.dropConn()
+	r.rec.Phase, r.rec.Note = PhaseLeftToPod, err.Error()
+	r.save()
+	r.emit(Event{Kind: EventLeft})
+}
+
+// end records the run's end and its cost.
+func (r *Run) end(phase Phase, note string) {
+	r.rec.Ended = r.now()
+	r.rec.CostUSD = costplan.Spent(r.rec.CostPerHr, r.rec.BillingStart, r.rec.Ended)
+	r.rec.Phase = phase
+	if note != "" {
+		r.rec.Note = note
+	}
+	r.ended = true
+	r.save()
+}
+
+// podGone says the API knows the pod no more, or as ended.
+func (r *Run) podGone(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	pod, err := r.api.GetPod(ctx, r.rec.PodID)
+	return errors.Is(err, runpod.ErrNotFound) || (err == nil && podEnded(pod.Status))
+}
+
+// teardown deletes the pod and the secret, whatever ctx says.
+func (r *Run) teardown(phase Phase) runpod.DeleteResult {
+	res, _ := r.teardownCtx(context.Background(), phase)
+	return res
+}
+
+func (r *Run) teardownCtx(ctx context.Context, phase Phase) (runpod.DeleteResult, error) {
+	r.dropConn()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
+	defer cancel()
+	res, err := r.deletePod(ctx)
+	r.deleteSecret(ctx)
+	if res == runpod.Stopped {
+		phase = PhaseStopped
+	}
+	r.end(phase, "")
+	return res, err
+}
+
+// deletePod deletes the run's pod with the client's fallbacks.
+func (r *Run) deletePod(ctx context.Context) (runpod.DeleteResult, error) {
+	if r.rec.PodID == "" {
+		return runpod.Deleted, nil
+	}
+	res, err := r.api.DeletePod(ctx, r.rec.PodID)
+	r.emit(Event{Kind: EventDeleted, Result: res, Err: err})
+	if res != runpod.Deleted && res != runpod.Terminated && err == nil {
+		err = fmt.Errorf("pod %s was not deleted", r.rec.PodID)
+	}
+	if res == runpod.Deleted || res == runpod.Terminated {
+		err = nil
+	}
+	return res, err
+}
+
+// deleteSecret deletes the run's host key secret, found by name when its
+// id is unknown.
+func (r *Run) deleteSecret(ctx context.Context) {
+	id := r.rec.SecretID
+	if id == "" {
+		s, err := r.api.FindSecret(ctx, r.rec.SecretName)
+		if errors.Is(err, runpod.ErrNotFound) {
+			return
+		}
+		if err != nil {
+			r.warn(fmt.Errorf("looking for secret %s: %w", r.rec.SecretName, err))
+			return
+		}
+		id = s.ID
+	}
+	if err := r.api.DeleteSecret(ctx, id); err != nil && !errors.Is(err, runpod.ErrNotFound) {
+		r.emit(Event{Kind: EventSecretDeleted, SecretName: r.rec.SecretName, Err: err})
+		return
+	}
+	r.rec.SecretID = ""
+	r.emit(Event{Kind: EventSecretDeleted, SecretName: r.rec.SecretName})
+	r.save()
+}
+
+// Remove deletes a run's pod (found by name when the Record has no pod
+// id) and its secret without connecting to the pod: for a run nobody
+// follows. It returns the updated Record; a pod already gone is no error.
+func Remove(ctx context.Context, c *runpod.Client, rec Record, opts ...Option) (Record, runpod.DeleteResult, error) {
+	return remove(ctx, c, rec, opts...)
+}
+
+func remove(ctx context.Context, c api, rec Record, opts ...Option) (Record, runpod.DeleteResult, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := CheckRunID(rec.ID); err != nil {
+		return rec, runpod.NotDeleted, &FieldError{Field: "Record.ID", Reason: err.Error()}
+	}
+	if rec.PodName == "" {
+		rec.PodName = PodNamePrefix + rec.ID
+	}
+	if rec.SecretName == "" {
+		rec.SecretName = hostKeySecretName(rec.ID)
+	}
+	r := &Run{api: c, cfg: cfg, rec: rec}
+	if err := r.findPod(ctx); err != nil && !errors.Is(err, ErrNoPod) {
+		return r.rec, runpod.NotDeleted, err
+	}
+	res, err := r.deletePod(ctx)
+	r.deleteSecret(ctx)
+	switch res {
+	case runpod.Deleted, runpod.Terminated:
+		if r.rec.Phase != PhaseDone {
+			r.rec.Phase = PhaseRemoved
+		}
+		if r.rec.Ended.IsZero() && !r.rec.BillingStart.IsZero() {
+			r.rec.Ended = r.now()
+			r.rec.CostUSD = costplan.Spent(r.rec.CostPerHr, r.rec.BillingStart, r.rec.Ended)
+		}
+	case runpod.Stopped:
+		r.rec.Phase = PhaseStopped
+	}
+	r.save()
+	return r.rec, res, err
+}

@@ -1,0 +1,39 @@
+// Package guard runs a job on a Runpod pod that cannot be forgotten and
+// left billing: the whole client side of the pod protocol, for any Go
+// program.
+//
+// The cycle, in order:
+//
+//   - Launch checks the Spec (a bad field fails before any pod exists),
+//     makes the run's client and host keys, puts the host key's private
+//     half in a Runpod secret (and nowhere else), creates the pod with the
+//     bootstrap and the watchdog, waits until it runs, dials it with the
+//     host key pinned and reads the watchdog's verdict. Once it is ready,
+//     the watchdog alone deletes the pod by its rules: at the deadline when
+//     no client holds the lease, at the cost cap whatever the lease, when no
+//     job started within the boot grace, once the results are collected or
+//     abandoned, when the bootstrap failed.
+//   - Run.Start uploads the job, writes the cost cap's plan on the pod's
+//     clock and starts the job in its own process group, its HF token on
+//     the session's standard input only.
+//   - Run.Follow streams the job's output, renews the lease while it
+//     progresses, grows a network volume that fills, reconnects, and
+//     returns how the job ended.
+//   - Run.Collect downloads the results with the lease held and marks them
+//     retrieved; Run.Delete deletes the pod and the secret, even after its
+//     context was cancelled.
+//   - Run.Record is a JSON handle from which Attach rebuilds the Run in
+//     another process (a notebook's next cell, a later launcher); Remove
+//     deletes a run's pod without connecting to it.
+//
+// Failures once the pod exists end the run by a rule that never leaves a
+// pod without a guard: the pod is deleted, or left to its armed watchdog
+// (WithLeaveOnFailure, or when it holds the only copy of the results), and
+// the error is typed (*PodGoneError, *VerdictError, *CollectError,
+// ErrJobLost, *FieldError). A cancelled context never deletes by surprise
+// after Launch: the Run's methods return ctx's error and leave the pod to
+// its watchdog, which ends it within its rules' bounds.
+//
+// The package never prints: WithEvents reports every step as an Event, and
+// WithLogger logs them.
+package guard

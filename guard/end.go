@@ -1,0 +1,84 @@
+package guard
+
+import "fmt"
+
+// How is how a job ended.
+type How int
+
+// The ways a job ends.
+const (
+	// Exited: the job wrote its exit code (End.ExitCode).
+	Exited How = iota + 1
+	// Killed: its process group is gone without an exit code.
+	Killed
+	// Cancelled: the cancelled marker says so.
+	Cancelled
+	// Lost: it died with an earlier container of the pod (Runpod
+	// restarted it); its results so far are on the volume.
+	Lost
+	// RunDirLost: the container restarted on a disk that did not keep the
+	// run directory: the job and its outputs are gone.
+	RunDirLost
+	// NeverStarted: no job was started.
+	NeverStarted
+)
+
+// lostJob is what is said of a job lost with an earlier container.
+const lostJob = "job lost: the pod's container restarted (Runpod restarted it, or its host failed), which ended the job before it could write its exit code"
+
+// End is how a followed job ended.
+type End struct {
+	How How
+	// ExitCode is the job's exit status, -1 when it wrote none.
+	ExitCode int
+	// RunDir is the run directory on the pod.
+	RunDir string
+}
+
+// OK says the job exited 0.
+func (e End) OK() bool { return e.How == Exited && e.ExitCode == 0 }
+
+// String says how the job ended, as one line.
+func (e End) String() string {
+	switch e.How {
+	case Exited:
+		return fmt.Sprintf("job ended: exit code %d", e.ExitCode)
+	case Killed:
+		return "job ended without an exit code (killed)"
+	case Cancelled:
+		return "job ended: cancelled"
+	case Lost:
+		return lostJob + "; collecting its results so far"
+	case RunDirLost:
+		return fmt.Sprintf("%s, and its run directory %s went with it (no volume kept it): the output shown so far is all there is", lostJob, e.RunDir)
+	case NeverStarted:
+		return "the job never started"
+	}
+	return "job state unknown"
+}
+
+// Err is nil when the job exited 0, else an error that says how it ended
+// (wrapping ErrJobLost for a lost job).
+func (e End) Err() error {
+	switch {
+	case e.OK():
+		return nil
+	case e.How == Exited:
+		return &endError{fmt.Sprintf("the job failed with exit code %d", e.ExitCode), false}
+	case e.How == Lost || e.How == RunDirLost:
+		return &endError{"the job was lost when the pod's container restarted, before it could finish", true}
+	case e.How == NeverStarted:
+		return &endError{"the job never ran", false}
+	}
+	return &endError{"the job ended without an exit code", false}
+}
+
+// endError is End.Err's error.
+type endError struct {
+	msg  string
+	lost bool
+}
+
+func (e *endError) Error() string { return e.msg }
+
+func (e *endError) Is(target error) bool { return e.lost && target == ErrJobLost }

@@ -1,0 +1,90 @@
+package guard
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/overbrainer/overbrainer-go/podssh"
+	"github.com/overbrainer/overbrainer-go/runpod"
+)
+
+// Sentinels for errors.Is.
+var (
+	// ErrPodGone: the pod no longer runs (deleted by its watchdog or by
+	// someone else, or it stopped). A *PodGoneError says more.
+	ErrPodGone = errors.New("guard: the pod is gone")
+	// ErrVerdictFailed: the watchdog's probe of the API failed, so its
+	// rules could not delete the pod. A *VerdictError says why.
+	ErrVerdictFailed = errors.New("guard: the watchdog's verdict is failed")
+	// ErrJobLost: the job died with the pod's container (Runpod restarted
+	// it), or its run directory went with it.
+	ErrJobLost = errors.New("guard: the job was lost")
+	// ErrCollect: the results could not be downloaded. A *CollectError
+	// wraps the cause.
+	ErrCollect = errors.New("guard: the results could not be collected")
+	// ErrNoPod: no pod of the run exists (it never got one, or it is gone
+	// from the list).
+	ErrNoPod = errors.New("guard: the run has no pod")
+	// ErrRecordMismatch: a Record that is not this pod's run.
+	ErrRecordMismatch = errors.New("guard: the record is not this pod's run")
+	// ErrHostKeyMismatch: the server at the pod's address does not hold
+	// the run's host key; nothing was sent to it.
+	ErrHostKeyMismatch = podssh.ErrHostKeyMismatch
+)
+
+// FieldError is a Spec, Job or Record field that cannot make a guarded run.
+type FieldError struct {
+	Field  string
+	Reason string
+}
+
+func (e *FieldError) Error() string { return "guard: " + e.Field + ": " + e.Reason }
+
+// PodGoneError says how the pod was found gone.
+type PodGoneError struct {
+	PodID string
+	// Status is the pod's last status, empty when the API no longer knows
+	// it.
+	Status runpod.PodStatus
+	// DeleteReason is the rule by which its watchdog was deleting it, when
+	// one was seen.
+	DeleteReason string
+	// Detail is what the client was doing, or empty.
+	Detail string
+}
+
+func (e *PodGoneError) Error() string {
+	s := fmt.Sprintf("pod %s no longer exists", e.PodID)
+	if e.Status != "" {
+		s = fmt.Sprintf("pod %s is %s", e.PodID, e.Status)
+	}
+	if e.Detail != "" {
+		s += " (" + e.Detail + ")"
+	}
+	if e.DeleteReason != "" {
+		s += fmt.Sprintf("; its watchdog was deleting it (%s)", e.DeleteReason)
+	}
+	return s
+}
+
+func (e *PodGoneError) Is(target error) bool { return target == ErrPodGone }
+
+// VerdictError is a failed verdict.
+type VerdictError struct {
+	// Verdict is the watchdog's whole verdict line.
+	Verdict string
+	// Reason is what follows "failed ".
+	Reason string
+}
+
+func (e *VerdictError) Error() string { return "the watchdog's verdict: " + e.Verdict }
+
+func (e *VerdictError) Is(target error) bool { return target == ErrVerdictFailed }
+
+// CollectError is a failed download of the results.
+type CollectError struct{ Err error }
+
+func (e *CollectError) Error() string { return "downloading the results: " + e.Err.Error() }
+func (e *CollectError) Unwrap() error { return e.Err }
+
+func (e *CollectError) Is(target error) bool { return target == ErrCollect }

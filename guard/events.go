@@ -1,0 +1,238 @@
+package guard
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/overbrainer/overbrainer-go/runpod"
+)
+
+// EventKind says what happened in a run.
+type EventKind int
+
+// The kinds of Event, roughly in the order a run meets them.
+const (
+	// EventCreated: the pod was created (PodID, PodName, GPU, GPUCount,
+	// CostPerHr, Deadline).
+	EventCreated EventKind = iota + 1
+	// EventWaiting: a look at a pod still coming up (Status, Elapsed,
+	// CostUSD), sent at every look, for progress.
+	EventWaiting
+	// EventRunning: the pod runs and publishes its SSH port (Addr).
+	EventRunning
+	// EventVerdict: the watchdog's verdict (Verdict): its rules are armed
+	// when it is ready.
+	EventVerdict
+	// EventCostPlan: the cost cap was written for the watchdog
+	// (SnapshotAt, CostCapAt on this machine's clock, ClockOffset).
+	EventCostPlan
+	// EventUploaded: the job's directory is on the pod (Dir, Remote).
+	EventUploaded
+	// EventJobStarted: the job runs (PID, Command); Already when an
+	// earlier start had started it.
+	EventJobStarted
+	// EventOutput: bytes of the job's output were written to Follow's
+	// writer (Bytes, Offset after them).
+	EventOutput
+	// EventLeaseRenewed: the client's lease was renewed.
+	EventLeaseRenewed
+	// EventCost: the cost so far of a running job (Elapsed, CostUSD),
+	// every ten minutes.
+	EventCost
+	// EventSnapshotRequested: a snapshot request appeared on the pod
+	// (Reason).
+	EventSnapshotRequested
+	// EventVolumeGrown: the network volume was grown (VolumeID,
+	// FromGB, ToGB, UsedBytes).
+	EventVolumeGrown
+	// EventDeleteReason: the pod's watchdog is deleting it (Reason, a
+	// watchdog delete reason).
+	EventDeleteReason
+	// EventReconnecting: the SSH connection broke (Err).
+	EventReconnecting
+	// EventReconnected: a new SSH connection replaced it.
+	EventReconnected
+	// EventJobEnded: the job is over (End).
+	EventJobEnded
+	// EventCollected: the results were downloaded (Dir, Files, Bytes,
+	// Skipped).
+	EventCollected
+	// EventFailed: the run cannot go on (Err); Then says what happens to
+	// the pod.
+	EventFailed
+	// EventLeft: the pod is left to its armed watchdog.
+	EventLeft
+	// EventDeleted: a delete of the pod ended (Result, Err).
+	EventDeleted
+	// EventSecretDeleted: the host key secret was deleted (SecretName), or
+	// could not be (Err).
+	EventSecretDeleted
+	// EventWarning: something failed that the run survives (Err).
+	EventWarning
+)
+
+var kindNames = map[EventKind]string{
+	EventCreated: "created", EventWaiting: "waiting", EventRunning: "running",
+	EventVerdict: "verdict", EventCostPlan: "cost_plan", EventUploaded: "uploaded",
+	EventJobStarted: "job_started", EventOutput: "output", EventLeaseRenewed: "lease_renewed",
+	EventCost: "cost", EventSnapshotRequested: "snapshot_requested", EventVolumeGrown: "volume_grown",
+	EventDeleteReason: "delete_reason", EventReconnecting: "reconnecting", EventReconnected: "reconnected",
+	EventJobEnded: "job_ended", EventCollected: "collected", EventFailed: "failed", EventLeft: "left",
+	EventDeleted: "deleted", EventSecretDeleted: "secret_deleted", EventWarning: "warning",
+}
+
+func (k EventKind) String() string {
+	if s, ok := kindNames[k]; ok {
+		return s
+	}
+	return fmt.Sprintf("EventKind(%d)", int(k))
+}
+
+// Then is what a failed run does with its pod.
+type Then int
+
+const (
+	// ThenDelete: the pod is deleted now.
+	ThenDelete Then = iota + 1
+	// ThenLeave: the pod is left to its armed watchdog.
+	ThenLeave
+	// ThenNothing: the pod is gone already, or it holds the only copy of
+	// the results and is left to its retrieve grace.
+	ThenNothing
+)
+
+// Event is one thing that happened in a run, for WithEvents. Only the
+// fields its Kind names are set. Its String is a line a person can read.
+type Event struct {
+	Kind    EventKind
+	Time    time.Time
+	RunID   string
+	PodID   string
+	PodName string
+
+	Status    runpod.PodStatus
+	Addr      string
+	Verdict   string
+	GPU       string
+	GPUCount  int
+	Deadline  time.Time
+	CostPerHr float64
+	CostUSD   float64
+	Elapsed   time.Duration
+
+	SnapshotAt, CostCapAt time.Time
+	ClockOffset           time.Duration
+	MaxCostUSD            float64
+
+	Dir, Remote string
+	PID         int
+	Command     string
+	Already     bool
+	Bytes       int64
+	Offset      int64
+	Files       int
+	Skipped     []string
+
+	Reason     string
+	VolumeID   string
+	FromGB     int
+	ToGB       int
+	UsedBytes  int64
+	SecretName string
+
+	End    End
+	Result runpod.DeleteResult
+	Then   Then
+	Err    error
+}
+
+// String is the event as one line.
+func (e Event) String() string {
+	switch e.Kind {
+	case EventCreated:
+		deadline := "none"
+		if !e.Deadline.IsZero() {
+			deadline = e.Deadline.Local().Format(time.DateTime)
+		}
+		return fmt.Sprintf("pod %s (%s) created: %s x%d, %s/h; deadline %s", e.PodID, e.PodName, e.GPU, e.GPUCount, Money(e.CostPerHr), deadline)
+	case EventWaiting:
+		return fmt.Sprintf("pod %s: %s | %s elapsed, ~%s so far", e.PodID, e.Status, roundSecond(e.Elapsed), Money(e.CostUSD))
+	case EventRunning:
+		return fmt.Sprintf("pod %s is running; SSH at %s", e.PodID, e.Addr)
+	case EventVerdict:
+		return "watchdog verdict: " + e.Verdict
+	case EventCostPlan:
+		return fmt.Sprintf("cost cap %s at %s/h: snapshot asked at %s, pod deleted at %s (pod clock %+.1fs from ours)",
+			Money(e.MaxCostUSD), Money(e.CostPerHr), e.SnapshotAt.Local().Format(time.TimeOnly),
+			e.CostCapAt.Local().Format(time.TimeOnly), e.ClockOffset.Seconds())
+	case EventUploaded:
+		return fmt.Sprintf("uploaded %s to %s", e.Dir, e.Remote)
+	case EventJobStarted:
+		if e.Already {
+			return "the job had already been started"
+		}
+		return fmt.Sprintf("job started (process group %d): %s", e.PID, e.Command)
+	case EventOutput:
+		return fmt.Sprintf("%d bytes of output (offset %d)", e.Bytes, e.Offset)
+	case EventLeaseRenewed:
+		return "lease renewed"
+	case EventCost:
+		return fmt.Sprintf("job running: %s elapsed, ~%s so far", roundSecond(e.Elapsed), Money(e.CostUSD))
+	case EventSnapshotRequested:
+		return fmt.Sprintf("snapshot requested (%s): the job is asked to checkpoint and stop", e.Reason)
+	case EventVolumeGrown:
+		return fmt.Sprintf("network volume %s grown from %d to %d GB (%.1f GB used)", e.VolumeID, e.FromGB, e.ToGB, float64(e.UsedBytes)/1e9)
+	case EventDeleteReason:
+		return fmt.Sprintf("pod %s's watchdog is deleting it (%s)", e.PodID, e.Reason)
+	case EventReconnecting:
+		return fmt.Sprintf("lost the SSH connection (%v): reconnecting", e.Err)
+	case EventReconnected:
+		return "reconnected"
+	case EventJobEnded:
+		return e.End.String()
+	case EventCollected:
+		s := fmt.Sprintf("results downloaded to %s (%d files, %d bytes)", e.Dir, e.Files, e.Bytes)
+		if len(e.Skipped) > 0 {
+			s += "; skipped (links and special files): " + strings.Join(e.Skipped, ", ")
+		}
+		return s
+	case EventFailed:
+		return fmt.Sprintf("error: %v", e.Err)
+	case EventLeft:
+		return fmt.Sprintf("pod %s is left to its watchdog", e.PodID)
+	case EventDeleted:
+		switch e.Result {
+		case runpod.Deleted:
+			return fmt.Sprintf("pod %s deleted", e.PodID)
+		case runpod.Terminated:
+			return fmt.Sprintf("pod %s terminated (the delete call failed, the terminate action worked)", e.PodID)
+		case runpod.Stopped:
+			return fmt.Sprintf("pod %s could only be STOPPED, not deleted: it no longer runs, but its volume STILL BILLS: %v", e.PodID, e.Err)
+		}
+		return fmt.Sprintf("pod %s could NOT be deleted: %v; it still bills until its watchdog deletes it", e.PodID, e.Err)
+	case EventSecretDeleted:
+		if e.Err != nil {
+			return fmt.Sprintf("could not delete secret %s: %v", e.SecretName, e.Err)
+		}
+		return fmt.Sprintf("secret %s deleted", e.SecretName)
+	case EventWarning:
+		return fmt.Sprintf("%v", e.Err)
+	}
+	return e.Kind.String()
+}
+
+// Money formats USD with enough digits for the cents of a short run.
+func Money(usd float64) string {
+	switch {
+	case usd == 0:
+		return "$0"
+	case usd < 0.01:
+		return fmt.Sprintf("$%.4f", usd)
+	case usd < 10:
+		return fmt.Sprintf("$%.3f", usd)
+	}
+	return fmt.Sprintf("$%.2f", usd)
+}
+
+func roundSecond(d time.Duration) string { return d.Round(time.Second).String() }

@@ -1,0 +1,323 @@
+package guard
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/overbrainer/overbrainer-go/internal/costplan"
+	"github.com/overbrainer/overbrainer-go/podenv"
+	"github.com/overbrainer/overbrainer-go/podssh"
+	"github.com/overbrainer/overbrainer-go/runpod"
+	"github.com/overbrainer/overbrainer-go/watchdog"
+	"github.com/overbrainer/overbrainer-go/watchdog/jobctl"
+)
+
+// Start uploads the job and starts it, unless it was started already (nil
+// then). A zero job means the one the Spec (or the Record) named, without
+// an HF token; a job with only HFToken set takes the rest from there.
+// With a cost cap, it first writes the cap's plan for the watchdog on the
+// pod's clock. The job runs in a process group of its own, so that the
+// watchdog and the client can stop its whole tree, and reads its HF token
+// from the session's standard input only.
+//
+// A job whose run directory vanished (the pod's container restarted on a
+// disk that did not keep it) is not started again from its beginning: Start
+// returns an error wrapping ErrJobLost, and the caller deletes the pod.
+// Other failures end as Launch's do.
+func (r *Run) Start(ctx context.Context, job Job) error {
+	if job.Dir == "" && job.Command == "" {
+		job.Dir, job.Command = r.rec.JobDir, r.rec.Command
+	}
+	if errs := job.check("Job."); len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	if r.last.Started() {
+		return nil
+	}
+	if !r.rec.JobStarted.IsZero() {
+		r.runDirLost = true
+		return fmt.Errorf("%w: its run directory %s went with the pod's container", ErrJobLost, r.rec.RunDir)
+	}
+	r.rec.JobDir, r.rec.Command = job.Dir, job.Command
+	if err := r.start(ctx, job); err != nil {
+		if ctx.Err() == nil {
+			r.fail(ctx, err)
+		}
+		return err
+	}
+	return nil
+}
+
+func (r *Run) start(ctx context.Context, job Job) error {
+	if err := r.liveConn(ctx); err != nil {
+		return err
+	}
+	if r.rec.MaxCostUSD > 0 {
+		if err := r.planCost(ctx); err != nil {
+			return err
+		}
+	}
+	if err := r.upload(ctx, job); err != nil {
+		return err
+	}
+	in, err := jobctl.StartInput(job.HFToken)
+	if err != nil {
+		return err
+	}
+	defer r.holdLease(ctx)()
+	sctx, cancel := context.WithTimeout(ctx, shortCommand)
+	defer cancel()
+	out, err := r.conn.Output(sctx, jobctl.StartCommand(r.rec.RunDir, podenv.JobEnv), in)
+	var ce *podssh.CommandError
+	if errors.As(err, &ce) && ce.Status == jobctl.StartAlreadyStarted {
+		r.emit(Event{Kind: EventJobStarted, Already: true, Command: job.Command})
+	} else if err != nil {
+		return fmt.Errorf("starting the job: %w", err)
+	} else {
+		pid, _ := strconv.Atoi(jobctl.LastLine(out))
+		r.emit(Event{Kind: EventJobStarted, PID: pid, Command: job.Command})
+	}
+	r.rec.JobStarted = r.now()
+	r.rec.Phase = PhaseRunning
+	r.save()
+	return nil
+}
+
+// upload sends the job's directory and its command in one tar stream.
+func (r *Run) upload(ctx context.Context, job Job) error {
+	defer r.holdLease(ctx)()
+	err := r.conn.UploadTar(ctx, r.rec.RunDir, func(tw *tar.Writer) error {
+		if err := podssh.AddTree(tw, job.Dir, jobctl.JobDir+"/"); err != nil {
+			return err
+		}
+		return podssh.AddFile(tw, jobctl.CommandFile, []byte(job.Command+"\n"), 0o644)
+	})
+	if err != nil {
+		return fmt.Errorf("uploading the job: %w", err)
+	}
+	r.emit(Event{Kind: EventUploaded, Dir: job.Dir, Remote: jobctl.RunFile(r.rec.RunDir, jobctl.JobDir)})
+	return nil
+}
+
+// planCost writes .pod/snapshot_at and .pod/cost_cap_at on the pod's clock.
+func (r *Run) planCost(ctx context.Context) error {
+	if r.rec.CostPerHr <= 0 {
+		perHr, err := r.api.PodCostPerHour(ctx, r.rec.PodID)
+		if err != nil {
+			return fmt.Errorf("reading the pod's price for the cost cap: %w", err)
+		}
+		r.rec.CostPerHr = perHr
+	}
+	// A look carries the pod's clock; its round trip bounds the error.
+	sent := r.now()
+	st, _, err := r.poll(ctx, false)
+	received := r.now()
+	if err != nil {
+		return fmt.Errorf("reading the pod's clock: %w", err)
+	}
+	offset := costplan.ClockOffset(sent, received, st.PodNow)
+	plan, err := costplan.CostCap(r.rec.BillingStart, r.rec.CostPerHr, r.rec.MaxCostUSD, r.rec.SnapshotLead, offset)
+	if err != nil {
+		return err
+	}
+	if err := r.put(ctx, watchdog.SnapshotAt, strconv.FormatInt(plan.SnapshotAt, 10)); err != nil {
+		return err
+	}
+	if err := r.put(ctx, watchdog.CostCapAt, strconv.FormatInt(plan.CostCapAt, 10)); err != nil {
+		return err
+	}
+	local := func(podUnix int64) time.Time { return time.Unix(podUnix, 0).Add(-offset) }
+	r.emit(Event{Kind: EventCostPlan, MaxCostUSD: r.rec.MaxCostUSD, CostPerHr: r.rec.CostPerHr,
+		SnapshotAt: local(plan.SnapshotAt), CostCapAt: local(plan.CostCapAt), ClockOffset: offset})
+	r.save()
+	return nil
+}
+
+// Look is one look at the job, without renewing the lease.
+func (r *Run) Look(ctx context.Context) (jobctl.State, error) {
+	for try := 0; ; try++ {
+		if err := r.liveConn(ctx); err != nil {
+			return r.last, err
+		}
+		st, _, err := r.poll(ctx, false)
+		if err == nil || try == 1 || ctx.Err() != nil {
+			return st, err
+		}
+		r.dropConn()
+	}
+}
+
+// Snapshot asks the job to checkpoint into its outputs and exit
+// (snapshot.request, reason stop), unless a request is there already: it
+// returns the reason of the request that is there, empty when it made one.
+func (r *Run) Snapshot(ctx context.Context) (already string, err error) {
+	st, err := r.Look(ctx)
+	if err != nil {
+		return "", err
+	}
+	if st.Request != "" {
+		return st.Request, nil
+	}
+	if err := r.put(ctx, watchdog.SnapshotRequest, watchdog.ReasonStop); err != nil {
+		return "", err
+	}
+	return "", nil
+}
+
+// Exec runs cmd on the pod in a session of its own (as root, in sh -c
+// when it is a shell command line), with the given streams; nil ones are
+// empty or discarded. A non-zero exit is a *podssh.CommandError when
+// stderr is nil, else an error whose ExitStatus the ssh package reports.
+func (r *Run) Exec(ctx context.Context, cmd string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if err := r.liveConn(ctx); err != nil {
+		return err
+	}
+	return r.conn.Run(ctx, cmd, stdin, stdout, stderr)
+}
+
+// Follow streams the job's output to w from the Record's offset until the
+// job ended and all of its output was written, renewing the lease while
+// the output progresses, telling the snapshot requests, the cost so far
+// and the watchdog's delete reason, and growing a network volume that
+// fills. A broken connection is dialled again; a pod found gone ends with
+// a *PodGoneError (and the secret deleted). A job of an earlier container
+// comes back as End{How: Lost}, a vanished run directory as RunDirLost.
+// When ctx ends, Follow returns its error and leaves the pod to its
+// watchdog.
+func (r *Run) Follow(ctx context.Context, w io.Writer) (End, error) {
+	end, err := r.follow(ctx, w)
+	switch {
+	case err == nil:
+		r.emit(Event{Kind: EventJobEnded, End: end})
+	case ctx.Err() == nil:
+		r.fail(ctx, err)
+	}
+	return end, err
+}
+
+func (r *Run) follow(ctx context.Context, w io.Writer) (End, error) {
+	if !r.last.Started() && r.rec.JobStarted.IsZero() {
+		return End{How: NeverStarted, ExitCode: -1}, nil
+	}
+	if err := r.liveConn(ctx); err != nil {
+		return End{}, err
+	}
+	var lastLease, lastProgress, lastVolume time.Time
+	announced := ""
+	lastStatus := r.now()
+	for {
+		// The first look renews the lease; after that, a renewal needs
+		// output since the last one.
+		touch := lastLease.IsZero() || (r.since(lastLease) >= r.rec.LeaseEvery && lastProgress.After(lastLease))
+		st, b, err := r.poll(ctx, touch)
+		if err != nil {
+			if ctx.Err() != nil {
+				return End{}, ctx.Err()
+			}
+			var ce *podssh.CommandError
+			if errors.As(err, &ce) {
+				return End{}, fmt.Errorf("following the job: %w", err)
+			}
+			if err := r.reconnect(ctx, err); err != nil {
+				return End{}, err
+			}
+			continue
+		}
+		now := r.now()
+		if touch {
+			lastLease = now
+		}
+		if len(b) > 0 {
+			if _, err := w.Write(b); err != nil {
+				return End{}, fmt.Errorf("writing the job's output: %w", err)
+			}
+			r.rec.LogOffset += int64(len(b))
+			lastProgress = now
+			r.emit(Event{Kind: EventOutput, Bytes: int64(len(b)), Offset: r.rec.LogOffset})
+		}
+		if st.Verdict != r.rec.Verdict || len(b) > 0 {
+			r.rec.Verdict = st.Verdict
+			r.save()
+		}
+		if st.Request != "" && st.Request != announced {
+			announced = st.Request
+			r.emit(Event{Kind: EventSnapshotRequested, Reason: st.Request})
+		}
+		if r.rec.NetworkVolumeID != "" && st.DuKiB >= 0 && now.Sub(lastVolume) >= time.Minute {
+			lastVolume = now
+			if err := r.growVolume(ctx, st.DuKiB); err != nil {
+				r.warn(fmt.Errorf("growing network volume %s: %w", r.rec.NetworkVolumeID, err))
+			}
+		}
+		if st.Ended() && r.rec.LogOffset >= st.LogSize {
+			return r.endOf(st), nil
+		}
+		// The job was started (or seen started) before the follow began,
+		// and job.pid is never removed: without it, the run directory is
+		// a new one. The pod's container restarted on a disk that did not
+		// keep it (no volume), and the job died with the container.
+		if !st.Started() {
+			r.runDirLost = true
+			return r.endOf(st), nil
+		}
+		if now.Sub(lastStatus) >= statusEvery {
+			lastStatus = now
+			r.emit(Event{Kind: EventCost, Elapsed: r.since(r.rec.BillingStart), CostUSD: r.spent()})
+		}
+		if len(b) == maxChunk {
+			continue
+		}
+		if err := r.cfg.clock.Sleep(ctx, r.rec.Poll); err != nil {
+			return End{}, err
+		}
+	}
+}
+
+// endOf is how the job of st ended.
+func (r *Run) endOf(st jobctl.State) End {
+	e := End{ExitCode: st.ExitCode, RunDir: r.rec.RunDir}
+	switch {
+	case r.runDirLost:
+		e.How = RunDirLost
+	case st.ExitCode >= 0:
+		e.How = Exited
+	case st.Lost():
+		e.How = Lost
+	case st.Cancelled:
+		e.How = Cancelled
+	case st.Started():
+		e.How = Killed
+	default:
+		e.How = NeverStarted
+	}
+	return e
+}
+
+// growVolume grows the network volume when it is 92% full and tells the
+// watchdog its new size.
+func (r *Run) growVolume(ctx context.Context, usedKiB int64) error {
+	newGB, grow := costplan.Grow(r.rec.VolumeGB, usedKiB)
+	if !grow {
+		return nil
+	}
+	newGB = min(newGB, runpod.MaxVolumeGB)
+	if newGB <= r.rec.VolumeGB {
+		return fmt.Errorf("the volume is %d GB, Runpod's largest: it cannot grow", r.rec.VolumeGB)
+	}
+	v, err := r.api.GrowNetworkVolume(ctx, r.rec.NetworkVolumeID, newGB)
+	if err != nil {
+		return err
+	}
+	if err := r.put(ctx, watchdog.VolumeGB, strconv.Itoa(v.SizeGB)); err != nil {
+		return err
+	}
+	r.emit(Event{Kind: EventVolumeGrown, VolumeID: r.rec.NetworkVolumeID, FromGB: r.rec.VolumeGB, ToGB: v.SizeGB, UsedBytes: usedKiB * 1024})
+	r.rec.VolumeGB = v.SizeGB
+	r.save()
+	return nil
+}

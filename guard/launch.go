@@ -1,0 +1,399 @@
+package guard
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/overbrainer/overbrainer-go/bootstrap"
+	"github.com/overbrainer/overbrainer-go/podenv"
+	"github.com/overbrainer/overbrainer-go/podssh"
+	"github.com/overbrainer/overbrainer-go/runpod"
+	"github.com/overbrainer/overbrainer-go/watchdog/jobctl"
+)
+
+// Launch creates a guarded run: the run's client and host keys, the secret
+// that carries the host key's private half to the pod (and nowhere else),
+// the pod with the bootstrap and the watchdog, then waits until the pod
+// runs, dials it with the host key pinned and reads the watchdog's verdict.
+// It returns once the verdict is ready: from then on the watchdog alone
+// ends the pod by its rules.
+//
+// A Spec that cannot be armed fails before any pod exists, with
+// *FieldError values naming each bad field. Any failure once the pod
+// exists deletes it (or, with WithLeaveOnFailure and a ready verdict,
+// leaves it to its watchdog) and returns a typed error: *PodGoneError,
+// *VerdictError, or the cause. When ctx ends, the pod is deleted too,
+// unless WithDetachOnCancel: then Launch returns the Run with ctx's error,
+// the pod left to its watchdog, to Attach to later.
+func Launch(ctx context.Context, c *runpod.Client, spec Spec, opts ...Option) (*Run, error) {
+	if c == nil {
+		return nil, &FieldError{Field: "api", Reason: "is nil"}
+	}
+	return launch(ctx, c, spec, opts...)
+}
+
+func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	now := cfg.clock.Now()
+	if spec.RunID == "" {
+		id, err := NewRunID(now)
+		if err != nil {
+			return nil, err
+		}
+		spec.RunID = id
+	}
+	spec = spec.withDefaults()
+	if err := spec.check(now); err != nil {
+		return nil, err
+	}
+	r := &Run{api: c, cfg: cfg}
+	r.rec = Record{
+		ID: spec.RunID, APIURL: c.BaseURL(),
+		PodName: PodNamePrefix + spec.RunID, SecretName: hostKeySecretName(spec.RunID),
+		JobDir: spec.Job.Dir, Command: spec.Job.Command,
+		Deadline: spec.Deadline, MaxCostUSD: spec.MaxCostUSD, Keep: spec.Keep,
+		BootGrace: spec.BootGrace, RetrieveGrace: spec.RetrieveGrace,
+		Poll: cfg.poll, LeaseEvery: cfg.leaseEvery, SnapshotLead: spec.SnapshotLead,
+		Phase: PhaseCreating,
+	}
+	ttl := spec.LeaseTTL
+	if ttl == 0 {
+		ttl = DefaultLeaseTTL
+	}
+	if cfg.leaseEvery >= ttl {
+		return nil, &FieldError{Field: "WithLeaseEvery", Reason: fmt.Sprintf("%s is not shorter than the lease's lifetime (%s)", cfg.leaseEvery, ttl)}
+	}
+	settings := podenv.Settings{
+		RunID: spec.RunID, Workdir: spec.Workdir, Deadline: spec.Deadline,
+		BootGrace: spec.BootGrace, RetrieveGrace: spec.RetrieveGrace, Keep: spec.Keep,
+		APIURL: spec.WatchdogAPIURL,
+	}
+	if settings.APIURL == "" {
+		settings.APIURL = c.BaseURL()
+	}
+	if spec.MaxCostUSD > 0 {
+		// The cap is planned on the pod's price: a price that cannot be
+		// known would leave the cap unarmed.
+		if err := checkPrice(ctx, c, spec); err != nil {
+			return nil, err
+		}
+	}
+	if spec.NetworkVolumeID != "" {
+		v, err := c.GetNetworkVolume(ctx, spec.NetworkVolumeID)
+		if err != nil {
+			return nil, &FieldError{Field: "Spec.NetworkVolumeID", Reason: fmt.Sprintf("network volume %s: %v", spec.NetworkVolumeID, err)}
+		}
+		settings.VolumeDir, settings.VolumeGB = spec.VolumePath, v.SizeGB
+		r.rec.NetworkVolumeID, r.rec.VolumeDir, r.rec.VolumeGB = spec.NetworkVolumeID, spec.VolumePath, v.SizeGB
+	}
+	r.rec.RunDir = settings.RunDir()
+
+	var err error
+	if r.key, err = podssh.NewKey(); err != nil {
+		return nil, err
+	}
+	host, err := podssh.NewKey()
+	if err != nil {
+		return nil, err
+	}
+	r.host = host.Public
+	settings.AuthorizedKey = r.key.AuthorizedKey(r.rec.PodName)
+	settings.Claim = host.AuthorizedKey("")
+	r.rec.HostKey = settings.Claim
+	env, err := settings.Env()
+	if err != nil {
+		return nil, fmt.Errorf("guard: the pod's env: %w", err)
+	}
+	maps.Copy(env, spec.watchdogEnv())
+	maps.Copy(env, spec.PodEnv)
+	clientPEM, err := r.key.PrivatePEM(r.rec.PodName)
+	if err != nil {
+		return nil, err
+	}
+	r.rec.ClientKey = PEM(clientPEM)
+	hostPEM, err := host.PrivatePEM(r.rec.PodName)
+	if err != nil {
+		return nil, err
+	}
+	r.save()
+
+	// The host key's private half goes to Runpod's secret store and
+	// nowhere else: not to the pod's env (which holds a placeholder), nor
+	// to this machine's disk, nor to the Record.
+	sec, err := c.CreateSecret(ctx, r.rec.SecretName, base64.StdEncoding.EncodeToString(hostPEM))
+	clear(hostPEM)
+	if err != nil {
+		return nil, r.createFailed(ctx, fmt.Errorf("creating the host key secret: %w", err))
+	}
+	r.rec.SecretID = sec.ID
+	r.save()
+
+	req := runpod.CreatePodRequest{
+		Name: r.rec.PodName, Image: spec.Image, GPUTypeID: spec.GPUTypeID, GPUCount: spec.GPUCount,
+		Cloud: spec.Cloud, ContainerDiskGB: spec.DiskGB,
+		Ports: []string{"22/tcp"}, Env: env, Command: bootstrap.Command(),
+	}
+	if spec.VolumeGB > 0 {
+		req.PersistentVolume = &runpod.PersistentMount{SizeGB: spec.VolumeGB, Path: spec.VolumePath}
+	}
+	if spec.NetworkVolumeID != "" {
+		req.NetworkVolume = &runpod.NetworkMount{VolumeID: spec.NetworkVolumeID, Path: spec.VolumePath}
+	}
+	// Billing starts no earlier than the create call: the cost cap counts
+	// from here, on this machine's clock, which errs on the safe side.
+	r.rec.BillingStart = r.now()
+	pod, err := c.CreatePod(ctx, req)
+	if err != nil {
+		return nil, r.createFailed(ctx, fmt.Errorf("creating the pod: %w", err))
+	}
+	r.rec.PodID, r.rec.CostPerHr = pod.ID, pod.CostPerHr
+	r.rec.Phase = PhaseBooting
+	r.save()
+	r.emit(Event{Kind: EventCreated, GPU: spec.GPUTypeID, GPUCount: spec.GPUCount, CostPerHr: pod.CostPerHr, Deadline: spec.Deadline})
+
+	if err := r.ensure(ctx); err != nil {
+		if ctx.Err() != nil && cfg.detachOnCancel {
+			r.Detach()
+			return r, err
+		}
+		if ctx.Err() != nil {
+			r.rec.Note = "interrupted"
+			r.teardown(PhaseFailed)
+			return nil, err
+		}
+		if left := r.fail(ctx, err); left {
+			return r, err
+		}
+		return nil, err
+	}
+	return r, nil
+}
+
+func (c config) check() error {
+	var errs []error
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"WithPoll", c.poll}, {"WithLeaseEvery", c.leaseEvery}, {"WithStartTimeout", c.startTimeout}, {"WithVerdictTimeout", c.verdictTimeout}} {
+		if d.v <= 0 {
+			errs = append(errs, &FieldError{Field: d.name, Reason: fmt.Sprintf("%s is not positive", d.v)})
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkPrice makes sure the GPU type's price is known, so the cost cap
+// can be planned.
+func checkPrice(ctx context.Context, c api, spec Spec) error {
+	g, err := c.GetGPUType(ctx, spec.GPUTypeID)
+	if err != nil {
+		return &FieldError{Field: "Spec.MaxCostUSD", Reason: fmt.Sprintf("the price of GPU type %q is unknown (%v): the cost cap could not be planned", spec.GPUTypeID, err)}
+	}
+	if price, ok := g.PricePerHour(spec.Cloud, spec.GPUCount); !ok || !(price > 0) || math.IsInf(price, 0) {
+		return &FieldError{Field: "Spec.MaxCostUSD", Reason: fmt.Sprintf("GPU type %q has no price on the %s cloud: the cost cap could not be planned", spec.GPUTypeID, spec.Cloud)}
+	}
+	return nil
+}
+
+// watchdogEnv is the watchdog's knobs for the pod's env.
+func (s Spec) watchdogEnv() map[string]string {
+	env := map[string]string{"OVERBRAINER_SNAPSHOT_LEAD": seconds(s.SnapshotLead)}
+	set := func(name string, d time.Duration) {
+		if d > 0 {
+			env[name] = seconds(d)
+		}
+	}
+	set("OVERBRAINER_INTERVAL", s.Interval)
+	set("OVERBRAINER_LEASE_TTL", s.LeaseTTL)
+	set("OVERBRAINER_SNAPSHOT_WAIT", s.SnapshotWait)
+	set("OVERBRAINER_PROBE_WAIT", s.ProbeWait)
+	if s.ProbeTries > 0 {
+		env["OVERBRAINER_PROBE_TRIES"] = strconv.Itoa(s.ProbeTries)
+	}
+	return env
+}
+
+// seconds rounds up to whole seconds, so that a positive knob never
+// becomes 0.
+func seconds(d time.Duration) string {
+	return strconv.FormatInt(int64(math.Ceil(d.Seconds())), 10)
+}
+
+// createFailed cleans up after a failed create: a pod that may exist
+// under the run's name (an interrupted or unanswered create) and the
+// secret.
+func (r *Run) createFailed(ctx context.Context, err error) error {
+	r.emit(Event{Kind: EventFailed, Err: err, Then: ThenDelete})
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	if r.rec.SecretID != "" {
+		if pods, lerr := r.api.ListPods(ctx, runpod.ListPodsOptions{Name: r.rec.PodName}); lerr != nil {
+			r.warn(fmt.Errorf("could not check whether pod %s exists: %w", r.rec.PodName, lerr))
+		} else {
+			for _, p := range pods {
+				r.rec.PodID = p.ID
+				r.deletePod(ctx)
+			}
+		}
+	}
+	r.deleteSecret(ctx)
+	r.rec.Phase = PhaseFailed
+	r.rec.Note = err.Error()
+	r.save()
+	return err
+}
+
+// Attach rebuilds a Run from its Record in another process: it finds the
+// pod (by name when the Record has no pod id), waits until it runs, dials
+// it with the Record's pinned host key and reads the watchdog's verdict
+// and the job's state. A Record that is not a run's, or whose pod is
+// another run's, is refused (ErrRecordMismatch); a server without the
+// pinned host key is refused (ErrHostKeyMismatch), nothing sent to it.
+// Failures once the pod is found end as Launch's do; when ctx ends the pod
+// is left as it is.
+func Attach(ctx context.Context, c *runpod.Client, rec Record, opts ...Option) (*Run, error) {
+	if c == nil {
+		return nil, &FieldError{Field: "api", Reason: "is nil"}
+	}
+	return attach(ctx, c, rec, opts...)
+}
+
+func attach(ctx context.Context, c api, rec Record, opts ...Option) (*Run, error) {
+	cfg := defaultConfig()
+	if rec.Poll > 0 {
+		cfg.poll = rec.Poll
+	}
+	if rec.LeaseEvery > 0 {
+		cfg.leaseEvery = rec.LeaseEvery
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	if err := rec.check(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrRecordMismatch, err)
+	}
+	if rec.APIURL != "" && rec.APIURL != c.BaseURL() {
+		return nil, fmt.Errorf("%w: run %s was created at %s, not %s", ErrRecordMismatch, rec.ID, rec.APIURL, c.BaseURL())
+	}
+	r := &Run{api: c, cfg: cfg, rec: rec}
+	r.rec.Poll, r.rec.LeaseEvery = cfg.poll, cfg.leaseEvery
+	var err error
+	if r.key, err = podssh.ParseKey([]byte(rec.ClientKey)); err != nil {
+		return nil, &FieldError{Field: "Record.ClientKey", Reason: err.Error()}
+	}
+	if r.host, err = podssh.ParsePublicKey(rec.HostKey); err != nil {
+		return nil, &FieldError{Field: "Record.HostKey", Reason: err.Error()}
+	}
+	if err := r.findPod(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.ensure(ctx); err != nil {
+		if ctx.Err() != nil {
+			r.dropConn()
+			return r, err
+		}
+		if left := r.fail(ctx, err); left {
+			return r, err
+		}
+		return nil, err
+	}
+	if st := r.last; st.Started() && r.rec.JobStarted.IsZero() {
+		r.rec.JobStarted = r.now()
+	}
+	if r.last.Started() && !r.last.Ended() {
+		r.rec.Phase = PhaseRunning
+	}
+	r.save()
+	return r, nil
+}
+
+// findPod makes sure the record knows its pod's id, looking it up by name,
+// and that the pod is the record's.
+func (r *Run) findPod(ctx context.Context) error {
+	if r.rec.PodID != "" {
+		pod, err := r.api.GetPod(ctx, r.rec.PodID)
+		if err == nil && pod.Name != "" && pod.Name != r.rec.PodName {
+			return fmt.Errorf("%w: pod %s is %q, not run %s's %q", ErrRecordMismatch, pod.ID, pod.Name, r.rec.ID, r.rec.PodName)
+		}
+		return nil
+	}
+	pods, err := r.api.ListPods(ctx, runpod.ListPodsOptions{Name: r.rec.PodName})
+	if err != nil {
+		return fmt.Errorf("looking for pod %s: %w", r.rec.PodName, err)
+	}
+	if len(pods) == 0 {
+		return ErrNoPod
+	}
+	p := pods[len(pods)-1]
+	r.rec.PodID = p.ID
+	if r.rec.BillingStart.IsZero() {
+		// The creator died between the create call and saving its
+		// answer: the pod's own creation time is the best there is.
+		r.rec.BillingStart = p.CreatedAt
+	}
+	r.save()
+	return nil
+}
+
+// ensure connects and reads the verdict.
+func (r *Run) ensure(ctx context.Context) error {
+	if err := r.connect(ctx); err != nil {
+		return err
+	}
+	_, err := r.waitVerdict(ctx)
+	return err
+}
+
+// waitVerdict waits for the watchdog's verdict. Its looks renew the lease:
+// a client that is here holds it, even before the job has output.
+func (r *Run) waitVerdict(ctx context.Context) (st jobctl.State, err error) {
+	start, pace := r.now(), newRamp(r.rec.Poll)
+	for {
+		st, _, err = r.poll(ctx, true)
+		var ce *podssh.CommandError
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			return st, ctx.Err()
+		case errors.As(err, &ce):
+			return st, fmt.Errorf("reading the watchdog's verdict: %w", err)
+		default:
+			// The connection broke: the pod may be gone.
+			if err := r.reconnect(ctx, err); err != nil {
+				return st, err
+			}
+			continue
+		}
+		if st.Verdict != "" {
+			r.rec.Verdict = st.Verdict
+			r.save()
+			if reason, failed := st.VerdictFailed(); failed {
+				return st, &VerdictError{Verdict: st.Verdict, Reason: reason}
+			}
+			r.ready = true
+			r.emit(Event{Kind: EventVerdict, Verdict: st.Verdict})
+			return st, nil
+		}
+		if r.since(start) > r.cfg.verdictTimeout {
+			return st, fmt.Errorf("the watchdog wrote no verdict within %s", r.cfg.verdictTimeout)
+		}
+		if err := r.cfg.clock.Sleep(ctx, pace.step()); err != nil {
+			return st, err
+		}
+	}
+}

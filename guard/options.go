@@ -1,0 +1,111 @@
+package guard
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"time"
+)
+
+// Option configures Launch and Attach.
+type Option func(*config)
+
+type config struct {
+	events         func(Event)
+	log            *slog.Logger
+	poll           time.Duration
+	leaseEvery     time.Duration
+	startTimeout   time.Duration
+	verdictTimeout time.Duration
+	leave          bool
+	detachOnCancel bool
+	save           func(Record) error
+
+	// Test seams: the clock and the SSH side.
+	clock clock
+	dial  dialFunc
+}
+
+func defaultConfig() config {
+	return config{
+		events:         func(Event) {},
+		log:            slog.New(slog.NewTextHandler(io.Discard, nil)),
+		poll:           2 * time.Second,
+		leaseEvery:     5 * time.Minute,
+		startTimeout:   20 * time.Minute,
+		verdictTimeout: 10 * time.Minute,
+		clock:          realClock{},
+		dial:           dialSSH,
+	}
+}
+
+// WithEvents calls f with every Event of the run, on the goroutine of the
+// method that made it. f may call the Run's Record.
+func WithEvents(f func(Event)) Option {
+	return func(c *config) {
+		if f != nil {
+			c.events = f
+		}
+	}
+}
+
+// WithLogger logs what the run does at debug level, and its failures; by
+// default nothing is logged. The package never prints.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) {
+		if l != nil {
+			c.log = l
+		}
+	}
+}
+
+// WithPoll sets how often a pod coming up and a followed job are looked
+// at (2s by default). Attach takes the Record's when this is not given.
+func WithPoll(d time.Duration) Option { return func(c *config) { c.poll = d } }
+
+// WithLeaseEvery sets how often the lease is renewed while the job's
+// output progresses (5m by default); it must be shorter than the lease's
+// lifetime.
+func WithLeaseEvery(d time.Duration) Option { return func(c *config) { c.leaseEvery = d } }
+
+// WithStartTimeout bounds the wait for the pod to run and answer SSH (20m).
+func WithStartTimeout(d time.Duration) Option { return func(c *config) { c.startTimeout = d } }
+
+// WithVerdictTimeout bounds the wait for the watchdog's verdict (10m).
+func WithVerdictTimeout(d time.Duration) Option { return func(c *config) { c.verdictTimeout = d } }
+
+// WithLeaveOnFailure leaves the pod to its watchdog, instead of deleting
+// it, when the run cannot go on once the verdict was ready (its rules are
+// armed). A pod whose verdict is not ready is deleted whatever this says.
+func WithLeaveOnFailure() Option { return func(c *config) { c.leave = true } }
+
+// WithDetachOnCancel makes Launch leave the pod to its watchdog when ctx
+// ends, and return the Run with ctx's error, instead of deleting the pod.
+func WithDetachOnCancel() Option { return func(c *config) { c.detachOnCancel = true } }
+
+// WithSave calls f with the run's Record each time it changes, so that a
+// process killed at any moment leaves a Record to Attach from. An error
+// from f is reported as an EventWarning, never ends the run.
+func WithSave(f func(Record) error) Option { return func(c *config) { c.save = f } }
+
+// clock is time, for the tests.
+type clock interface {
+	Now() time.Time
+	// Sleep waits d, or until ctx ends (its error).
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+func (realClock) Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,402 @@
+package guard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/overbrainer/overbrainer-go/internal/costplan"
+	"github.com/overbrainer/overbrainer-go/podssh"
+	"github.com/overbrainer/overbrainer-go/runpod"
+	"github.com/overbrainer/overbrainer-go/watchdog/jobctl"
+)
+
+// api is what a Run needs of Runpod: a *runpod.Client, or a fake in the
+// tests.
+type api interface {
+	CreatePod(ctx context.Context, req runpod.CreatePodRequest) (*runpod.Pod, error)
+	GetPod(ctx context.Context, id string) (*runpod.Pod, error)
+	ListPods(ctx context.Context, opts runpod.ListPodsOptions) ([]runpod.Pod, error)
+	DeletePod(ctx context.Context, id string) (runpod.DeleteResult, error)
+	PodCostPerHour(ctx context.Context, id string) (float64, error)
+	GetGPUType(ctx context.Context, id string) (*runpod.GPUType, error)
+	CreateSecret(ctx context.Context, name, value string) (runpod.Secret, error)
+	FindSecret(ctx context.Context, name string) (runpod.Secret, error)
+	DeleteSecret(ctx context.Context, id string) error
+	GetNetworkVolume(ctx context.Context, id string) (*runpod.NetworkVolume, error)
+	GrowNetworkVolume(ctx context.Context, id string, sizeGB int) (*runpod.NetworkVolume, error)
+	BaseURL() string
+}
+
+// Bounds of the client's own commands.
+const (
+	// maxChunk bounds the output one look reads.
+	maxChunk = 1 << 20
+	// shortCommand bounds a look, a write, the start: one that takes
+	// longer is taken for a broken connection.
+	shortCommand = 3 * time.Minute
+	// statusEvery is how often a running job's cost is told.
+	statusEvery = 10 * time.Minute
+	// teardownTimeout bounds a delete made after ctx ended.
+	teardownTimeout = 3 * time.Minute
+)
+
+// Run is a guarded run whose pod exists: made by Launch, or by Attach in
+// another process from the Run's Record. Use it from one goroutine at a
+// time.
+type Run struct {
+	api  api
+	cfg  config
+	rec  Record
+	key  *podssh.Key
+	host ssh.PublicKey
+	addr string
+	conn conn
+	// watch is the long-lived look at the run over conn, made on first
+	// use and dropped when it breaks.
+	watch watcher
+	// ready says the verdict was ready: the watchdog's rules are armed.
+	ready bool
+	last  jobctl.State
+	// runDirLost says the run directory is a new one although the job was
+	// started: the container restarted on a disk that did not keep it.
+	runDirLost bool
+	collected  bool
+	ended      bool
+}
+
+// Record returns the run's record as it is now.
+func (r *Run) Record() Record { return r.rec }
+
+// State is what the last look at the pod saw.
+func (r *Run) State() jobctl.State { return r.last }
+
+// Ready says the watchdog's verdict was ready: its rules guard the pod.
+func (r *Run) Ready() bool { return r.ready }
+
+func (r *Run) emit(e Event) {
+	e.Time = r.cfg.clock.Now()
+	e.RunID, e.PodID = r.rec.ID, r.rec.PodID
+	if e.PodName == "" {
+		e.PodName = r.rec.PodName
+	}
+	if e.Kind == EventFailed || e.Kind == EventWarning {
+		r.cfg.log.Info("guard: "+e.Kind.String(), "run", e.RunID, "pod", e.PodID, "err", e.Err)
+	} else {
+		r.cfg.log.Debug("guard: "+e.Kind.String(), "run", e.RunID, "pod", e.PodID, "event", e.String())
+	}
+	r.cfg.events(e)
+}
+
+func (r *Run) warn(err error) { r.emit(Event{Kind: EventWarning, Err: err}) }
+
+// save hands the record to WithSave's function.
+func (r *Run) save() {
+	if r.cfg.save == nil {
+		return
+	}
+	if err := r.cfg.save(r.rec); err != nil {
+		r.warn(fmt.Errorf("saving the run's record: %w", err))
+	}
+}
+
+func (r *Run) now() time.Time { return r.cfg.clock.Now() }
+
+func (r *Run) since(t time.Time) time.Duration { return r.now().Sub(t) }
+
+// ramp paces the waits for a pod coming up: the first after firstLook,
+// each next one twice as long, up to limit. A pod ready within a second is
+// seen within a quarter of a second of it, and a slow one is asked no more
+// often than the poll interval.
+type ramp struct{ next, limit time.Duration }
+
+const firstLook = 250 * time.Millisecond
+
+func newRamp(limit time.Duration) *ramp { return &ramp{next: min(firstLook, limit), limit: limit} }
+
+// step returns the next wait and doubles the one after it.
+func (p *ramp) step() time.Duration {
+	d := p.next
+	p.next = min(2*p.next, p.limit)
+	return d
+}
+
+// podEnded says a pod in this status will not run the job any more.
+func podEnded(s runpod.PodStatus) bool {
+	return s == runpod.StatusExited || s == runpod.StatusError || s == runpod.StatusTerminated
+}
+
+func (r *Run) gone(status runpod.PodStatus, detail string) *PodGoneError {
+	return &PodGoneError{PodID: r.rec.PodID, Status: status, DeleteReason: r.rec.DeleteReason, Detail: detail}
+}
+
+// connect waits for the pod and dials it.
+func (r *Run) connect(ctx context.Context) error {
+	if err := r.waitRunning(ctx); err != nil {
+		return err
+	}
+	return r.dial(ctx, r.cfg.startTimeout)
+}
+
+// waitRunning waits until the pod runs with its SSH port published.
+func (r *Run) waitRunning(ctx context.Context) error {
+	start, pace := r.now(), newRamp(r.rec.Poll)
+	var lastErr error
+	for {
+		pod, err := r.api.GetPod(ctx, r.rec.PodID)
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.Is(err, runpod.ErrNotFound):
+			return r.gone("", "")
+		case err != nil:
+			if lastErr == nil {
+				r.warn(fmt.Errorf("reading pod %s: %w (trying again)", r.rec.PodID, err))
+			}
+			lastErr = err
+		case podEnded(pod.Status):
+			return r.gone(pod.Status, "")
+		default:
+			lastErr = nil
+			if pod.CostPerHr > 0 {
+				r.rec.CostPerHr = pod.CostPerHr
+			}
+			if ip, port, ok := pod.PublicPort(22); ok && pod.Status == runpod.StatusRunning {
+				r.addr = fmt.Sprintf("%s:%d", ip, port)
+				r.emit(Event{Kind: EventRunning, Addr: r.addr})
+				return nil
+			}
+			r.emit(Event{Kind: EventWaiting, Status: pod.Status, Elapsed: r.since(r.rec.BillingStart), CostUSD: r.spent()})
+		}
+		if r.since(start) > r.cfg.startTimeout {
+			if lastErr != nil {
+				return fmt.Errorf("pod %s: no answer for %s: %w", r.rec.PodID, r.cfg.startTimeout, lastErr)
+			}
+			return fmt.Errorf("pod %s was not running with SSH after %s", r.rec.PodID, r.cfg.startTimeout)
+		}
+		if err := r.cfg.clock.Sleep(ctx, pace.step()); err != nil {
+			return err
+		}
+	}
+}
+
+// spent is the cost so far, from the pod's price.
+func (r *Run) spent() float64 { return costplan.Spent(r.rec.CostPerHr, r.rec.BillingStart, r.now()) }
+
+// dial connects with the run's host key pinned, retrying while sshd comes
+// up. A host key mismatch is final: this is not the run's pod, or someone
+// is in between.
+func (r *Run) dial(ctx context.Context, timeout time.Duration) error {
+	start, checked, pace := r.now(), r.now(), newRamp(time.Second)
+	var lastErr error
+	for {
+		c, err := r.cfg.dial(ctx, podssh.Target{Addr: r.addr, Key: r.key, HostKey: r.host, Timeout: 20 * time.Second})
+		if err == nil {
+			r.dropConn()
+			r.conn = c
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if errors.Is(err, podssh.ErrHostKeyMismatch) {
+			return fmt.Errorf("SSH to %s refused: the server's host key is not this run's host key (never trusted on first use): %w", r.addr, err)
+		}
+		lastErr = err
+		if r.since(start) > timeout {
+			return fmt.Errorf("SSH to pod %s at %s failed for %s: %w", r.rec.PodID, r.addr, timeout, lastErr)
+		}
+		if r.since(checked) > 5*time.Second {
+			// A pod whose bootstrap failed is deleted by its watchdog:
+			// no need to knock until the timeout.
+			checked = r.now()
+			detail := fmt.Sprintf("SSH never answered: %v", lastErr)
+			if pod, err := r.api.GetPod(ctx, r.rec.PodID); errors.Is(err, runpod.ErrNotFound) {
+				return r.gone("", detail)
+			} else if err == nil && podEnded(pod.Status) {
+				return r.gone(pod.Status, detail)
+			}
+		}
+		if err := r.cfg.clock.Sleep(ctx, pace.step()); err != nil {
+			return err
+		}
+	}
+}
+
+// dropConn closes the connection and its watcher.
+func (r *Run) dropConn() {
+	if r.watch != nil {
+		r.watch.Close()
+		r.watch = nil
+	}
+	if r.conn != nil {
+		r.conn.Close()
+		r.conn = nil
+	}
+}
+
+// liveConn makes sure the run has an open connection.
+func (r *Run) liveConn(ctx context.Context) error {
+	if r.conn != nil {
+		select {
+		case <-r.conn.Done():
+		default:
+			return nil
+		}
+	}
+	if r.addr == "" {
+		if err := r.waitRunning(ctx); err != nil {
+			return err
+		}
+	}
+	return r.dial(ctx, 30*time.Second)
+}
+
+// reconnect replaces a broken SSH connection, unless the pod is gone.
+func (r *Run) reconnect(ctx context.Context, cause error) error {
+	r.dropConn()
+	r.emit(Event{Kind: EventReconnecting, Err: cause})
+	wait := r.rec.Poll
+	for {
+		if err := r.waitRunning(ctx); err != nil {
+			return err
+		}
+		err := r.dial(ctx, 30*time.Second)
+		if err == nil {
+			r.emit(Event{Kind: EventReconnected})
+			return nil
+		}
+		if ctx.Err() != nil || errors.Is(err, podssh.ErrHostKeyMismatch) {
+			return err
+		}
+		if err := r.cfg.clock.Sleep(ctx, wait); err != nil {
+			return err
+		}
+		wait = min(2*wait, 30*time.Second)
+	}
+}
+
+// watcher returns the connection's watcher, made on first use.
+func (r *Run) watcher() (watcher, error) {
+	if r.watch == nil {
+		if r.conn == nil {
+			return nil, errors.New("guard: no connection to the pod")
+		}
+		w, err := r.conn.Watch(r.rec.RunDir)
+		if err != nil {
+			return nil, err
+		}
+		r.watch = w
+	}
+	return r.watch, nil
+}
+
+// poll is one look at the run over SSH.
+func (r *Run) poll(ctx context.Context, touch bool) (jobctl.State, []byte, error) {
+	w, err := r.watcher()
+	if err != nil {
+		return jobctl.State{}, nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, shortCommand)
+	defer cancel()
+	st, b, err := w.Poll(ctx, r.rec.LogOffset, touch, maxChunk)
+	if err != nil {
+		w.Close()
+		r.watch = nil
+		return st, nil, err
+	}
+	r.last = st
+	if touch {
+		r.emit(Event{Kind: EventLeaseRenewed})
+	}
+	r.noteDeleteReason(st.DeleteReason)
+	return st, b, nil
+}
+
+// noteDeleteReason tells, once, that the pod's watchdog is deleting the pod
+// and why, and keeps the reason.
+func (r *Run) noteDeleteReason(reason string) {
+	if reason == "" || reason == r.rec.DeleteReason {
+		return
+	}
+	r.rec.DeleteReason = reason
+	r.save()
+	r.emit(Event{Kind: EventDeleteReason, Reason: reason})
+}
+
+// put replaces one of the client's pod files with value, through the
+// watcher. A write replaces the file whole, so it is tried a second time
+// on a fresh watch session when the first one broke.
+func (r *Run) put(ctx context.Context, name, value string) error {
+	var err error
+	for try := 0; try < 2 && ctx.Err() == nil; try++ {
+		if err = r.putOnce(ctx, name, value); err == nil {
+			return nil
+		}
+	}
+	if err == nil {
+		err = ctx.Err()
+	}
+	return fmt.Errorf("writing %s on the pod: %w", name, err)
+}
+
+func (r *Run) putOnce(ctx context.Context, name, value string) error {
+	if err := r.liveConn(ctx); err != nil {
+		return err
+	}
+	w, err := r.watcher()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, shortCommand)
+	defer cancel()
+	if err := w.Put(ctx, name, value); err != nil {
+		w.Close()
+		r.watch = nil
+		return err
+	}
+	return nil
+}
+
+// holdLease renews the lease every LeaseEvery through the watch session
+// while the client works in other sessions (an upload, a download): the
+// client is there, output or not. The returned function stops it.
+func (r *Run) holdLease(ctx context.Context) (release func()) {
+	w, err := r.watcher()
+	if err != nil {
+		return func() {}
+	}
+	// release stops the loop between looks and lets a look in flight end:
+	// cancelling it would break the watcher the caller shares, and the
+	// caller's next write (the retrieved marker) would fail with it.
+	stop, done := make(chan struct{}), make(chan struct{})
+	sctx, cancel := context.WithCancel(ctx)
+	offset, every := r.rec.LogOffset, r.rec.LeaseEvery
+	go func() {
+		defer close(done)
+		for {
+			if r.cfg.clock.Sleep(sctx, every) != nil {
+				return
+			}
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			lctx, lcancel := context.WithTimeout(ctx, shortCommand)
+			_, _, err := w.Poll(lctx, offset, true, 0)
+			lcancel()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return func() {
+		close(stop)
+		cancel()
+		<-done
+	}
+}

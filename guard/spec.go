@@ -1,0 +1,242 @@
+package guard
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/overbrainer/overbrainer-go/podenv"
+	"github.com/overbrainer/overbrainer-go/runpod"
+)
+
+// Defaults of a Spec's empty fields.
+const (
+	DefaultImage        = "runpod/pytorch:2.4.0-py3.11-cuda12.4.1-devel-ubuntu22.04"
+	DefaultGPU          = "NVIDIA GeForce RTX 4090"
+	DefaultDiskGB       = 50
+	DefaultVolumePath   = "/workspace"
+	DefaultSnapshotLead = 15 * time.Minute
+	// DefaultLeaseTTL is the watchdog's: how long a renewed lease holds.
+	DefaultLeaseTTL = 15 * time.Minute
+)
+
+// PodNamePrefix starts every guarded pod's name: the pod of run ID is
+// named PodNamePrefix+ID, which is how a run's pod is found again.
+const PodNamePrefix = "overbrainer-"
+
+// Spec says what pod a run gets and by which rules its watchdog ends it.
+// Its zero values are the defaults, except Deadline: a run without one
+// must set Keep.
+type Spec struct {
+	// RunID names the run (1 to 64 of [A-Za-z0-9_-]); empty makes one with
+	// NewRunID.
+	RunID string
+	// Job is what Start uploads and runs; its directory must exist.
+	Job Job
+
+	Image     string           // DefaultImage when empty
+	GPUTypeID string           // DefaultGPU when empty
+	GPUCount  int              // 1 when 0
+	Cloud     runpod.CloudType // SECURE when empty
+	DiskGB    int              // container disk, DefaultDiskGB when 0
+	// VolumeGB is a pod volume at VolumePath; NetworkVolumeID a network
+	// volume there instead (its size is read from the API).
+	VolumeGB        int
+	NetworkVolumeID string
+	VolumePath      string // DefaultVolumePath when empty
+	// Workdir holds run directories on the pod (VolumePath/overbrainer
+	// when empty).
+	Workdir string
+
+	// Deadline is when the watchdog deletes the pod unless a client holds
+	// the lease. Zero means none, which needs Keep.
+	Deadline time.Time
+	// MaxCostUSD caps the run's cost: the job is asked for a snapshot at
+	// 95% (or SnapshotLead before), and the pod is deleted at 100%,
+	// whatever the lease. Zero means no cap.
+	MaxCostUSD float64
+	// Keep lifts the watchdog's rules once the job started: only Delete
+	// ends the pod.
+	Keep bool
+	// BootGrace and RetrieveGrace are the watchdog's (podenv's defaults
+	// when 0).
+	BootGrace, RetrieveGrace time.Duration
+	// SnapshotLead is how long before the cost cap or the deadline the job
+	// is asked for a snapshot (DefaultSnapshotLead when 0).
+	SnapshotLead time.Duration
+
+	// The watchdog's knobs; zero leaves the watchdog's default.
+	Interval, LeaseTTL, SnapshotWait, ProbeWait time.Duration
+	ProbeTries                                  int
+
+	// WatchdogAPIURL is the API the watchdog calls; the client's base URL
+	// when empty.
+	WatchdogAPIURL string
+	// PodEnv adds variables to the pod's environment. Never a secret: the
+	// environment is visible in Runpod's console and to the job.
+	PodEnv map[string]string
+}
+
+// Job is a job to run on the pod.
+type Job struct {
+	// Dir is the local directory uploaded to the run directory's job/.
+	Dir string
+	// Command runs with sh in that directory, after the pod's job.env.
+	Command string
+	// HFToken, when set, is the job's HF_TOKEN. It travels only on the SSH
+	// session's standard input: never on a command line, in the pod's
+	// environment, in a file or in a Record.
+	HFToken string
+}
+
+func (j Job) check(prefix string) []error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, &FieldError{Field: prefix + field, Reason: fmt.Sprintf(format, args...)})
+	}
+	if j.Dir == "" {
+		bad("Dir", "is empty")
+	} else if fi, err := os.Stat(j.Dir); err != nil || !fi.IsDir() {
+		bad("Dir", "%s is not a directory", j.Dir)
+	}
+	if strings.TrimSpace(j.Command) == "" {
+		bad("Command", "is empty")
+	}
+	if strings.ContainsAny(j.HFToken, "\r\n\x00") {
+		bad("HFToken", "contains a newline or NUL")
+	}
+	return errs
+}
+
+var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// CheckRunID refuses a run id that could not be a pod name, a secret name
+// at Runpod and a directory name.
+func CheckRunID(id string) error {
+	if !runIDPattern.MatchString(id) {
+		return fmt.Errorf("%q is not a run id (1 to 64 of [A-Za-z0-9_-])", id)
+	}
+	return nil
+}
+
+// NewRunID makes a run id: the UTC time to the second and 4 random hex
+// digits, e.g. 20260301-120000-a1b2.
+func NewRunID(now time.Time) (string, error) {
+	var b [2]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:]), nil
+}
+
+func hostKeySecretName(id string) string { return podenv.HostKeySecretName(id) }
+
+// withDefaults fills the empty fields.
+func (s Spec) withDefaults() Spec {
+	if s.Image == "" {
+		s.Image = DefaultImage
+	}
+	if s.GPUTypeID == "" {
+		s.GPUTypeID = DefaultGPU
+	}
+	if s.GPUCount == 0 {
+		s.GPUCount = 1
+	}
+	if s.Cloud == "" {
+		s.Cloud = runpod.SecureCloud
+	}
+	if s.DiskGB == 0 {
+		s.DiskGB = DefaultDiskGB
+	}
+	if s.VolumePath == "" {
+		s.VolumePath = DefaultVolumePath
+	}
+	if s.Workdir == "" {
+		s.Workdir = path.Join(s.VolumePath, "overbrainer")
+	}
+	if s.BootGrace == 0 {
+		s.BootGrace = podenv.DefaultBootGrace
+	}
+	if s.RetrieveGrace == 0 {
+		s.RetrieveGrace = podenv.DefaultRetrieveGrace
+	}
+	if s.SnapshotLead == 0 {
+		s.SnapshotLead = DefaultSnapshotLead
+	}
+	if s.Job.Dir != "" {
+		if abs, err := filepath.Abs(s.Job.Dir); err == nil {
+			s.Job.Dir = abs
+		}
+	}
+	return s
+}
+
+// check reports every field that cannot be armed, before any pod exists.
+func (s Spec) check(now time.Time) error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, &FieldError{Field: "Spec." + field, Reason: fmt.Sprintf(format, args...)})
+	}
+	if err := CheckRunID(s.RunID); err != nil {
+		bad("RunID", "%v", err)
+	}
+	errs = append(errs, s.Job.check("Spec.Job.")...)
+	switch {
+	case s.Deadline.IsZero() && !s.Keep:
+		bad("Deadline", "is not set, and Keep is not: without a deadline nothing would end a hung job")
+	case !s.Deadline.IsZero() && !s.Deadline.After(now):
+		bad("Deadline", "%s has passed", s.Deadline.Format(time.RFC3339))
+	}
+	if s.GPUCount < 1 {
+		bad("GPUCount", "%d is less than 1", s.GPUCount)
+	}
+	if s.Cloud != runpod.SecureCloud && s.Cloud != runpod.CommunityCloud {
+		bad("Cloud", "%q is neither SECURE nor COMMUNITY", s.Cloud)
+	}
+	if s.DiskGB < 0 {
+		bad("DiskGB", "%d is negative", s.DiskGB)
+	}
+	if s.VolumeGB < 0 {
+		bad("VolumeGB", "%d is negative", s.VolumeGB)
+	}
+	if s.VolumeGB > 0 && s.NetworkVolumeID != "" {
+		bad("VolumeGB", "is set with NetworkVolumeID: a pod mounts one volume")
+	}
+	if !path.IsAbs(s.VolumePath) {
+		bad("VolumePath", "%q is not absolute", s.VolumePath)
+	}
+	if !path.IsAbs(s.Workdir) {
+		bad("Workdir", "%q is not absolute", s.Workdir)
+	}
+	if math.IsNaN(s.MaxCostUSD) || math.IsInf(s.MaxCostUSD, 0) || s.MaxCostUSD < 0 {
+		bad("MaxCostUSD", "%v is not a positive amount or 0", s.MaxCostUSD)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"BootGrace", s.BootGrace}, {"RetrieveGrace", s.RetrieveGrace}, {"SnapshotLead", s.SnapshotLead},
+		{"Interval", s.Interval}, {"LeaseTTL", s.LeaseTTL}, {"SnapshotWait", s.SnapshotWait}, {"ProbeWait", s.ProbeWait}} {
+		if d.v < 0 {
+			bad(d.name, "%s is negative", d.v)
+		}
+	}
+	if s.ProbeTries < 0 {
+		bad("ProbeTries", "%d is negative", s.ProbeTries)
+	}
+	for k := range s.PodEnv {
+		if k == podenv.HostKeyEnv || !envName.MatchString(k) {
+			bad("PodEnv", "%q is not a variable a run may set", k)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

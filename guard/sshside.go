@@ -1,0 +1,45 @@
+package guard
+
+import (
+	"archive/tar"
+	"context"
+	"io"
+
+	"github.com/overbrainer/overbrainer-go/podssh"
+	"github.com/overbrainer/overbrainer-go/watchdog/jobctl"
+)
+
+// conn is the Run's SSH side: one connection to the pod (a *podssh.Conn,
+// or a fake in the tests).
+type conn interface {
+	// Watch starts the long-lived look at the run directory.
+	Watch(runDir string) (watcher, error)
+	Run(ctx context.Context, cmd string, stdin io.Reader, stdout, stderr io.Writer) error
+	Output(ctx context.Context, cmd string, stdin io.Reader) ([]byte, error)
+	UploadTar(ctx context.Context, remoteDir string, write func(*tar.Writer) error) error
+	Download(ctx context.Context, remoteDir string, names []string, dir string) (podssh.Extracted, error)
+	Done() <-chan struct{}
+	Close() error
+}
+
+// watcher is a jobctl.Watcher.
+type watcher interface {
+	Poll(ctx context.Context, offset int64, touchLease bool, max int) (jobctl.State, []byte, error)
+	Put(ctx context.Context, name, value string) error
+	Close()
+}
+
+type dialFunc func(ctx context.Context, t podssh.Target) (conn, error)
+
+// sshConn is a real connection.
+type sshConn struct{ *podssh.Conn }
+
+func (c sshConn) Watch(runDir string) (watcher, error) { return jobctl.Watch(c.Conn, runDir) }
+
+func dialSSH(ctx context.Context, t podssh.Target) (conn, error) {
+	c, err := podssh.Dial(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	return sshConn{c}, nil
+}
