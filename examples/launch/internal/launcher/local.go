@@ -7,9 +7,7 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
@@ -34,82 +32,14 @@ type localServerInfo struct {
 	PID int    `json:"pid"`
 }
 
-// localTools are what the pod runner's pods need on this machine, with the
-// Debian package that has each.
-var localTools = []struct{ name, pkg string }{
-	{"bash", "bash"}, {"sshd", "openssh-server"}, {"curl", "curl"},
-	{"setsid", "util-linux"}, {"tar", "tar"},
-}
-
-// toolCheck finds the local pods' tools, and installs the missing ones.
-type toolCheck struct {
-	look func(name string) bool
-	// install installs Debian packages; nil when it cannot.
-	install func(pkgs []string) error
-}
-
-// systemTools looks on PATH (and /usr/sbin for sshd), and installs with
-// apt-get when running as root on a Debian-like system.
-func (a *app) systemTools() toolCheck {
-	tc := toolCheck{look: func(name string) bool {
-		if _, err := exec.LookPath(name); err == nil {
-			return true
-		}
-		_, err := os.Stat("/usr/sbin/" + name)
-		return err == nil
-	}}
-	if _, err := exec.LookPath("apt-get"); err == nil && os.Geteuid() == 0 {
-		tc.install = func(pkgs []string) error {
-			for _, args := range [][]string{
-				{"update", "-qq"},
-				append([]string{"install", "-y", "-qq", "--no-install-recommends"}, pkgs...),
-			} {
-				cmd := exec.Command("apt-get", args...)
-				cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-				cmd.Stdout, cmd.Stderr = a.stderr, a.stderr
-				if err := cmd.Run(); err != nil {
-					return fmt.Errorf("apt-get %s: %w", args[0], err)
-				}
-			}
-			return nil
-		}
-	}
-	return tc
-}
-
-// missing lists the tools not found and their packages.
-func (tc toolCheck) missing() (names, pkgs []string) {
-	for _, t := range localTools {
-		if !tc.look(t.name) {
-			names = append(names, t.name)
-			pkgs = append(pkgs, t.pkg)
-		}
-	}
-	return names, pkgs
-}
-
-// checkLocal says what stops the pod runner from running pods here. Missing
-// tools are installed when it can (root with apt-get): a fresh Debian
+// checkLocal says what stops the pod runner from running pods here, and
+// installs missing tools when it can (root with apt-get): a fresh Debian
 // machine then runs the quick start as it is.
-func (a *app) checkLocal(tc toolCheck) error {
-	if err := runpodtest.CheckPodRunner(); err != nil {
+func (a *app) checkLocal() error {
+	if err := runpodtest.EnsurePodTools(a.say, a.stderr); err != nil {
 		return fmt.Errorf("--local: %w", err)
 	}
-	names, pkgs := tc.missing()
-	if len(names) == 0 {
-		return nil
-	}
-	if tc.install != nil {
-		a.say("the local pods need %s: installing %s with apt-get", strings.Join(names, ", "), strings.Join(pkgs, " "))
-		if err := tc.install(pkgs); err != nil {
-			return fmt.Errorf("--local: installing %s: %w", strings.Join(pkgs, " "), err)
-		}
-		if names, pkgs = tc.missing(); len(names) == 0 {
-			return nil
-		}
-	}
-	return fmt.Errorf("--local: the local pods need %s: apt-get install %s",
-		strings.Join(names, ", "), strings.Join(pkgs, " "))
+	return nil
 }
 
 // startLocal finds a running local-server or starts an emulator in this
@@ -120,7 +50,7 @@ func (a *app) startLocal(context.Context) (*localEmulator, error) {
 		a.local = &localEmulator{key: info.Key, baseURL: info.URL + "/v2", graphQLURL: info.URL + "/graphql", shared: true}
 		return a.local, nil
 	}
-	if err := a.checkLocal(a.systemTools()); err != nil {
+	if err := a.checkLocal(); err != nil {
 		return nil, err
 	}
 	srv := runpodtest.NewServer(runpodtest.WithPodRunner())
@@ -183,7 +113,7 @@ terminates every pod of the emulator.`)
 	if info, ok := a.runningLocalServer(); ok {
 		return fmt.Errorf("a local-server is already running at %s (pid %d)", info.URL, info.PID)
 	}
-	if err := a.checkLocal(a.systemTools()); err != nil {
+	if err := a.checkLocal(); err != nil {
 		return err
 	}
 	srv := runpodtest.NewServer(runpodtest.WithPodRunner())
