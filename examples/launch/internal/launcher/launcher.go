@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -309,8 +310,8 @@ func (a *app) openStore() error {
 // connectAPI picks Runpod or the local emulator and makes the client.
 func (a *app) connectAPI(ctx context.Context) error {
 	key := a.getenv(EnvAPIKey)
-	apiURL := firstNonEmpty(a.g.apiURL, a.getenv(EnvAPIURL))
-	gqlURL := firstNonEmpty(a.g.graphQLURL, a.getenv(EnvGraphQLURL))
+	apiURL := cmp.Or(a.g.apiURL, a.getenv(EnvAPIURL))
+	gqlURL := cmp.Or(a.g.graphQLURL, a.getenv(EnvGraphQLURL))
 	if a.g.local || key == "" {
 		if !a.g.local {
 			a.say("no %s: using the local Runpod emulator (--local)", EnvAPIKey)
@@ -348,15 +349,6 @@ func (a *app) close() {
 		a.local.close(a)
 		a.local = nil
 	}
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // money formats USD with enough digits for the cents of a short run.

@@ -184,14 +184,8 @@ with the launcher.`)
 		return err
 	}
 	jobDir := f.job
-	if jobDir != "" {
-		fi, err := os.Stat(jobDir)
-		if err != nil || !fi.IsDir() {
-			return usagef("--job %s is not a directory", jobDir)
-		}
-		if jobDir, err = filepath.Abs(jobDir); err != nil {
-			return err
-		}
+	if fi, err := os.Stat(jobDir); jobDir != "" && (err != nil || !fi.IsDir()) {
+		return usagef("--job %s is not a directory", jobDir)
 	}
 	hfToken, err := a.hfToken(f.follow.hfTokenEnv)
 	if err != nil {
