@@ -169,10 +169,11 @@ func (r *Run) Snapshot(ctx context.Context) (already string, err error) {
 	return "", nil
 }
 
-// Exec runs cmd on the pod in a session of its own (as root, in sh -c
-// when it is a shell command line), with the given streams; nil ones are
-// empty or discarded. A non-zero exit is a *podssh.CommandError when
-// stderr is nil, else an error whose ExitStatus the ssh package reports.
+// Exec runs cmd on the pod in a session of its own, as root under the
+// login shell, with the given streams; nil ones are empty or discarded.
+// podssh.Command builds a cmd that runs a script under sh whatever that
+// shell is. A non-zero exit is an *ssh.ExitError (golang.org/x/crypto/ssh)
+// with its status.
 func (r *Run) Exec(ctx context.Context, cmd string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err := r.liveConn(ctx); err != nil {
 		return err
