@@ -307,6 +307,12 @@ func attach(ctx context.Context, c api, rec Record, opts ...Option) (*Run, error
 			r.dropConn()
 			return r, err
 		}
+		if errors.Is(err, ErrHostKeyMismatch) {
+			// Not this Record's pod, or someone in between: nothing is
+			// sent to it, and the pod is left to its own watchdog.
+			r.dropConn()
+			return nil, fmt.Errorf("%w: %w", ErrRecordMismatch, err)
+		}
 		if left := r.fail(ctx, err); left {
 			return r, err
 		}
