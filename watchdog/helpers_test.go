@@ -238,7 +238,7 @@ func (p *pod) none(evs []watchdog.Event, from int, kind string, kv ...string) {
 // verdict waits for .pod/watchdog.
 func (p *pod) verdict() string {
 	p.t.Helper()
-	return strings.TrimSuffix(shtest.WaitFile(p.t, filepath.Join(p.dir, watchdog.Verdict), wait), "\n")
+	return strings.TrimSuffix(shtest.WaitFile(p.t, filepath.Join(p.dir, watchdog.VerdictFile), wait), "\n")
 }
 
 // exit waits for the watchdog to exit and checks it exited 0.

@@ -90,7 +90,7 @@ exit 3
 		}
 
 		// The verdict, with its reason.
-		os.WriteFile(filepath.Join(runDir, watchdog.Verdict), []byte("failed bootstrap: host key mismatch\n"), 0o600)
+		os.WriteFile(filepath.Join(runDir, watchdog.VerdictFile), []byte("failed bootstrap: host key mismatch\n"), 0o600)
 		st, _ = poll(t, w, 0, true, 1000)
 		if reason, failed := st.VerdictFailed(); !failed || reason != "bootstrap: host key mismatch" {
 			t.Fatalf("verdict %q", st.Verdict)
@@ -98,7 +98,7 @@ exit 3
 		if _, err := os.Stat(filepath.Join(runDir, watchdog.Lease)); err != nil {
 			t.Fatal("touch made no lease:", err)
 		}
-		os.WriteFile(filepath.Join(runDir, watchdog.Verdict), []byte("ready\n"), 0o600)
+		os.WriteFile(filepath.Join(runDir, watchdog.VerdictFile), []byte("ready\n"), 0o600)
 
 		if _, stderr, err := runScript(t, []string{"sh"}, nil, "\n", startProgram(), runDir, jobEnv); err != nil {
 			t.Fatalf("start: %v %s", err, stderr)
@@ -410,10 +410,10 @@ func TestPutRefuses(t *testing.T) {
 	if err := w.Put(ctx, watchdog.SnapshotAt, "1\n2"); err == nil {
 		t.Fatal("a value with a newline was sent")
 	}
-	if err := w.Put(ctx, watchdog.Verdict, "ready"); err == nil || !strings.Contains(err.Error(), "not a client file") {
+	if err := w.Put(ctx, watchdog.VerdictFile, "ready"); err == nil || !strings.Contains(err.Error(), "not a client file") {
 		t.Fatalf("put of the verdict: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(runDir, watchdog.Verdict)); err == nil {
+	if _, err := os.Stat(filepath.Join(runDir, watchdog.VerdictFile)); err == nil {
 		t.Fatal("the verdict was written")
 	}
 	out, _, err := runScript(t, []string{"sh"}, nil, "put snapshot_at 1$(id)\nput snapshot_at ../x\n", WatchScript(), runDir)
@@ -487,11 +487,11 @@ func lookProcesses(tb testing.TB, strace string, shell []string, script string) 
 	runDir, _ := newRun(tb, "")
 	logText := strings.Repeat("a line of output\n", 100)
 	for name, body := range map[string]string{
-		watchdog.JobPID:  strconv.Itoa(liveGroup(tb)),
-		JobLog:           logText,
-		watchdog.Log:     "1700000000 start deadline=none\n1700000001 probe result=ready\n",
-		watchdog.Du:      "12\t/workspace\n",
-		watchdog.Verdict: "ready\n",
+		watchdog.JobPID:      strconv.Itoa(liveGroup(tb)),
+		JobLog:               logText,
+		watchdog.Log:         "1700000000 start deadline=none\n1700000001 probe result=ready\n",
+		watchdog.Du:          "12\t/workspace\n",
+		watchdog.VerdictFile: "ready\n",
 	} {
 		if err := os.WriteFile(filepath.Join(runDir, name), []byte(body), 0o600); err != nil {
 			tb.Fatal(err)
