@@ -89,11 +89,11 @@ func TestDeleteReasonsAreComplete(t *testing.T) {
 	script := scriptReasons(t)
 	// The finders find what is known to be there, so an empty result
 	// cannot pass for "nothing missing".
-	if consts["DeletePodDirUnsafe"] != watchdog.DeletePodDirUnsafe || consts["DeleteBootstrapFailed"] != watchdog.DeleteBootstrapFailed {
+	if consts["DeletePodDirUnsafe"] != string(watchdog.DeletePodDirUnsafe) || consts["DeleteBootstrapFailed"] != string(watchdog.DeleteBootstrapFailed) {
 		t.Errorf("the constants found %v lack DeletePodDirUnsafe or DeleteBootstrapFailed", consts)
 	}
-	for _, known := range []string{watchdog.DeletePodDirUnsafe, watchdog.DeleteCostCap, watchdog.DeleteNeverStarted} {
-		if !slices.Contains(script, known) {
+	for _, known := range []watchdog.DeleteReason{watchdog.DeletePodDirUnsafe, watchdog.DeleteCostCap, watchdog.DeleteNeverStarted} {
+		if !slices.Contains(script, string(known)) {
 			t.Errorf("the script's reasons %v lack %s", script, known)
 		}
 	}
@@ -101,7 +101,10 @@ func TestDeleteReasonsAreComplete(t *testing.T) {
 	for _, v := range consts {
 		fromConsts = append(fromConsts, v)
 	}
-	listed := slices.Clone(watchdog.DeleteReasons())
+	var listed []string
+	for _, r := range watchdog.DeleteReasons() {
+		listed = append(listed, string(r))
+	}
 	slices.Sort(listed)
 	slices.Sort(fromConsts)
 	slices.Sort(script)

@@ -59,12 +59,19 @@ const (
 // An empty Cancelled is a cancel without a reason.
 const CancelContainerRestarted = "container_restarted"
 
-// Snapshot request reasons, the content of SnapshotRequest.
+// SnapshotReason is why the job is asked to checkpoint and stop: the
+// content of SnapshotRequest, and the reason field of a KindSnapshotRequested
+// log line. The client may write a word of its own; these are the ones the
+// SDK and the watchdog write.
+type SnapshotReason string
+
+// Snapshot request reasons: the client's stop, and the watchdog's cost,
+// deadline and full disk.
 const (
-	ReasonStop     = "stop"
-	ReasonCost     = "cost"
-	ReasonDeadline = "deadline"
-	ReasonDisk     = "disk"
+	ReasonStop     SnapshotReason = "stop"
+	ReasonCost     SnapshotReason = "cost"
+	ReasonDeadline SnapshotReason = "deadline"
+	ReasonDisk     SnapshotReason = "disk"
 )
 
 // WakeFunction is the POSIX sh function `wake_watchdog RUN_DIR`, which sends

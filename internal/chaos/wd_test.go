@@ -270,7 +270,7 @@ func TestChaosCapWrittenWhileTheWatchdogSleeps(t *testing.T) {
 		if delay > ruleBound+Slack {
 			t.Errorf("deleted %s after the cap: the watchdog only saw the cap at its next tick (bound %s + slack %s)", seconds(delay), ruleBound, Slack)
 		}
-		if r := w.reason(); r != watchdog.DeleteCostCap {
+		if r := w.reason(); r != string(watchdog.DeleteCostCap) {
 			t.Errorf("delete reason %q", r)
 		}
 	})

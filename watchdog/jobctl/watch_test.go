@@ -284,8 +284,8 @@ func TestWatchReportsTheDeleteReason(t *testing.T) {
 		return watchdog.Event{Time: time.Unix(1_700_000_000, 0), Kind: kind, Fields: fields}.String() + "\n"
 	}
 	start := line(watchdog.KindStart, map[string]string{"deadline": "none", "interval": "1"})
-	deleting := func(reason string) string {
-		return line(watchdog.KindDeleteReason, map[string]string{"reason": reason}) +
+	deleting := func(reason watchdog.DeleteReason) string {
+		return line(watchdog.KindDeleteReason, map[string]string{"reason": string(reason)}) +
 			line(watchdog.KindDeleteCode, map[string]string{"method": "DELETE", "code": "403"}) +
 			line(watchdog.KindDeleteFailed, map[string]string{"retry_in": "1"})
 	}
@@ -294,7 +294,8 @@ func TestWatchReportsTheDeleteReason(t *testing.T) {
 		log := filepath.Join(runDir, watchdog.Log)
 		w := startWatch(t, shell, runDir)
 		for _, c := range []struct {
-			name, log, want string
+			name, log string
+			want      watchdog.DeleteReason
 		}{
 			{"no log", "", ""},
 			{"probing", start + line(watchdog.KindProbe, map[string]string{"result": "ready"}), ""},
@@ -304,7 +305,7 @@ func TestWatchReportsTheDeleteReason(t *testing.T) {
 			{"a restarted watchdog's own", start + deleting(watchdog.DeleteCostCap) + start + deleting(watchdog.DeletePodDirUnsafe), watchdog.DeletePodDirUnsafe},
 			{"after a long log", strings.Repeat("1700000000 probe result=ready\n", 20000) + deleting(watchdog.DeleteNeverStarted), watchdog.DeleteNeverStarted},
 			{"not a reason", start + deleting(watchdog.DeleteAbandoned) + "1700000001 delete_reason reason=$(id)\n1700000001 delete_reason reason=Bad-1\n", watchdog.DeleteAbandoned},
-			{"no newline at the end", start + strings.TrimSuffix(line(watchdog.KindDeleteReason, map[string]string{"reason": watchdog.DeleteDeadline}), "\n"), watchdog.DeleteDeadline},
+			{"no newline at the end", start + strings.TrimSuffix(line(watchdog.KindDeleteReason, map[string]string{"reason": string(watchdog.DeleteDeadline)}), "\n"), watchdog.DeleteDeadline},
 		} {
 			os.Remove(log)
 			if c.log != "" {
@@ -377,7 +378,7 @@ func TestPutUnderEveryShell(t *testing.T) {
 			{watchdog.CostCapAt, "1700001000", watchdog.CostCapAt},
 			{watchdog.VolumeGB, "13", watchdog.VolumeGB},
 			{watchdog.Retrieved, "", watchdog.Retrieved},
-			{watchdog.SnapshotRequest, watchdog.ReasonStop, watchdog.SnapshotRequest},
+			{watchdog.SnapshotRequest, string(watchdog.ReasonStop), watchdog.SnapshotRequest},
 		} {
 			if err := w.Put(ctx, c.name, c.value); err != nil {
 				t.Fatalf("put %s: %v", c.name, err)

@@ -317,7 +317,7 @@ func (d *driver) poll(ctx context.Context, touch bool) (jobctl.State, []byte, er
 		return st, nil, err
 	}
 	d.lastState = st
-	d.noteDeleteReason(st.DeleteReason)
+	d.noteDeleteReason(string(st.DeleteReason))
 	return st, b, nil
 }
 
@@ -549,7 +549,7 @@ func (d *driver) requestStop(ctx context.Context, st jobctl.State) error {
 		d.a.say("a snapshot was already requested (%s): waiting for the job", st.Request)
 		return nil
 	}
-	if err := d.put(ctx, watchdog.SnapshotRequest, watchdog.ReasonStop); err != nil {
+	if err := d.put(ctx, watchdog.SnapshotRequest, string(watchdog.ReasonStop)); err != nil {
 		return err
 	}
 	d.a.say("snapshot requested (stop): waiting for the job's checkpoint")
@@ -561,7 +561,7 @@ func (d *driver) requestStop(ctx context.Context, st jobctl.State) error {
 // volume that fills.
 func (d *driver) followJob(ctx context.Context) (jobctl.State, error) {
 	var lastLease, lastProgress, lastStatus, lastVolume time.Time
-	announced := ""
+	var announced watchdog.SnapshotReason
 	stopAsked := time.Now()
 	lastStatus = time.Now()
 	for {

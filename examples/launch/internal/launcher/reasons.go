@@ -16,11 +16,11 @@ type why struct{ short, long string }
 // (the reason of its delete_reason log line). A test checks that each reason
 // the watchdog has is here.
 var deleteReasons = map[string]why{
-	watchdog.DeleteBootstrapFailed: {
+	string(watchdog.DeleteBootstrapFailed): {
 		"the pod's setup failed, so the watchdog deleted the pod at once (the verdict says which step)",
 		"the pod's setup (its bootstrap) failed before any job could run, so its watchdog deleted it at once rather than leave it billing; the verdict says which step failed",
 	},
-	watchdog.DeletePodDirUnsafe: {
+	string(watchdog.DeletePodDirUnsafe): {
 		"SAFETY STOP: the run directory's .pod was a symlink when the watchdog started, so it deleted the pod at once; check the job and the volume for what replaced .pod",
 		"SAFETY STOP. When the pod's watchdog started (at boot, or after the pod restarted), the run directory's .pod " +
 			"was a symbolic link (or otherwise not a plain directory), so none of the control files in it (lease, cost cap, " +
@@ -29,23 +29,23 @@ var deleteReasons = map[string]why{
 			"that moves, removes or links the run directory's .pod, or restores the run directory from a copy) or something " +
 			"else writing to the volume. Jobs must leave .pod alone",
 	},
-	watchdog.DeleteCostCap: {
+	string(watchdog.DeleteCostCap): {
 		"the run reached its cost cap (--max-cost-usd)",
 		"the run reached its cost cap (--max-cost-usd): the watchdog deletes the pod then, whether or not a launcher is attached",
 	},
-	watchdog.DeleteDeadline: {
+	string(watchdog.DeleteDeadline): {
 		"the deadline (--max-hours) passed with no launcher following the run",
 		"the run's deadline (--max-hours) passed while no launcher followed the run (the lease was not renewed), so the watchdog asked the job for a snapshot and deleted the pod",
 	},
-	watchdog.DeleteRetrieved: {
+	string(watchdog.DeleteRetrieved): {
 		"the results were collected",
 		"the job's results were collected (the retrieved marker), so the pod had nothing left to do",
 	},
-	watchdog.DeleteAbandoned: {
+	string(watchdog.DeleteAbandoned): {
 		"the job ended and its results were not collected within the retrieve grace",
 		"the job ended and nobody collected its results within the retrieve grace (--retrieve-grace), so the watchdog deleted the pod and its outputs with it",
 	},
-	watchdog.DeleteNeverStarted: {
+	string(watchdog.DeleteNeverStarted): {
 		"no job started within the boot grace",
 		"no job started on the pod within the boot grace (--boot-grace), so the watchdog deleted the idle pod",
 	},

@@ -19,7 +19,7 @@ func TestEveryDeleteReasonIsExplained(t *testing.T) {
 		t.Fatalf("watchdog.DeleteReasons() = %v lacks %s", reasons, watchdog.DeletePodDirUnsafe)
 	}
 	for _, v := range reasons {
-		w, ok := deleteReasons[v]
+		w, ok := deleteReasons[string(v)]
 		switch {
 		case !ok:
 			t.Errorf("%q has no explanation in deleteReasons", v)
@@ -28,7 +28,7 @@ func TestEveryDeleteReasonIsExplained(t *testing.T) {
 		}
 	}
 	for v := range deleteReasons {
-		if !slices.Contains(reasons, v) {
+		if !slices.Contains(reasons, watchdog.DeleteReason(v)) {
 			t.Errorf("deleteReasons explains %q, which the watchdog does not delete by", v)
 		}
 	}
@@ -37,13 +37,13 @@ func TestEveryDeleteReasonIsExplained(t *testing.T) {
 // pod_dir_unsafe says what happened, that it is a safety stop, and what to
 // look at.
 func TestPodDirUnsafeExplanation(t *testing.T) {
-	long := explainDelete(watchdog.DeletePodDirUnsafe)
+	long := explainDelete(string(watchdog.DeletePodDirUnsafe))
 	for _, want := range []string{"SAFETY STOP", ".pod", "symbolic link", "deleted the pod at once", "fails closed", "the job", "volume"} {
 		if !strings.Contains(long, want) {
 			t.Errorf("the explanation lacks %q: %s", want, long)
 		}
 	}
-	short := shortDelete(watchdog.DeletePodDirUnsafe)
+	short := shortDelete(string(watchdog.DeletePodDirUnsafe))
 	for _, want := range []string{"SAFETY STOP", ".pod", "symlink", "job", "volume"} {
 		if !strings.Contains(short, want) {
 			t.Errorf("the ls legend lacks %q: %s", want, short)
@@ -93,17 +93,17 @@ func TestDeleteReasonIsSaidOnceAndKept(t *testing.T) {
 	}
 	d.noteDeleteReason("")
 	for range 3 {
-		d.noteDeleteReason(watchdog.DeletePodDirUnsafe)
+		d.noteDeleteReason(string(watchdog.DeletePodDirUnsafe))
 	}
 	said := stderr.String()
 	if n := strings.Count(said, "watchdog is deleting it (pod_dir_unsafe)"); n != 1 {
 		t.Errorf("said %d times:\n%s", n, said)
 	}
-	if !strings.Contains(said, explainDelete(watchdog.DeletePodDirUnsafe)) {
+	if !strings.Contains(said, explainDelete(string(watchdog.DeletePodDirUnsafe))) {
 		t.Errorf("said without the explanation:\n%s", said)
 	}
 	saved, err := st.Load(r.ID)
-	if err != nil || saved.DeleteReason != watchdog.DeletePodDirUnsafe {
+	if err != nil || saved.DeleteReason != string(watchdog.DeletePodDirUnsafe) {
 		t.Fatalf("saved reason %q, %v", saved.DeleteReason, err)
 	}
 	got := d.goneError("pod pod1 no longer exists").what
