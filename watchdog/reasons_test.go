@@ -62,16 +62,22 @@ func deleteConstants(t *testing.T) map[string]string {
 	return found
 }
 
-// scriptReasons returns every literal the watchdog script assigns to
-// $reason: the rules it deletes by.
-func scriptReasons(t *testing.T) []string {
+// parsedScript is the watchdog as the pod runs it, parsed as POSIX sh.
+func parsedScript(t *testing.T) *syntax.File {
 	t.Helper()
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangPOSIX)).Parse(strings.NewReader(watchdog.Script()), "watchdog.sh")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return f
+}
+
+// scriptReasons returns every literal the watchdog script assigns to
+// $reason: the rules it deletes by.
+func scriptReasons(t *testing.T) []string {
+	t.Helper()
 	var reasons []string
-	syntax.Walk(f, func(n syntax.Node) bool {
+	syntax.Walk(parsedScript(t), func(n syntax.Node) bool {
 		if a, ok := n.(*syntax.Assign); ok && a.Name != nil && a.Name.Value == "reason" && a.Value != nil {
 			if lit := a.Value.Lit(); lit != "" && !slices.Contains(reasons, lit) {
 				reasons = append(reasons, lit)

@@ -24,12 +24,13 @@ func GroupSignal() string { return groupSignal }
 func Script() string { return groupSignal + script }
 
 // Files of the pod file protocol, relative to the run directory
-// ($OVERBRAINER_RUN_DIR). The watchdog writes VerdictFile, Log, Du and
-// DuRunning; the client writes Lease, SnapshotAt, CostCapAt, VolumeGB and
-// Retrieved; the bootstrap writes BootstrapFailed; the job scripts write
-// JobPID, ExitCode and Cancelled, and so does the bootstrap for a job lost
-// with an earlier container (CancelContainerRestarted); SnapshotRequest is
-// written by the client or the watchdog and read by the trainer.
+// ($OVERBRAINER_RUN_DIR). The watchdog writes VerdictFile (read it with
+// [ParseVerdict]), Log, Du and DuRunning; the client writes Lease,
+// SnapshotAt, CostCapAt, VolumeGB and Retrieved; the bootstrap writes
+// BootstrapFailed; the job scripts write JobPID, ExitCode and Cancelled, and
+// so does the bootstrap for a job lost with an earlier container
+// (CancelContainerRestarted); SnapshotRequest is written by the client or
+// the watchdog and read by the trainer.
 const (
 	PodDir          = ".pod"
 	VerdictFile     = ".pod/watchdog"

@@ -86,8 +86,9 @@ type State struct {
 	// DuKiB is the watchdog's last measure of the network volume, -1 when
 	// there is none.
 	DuKiB int64
-	// Verdict is the watchdog's verdict line, empty until it wrote one.
-	Verdict string
+	// Verdict is the watchdog's verdict, the zero Verdict until it wrote
+	// one.
+	Verdict watchdog.Verdict
 	// DeleteReason is the rule by which the watchdog is deleting the pod
 	// (one of the watchdog package's Delete* reasons, as its log says since
 	// it last started), empty while no rule deletes it. The pod is gone
@@ -111,15 +112,6 @@ func (s State) Ended() bool {
 // watchdog.CancelContainerRestarted. Its results so far are on the volume.
 func (s State) Lost() bool {
 	return s.Cancelled && s.CancelReason == watchdog.CancelContainerRestarted && s.ExitCode < 0
-}
-
-// VerdictFailed returns the reason of a `failed <reason>` verdict.
-func (s State) VerdictFailed() (reason string, failed bool) {
-	if s.Verdict == "failed" {
-		return "", true
-	}
-	reason, failed = strings.CutPrefix(s.Verdict, "failed ")
-	return reason, failed
 }
 
 // reasonWord is what watch.sh passes on of a delete or cancel reason.
@@ -175,7 +167,7 @@ func parseHeader(header, verdict string) (st State, n int, err error) {
 	if err := errors.Join(errs...); err != nil || n64 < 0 {
 		return State{}, 0, fmt.Errorf("jobctl: bad watch header %.120q: %v", header, err)
 	}
-	st.Verdict = strings.TrimSpace(verdict)
+	st.Verdict = watchdog.ParseVerdict(verdict)
 	return st, int(n64), nil
 }
 

@@ -92,8 +92,8 @@ exit 3
 		// The verdict, with its reason.
 		os.WriteFile(filepath.Join(runDir, watchdog.VerdictFile), []byte("failed bootstrap: host key mismatch\n"), 0o600)
 		st, _ = poll(t, w, 0, true, 1000)
-		if reason, failed := st.VerdictFailed(); !failed || reason != "bootstrap: host key mismatch" {
-			t.Fatalf("verdict %q", st.Verdict)
+		if v := st.Verdict; !v.Failed || !v.Bootstrap || v.Reason != "host key mismatch" {
+			t.Fatalf("verdict %+v", st.Verdict)
 		}
 		if _, err := os.Stat(filepath.Join(runDir, watchdog.Lease)); err != nil {
 			t.Fatal("touch made no lease:", err)
@@ -114,7 +114,7 @@ exit 3
 			if len(b) > 4 {
 				t.Fatalf("a look returned %d bytes, max 4", len(b))
 			}
-			if !st.Started() || !st.Alive || st.Ended() || st.Verdict != "ready" {
+			if !st.Started() || !st.Alive || st.Ended() || !st.Verdict.Ready {
 				t.Fatalf("running job: %+v", st)
 			}
 			log.WriteString(b)
@@ -247,7 +247,7 @@ func TestWatcherReadsPastNoise(t *testing.T) {
 	answer := "conda: activated\nob1 42 0 0 0 10 1700000000 stop 99 cost_cap 6\nready\nbytes\n"
 	w := newWatcher(io.Discard, strings.NewReader(answer), func() {}, func() error { return nil }, func() {})
 	st, b, err := w.Poll(context.Background(), 0, true, 100)
-	want := State{PID: 42, ExitCode: 0, LogSize: 10, PodNow: 1700000000, Request: "stop", DuKiB: 99, Verdict: "ready", DeleteReason: "cost_cap"}
+	want := State{PID: 42, ExitCode: 0, LogSize: 10, PodNow: 1700000000, Request: "stop", DuKiB: 99, Verdict: watchdog.Verdict{Ready: true}, DeleteReason: "cost_cap"}
 	if err != nil || string(b) != "bytes\n" {
 		t.Fatal(err, string(b))
 	}

@@ -361,11 +361,11 @@ func (d *driver) waitVerdict(ctx context.Context) (jobctl.State, error) {
 			}
 			continue
 		}
-		if st.Verdict != "" {
-			d.r.Verdict = st.Verdict
+		if st.Verdict != (watchdog.Verdict{}) {
+			d.r.Verdict = st.Verdict.String()
 			d.save()
-			if reason, failed := st.VerdictFailed(); failed {
-				return st, &verdictError{"failed " + reason}
+			if st.Verdict.Failed {
+				return st, &verdictError{st.Verdict.String()}
 			}
 			d.ready = true
 			d.a.say("watchdog verdict: %s", st.Verdict)
@@ -593,8 +593,8 @@ func (d *driver) followJob(ctx context.Context) (jobctl.State, error) {
 			d.r.LogOffset += int64(len(b))
 			lastProgress = now
 		}
-		if st.Verdict != d.r.Verdict || len(b) > 0 {
-			d.r.Verdict = st.Verdict
+		if st.Verdict.String() != d.r.Verdict || len(b) > 0 {
+			d.r.Verdict = st.Verdict.String()
 			d.save()
 		}
 		if st.Request != "" && st.Request != announced {
