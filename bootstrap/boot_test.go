@@ -292,7 +292,7 @@ func (s *cmdlineScanner) finish() (hits []string, runs int) {
 }
 
 func (w *world) verdictAt(path string) string {
-	return readString(filepath.Join(path, watchdog.Verdict))
+	return readString(filepath.Join(path, watchdog.VerdictFile))
 }
 
 // TestBootServesSSH boots the real command with bash in a private mount and

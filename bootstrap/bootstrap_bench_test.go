@@ -173,7 +173,7 @@ func bootOnce(b *testing.B, baseline bool) (sshd, ready, login time.Duration) {
 		mu      sync.Mutex
 		sshdAt  time.Time
 		output  strings.Builder
-		verdict = filepath.Join(runDir, watchdog.Verdict)
+		verdict = filepath.Join(runDir, watchdog.VerdictFile)
 	)
 	start := time.Now()
 	if err := cmd.Start(); err != nil {

@@ -131,7 +131,7 @@ func TestRestartMarksTheOldJobLost(t *testing.T) {
 			p.waitExit(bootTimeout)
 			b, _ := os.ReadFile(filepath.Join(w.runDir, watchdog.Log))
 			evs, _ = watchdog.ParseLog(bytes.NewReader(b))
-			if d := index(evs, held, watchdog.KindDeleteReason); d < 0 || evs[d].Fields["reason"] != watchdog.DeleteAbandoned {
+			if d := index(evs, held, watchdog.KindDeleteReason); d < 0 || evs[d].Fields["reason"] != string(watchdog.DeleteAbandoned) {
 				t.Errorf("no delete_reason reason=abandoned after the hold:\n%s", b)
 			}
 			if n := apiCount(w.api, "DELETE", "/pods/"+w.podID, w.apiKey); n != 1 {

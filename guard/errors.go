@@ -6,6 +6,7 @@ import (
 
 	"github.com/overbrainer/overbrainer-go/podssh"
 	"github.com/overbrainer/overbrainer-go/runpod"
+	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
 // Sentinels for errors.Is.
@@ -48,7 +49,7 @@ type PodGoneError struct {
 	Status runpod.PodStatus
 	// DeleteReason is the rule by which its watchdog was deleting it, when
 	// one was seen.
-	DeleteReason string
+	DeleteReason watchdog.DeleteReason
 	// Detail is what the client was doing, or empty.
 	Detail string
 }
@@ -71,13 +72,11 @@ func (e *PodGoneError) Is(target error) bool { return target == ErrPodGone }
 
 // VerdictError is a failed verdict.
 type VerdictError struct {
-	// Verdict is the watchdog's whole verdict line.
-	Verdict string
-	// Reason is what follows "failed ".
-	Reason string
+	// Verdict is the watchdog's verdict: Failed, with its Reason.
+	Verdict watchdog.Verdict
 }
 
-func (e *VerdictError) Error() string { return "the watchdog's verdict: " + e.Verdict }
+func (e *VerdictError) Error() string { return "the watchdog's verdict: " + e.Verdict.String() }
 
 func (e *VerdictError) Is(target error) bool { return target == ErrVerdictFailed }
 

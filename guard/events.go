@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/runpod"
+	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
 // EventKind says what happened in a run.
@@ -41,13 +42,13 @@ const (
 	// every ten minutes.
 	EventCost
 	// EventSnapshotRequested: a snapshot request appeared on the pod
-	// (Reason).
+	// (Snapshot).
 	EventSnapshotRequested
 	// EventVolumeGrown: the network volume was grown (VolumeID,
 	// FromGB, ToGB, UsedBytes).
 	EventVolumeGrown
-	// EventDeleteReason: the pod's watchdog is deleting it (Reason, a
-	// watchdog delete reason).
+	// EventDeleteReason: the pod's watchdog is deleting it
+	// (DeleteReason).
 	EventDeleteReason
 	// EventReconnecting: the SSH connection broke (Err).
 	EventReconnecting
@@ -113,7 +114,7 @@ type Event struct {
 
 	Status    runpod.PodStatus
 	Addr      string
-	Verdict   string
+	Verdict   watchdog.Verdict
 	GPU       string
 	GPUCount  int
 	Deadline  time.Time
@@ -134,12 +135,15 @@ type Event struct {
 	Files       int
 	Skipped     []string
 
-	Reason     string
-	VolumeID   string
-	FromGB     int
-	ToGB       int
-	UsedBytes  int64
-	SecretName string
+	// DeleteReason is the rule by which the watchdog deletes the pod;
+	// Snapshot the reason of a snapshot request.
+	DeleteReason watchdog.DeleteReason
+	Snapshot     watchdog.SnapshotReason
+	VolumeID     string
+	FromGB       int
+	ToGB         int
+	UsedBytes    int64
+	SecretName   string
 
 	End    End
 	Result runpod.DeleteResult
@@ -161,7 +165,7 @@ func (e Event) String() string {
 	case EventRunning:
 		return fmt.Sprintf("pod %s is running; SSH at %s", e.PodID, e.Addr)
 	case EventVerdict:
-		return "watchdog verdict: " + e.Verdict
+		return "watchdog verdict: " + e.Verdict.String()
 	case EventCostPlan:
 		return fmt.Sprintf("cost cap %s at %s/h: snapshot asked at %s, pod deleted at %s (pod clock %+.1fs from ours)",
 			Money(e.MaxCostUSD), Money(e.CostPerHr), e.SnapshotAt.Local().Format(time.TimeOnly),
@@ -180,11 +184,11 @@ func (e Event) String() string {
 	case EventCost:
 		return fmt.Sprintf("job running: %s elapsed, ~%s so far", roundSecond(e.Elapsed), Money(e.CostUSD))
 	case EventSnapshotRequested:
-		return fmt.Sprintf("snapshot requested (%s): the job is asked to checkpoint and stop", e.Reason)
+		return fmt.Sprintf("snapshot requested (%s): the job is asked to checkpoint and stop", e.Snapshot)
 	case EventVolumeGrown:
 		return fmt.Sprintf("network volume %s grown from %d to %d GB (%.1f GB used)", e.VolumeID, e.FromGB, e.ToGB, float64(e.UsedBytes)/1e9)
 	case EventDeleteReason:
-		return fmt.Sprintf("pod %s's watchdog is deleting it (%s)", e.PodID, e.Reason)
+		return fmt.Sprintf("pod %s's watchdog is deleting it (%s)", e.PodID, e.DeleteReason)
 	case EventReconnecting:
 		return fmt.Sprintf("lost the SSH connection (%v): reconnecting", e.Err)
 	case EventReconnected:

@@ -155,7 +155,7 @@ func (r *Run) Look(ctx context.Context) (jobctl.State, error) {
 // Snapshot asks the job to checkpoint into its outputs and exit
 // (snapshot.request, reason stop), unless a request is there already: it
 // returns the reason of the request that is there, empty when it made one.
-func (r *Run) Snapshot(ctx context.Context) (already string, err error) {
+func (r *Run) Snapshot(ctx context.Context) (already watchdog.SnapshotReason, err error) {
 	st, err := r.Look(ctx)
 	if err != nil {
 		return "", err
@@ -163,7 +163,7 @@ func (r *Run) Snapshot(ctx context.Context) (already string, err error) {
 	if st.Request != "" {
 		return st.Request, nil
 	}
-	if err := r.put(ctx, watchdog.SnapshotRequest, watchdog.ReasonStop); err != nil {
+	if err := r.put(ctx, watchdog.SnapshotRequest, string(watchdog.ReasonStop)); err != nil {
 		return "", err
 	}
 	return "", nil
@@ -209,7 +209,7 @@ func (r *Run) follow(ctx context.Context, w io.Writer) (End, error) {
 		return End{}, err
 	}
 	var lastLease, lastProgress, lastVolume time.Time
-	announced := ""
+	var announced watchdog.SnapshotReason
 	lastStatus := r.now()
 	for {
 		// The first look renews the lease; after that, a renewal needs
@@ -241,13 +241,13 @@ func (r *Run) follow(ctx context.Context, w io.Writer) (End, error) {
 			lastProgress = now
 			r.emit(Event{Kind: EventOutput, Bytes: int64(len(b)), Offset: r.rec.LogOffset})
 		}
-		if st.Verdict != r.rec.Verdict || len(b) > 0 {
-			r.rec.Verdict = st.Verdict
+		if v := st.Verdict.String(); v != r.rec.Verdict || len(b) > 0 {
+			r.rec.Verdict = v
 			r.save()
 		}
 		if st.Request != "" && st.Request != announced {
 			announced = st.Request
-			r.emit(Event{Kind: EventSnapshotRequested, Reason: st.Request})
+			r.emit(Event{Kind: EventSnapshotRequested, Snapshot: st.Request})
 		}
 		if r.rec.NetworkVolumeID != "" && st.DuKiB >= 0 && now.Sub(lastVolume) >= time.Minute {
 			lastVolume = now

@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"strconv"
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/bootstrap"
 	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/podssh"
 	"github.com/overbrainer/overbrainer-go/runpod"
+	"github.com/overbrainer/overbrainer-go/watchdog"
 	"github.com/overbrainer/overbrainer-go/watchdog/jobctl"
 )
 
@@ -78,7 +78,9 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 	settings := podenv.Settings{
 		RunID: spec.RunID, Workdir: spec.Workdir, Deadline: spec.Deadline,
 		BootGrace: spec.BootGrace, RetrieveGrace: spec.RetrieveGrace, Keep: spec.Keep,
-		APIURL: spec.WatchdogAPIURL,
+		APIURL: spec.WatchdogAPIURL, Interval: spec.Interval, LeaseTTL: spec.LeaseTTL,
+		SnapshotLead: spec.SnapshotLead, SnapshotWait: spec.SnapshotWait,
+		ProbeWait: spec.ProbeWait, ProbeTries: spec.ProbeTries,
 	}
 	if settings.APIURL == "" {
 		settings.APIURL = c.BaseURL()
@@ -116,7 +118,6 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 	if err != nil {
 		return nil, fmt.Errorf("guard: the pod's env: %w", err)
 	}
-	maps.Copy(env, spec.watchdogEnv())
 	maps.Copy(env, spec.PodEnv)
 	clientPEM, err := r.key.PrivatePEM(r.rec.PodName)
 	if err != nil {
@@ -205,30 +206,6 @@ func checkPrice(ctx context.Context, c api, spec Spec) error {
 		return &FieldError{Field: "Spec.MaxCostUSD", Reason: fmt.Sprintf("GPU type %q has no price on the %s cloud: the cost cap could not be planned", spec.GPUTypeID, spec.Cloud)}
 	}
 	return nil
-}
-
-// watchdogEnv is the watchdog's knobs for the pod's env.
-func (s Spec) watchdogEnv() map[string]string {
-	env := map[string]string{"OVERBRAINER_SNAPSHOT_LEAD": seconds(s.SnapshotLead)}
-	set := func(name string, d time.Duration) {
-		if d > 0 {
-			env[name] = seconds(d)
-		}
-	}
-	set("OVERBRAINER_INTERVAL", s.Interval)
-	set("OVERBRAINER_LEASE_TTL", s.LeaseTTL)
-	set("OVERBRAINER_SNAPSHOT_WAIT", s.SnapshotWait)
-	set("OVERBRAINER_PROBE_WAIT", s.ProbeWait)
-	if s.ProbeTries > 0 {
-		env["OVERBRAINER_PROBE_TRIES"] = strconv.Itoa(s.ProbeTries)
-	}
-	return env
-}
-
-// seconds rounds up to whole seconds, so that a positive knob never
-// becomes 0.
-func seconds(d time.Duration) string {
-	return strconv.FormatInt(int64(math.Ceil(d.Seconds())), 10)
 }
 
 // createFailed cleans up after a failed create: a pod that may exist
@@ -385,11 +362,11 @@ func (r *Run) waitVerdict(ctx context.Context) (st jobctl.State, err error) {
 			}
 			continue
 		}
-		if st.Verdict != "" {
-			r.rec.Verdict = st.Verdict
+		if v := st.Verdict; v != (watchdog.Verdict{}) {
+			r.rec.Verdict = v.String()
 			r.save()
-			if reason, failed := st.VerdictFailed(); failed {
-				return st, &VerdictError{Verdict: st.Verdict, Reason: reason}
+			if !v.Ready {
+				return st, &VerdictError{Verdict: v}
 			}
 			r.ready = true
 			r.emit(Event{Kind: EventVerdict, Verdict: st.Verdict})

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
 // Phase is where a run is, as its Record says.
@@ -92,10 +94,10 @@ type Record struct {
 	JobStarted time.Time `json:"job_started,omitzero"`
 	// DeleteReason is the rule by which the pod's watchdog was seen
 	// deleting the pod (a watchdog Delete* reason).
-	DeleteReason string    `json:"delete_reason,omitempty"`
-	Ended        time.Time `json:"ended,omitzero"`
-	CostUSD      float64   `json:"cost_usd,omitempty"`
-	Note         string    `json:"note,omitempty"`
+	DeleteReason watchdog.DeleteReason `json:"delete_reason,omitempty"`
+	Ended        time.Time             `json:"ended,omitzero"`
+	CostUSD      float64               `json:"cost_usd,omitempty"`
+	Note         string                `json:"note,omitempty"`
 }
 
 // Save writes the record to file as JSON, mode 0600 (it holds the client's

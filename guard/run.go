@@ -11,6 +11,7 @@ import (
 	"github.com/overbrainer/overbrainer-go/internal/costplan"
 	"github.com/overbrainer/overbrainer-go/podssh"
 	"github.com/overbrainer/overbrainer-go/runpod"
+	"github.com/overbrainer/overbrainer-go/watchdog"
 	"github.com/overbrainer/overbrainer-go/watchdog/jobctl"
 )
 
@@ -318,13 +319,13 @@ func (r *Run) poll(ctx context.Context, touch bool) (jobctl.State, []byte, error
 
 // noteDeleteReason tells, once, that the pod's watchdog is deleting the pod
 // and why, and keeps the reason.
-func (r *Run) noteDeleteReason(reason string) {
+func (r *Run) noteDeleteReason(reason watchdog.DeleteReason) {
 	if reason == "" || reason == r.rec.DeleteReason {
 		return
 	}
 	r.rec.DeleteReason = reason
 	r.save()
-	r.emit(Event{Kind: EventDeleteReason, Reason: reason})
+	r.emit(Event{Kind: EventDeleteReason, DeleteReason: reason})
 }
 
 // put replaces one of the client's pod files with value, through the

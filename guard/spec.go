@@ -23,9 +23,9 @@ const (
 	DefaultGPU          = "NVIDIA GeForce RTX 4090"
 	DefaultDiskGB       = 50
 	DefaultVolumePath   = "/workspace"
-	DefaultSnapshotLead = 15 * time.Minute
+	DefaultSnapshotLead = podenv.DefaultSnapshotLead
 	// DefaultLeaseTTL is the watchdog's: how long a renewed lease holds.
-	DefaultLeaseTTL = 15 * time.Minute
+	DefaultLeaseTTL = podenv.DefaultLeaseTTL
 )
 
 // PodNamePrefix starts every guarded pod's name: the pod of run ID is

@@ -1,7 +1,9 @@
 // Package podenv turns a run's settings into the environment of the Runpod
 // create call: what the bootstrap and the watchdog on the pod need to know
 // (run directory, deadline, graces, keep mode, network volume, API URL, the
-// client's public key and the run's claim).
+// client's public key and the run's claim), and the watchdog's knobs
+// (interval, lease TTL, snapshot lead and wait, probe tries and wait), each
+// left to the watchdog's default while zero.
 //
 // The environment never holds a secret. The pod's host private key is only a
 // reference to a Runpod secret ([HostKeyPlaceholder]) that Runpod resolves

@@ -4,6 +4,7 @@ import (
 	"math"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -26,25 +27,38 @@ var numericVars = []string{
 }
 
 // FuzzEnvForTheWatchdog checks that whatever Settings.Env accepts, the pod's
-// shell code can use: numbers are plain 64-bit decimals, no value other than the host key's asks
-// Runpod to substitute a secret (which would then reach the job's env), and
-// the keys pass the bootstrap's own check (else the pod dies of
-// authorized_key_invalid or claim_missing).
+// shell code can use: numbers are plain 64-bit decimals (a knob, present
+// only when set, at most 2^31-1 for mksh), no value other than the host
+// key's asks Runpod to substitute a secret (which would then reach the
+// job's env), and the keys pass the bootstrap's own check (else the pod dies
+// of authorized_key_invalid or claim_missing).
 func FuzzEnvForTheWatchdog(f *testing.F) {
 	const key = clientKey
-	f.Add("r1", "/workspace/overbrainer", int64(1_790_021_600), int64(1800), int64(3600), "", 0, key+" me@host", key)
-	f.Add("r1", "/w", int64(math.MaxInt64/int64(time.Second)), int64(math.MaxInt64/int64(time.Second)), int64(1), "/v", 5, key, key)
-	f.Add("r-2", "/w/{{ RUNPOD_SECRET_other }}", int64(0), int64(0), int64(0), "", 0, key+" {{ RUNPOD_SECRET_hf_token }}", key)
-	f.Add("x", "/", int64(1), int64(1), int64(1), "/v/ $(touch /tmp/x)", 1, key, key+" `id`")
-	f.Add("x", "/w", int64(math.MaxInt64), int64(0), int64(0), "", 0, key, key)
-	f.Add("x", "/w", int64(1), int64(1), int64(1), "", 0, skECDSAKey+" fido", hostKey)
-	f.Add("x", "/w", int64(1), int64(1), int64(1), "", 0, skEd25519Key, hostKey+" 'quoted' \\ back")
-	f.Fuzz(func(t *testing.T, runID, workdir string, deadline, boot, retrieve int64, volDir string, volGB int, authKey, claim string) {
+	const sec = int64(time.Second)
+	z := int64(0) // a knob left to the watchdog
+	f.Add("r1", "/workspace/overbrainer", int64(1_790_021_600), int64(1800), int64(3600), "", 0, key+" me@host", key, z, z, z, z, z, 0)
+	f.Add("r1", "/w", int64(math.MaxInt64/int64(time.Second)), int64(math.MaxInt64/int64(time.Second)), int64(1), "/v", 5, key, key, z, z, z, z, z, 0)
+	f.Add("r-2", "/w/{{ RUNPOD_SECRET_other }}", int64(0), int64(0), int64(0), "", 0, key+" {{ RUNPOD_SECRET_hf_token }}", key, z, z, z, z, z, 0)
+	f.Add("x", "/", int64(1), int64(1), int64(1), "/v/ $(touch /tmp/x)", 1, key, key+" `id`", z, z, z, z, z, 0)
+	f.Add("x", "/w", int64(math.MaxInt64), int64(0), int64(0), "", 0, key, key, z, z, z, z, z, 0)
+	f.Add("x", "/w", int64(1), int64(1), int64(1), "", 0, skECDSAKey+" fido", hostKey, z, z, z, z, z, 0)
+	f.Add("x", "/w", int64(1), int64(1), int64(1), "", 0, skEd25519Key, hostKey+" 'quoted' \\ back", z, z, z, z, z, 0)
+	// The knobs, in nanoseconds: at the 32-bit edge, a nanosecond past it,
+	// below a second, negative, and the largest Duration.
+	f.Add("r1", "/w", int64(0), int64(0), int64(0), "", 0, key, key,
+		60*sec, math.MaxInt32*sec, math.MaxInt32*sec+1, int64(1), int64(-1), math.MaxInt32)
+	f.Add("r1", "/w", int64(0), int64(0), int64(0), "", 0, key, key,
+		int64(math.MaxInt64), int64(-sec), int64(1500_000_000), int64(0), int64(sec), math.MaxInt32+1)
+	f.Fuzz(func(t *testing.T, runID, workdir string, deadline, boot, retrieve int64, volDir string, volGB int, authKey, claim string,
+		interval, leaseTTL, snapLead, snapWait, probeWait int64, probeTries int) {
 		s := podenv.Settings{
 			RunID: runID, Workdir: workdir,
 			BootGrace: time.Duration(boot) * time.Second, RetrieveGrace: time.Duration(retrieve) * time.Second,
 			VolumeDir: volDir, VolumeGB: volGB, APIURL: "http://127.0.0.1:1/v2",
 			AuthorizedKey: authKey, Claim: claim,
+			Interval: time.Duration(interval), LeaseTTL: time.Duration(leaseTTL),
+			SnapshotLead: time.Duration(snapLead), SnapshotWait: time.Duration(snapWait),
+			ProbeTries: probeTries, ProbeWait: time.Duration(probeWait),
 		}
 		if deadline != 0 {
 			s.Deadline = time.Unix(deadline, 0)
@@ -53,7 +67,7 @@ func FuzzEnvForTheWatchdog(f *testing.F) {
 		if err != nil {
 			return
 		}
-		for _, name := range numericVars {
+		for _, name := range append(slices.Clone(numericVars), knobVars...) {
 			v, ok := env[name]
 			if !ok {
 				continue
@@ -62,6 +76,15 @@ func FuzzEnvForTheWatchdog(f *testing.F) {
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil || n < 0 || strconv.FormatInt(n, 10) != v {
 				t.Fatalf("%s=%q is not a plain non-negative decimal", name, v)
+			}
+			// A knob is set or absent, and never wraps in mksh's 32 bits.
+			if slices.Contains(knobVars, name) && (n == 0 || n > math.MaxInt32) {
+				t.Fatalf("%s=%q is not a knob of 1 to 2^31-1", name, v)
+			}
+		}
+		for i, d := range []time.Duration{s.Interval, s.LeaseTTL, s.SnapshotLead, s.SnapshotWait, time.Duration(s.ProbeTries), s.ProbeWait} {
+			if _, ok := env[knobVars[i]]; ok != (d != 0) {
+				t.Fatalf("%s present %v with its knob %d", knobVars[i], ok, d)
 			}
 		}
 		for k, v := range env {

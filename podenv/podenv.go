@@ -40,6 +40,23 @@ const (
 	DefaultRetrieveGrace = time.Hour
 )
 
+// Defaults of the watchdog's knobs: what the watchdog uses when Settings
+// leaves a knob zero, since Env then passes nothing for it. They are the
+// script's own defaults, which a test ties them to.
+const (
+	DefaultInterval     = time.Minute
+	DefaultLeaseTTL     = 15 * time.Minute
+	DefaultSnapshotLead = 15 * time.Minute
+	DefaultSnapshotWait = 15 * time.Minute
+	DefaultProbeTries   = 5
+	DefaultProbeWait    = 10 * time.Second
+)
+
+// maxKnob is the largest knob the watchdog can count: under mksh its
+// arithmetic and [ -lt ] tests are 32 bits wide, and a larger value wraps
+// negative (a snapshot lead past it would even stop the deadline rule).
+const maxKnob = math.MaxInt32
+
 var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // HostKeySecretName is the name of the Runpod secret that holds the run's
@@ -92,6 +109,53 @@ type Settings struct {
 	// every pod of the run: the bootstrap claims the run directory with it
 	// and checks that the delivered host key matches it.
 	Claim string
+
+	// The watchdog's knobs. Zero leaves each to the watchdog's default (the
+	// Default constants); durations go to the pod in whole seconds,
+	// rounded up, so the script's own zero cannot be asked for: one
+	// second is the least.
+
+	// Interval is how often the watchdog looks at the run when no rule
+	// falls due sooner.
+	Interval time.Duration
+	// LeaseTTL is how long a touch of the client's lease holds off the
+	// deadline and the abandoned rule.
+	LeaseTTL time.Duration
+	// SnapshotLead is how long before the deadline (with a stale lease) or
+	// the cost cap the watchdog asks the job for a snapshot.
+	SnapshotLead time.Duration
+	// SnapshotWait is how long a snapshot the watchdog asked for holds the
+	// deadline off while the job still runs.
+	SnapshotWait time.Duration
+	// ProbeTries is how many times the watchdog tries the pod's key on
+	// the pod (after no answer, 408, 429 or 5xx) before its verdict is
+	// failed.
+	ProbeTries int
+	// ProbeWait is the pause between those tries.
+	ProbeWait time.Duration
+}
+
+// knob is one of the watchdog's knobs as Env passes it.
+type knob struct {
+	field, env string
+	n          int64  // whole seconds (rounded away from zero), or a count
+	set        string // the field's value, for errors
+	unit       string // " s" for a duration
+}
+
+// knobs lists the watchdog's knobs in Settings, in field order.
+func (s Settings) knobs() []knob {
+	d := func(field, env string, v time.Duration) knob {
+		return knob{field, env, seconds(v), v.String(), " s"}
+	}
+	return []knob{
+		d("Interval", "OVERBRAINER_INTERVAL", s.Interval),
+		d("LeaseTTL", "OVERBRAINER_LEASE_TTL", s.LeaseTTL),
+		d("SnapshotLead", "OVERBRAINER_SNAPSHOT_LEAD", s.SnapshotLead),
+		d("SnapshotWait", "OVERBRAINER_SNAPSHOT_WAIT", s.SnapshotWait),
+		{"ProbeTries", "OVERBRAINER_PROBE_TRIES", int64(s.ProbeTries), strconv.Itoa(s.ProbeTries), ""},
+		d("ProbeWait", "OVERBRAINER_PROBE_WAIT", s.ProbeWait),
+	}
 }
 
 // FieldError reports a Settings field that cannot make a working pod. It
@@ -178,6 +242,14 @@ func (s Settings) Validate() error {
 	if err := checkPublicKey(s.Claim, []string{HostKeyType}); err != nil {
 		bad("Claim", "%v", err)
 	}
+	for _, k := range s.knobs() {
+		switch {
+		case k.n < 0:
+			bad(k.field, "%s is negative", k.set)
+		case k.n > maxKnob:
+			bad(k.field, "%s is more than the watchdog can count (%d%s: mksh computes with 32 bits)", k.set, maxKnob, k.unit)
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -258,10 +330,24 @@ func clip(s string) string {
 	return s
 }
 
-// wholeSeconds rounds a duration up to whole seconds, so that a positive
-// grace never becomes zero.
+// wholeSeconds rounds a positive duration up to whole seconds, so that a
+// positive grace never becomes zero.
 func wholeSeconds(d time.Duration) string {
-	return strconv.FormatInt(int64(math.Ceil(d.Seconds())), 10)
+	return strconv.FormatInt(seconds(d), 10)
+}
+
+// seconds is d in whole seconds, rounded away from zero: no nonzero value
+// becomes zero, whatever its sign. Integer arithmetic keeps it exact at any
+// size.
+func seconds(d time.Duration) int64 {
+	n, rest := int64(d/time.Second), d%time.Second
+	switch {
+	case rest > 0:
+		n++
+	case rest < 0:
+		n--
+	}
+	return n
 }
 
 // RunDir is the run's directory on the pod: Workdir/RunID.
@@ -312,6 +398,11 @@ func (s Settings) Env() (map[string]string, error) {
 	}
 	if s.VolumeGB > 0 {
 		env["OVERBRAINER_VOLUME_GB"] = strconv.Itoa(s.VolumeGB)
+	}
+	for _, k := range s.knobs() {
+		if k.n > 0 {
+			env[k.env] = strconv.FormatInt(k.n, 10)
+		}
 	}
 	return env, nil
 }

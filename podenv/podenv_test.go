@@ -2,6 +2,7 @@ package podenv_test
 
 import (
 	"errors"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -180,6 +181,16 @@ func TestBadSettingsNameTheField(t *testing.T) {
 		{"secret placeholder in workdir", func(s *podenv.Settings) { s.Workdir = "/w/{{ RUNPOD_SECRET_hf }}" }, "Workdir"},
 		{"secret placeholder in key comment", func(s *podenv.Settings) { s.AuthorizedKey += " {{ RUNPOD_SECRET_hf }}" }, "AuthorizedKey"},
 		{"secret placeholder in volume dir", func(s *podenv.Settings) { s.VolumeDir = "/{{RUNPOD_SECRET_x}}" }, "VolumeDir"},
+		{"negative interval", func(s *podenv.Settings) { s.Interval = -time.Second }, "Interval"},
+		{"negative lease TTL, below a second", func(s *podenv.Settings) { s.LeaseTTL = -time.Nanosecond }, "LeaseTTL"},
+		{"negative snapshot lead", func(s *podenv.Settings) { s.SnapshotLead = -time.Minute }, "SnapshotLead"},
+		{"negative snapshot wait", func(s *podenv.Settings) { s.SnapshotWait = -time.Minute }, "SnapshotWait"},
+		{"negative probe tries", func(s *podenv.Settings) { s.ProbeTries = -1 }, "ProbeTries"},
+		{"negative probe wait", func(s *podenv.Settings) { s.ProbeWait = -time.Second }, "ProbeWait"},
+		{"interval past 32 bits", func(s *podenv.Settings) { s.Interval = (math.MaxInt32 + 1) * time.Second }, "Interval"},
+		{"snapshot lead past 32 bits, by a nanosecond", func(s *podenv.Settings) { s.SnapshotLead = math.MaxInt32*time.Second + 1 }, "SnapshotLead"},
+		{"lease TTL of 292 years", func(s *podenv.Settings) { s.LeaseTTL = math.MaxInt64 }, "LeaseTTL"},
+		{"probe tries past 32 bits", func(s *podenv.Settings) { s.ProbeTries = math.MaxInt32 + 1 }, "ProbeTries"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -26,9 +26,10 @@
 // The package gives the script as the pod runs it ([Script], which starts
 // with the portable [GroupSignal] helper), the names of the files the
 // watchdog and the client exchange in the run directory (the pod file
-// protocol), and a parser for the watchdog's log ([ParseLine], [ParseLog]):
-// one line per event, `<unix time> <kind> key=value...`, kinds listed as the
-// Kind constants.
+// protocol) and the typed values in them ([ParseVerdict], [DeleteReason],
+// [SnapshotReason]), and a parser for the watchdog's log ([ParseLine],
+// [ParseLog]): one line per event, `<unix time> <kind> key=value...`, kinds
+// listed as the Kind constants.
 //
 // The script reads its settings from the environment that package podenv
 // builds (OVERBRAINER_*, RUNPOD_POD_ID, RUNPOD_API_KEY); a malformed number

@@ -30,23 +30,27 @@ const (
 	KindStopping          = "stopping"           // signal: the watchdog got TERM or INT and exits
 )
 
-// Delete reasons (the reason field of a KindDeleteReason event).
+// DeleteReason is the rule by which the watchdog deletes a pod: the reason
+// field of its KindDeleteReason log line.
+type DeleteReason string
+
+// The reasons the watchdog deletes a pod by.
 const (
-	DeleteBootstrapFailed = "bootstrap_failed"
+	DeleteBootstrapFailed DeleteReason = "bootstrap_failed"
 	// DeletePodDirUnsafe: .pod was a symlink when the watchdog started, so
 	// its control files could not be trusted; the watchdog fails closed.
-	DeletePodDirUnsafe = "pod_dir_unsafe"
-	DeleteCostCap      = "cost_cap"
-	DeleteDeadline     = "deadline"
-	DeleteRetrieved    = "retrieved"
-	DeleteAbandoned    = "abandoned"
-	DeleteNeverStarted = "never_started"
+	DeletePodDirUnsafe DeleteReason = "pod_dir_unsafe"
+	DeleteCostCap      DeleteReason = "cost_cap"
+	DeleteDeadline     DeleteReason = "deadline"
+	DeleteRetrieved    DeleteReason = "retrieved"
+	DeleteAbandoned    DeleteReason = "abandoned"
+	DeleteNeverStarted DeleteReason = "never_started"
 )
 
 // DeleteReasons returns every reason the watchdog deletes a pod by, so that
 // a client can explain each (and learns of a new one from its tests).
-func DeleteReasons() []string {
-	return []string{
+func DeleteReasons() []DeleteReason {
+	return []DeleteReason{
 		DeleteBootstrapFailed, DeletePodDirUnsafe, DeleteCostCap, DeleteDeadline,
 		DeleteRetrieved, DeleteAbandoned, DeleteNeverStarted,
 	}

@@ -24,7 +24,7 @@ func TestParseLogAfterHostileContent(t *testing.T) {
 			events, _ := watchdog.ParseLog(strings.NewReader(head + tail))
 			found := false
 			for _, ev := range events {
-				if ev.Kind == watchdog.KindDeleteReason && ev.Fields["reason"] == watchdog.DeleteCostCap {
+				if ev.Kind == watchdog.KindDeleteReason && ev.Fields["reason"] == string(watchdog.DeleteCostCap) {
 					found = true
 				}
 			}

@@ -238,7 +238,7 @@ func (p *pod) none(evs []watchdog.Event, from int, kind string, kv ...string) {
 // verdict waits for .pod/watchdog.
 func (p *pod) verdict() string {
 	p.t.Helper()
-	return strings.TrimSuffix(shtest.WaitFile(p.t, filepath.Join(p.dir, watchdog.Verdict), wait), "\n")
+	return strings.TrimSuffix(shtest.WaitFile(p.t, filepath.Join(p.dir, watchdog.VerdictFile), wait), "\n")
 }
 
 // exit waits for the watchdog to exit and checks it exited 0.
@@ -251,12 +251,12 @@ func (p *pod) exit() {
 
 // deleted waits for the watchdog to delete the pod for reason, and checks
 // the DELETE call, its key and the log.
-func (p *pod) deleted(reason string) []watchdog.Event {
+func (p *pod) deleted(reason watchdog.DeleteReason) []watchdog.Event {
 	p.t.Helper()
 	p.exit()
 	evs := p.events()
 	i := find(evs, -1, watchdog.KindDeleteReason)
-	if i < 0 || evs[i].Fields["reason"] != reason {
+	if i < 0 || evs[i].Fields["reason"] != string(reason) {
 		p.t.Fatalf("delete reason: want %s\nlog:\n%s", reason, p.logText())
 	}
 	if find(evs, i, watchdog.KindDeleted, "method", "delete") < 0 {

@@ -62,16 +62,22 @@ func deleteConstants(t *testing.T) map[string]string {
 	return found
 }
 
-// scriptReasons returns every literal the watchdog script assigns to
-// $reason: the rules it deletes by.
-func scriptReasons(t *testing.T) []string {
+// parsedScript is the watchdog as the pod runs it, parsed as POSIX sh.
+func parsedScript(t *testing.T) *syntax.File {
 	t.Helper()
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangPOSIX)).Parse(strings.NewReader(watchdog.Script()), "watchdog.sh")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return f
+}
+
+// scriptReasons returns every literal the watchdog script assigns to
+// $reason: the rules it deletes by.
+func scriptReasons(t *testing.T) []string {
+	t.Helper()
 	var reasons []string
-	syntax.Walk(f, func(n syntax.Node) bool {
+	syntax.Walk(parsedScript(t), func(n syntax.Node) bool {
 		if a, ok := n.(*syntax.Assign); ok && a.Name != nil && a.Name.Value == "reason" && a.Value != nil {
 			if lit := a.Value.Lit(); lit != "" && !slices.Contains(reasons, lit) {
 				reasons = append(reasons, lit)
@@ -89,11 +95,11 @@ func TestDeleteReasonsAreComplete(t *testing.T) {
 	script := scriptReasons(t)
 	// The finders find what is known to be there, so an empty result
 	// cannot pass for "nothing missing".
-	if consts["DeletePodDirUnsafe"] != watchdog.DeletePodDirUnsafe || consts["DeleteBootstrapFailed"] != watchdog.DeleteBootstrapFailed {
+	if consts["DeletePodDirUnsafe"] != string(watchdog.DeletePodDirUnsafe) || consts["DeleteBootstrapFailed"] != string(watchdog.DeleteBootstrapFailed) {
 		t.Errorf("the constants found %v lack DeletePodDirUnsafe or DeleteBootstrapFailed", consts)
 	}
-	for _, known := range []string{watchdog.DeletePodDirUnsafe, watchdog.DeleteCostCap, watchdog.DeleteNeverStarted} {
-		if !slices.Contains(script, known) {
+	for _, known := range []watchdog.DeleteReason{watchdog.DeletePodDirUnsafe, watchdog.DeleteCostCap, watchdog.DeleteNeverStarted} {
+		if !slices.Contains(script, string(known)) {
 			t.Errorf("the script's reasons %v lack %s", script, known)
 		}
 	}
@@ -101,7 +107,10 @@ func TestDeleteReasonsAreComplete(t *testing.T) {
 	for _, v := range consts {
 		fromConsts = append(fromConsts, v)
 	}
-	listed := slices.Clone(watchdog.DeleteReasons())
+	var listed []string
+	for _, r := range watchdog.DeleteReasons() {
+		listed = append(listed, string(r))
+	}
 	slices.Sort(listed)
 	slices.Sort(fromConsts)
 	slices.Sort(script)

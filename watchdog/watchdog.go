@@ -24,15 +24,16 @@ func GroupSignal() string { return groupSignal }
 func Script() string { return groupSignal + script }
 
 // Files of the pod file protocol, relative to the run directory
-// ($OVERBRAINER_RUN_DIR). The watchdog writes Verdict, Log, Du and DuRunning;
-// the client writes Lease, SnapshotAt, CostCapAt, VolumeGB and Retrieved; the
-// bootstrap writes BootstrapFailed; the job scripts write JobPID, ExitCode and
-// Cancelled, and so does the bootstrap for a job lost with an earlier
-// container (CancelContainerRestarted); SnapshotRequest is written by the
-// client or the watchdog and read by the trainer.
+// ($OVERBRAINER_RUN_DIR). The watchdog writes VerdictFile (read it with
+// [ParseVerdict]), Log, Du and DuRunning; the client writes Lease,
+// SnapshotAt, CostCapAt, VolumeGB and Retrieved; the bootstrap writes
+// BootstrapFailed; the job scripts write JobPID, ExitCode and Cancelled, and
+// so does the bootstrap for a job lost with an earlier container
+// (CancelContainerRestarted); SnapshotRequest is written by the client or
+// the watchdog and read by the trainer.
 const (
 	PodDir          = ".pod"
-	Verdict         = ".pod/watchdog"
+	VerdictFile     = ".pod/watchdog"
 	PID             = ".pod/watchdog.pid"
 	Log             = ".pod/watchdog.log"
 	Lease           = ".pod/lease"
@@ -59,12 +60,19 @@ const (
 // An empty Cancelled is a cancel without a reason.
 const CancelContainerRestarted = "container_restarted"
 
-// Snapshot request reasons, the content of SnapshotRequest.
+// SnapshotReason is why the job is asked to checkpoint and stop: the
+// content of SnapshotRequest, and the reason field of a KindSnapshotRequested
+// log line. The client may write a word of its own; these are the ones the
+// SDK and the watchdog write.
+type SnapshotReason string
+
+// Snapshot request reasons: the client's stop, and the watchdog's cost,
+// deadline and full disk.
 const (
-	ReasonStop     = "stop"
-	ReasonCost     = "cost"
-	ReasonDeadline = "deadline"
-	ReasonDisk     = "disk"
+	ReasonStop     SnapshotReason = "stop"
+	ReasonCost     SnapshotReason = "cost"
+	ReasonDeadline SnapshotReason = "deadline"
+	ReasonDisk     SnapshotReason = "disk"
 )
 
 // WakeFunction is the POSIX sh function `wake_watchdog RUN_DIR`, which sends

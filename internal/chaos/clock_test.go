@@ -46,7 +46,7 @@ func TestChaosPodClockSkew(t *testing.T) {
 	for _, skew := range []time.Duration{10 * time.Minute, -10 * time.Minute} {
 		t.Run(fmt.Sprintf("pod_clock_%+dm", int(skew.Minutes())), func(t *testing.T) {
 			t.Parallel()
-			c := &cell{step: "clock", fault: fmt.Sprintf("%+dm", int(skew.Minutes())), rule: watchdog.DeleteCostCap}
+			c := &cell{step: "clock", fault: fmt.Sprintf("%+dm", int(skew.Minutes())), rule: string(watchdog.DeleteCostCap)}
 			e := &env{t: t, c: c, sec: sec, stateDir: filepath.Join(t.TempDir(), "state"),
 				hf: fmt.Sprintf("hf_clock%dToken", time.Now().UnixNano()), bin: launcherBinary(t, "")}
 			e.srv = runpodtest.NewTestServer(t, runpodtest.WithPodRunner())
@@ -86,7 +86,7 @@ func TestChaosPodClockSkew(t *testing.T) {
 				t.Fatalf("pod still %s: %v", final.Status, err)
 			}
 			l.wait()
-			if got := e.deletedBy(final); got != watchdog.DeleteCostCap {
+			if got := e.deletedBy(final); got != string(watchdog.DeleteCostCap) {
 				t.Errorf("deleted by %q, want %s\n%s", got, watchdog.DeleteCostCap, e.logText())
 			}
 			start := e.billingStart()

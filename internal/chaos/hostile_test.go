@@ -87,7 +87,7 @@ var hostileCases = []struct {
 	// prepare runs before the watchdog starts, after: once it runs.
 	prepare, after func(h *hostileRun)
 }{
-	{name: "garbage_numbers", rule: watchdog.DeleteCostCap, prepare: func(h *hostileRun) {
+	{name: "garbage_numbers", rule: string(watchdog.DeleteCostCap), prepare: func(h *hostileRun) {
 		h.withVolume()
 		h.startJob()
 		h.capIn(8)
@@ -96,7 +96,7 @@ var hostileCases = []struct {
 		h.write(watchdog.Du, "NaN\n")
 		h.write(watchdog.Lease, "not a number, only its mtime counts\n")
 	}},
-	{name: "overflowing_numbers", rule: watchdog.DeleteCostCap, prepare: func(h *hostileRun) {
+	{name: "overflowing_numbers", rule: string(watchdog.DeleteCostCap), prepare: func(h *hostileRun) {
 		h.withVolume()
 		h.startJob()
 		h.capIn(8)
@@ -104,28 +104,28 @@ var hostileCases = []struct {
 		h.write(watchdog.VolumeGB, "18446744073709551617\n")
 		h.write(watchdog.Du, "9223372036854775808\n")
 	}},
-	{name: "octal_looking_numbers", rule: watchdog.DeleteCostCap, prepare: func(h *hostileRun) {
+	{name: "octal_looking_numbers", rule: string(watchdog.DeleteCostCap), prepare: func(h *hostileRun) {
 		h.startJob()
 		h.capIn(8)
 		h.write(watchdog.CostCapAt, "000"+itoa(h.due)+"\n")
 		h.write(watchdog.SnapshotAt, "09\n")
 	}},
-	{name: "nul_and_binary_bytes", rule: watchdog.DeleteCostCap, prepare: func(h *hostileRun) {
+	{name: "nul_and_binary_bytes", rule: string(watchdog.DeleteCostCap), prepare: func(h *hostileRun) {
 		h.startJob()
 		h.capIn(8)
 		h.write(watchdog.SnapshotAt, "\x00\xff\xfe1\x00\n")
 		h.write(watchdog.Retrieved+".junk", "\x00")
 	}},
-	{name: "huge_snapshot_at", rule: watchdog.DeleteCostCap, prepare: func(h *hostileRun) {
+	{name: "huge_snapshot_at", rule: string(watchdog.DeleteCostCap), prepare: func(h *hostileRun) {
 		h.startJob()
 		h.capIn(8)
 		h.huge(watchdog.SnapshotAt, hugeSize)
 	}},
-	{name: "huge_job_pid", rule: watchdog.DeleteCostCap, prepare: func(h *hostileRun) {
+	{name: "huge_job_pid", rule: string(watchdog.DeleteCostCap), prepare: func(h *hostileRun) {
 		h.capIn(8)
 		h.huge(watchdog.JobPID, hugeSize)
 	}},
-	{name: "huge_log", rule: watchdog.DeleteCostCap, prepare: func(h *hostileRun) {
+	{name: "huge_log", rule: string(watchdog.DeleteCostCap), prepare: func(h *hostileRun) {
 		h.startJob()
 		h.capIn(8)
 		// A sparse gigabyte: the watchdog only appends to its log.
@@ -141,35 +141,35 @@ var hostileCases = []struct {
 			h.t.Fatal(err)
 		}
 	}},
-	{name: "fifo_snapshot_at", rule: watchdog.DeleteCostCap, prepare: func(h *hostileRun) {
+	{name: "fifo_snapshot_at", rule: string(watchdog.DeleteCostCap), prepare: func(h *hostileRun) {
 		h.startJob()
 		h.capIn(8)
 		h.fifo(watchdog.SnapshotAt)
 	}},
-	{name: "fifo_volume_gb", rule: watchdog.DeleteCostCap, prepare: func(h *hostileRun) {
+	{name: "fifo_volume_gb", rule: string(watchdog.DeleteCostCap), prepare: func(h *hostileRun) {
 		h.withVolume()
 		h.startJob()
 		h.capIn(8)
 		h.fifo(watchdog.VolumeGB)
 	}},
-	{name: "dev_zero_snapshot_at", rule: watchdog.DeleteCostCap, prepare: func(h *hostileRun) {
+	{name: "dev_zero_snapshot_at", rule: string(watchdog.DeleteCostCap), prepare: func(h *hostileRun) {
 		h.startJob()
 		h.capIn(8)
 		h.link(watchdog.SnapshotAt, "/dev/zero")
 	}},
-	{name: "dev_zero_job_pid", rule: watchdog.DeleteCostCap, prepare: func(h *hostileRun) {
+	{name: "dev_zero_job_pid", rule: string(watchdog.DeleteCostCap), prepare: func(h *hostileRun) {
 		h.capIn(8)
 		h.link(watchdog.JobPID, "/dev/zero")
 	}},
-	{name: "symlink_log_outside", rule: watchdog.DeleteCostCap, prepare: func(h *hostileRun) {
+	{name: "symlink_log_outside", rule: string(watchdog.DeleteCostCap), prepare: func(h *hostileRun) {
 		h.capIn(8)
 		h.link(watchdog.Log, h.outsideFile("log", "outside\n"))
 	}},
-	{name: "symlink_verdict_tmp_outside", rule: watchdog.DeleteCostCap, prepare: func(h *hostileRun) {
+	{name: "symlink_verdict_tmp_outside", rule: string(watchdog.DeleteCostCap), prepare: func(h *hostileRun) {
 		h.capIn(8)
 		h.link(watchdog.PodDir+"/watchdog.tmp", h.outsideFile("verdict", "outside\n"))
 	}},
-	{name: "symlink_du_outside", rule: watchdog.DeleteCostCap, prepare: func(h *hostileRun) {
+	{name: "symlink_du_outside", rule: string(watchdog.DeleteCostCap), prepare: func(h *hostileRun) {
 		h.withVolume()
 		h.startJob()
 		h.capIn(8)
@@ -177,7 +177,7 @@ var hostileCases = []struct {
 		h.link(watchdog.DuRunning, h.outsideFile("du-running", "outside\n"))
 		h.link(watchdog.Du, h.outsideFile("du", "5\n"))
 	}},
-	{name: "symlink_snapshot_request_tmp_outside", rule: watchdog.DeleteCostCap, prepare: func(h *hostileRun) {
+	{name: "symlink_snapshot_request_tmp_outside", rule: string(watchdog.DeleteCostCap), prepare: func(h *hostileRun) {
 		h.startJob()
 		h.capIn(8)
 		h.write(watchdog.SnapshotAt, itoa(h.base+4)+"\n")
@@ -186,7 +186,7 @@ var hostileCases = []struct {
 		// $$ is the shell's pid, known once it runs.
 		h.link("snapshot.request."+strconv.Itoa(h.proc.Pgid)+".tmp", h.outsideFile("snapshot", "outside\n"))
 	}},
-	{name: "pod_dir_symlink_outside", rule: watchdog.DeletePodDirUnsafe, prepare: func(h *hostileRun) {
+	{name: "pod_dir_symlink_outside", rule: string(watchdog.DeletePodDirUnsafe), prepare: func(h *hostileRun) {
 		h.startJob()
 		pod := filepath.Join(h.outside, "pod")
 		if err := os.Mkdir(pod, 0o755); err != nil {
@@ -203,7 +203,7 @@ var hostileCases = []struct {
 		}
 		h.link(watchdog.PodDir, pod)
 	}},
-	{name: "lease_far_future_no_deadline", rule: watchdog.DeleteCostCap, prepare: func(h *hostileRun) {
+	{name: "lease_far_future_no_deadline", rule: string(watchdog.DeleteCostCap), prepare: func(h *hostileRun) {
 		h.startJob()
 		h.capIn(8)
 		h.env["OVERBRAINER_DEADLINE"] = itoa(h.base + 3600)
@@ -213,7 +213,7 @@ var hostileCases = []struct {
 			h.t.Fatal(err)
 		}
 	}},
-	{name: "lease_far_future_past_deadline", rule: watchdog.DeleteDeadline, prepare: func(h *hostileRun) {
+	{name: "lease_far_future_past_deadline", rule: string(watchdog.DeleteDeadline), prepare: func(h *hostileRun) {
 		// No job: the deadline does not wait for a snapshot.
 		h.due = h.base + 5
 		h.env["OVERBRAINER_DEADLINE"] = itoa(h.due)

@@ -42,7 +42,7 @@ func TestChaosLoadWatchdogs(t *testing.T) {
 	}
 	for i, w := range wds {
 		shtest.Eventually(t, wait, func() bool { return w.reason() != "" }, "delete_reason of %s", w.id)
-		if r := w.reason(); r != watchdog.DeleteCostCap {
+		if r := w.reason(); r != string(watchdog.DeleteCostCap) {
 			t.Errorf("%s: delete reason %q, want %s\n%s", w.id, r, watchdog.DeleteCostCap, w.logTail())
 		}
 		if delays[i] < 0 || delays[i] > ruleBound+Slack {

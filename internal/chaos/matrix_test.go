@@ -35,14 +35,14 @@ const ruleNoPod = "no_pod"
 // killed at a step.
 var killRule = map[string]string{
 	"secret":    ruleNoPod,
-	"create":    watchdog.DeleteNeverStarted,
-	"boot":      watchdog.DeleteNeverStarted,
-	"verdict":   watchdog.DeleteNeverStarted,
-	"upload":    watchdog.DeleteNeverStarted,
-	"job_start": watchdog.DeleteDeadline,
-	"follow":    watchdog.DeleteCostCap,
-	"retrieve":  watchdog.DeleteAbandoned,
-	"delete":    watchdog.DeleteRetrieved,
+	"create":    string(watchdog.DeleteNeverStarted),
+	"boot":      string(watchdog.DeleteNeverStarted),
+	"verdict":   string(watchdog.DeleteNeverStarted),
+	"upload":    string(watchdog.DeleteNeverStarted),
+	"job_start": string(watchdog.DeleteDeadline),
+	"follow":    string(watchdog.DeleteCostCap),
+	"retrieve":  string(watchdog.DeleteAbandoned),
+	"delete":    string(watchdog.DeleteRetrieved),
 }
 
 // The knobs of every matrix run: a 1 s watchdog tick and lease, a snapshot
@@ -83,7 +83,7 @@ const matrixParallel = 16
 // checkDeleted), so its mutant lacks both.
 func mutantOf(step, fault string) string {
 	if fault != "kill" {
-		return ruleClient + "+" + watchdog.DeleteRetrieved
+		return ruleClient + "+" + string(watchdog.DeleteRetrieved)
 	}
 	if r := killRule[step]; r != ruleNoPod {
 		return r
@@ -420,9 +420,9 @@ var stepMarkers = map[string]string{
 // applies: the job started (never_started), ended (cost_cap), or its
 // results were downloaded (abandoned). A kill after it tested another rule.
 var ruleLeft = map[string]string{
-	watchdog.DeleteNeverStarted: "job started",
-	watchdog.DeleteCostCap:      "job ended",
-	watchdog.DeleteAbandoned:    "results downloaded to ",
+	string(watchdog.DeleteNeverStarted): "job started",
+	string(watchdog.DeleteCostCap):      "job ended",
+	string(watchdog.DeleteAbandoned):    "results downloaded to ",
 }
 
 // nextMarker is what the launcher writes when it leaves each step.
@@ -459,9 +459,9 @@ func runCell(t *testing.T, c *cell, sec *secretSet) (again bool) {
 	}
 	e.bootGrace, e.retrieveGrace = longGrace, longGrace
 	switch c.rule {
-	case watchdog.DeleteNeverStarted:
+	case string(watchdog.DeleteNeverStarted):
 		e.bootGrace = bootGrace
-	case watchdog.DeleteAbandoned:
+	case string(watchdog.DeleteAbandoned):
 		e.retrieveGrace = retrieveGrace
 	}
 	defer func() {
@@ -728,10 +728,10 @@ func (e *env) bound(rule string, killedAt time.Time, l *launcher) (time.Time, bo
 	switch rule {
 	case ruleClient:
 		return l.exitedAt, !l.exitedAt.IsZero()
-	case watchdog.DeleteNeverStarted:
+	case string(watchdog.DeleteNeverStarted):
 		at, ok := eventTime(evs, watchdog.KindStart)
 		return at.Add(e.bootGrace + ruleBound), ok
-	case watchdog.DeleteDeadline:
+	case string(watchdog.DeleteDeadline):
 		// The lease was last touched before the kill; past the deadline
 		// the watchdog asks for a snapshot and waits SNAPSHOT_WAIT for it
 		// (the job here never obeys).
@@ -748,10 +748,10 @@ func (e *env) bound(rule string, killedAt time.Time, l *launcher) (time.Time, bo
 			stale = deadline
 		}
 		return stale.Add(snapshotWait + ruleBound), true
-	case watchdog.DeleteCostCap:
+	case string(watchdog.DeleteCostCap):
 		n, ok := e.fileNumber(watchdog.CostCapAt)
 		return time.Unix(n, 0).Add(ruleBound), ok
-	case watchdog.DeleteAbandoned:
+	case string(watchdog.DeleteAbandoned):
 		// The retrieve grace counts from the job's end, and a lease the
 		// launcher renewed (during its download) holds the rule off until
 		// leaseTTL after its last touch, the lease's mtime: the later.
@@ -761,7 +761,7 @@ func (e *env) bound(rule string, killedAt time.Time, l *launcher) (time.Time, bo
 			due = fi.ModTime().Add(leaseTTL)
 		}
 		return due.Add(ruleBound), ok
-	case watchdog.DeleteRetrieved:
+	case string(watchdog.DeleteRetrieved):
 		at, ok := eventTime(evs, watchdog.KindRetrieved)
 		return at.Add(ruleBound), ok
 	}
@@ -809,12 +809,12 @@ func (e *env) checkDeleted(pod runpodtest.Pod, began, killedAt time.Time, l *lau
 		t.Fatalf("pod %s still %s after %s", pod.ID, final.Status, wait)
 	}
 	c.got = e.deletedBy(final)
-	if c.rule == ruleClient && c.got == watchdog.DeleteRetrieved {
+	if c.rule == ruleClient && c.got == string(watchdog.DeleteRetrieved) {
 		// The launcher marks the results retrieved and wakes the
 		// watchdog before its own delete call (which a fault may also
 		// fail): the watchdog may delete the pod first, by that marker.
 		// Either is right; the bound is the rule's.
-		c.rule = watchdog.DeleteRetrieved
+		c.rule = string(watchdog.DeleteRetrieved)
 	}
 	if c.got != c.rule {
 		c.err = "deleted by " + c.got
@@ -860,7 +860,7 @@ func (e *env) checkMutant(pod runpodtest.Pod, killedAt time.Time, l *launcher) {
 		b, ok := e.bound(c.rule, killedAt, l)
 		if ok && c.rule == ruleClient {
 			// The watchdog may log the marker after the launcher's exit.
-			if r, rok := e.bound(watchdog.DeleteRetrieved, killedAt, l); rok && r.After(b) {
+			if r, rok := e.bound(string(watchdog.DeleteRetrieved), killedAt, l); rok && r.After(b) {
 				b = r
 			}
 		}

@@ -254,7 +254,7 @@ func TestChaosCapWrittenWhileTheWatchdogSleeps(t *testing.T) {
 		w.start()
 		// The probe is done and the verdict written: the watchdog has gone
 		// to sleep for its interval.
-		shtest.WaitFile(t, w.path(watchdog.Verdict), wait)
+		shtest.WaitFile(t, w.path(watchdog.VerdictFile), wait)
 		time.Sleep(time.Second)
 		capAt := time.Now().Unix() + 4
 		w.write(watchdog.CostCapAt, itoa(capAt)+"\n")
@@ -270,7 +270,7 @@ func TestChaosCapWrittenWhileTheWatchdogSleeps(t *testing.T) {
 		if delay > ruleBound+Slack {
 			t.Errorf("deleted %s after the cap: the watchdog only saw the cap at its next tick (bound %s + slack %s)", seconds(delay), ruleBound, Slack)
 		}
-		if r := w.reason(); r != watchdog.DeleteCostCap {
+		if r := w.reason(); r != string(watchdog.DeleteCostCap) {
 			t.Errorf("delete reason %q", r)
 		}
 	})

@@ -227,7 +227,7 @@ func (r *e2eRun) run(c *ssh.Client, cmd string) string {
 // waitVerdict polls the watchdog's verdict over SSH.
 func (r *e2eRun) waitVerdict(ctx context.Context, c *ssh.Client) string {
 	r.t.Helper()
-	file := path.Join(r.runDir(), watchdog.Verdict)
+	file := path.Join(r.runDir(), watchdog.VerdictFile)
 	for {
 		if v := strings.TrimSpace(r.run(c, "cat "+file+" 2>/dev/null || :")); v != "" {
 			return v
@@ -361,7 +361,7 @@ func TestE2EFailedBootstrapDeletesItsPod(t *testing.T) {
 	r := startRun(t, e2eOptions{onVolume: true, wrongHost: true})
 	ctx := r.ctx
 	p := r.checkEnded(ctx, 600)
-	verdict, _ := os.ReadFile(r.hostFile(watchdog.Verdict))
+	verdict, _ := os.ReadFile(r.hostFile(watchdog.VerdictFile))
 	if !strings.HasPrefix(string(verdict), "failed bootstrap") {
 		t.Errorf("verdict %q, want a failed bootstrap", verdict)
 	}

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
 )
 
 // A machine without the local pods' tools gets them installed when it can,

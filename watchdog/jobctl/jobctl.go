@@ -79,17 +79,21 @@ type State struct {
 	// PodNow is the pod's clock, Unix seconds.
 	PodNow int64
 	// Request is the reason in snapshot.request, empty when there is none.
-	Request string
+	// Any word may be there (the job can write the file): watch.sh passes
+	// on its first 64 bytes but newlines, others than [A-Za-z0-9_-] as _,
+	// and _ for an empty request.
+	Request watchdog.SnapshotReason
 	// DuKiB is the watchdog's last measure of the network volume, -1 when
 	// there is none.
 	DuKiB int64
-	// Verdict is the watchdog's verdict line, empty until it wrote one.
-	Verdict string
+	// Verdict is the watchdog's verdict, the zero Verdict until it wrote
+	// one.
+	Verdict watchdog.Verdict
 	// DeleteReason is the rule by which the watchdog is deleting the pod
 	// (one of the watchdog package's Delete* reasons, as its log says since
 	// it last started), empty while no rule deletes it. The pod is gone
 	// moments later, unless every way to delete it failed.
-	DeleteReason string
+	DeleteReason watchdog.DeleteReason
 }
 
 // Started says the job started (job.pid exists).
@@ -108,15 +112,6 @@ func (s State) Ended() bool {
 // watchdog.CancelContainerRestarted. Its results so far are on the volume.
 func (s State) Lost() bool {
 	return s.Cancelled && s.CancelReason == watchdog.CancelContainerRestarted && s.ExitCode < 0
-}
-
-// VerdictFailed returns the reason of a `failed <reason>` verdict.
-func (s State) VerdictFailed() (reason string, failed bool) {
-	if s.Verdict == "failed" {
-		return "", true
-	}
-	reason, failed = strings.CutPrefix(s.Verdict, "failed ")
-	return reason, failed
 }
 
 // reasonWord is what watch.sh passes on of a delete or cancel reason.
@@ -157,7 +152,7 @@ func parseHeader(header, verdict string) (st State, n int, err error) {
 	st.PodNow, err = num(f[6], 0)
 	errs = append(errs, err)
 	if f[7] != "-" {
-		st.Request = f[7]
+		st.Request = watchdog.SnapshotReason(f[7])
 	}
 	st.DuKiB, err = num(f[8], -1)
 	errs = append(errs, err)
@@ -165,14 +160,14 @@ func parseHeader(header, verdict string) (st State, n int, err error) {
 		if !reasonWord.MatchString(f[9]) {
 			errs = append(errs, fmt.Errorf("delete reason %.70q", f[9]))
 		}
-		st.DeleteReason = f[9]
+		st.DeleteReason = watchdog.DeleteReason(f[9])
 	}
 	n64, err := strconv.ParseInt(f[10], 10, 32)
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil || n64 < 0 {
 		return State{}, 0, fmt.Errorf("jobctl: bad watch header %.120q: %v", header, err)
 	}
-	st.Verdict = strings.TrimSpace(verdict)
+	st.Verdict = watchdog.ParseVerdict(verdict)
 	return st, int(n64), nil
 }
 

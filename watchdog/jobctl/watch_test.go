@@ -90,15 +90,15 @@ exit 3
 		}
 
 		// The verdict, with its reason.
-		os.WriteFile(filepath.Join(runDir, watchdog.Verdict), []byte("failed bootstrap: host key mismatch\n"), 0o600)
+		os.WriteFile(filepath.Join(runDir, watchdog.VerdictFile), []byte("failed bootstrap: host key mismatch\n"), 0o600)
 		st, _ = poll(t, w, 0, true, 1000)
-		if reason, failed := st.VerdictFailed(); !failed || reason != "bootstrap: host key mismatch" {
-			t.Fatalf("verdict %q", st.Verdict)
+		if v := st.Verdict; !v.Failed || !v.Bootstrap || v.Reason != "host key mismatch" {
+			t.Fatalf("verdict %+v", st.Verdict)
 		}
 		if _, err := os.Stat(filepath.Join(runDir, watchdog.Lease)); err != nil {
 			t.Fatal("touch made no lease:", err)
 		}
-		os.WriteFile(filepath.Join(runDir, watchdog.Verdict), []byte("ready\n"), 0o600)
+		os.WriteFile(filepath.Join(runDir, watchdog.VerdictFile), []byte("ready\n"), 0o600)
 
 		if _, stderr, err := runScript(t, []string{"sh"}, nil, "\n", startProgram(), runDir, jobEnv); err != nil {
 			t.Fatalf("start: %v %s", err, stderr)
@@ -114,7 +114,7 @@ exit 3
 			if len(b) > 4 {
 				t.Fatalf("a look returned %d bytes, max 4", len(b))
 			}
-			if !st.Started() || !st.Alive || st.Ended() || st.Verdict != "ready" {
+			if !st.Started() || !st.Alive || st.Ended() || !st.Verdict.Ready {
 				t.Fatalf("running job: %+v", st)
 			}
 			log.WriteString(b)
@@ -247,7 +247,7 @@ func TestWatcherReadsPastNoise(t *testing.T) {
 	answer := "conda: activated\nob1 42 0 0 0 10 1700000000 stop 99 cost_cap 6\nready\nbytes\n"
 	w := newWatcher(io.Discard, strings.NewReader(answer), func() {}, func() error { return nil }, func() {})
 	st, b, err := w.Poll(context.Background(), 0, true, 100)
-	want := State{PID: 42, ExitCode: 0, LogSize: 10, PodNow: 1700000000, Request: "stop", DuKiB: 99, Verdict: "ready", DeleteReason: "cost_cap"}
+	want := State{PID: 42, ExitCode: 0, LogSize: 10, PodNow: 1700000000, Request: "stop", DuKiB: 99, Verdict: watchdog.Verdict{Ready: true}, DeleteReason: "cost_cap"}
 	if err != nil || string(b) != "bytes\n" {
 		t.Fatal(err, string(b))
 	}
@@ -284,8 +284,8 @@ func TestWatchReportsTheDeleteReason(t *testing.T) {
 		return watchdog.Event{Time: time.Unix(1_700_000_000, 0), Kind: kind, Fields: fields}.String() + "\n"
 	}
 	start := line(watchdog.KindStart, map[string]string{"deadline": "none", "interval": "1"})
-	deleting := func(reason string) string {
-		return line(watchdog.KindDeleteReason, map[string]string{"reason": reason}) +
+	deleting := func(reason watchdog.DeleteReason) string {
+		return line(watchdog.KindDeleteReason, map[string]string{"reason": string(reason)}) +
 			line(watchdog.KindDeleteCode, map[string]string{"method": "DELETE", "code": "403"}) +
 			line(watchdog.KindDeleteFailed, map[string]string{"retry_in": "1"})
 	}
@@ -294,7 +294,8 @@ func TestWatchReportsTheDeleteReason(t *testing.T) {
 		log := filepath.Join(runDir, watchdog.Log)
 		w := startWatch(t, shell, runDir)
 		for _, c := range []struct {
-			name, log, want string
+			name, log string
+			want      watchdog.DeleteReason
 		}{
 			{"no log", "", ""},
 			{"probing", start + line(watchdog.KindProbe, map[string]string{"result": "ready"}), ""},
@@ -304,7 +305,7 @@ func TestWatchReportsTheDeleteReason(t *testing.T) {
 			{"a restarted watchdog's own", start + deleting(watchdog.DeleteCostCap) + start + deleting(watchdog.DeletePodDirUnsafe), watchdog.DeletePodDirUnsafe},
 			{"after a long log", strings.Repeat("1700000000 probe result=ready\n", 20000) + deleting(watchdog.DeleteNeverStarted), watchdog.DeleteNeverStarted},
 			{"not a reason", start + deleting(watchdog.DeleteAbandoned) + "1700000001 delete_reason reason=$(id)\n1700000001 delete_reason reason=Bad-1\n", watchdog.DeleteAbandoned},
-			{"no newline at the end", start + strings.TrimSuffix(line(watchdog.KindDeleteReason, map[string]string{"reason": watchdog.DeleteDeadline}), "\n"), watchdog.DeleteDeadline},
+			{"no newline at the end", start + strings.TrimSuffix(line(watchdog.KindDeleteReason, map[string]string{"reason": string(watchdog.DeleteDeadline)}), "\n"), watchdog.DeleteDeadline},
 		} {
 			os.Remove(log)
 			if c.log != "" {
@@ -377,7 +378,7 @@ func TestPutUnderEveryShell(t *testing.T) {
 			{watchdog.CostCapAt, "1700001000", watchdog.CostCapAt},
 			{watchdog.VolumeGB, "13", watchdog.VolumeGB},
 			{watchdog.Retrieved, "", watchdog.Retrieved},
-			{watchdog.SnapshotRequest, watchdog.ReasonStop, watchdog.SnapshotRequest},
+			{watchdog.SnapshotRequest, string(watchdog.ReasonStop), watchdog.SnapshotRequest},
 		} {
 			if err := w.Put(ctx, c.name, c.value); err != nil {
 				t.Fatalf("put %s: %v", c.name, err)
@@ -410,10 +411,10 @@ func TestPutRefuses(t *testing.T) {
 	if err := w.Put(ctx, watchdog.SnapshotAt, "1\n2"); err == nil {
 		t.Fatal("a value with a newline was sent")
 	}
-	if err := w.Put(ctx, watchdog.Verdict, "ready"); err == nil || !strings.Contains(err.Error(), "not a client file") {
+	if err := w.Put(ctx, watchdog.VerdictFile, "ready"); err == nil || !strings.Contains(err.Error(), "not a client file") {
 		t.Fatalf("put of the verdict: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(runDir, watchdog.Verdict)); err == nil {
+	if _, err := os.Stat(filepath.Join(runDir, watchdog.VerdictFile)); err == nil {
 		t.Fatal("the verdict was written")
 	}
 	out, _, err := runScript(t, []string{"sh"}, nil, "put snapshot_at 1$(id)\nput snapshot_at ../x\n", WatchScript(), runDir)
@@ -487,11 +488,11 @@ func lookProcesses(tb testing.TB, strace string, shell []string, script string) 
 	runDir, _ := newRun(tb, "")
 	logText := strings.Repeat("a line of output\n", 100)
 	for name, body := range map[string]string{
-		watchdog.JobPID:  strconv.Itoa(liveGroup(tb)),
-		JobLog:           logText,
-		watchdog.Log:     "1700000000 start deadline=none\n1700000001 probe result=ready\n",
-		watchdog.Du:      "12\t/workspace\n",
-		watchdog.Verdict: "ready\n",
+		watchdog.JobPID:      strconv.Itoa(liveGroup(tb)),
+		JobLog:               logText,
+		watchdog.Log:         "1700000000 start deadline=none\n1700000001 probe result=ready\n",
+		watchdog.Du:          "12\t/workspace\n",
+		watchdog.VerdictFile: "ready\n",
 	} {
 		if err := os.WriteFile(filepath.Join(runDir, name), []byte(body), 0o600); err != nil {
 			tb.Fatal(err)

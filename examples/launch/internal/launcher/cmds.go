@@ -15,6 +15,7 @@ import (
 	"github.com/overbrainer/overbrainer-go/internal/costplan"
 	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
+	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
 // loadRun reads a run for attach, stop and rm, and checks that this
@@ -174,7 +175,7 @@ no local run knows (orphans: "launch rm --all-orphans" removes them).`)
 	now := time.Now()
 	tw := tabwriter.NewWriter(a.stdout, 2, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "RUN\tPHASE\tPOD\tSTATUS\tAGE\tCOST\tVERDICT\tDELETE REASON")
-	var reasons []string
+	var reasons []watchdog.DeleteReason
 	for _, r := range runs {
 		pod, live := byName[r.PodName]
 		delete(byName, r.PodName)
@@ -200,7 +201,7 @@ no local run knows (orphans: "launch rm --all-orphans" removes them).`)
 		if podID == "" {
 			podID = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Phase, podID, status, age, cost, dash(r.Verdict), dash(r.DeleteReason))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Phase, podID, status, age, cost, dash(r.Verdict), dash(string(r.DeleteReason)))
 		if r.DeleteReason != "" && !slices.Contains(reasons, r.DeleteReason) {
 			reasons = append(reasons, r.DeleteReason)
 		}
@@ -221,7 +222,7 @@ no local run knows (orphans: "launch rm --all-orphans" removes them).`)
 		return err
 	}
 	// The reasons in words, once each.
-	sort.Strings(reasons)
+	slices.Sort(reasons)
 	for _, reason := range reasons {
 		if _, err := fmt.Fprintf(a.stdout, "%s: %s\n", reason, shortDelete(reason)); err != nil {
 			return err

@@ -12,6 +12,7 @@ import (
 	"github.com/overbrainer/overbrainer-go/examples/launch/internal/state"
 	"github.com/overbrainer/overbrainer-go/guard"
 	"github.com/overbrainer/overbrainer-go/runpod"
+	"github.com/overbrainer/overbrainer-go/watchdog"
 	"github.com/overbrainer/overbrainer-go/watchdog/jobctl"
 )
 
@@ -74,9 +75,9 @@ func (d *driver) event(e guard.Event) {
 	case guard.EventOutput, guard.EventLeaseRenewed, guard.EventJobEnded, guard.EventCollected, guard.EventLeft:
 		// Said by the driver, which knows more.
 	case guard.EventDeleteReason:
-		a.say("pod %s's watchdog is deleting it (%s): %s", e.PodID, e.Reason, explainDelete(e.Reason))
+		a.say("pod %s's watchdog is deleting it (%s): %s", e.PodID, e.DeleteReason, explainDelete(e.DeleteReason))
 	case guard.EventSnapshotRequested:
-		if e.Reason != "stop" || !d.o.stop {
+		if e.Snapshot != watchdog.ReasonStop || !d.o.stop {
 			a.say("%s", e)
 		}
 	case guard.EventFailed:
@@ -101,7 +102,7 @@ func (d *driver) sayFailure(e guard.Event) {
 	case errors.As(e.Err, &gone):
 		a.say("%s: the job's results were not collected", goneText(gone))
 	case errors.As(e.Err, &verdict):
-		a.say("error: %v: %s", verdict, explainVerdict(verdict.Reason))
+		a.say("error: %v: %s", verdict, explainVerdict(verdict.Verdict))
 	case errors.As(e.Err, &collect) && e.Then == guard.ThenDelete:
 		a.say("error: %v", e.Err)
 		a.say("pod %s is gone: its results were not collected", e.PodID)

@@ -2,7 +2,6 @@ package launcher
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/overbrainer/overbrainer-go/bootstrap"
 	"github.com/overbrainer/overbrainer-go/watchdog"
@@ -15,7 +14,7 @@ type why struct{ short, long string }
 // deleteReasons explains every rule by which a pod's watchdog deletes it
 // (the reason of its delete_reason log line). A test checks that each reason
 // the watchdog has is here.
-var deleteReasons = map[string]why{
+var deleteReasons = map[watchdog.DeleteReason]why{
 	watchdog.DeleteBootstrapFailed: {
 		"the pod's setup failed, so the watchdog deleted the pod at once (the verdict says which step)",
 		"the pod's setup (its bootstrap) failed before any job could run, so its watchdog deleted it at once rather than leave it billing; the verdict says which step failed",
@@ -52,7 +51,7 @@ var deleteReasons = map[string]why{
 }
 
 // explainDelete is what run and attach say of a delete reason.
-func explainDelete(reason string) string {
+func explainDelete(reason watchdog.DeleteReason) string {
 	if w, ok := deleteReasons[reason]; ok {
 		return w.long
 	}
@@ -60,7 +59,7 @@ func explainDelete(reason string) string {
 }
 
 // shortDelete is what ls says of a delete reason.
-func shortDelete(reason string) string {
+func shortDelete(reason watchdog.DeleteReason) string {
 	if w, ok := deleteReasons[reason]; ok {
 		return w.short
 	}
@@ -88,11 +87,10 @@ var bootstrapReasons = map[string]string{
 	bootstrap.ReasonBootstrapTimeout:     "the setup hung (apt-get, or a stuck volume) past its time limit",
 }
 
-// explainVerdict explains a failed verdict's reason (the text after
-// "failed ").
-func explainVerdict(reason string) string {
-	if r, ok := strings.CutPrefix(reason, "bootstrap: "); ok {
-		if text, ok := bootstrapReasons[r]; ok {
+// explainVerdict explains a verdict that is not ready.
+func explainVerdict(v watchdog.Verdict) string {
+	if v.Bootstrap {
+		if text, ok := bootstrapReasons[v.Reason]; ok {
 			return "the pod's setup failed: " + text + ". Its watchdog deletes the pod, and so does the launcher"
 		}
 		return "the pod's setup failed. Its watchdog deletes the pod, and so does the launcher"

@@ -57,7 +57,7 @@ func TestEveryBootstrapReasonIsExplained(t *testing.T) {
 		if strings.TrimSpace(bootstrapReasons[r]) == "" {
 			t.Errorf("bootstrap reason %q has no explanation", r)
 		}
-		got := explainVerdict("bootstrap: " + r)
+		got := explainVerdict(watchdog.ParseVerdict("failed bootstrap: " + r))
 		if !strings.Contains(got, bootstrapReasons[r]) || !strings.Contains(got, "watchdog deletes the pod") {
 			t.Errorf("verdict %q explained as %q", r, got)
 		}
@@ -67,7 +67,7 @@ func TestEveryBootstrapReasonIsExplained(t *testing.T) {
 			t.Errorf("bootstrapReasons explains %q, which is not a bootstrap reason", r)
 		}
 	}
-	if got := explainVerdict("http_401"); !strings.Contains(got, "cannot reach the API") {
+	if got := explainVerdict(watchdog.ParseVerdict("failed http_401")); !strings.Contains(got, "cannot reach the API") {
 		t.Errorf("a failed probe explained as %q", got)
 	}
 }
