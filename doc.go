@@ -17,15 +17,22 @@
 //     and the client's key, writes the job environment without secrets,
 //     starts a key-only sshd and then execs the watchdog.
 //   - watchdog embeds the watchdog script and names the pod files that the
-//     watchdog and the client exchange (verdict, lease, cost cap, ...).
+//     watchdog and the client exchange (verdict, lease, cost cap, ...), with
+//     typed verdicts and reasons; watchdog/jobctl holds the client's half of
+//     that protocol on the pod: the job's start script and the look that
+//     follows it.
+//   - podssh is an SSH client that accepts only the run's pinned host key,
+//     with commands and tar transfers over sessions.
 //   - runpod is a client for Runpod's REST v2 API, with a delete that falls
 //     back to terminate and then stop, typed errors and careful retries.
 //   - runpod/runpodtest is an in-process fake of Runpod whose pod runner
 //     really runs a pod's command on this machine, for tests and for a first
 //     run without an account.
 //
-// The program examples/launch puts them together: it creates the pod, waits
-// for the watchdog's verdict over SSH with the host key pinned, starts the
-// job, follows it while renewing the lease, collects the results and deletes
-// the pod.
+// Package guard puts them together into a guarded run for any Go program:
+// it creates the pod, waits for the watchdog's verdict over SSH with the host
+// key pinned, starts the job, follows it while renewing the lease, collects
+// the results and deletes the pod, and a saved Record takes the run up again
+// from another process. The program examples/launch is a command line over
+// guard, and examples/notebook the same cycle as notebook cells.
 package overbrainer
