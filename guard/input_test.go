@@ -144,6 +144,37 @@ func TestRecordOfAnotherRun(t *testing.T) {
 	}
 }
 
+// The same goes for Remove, which deletes without connecting: a Record
+// that names another run's pod or secret must not delete them.
+func TestRemoveRefusesARecordOfAnotherRun(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(*Record, *fakeAPI)
+	}{
+		{"another pod name", func(r *Record, a *fakeAPI) { r.PodName = PodNamePrefix + "run2"; a.podName = r.PodName }},
+		{"another pod name, no pod id", func(r *Record, a *fakeAPI) {
+			r.PodName, r.PodID = PodNamePrefix+"run2", ""
+			a.podName = r.PodName
+		}},
+		{"another secret", func(r *Record, _ *fakeAPI) { r.SecretName, r.SecretID = "someone_elses", "" }},
+		{"a pod of another name", func(_ *Record, a *fakeAPI) { a.podName = PodNamePrefix + "run2" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, look{st: ready})
+			rec := launched(t, h)
+			h.api.secrets["someone_elses"] = "x"
+			tc.edit(&rec, h.api)
+			_, res, err := remove(context.Background(), h.api, rec, h.options()...)
+			if !errors.Is(err, ErrRecordMismatch) || res != runpod.NotDeleted {
+				t.Fatalf("remove = %v, %v; want ErrRecordMismatch", res, err)
+			}
+			if n, m := h.api.count("DeletePod"), h.api.count("DeleteSecret"); n != 0 || m != 0 {
+				t.Errorf("remove deleted %d pods and %d secrets", n, m)
+			}
+		})
+	}
+}
+
 // Remove of a run's own Record deletes its pod and secret.
 func TestRemove(t *testing.T) {
 	h := newHarness(t, look{st: ready})
