@@ -260,6 +260,11 @@ func remove(ctx context.Context, c api, rec Record, opts ...Option) (Record, run
 	if rec.SecretName == "" {
 		rec.SecretName = hostKeySecretName(rec.ID)
 	}
+	// The pod and the secret are deleted by these names: another run's
+	// must never be.
+	if rec.PodName != PodNamePrefix+rec.ID || rec.SecretName != hostKeySecretName(rec.ID) {
+		return rec, runpod.NotDeleted, fmt.Errorf("%w: pod %q and secret %q are not run %s's", ErrRecordMismatch, rec.PodName, rec.SecretName, rec.ID)
+	}
 	r := &Run{api: c, cfg: cfg, rec: rec}
 	if err := r.findPod(ctx); err != nil && !errors.Is(err, ErrNoPod) {
 		return r.rec, runpod.NotDeleted, err

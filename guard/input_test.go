@@ -1,0 +1,239 @@
+package guard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/overbrainer/overbrainer-go/podenv"
+	"github.com/overbrainer/overbrainer-go/podssh"
+	"github.com/overbrainer/overbrainer-go/runpod"
+)
+
+// fields lists the Field of every *FieldError in err's tree.
+func fields(err error) []string {
+	if fe, ok := err.(*FieldError); ok {
+		return []string{fe.Field}
+	}
+	var out []string
+	switch u := err.(type) {
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			out = append(out, fields(e)...)
+		}
+	case interface{ Unwrap() error }:
+		out = fields(u.Unwrap())
+	}
+	return out
+}
+
+// A Spec that cannot be armed fails before any pod or secret exists,
+// naming each bad field; only the look-ups that check a field are made.
+func TestLaunchRefusesBadInput(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing")
+	for _, tc := range []struct {
+		name  string
+		edit  func(*Spec)
+		opts  []Option
+		want  []string
+		calls []string
+	}{
+		{"no deadline without keep", func(s *Spec) { s.Deadline = time.Time{} }, nil, []string{"Spec.Deadline"}, nil},
+		{"a deadline passed", func(s *Spec) { s.Deadline = t0.Add(-time.Minute) }, nil, []string{"Spec.Deadline"}, nil},
+		{"a missing job directory", func(s *Spec) { s.Job.Dir = missing }, nil, []string{"Spec.Job.Dir"}, nil},
+		{"no command", func(s *Spec) { s.Job.Command = " " }, nil, []string{"Spec.Job.Command"}, nil},
+		{"a bad run id", func(s *Spec) { s.RunID = "run 1/.." }, nil, []string{"Spec.RunID"}, nil},
+		{"two at once", func(s *Spec) { s.RunID, s.Deadline = "-/-", time.Time{} }, nil, []string{"Spec.RunID", "Spec.Deadline"}, nil},
+		{"the host key in PodEnv", func(s *Spec) { s.PodEnv = map[string]string{podenv.HostKeyEnv: "x"} }, nil, []string{"Spec.PodEnv"}, nil},
+		{"a cost cap on a GPU type without a price", func(s *Spec) { s.MaxCostUSD, s.GPUTypeID = 5, "NVIDIA Nothing" }, nil,
+			[]string{"Spec.MaxCostUSD"}, []string{"GetGPUType"}},
+		{"a cost cap on a cloud without the type", func(s *Spec) { s.MaxCostUSD, s.Cloud = 5, runpod.CommunityCloud }, nil,
+			[]string{"Spec.MaxCostUSD"}, []string{"GetGPUType"}},
+		{"an unknown network volume", func(s *Spec) { s.NetworkVolumeID = "vol-9" }, nil,
+			[]string{"Spec.NetworkVolumeID"}, []string{"GetNetworkVolume"}},
+		{"a lease renewed no sooner than it lapses", nil, []Option{WithLeaseEvery(DefaultLeaseTTL)}, []string{"WithLeaseEvery"}, nil},
+		{"no poll interval", nil, []Option{WithPoll(0)}, []string{"WithPoll"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			spec := h.spec()
+			if tc.edit != nil {
+				tc.edit(&spec)
+			}
+			r, err := h.launch(context.Background(), spec, tc.opts...)
+			if r != nil || err == nil {
+				t.Fatalf("Launch = %v, %v", r, err)
+			}
+			if diff := cmp.Diff(tc.want, fields(err)); diff != "" {
+				t.Errorf("fields of %v (-want +got):\n%s", err, diff)
+			}
+			if diff := cmp.Diff(tc.calls, h.api.methods()); diff != "" {
+				t.Errorf("API calls (-want +got):\n%s", diff)
+			}
+			if h.dialCount() != 0 || len(h.allSaved()) != 0 {
+				t.Errorf("%d dials, %d records saved, want none", h.dialCount(), len(h.allSaved()))
+			}
+		})
+	}
+}
+
+// A bad job given to Start is refused, naming the field, and ends nothing.
+func TestStartRefusesABadJob(t *testing.T) {
+	h := newHarness(t, look{st: ready})
+	ctx := context.Background()
+	r, err := h.launch(ctx, h.spec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = r.Start(ctx, Job{Dir: filepath.Join(t.TempDir(), "missing"), Command: "true"})
+	if diff := cmp.Diff([]string{"Job.Dir"}, fields(err)); diff != "" {
+		t.Errorf("fields of %v (-want +got):\n%s", err, diff)
+	}
+	if n := h.api.count("DeletePod"); n != 0 || len(h.pod.starts) != 0 {
+		t.Errorf("%d deletes, %d starts after a refused job", n, len(h.pod.starts))
+	}
+}
+
+// launched is a run's Record after a Launch, its connection closed.
+func launched(t *testing.T, h *harness) Record {
+	t.Helper()
+	r, err := h.launch(context.Background(), h.spec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	return r.Record()
+}
+
+// A Record that is not its pod's run is refused before anything is sent
+// to the pod, and nothing is deleted: the pod may be someone else's.
+func TestRecordOfAnotherRun(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(*Record, *fakeAPI)
+	}{
+		{"another pod name", func(r *Record, _ *fakeAPI) { r.PodName = PodNamePrefix + "run2" }},
+		{"another run id", func(r *Record, _ *fakeAPI) { r.ID = "run2" }},
+		{"another secret", func(r *Record, _ *fakeAPI) { r.SecretName = podenv.HostKeySecretName("run2") }},
+		{"another API", func(r *Record, _ *fakeAPI) { r.APIURL = "https://elsewhere.example/v2" }},
+		{"a pod of another name", func(_ *Record, a *fakeAPI) { a.podName = PodNamePrefix + "run2" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, look{st: ready})
+			rec := launched(t, h)
+			tc.edit(&rec, h.api)
+			dials := h.dialCount()
+			r, err := attach(context.Background(), h.api, rec, h.options()...)
+			if r != nil || !errors.Is(err, ErrRecordMismatch) {
+				t.Fatalf("attach = %v, %v; want ErrRecordMismatch", r, err)
+			}
+			if h.dialCount() != dials {
+				t.Error("attach dialled the pod of another run")
+			}
+			if n, m := h.api.count("DeletePod"), h.api.count("DeleteSecret"); n != 0 || m != 0 {
+				t.Errorf("attach deleted %d pods and %d secrets", n, m)
+			}
+		})
+	}
+}
+
+// The same goes for Remove, which deletes without connecting: a Record
+// that names another run's pod or secret must not delete them.
+func TestRemoveRefusesARecordOfAnotherRun(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(*Record, *fakeAPI)
+	}{
+		{"another pod name", func(r *Record, a *fakeAPI) { r.PodName = PodNamePrefix + "run2"; a.podName = r.PodName }},
+		{"another pod name, no pod id", func(r *Record, a *fakeAPI) {
+			r.PodName, r.PodID = PodNamePrefix+"run2", ""
+			a.podName = r.PodName
+		}},
+		{"another secret", func(r *Record, _ *fakeAPI) { r.SecretName, r.SecretID = "someone_elses", "" }},
+		{"a pod of another name", func(_ *Record, a *fakeAPI) { a.podName = PodNamePrefix + "run2" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, look{st: ready})
+			rec := launched(t, h)
+			h.api.secrets["someone_elses"] = "x"
+			tc.edit(&rec, h.api)
+			_, res, err := remove(context.Background(), h.api, rec, h.options()...)
+			if !errors.Is(err, ErrRecordMismatch) || res != runpod.NotDeleted {
+				t.Fatalf("remove = %v, %v; want ErrRecordMismatch", res, err)
+			}
+			if n, m := h.api.count("DeletePod"), h.api.count("DeleteSecret"); n != 0 || m != 0 {
+				t.Errorf("remove deleted %d pods and %d secrets", n, m)
+			}
+		})
+	}
+}
+
+// Remove of a run's own Record deletes its pod and secret.
+func TestRemove(t *testing.T) {
+	h := newHarness(t, look{st: ready})
+	rec := launched(t, h)
+	rec.PodID = "" // found by name
+	got, res, err := remove(context.Background(), h.api, rec, h.options()...)
+	if err != nil || res != runpod.Deleted {
+		t.Fatalf("remove = %v, %v", res, err)
+	}
+	if got.Phase != PhaseRemoved || got.PodID != fakePodID || got.SecretID != "" {
+		t.Errorf("record: phase %s, pod %q, secret %q", got.Phase, got.PodID, got.SecretID)
+	}
+	if n, m := h.api.count("DeletePod"), h.api.count("DeleteSecret"); n != 1 || m != 1 {
+		t.Errorf("%d pod and %d secret deletes, want 1 and 1", n, m)
+	}
+}
+
+// A server without the run's host key is refused at the first dial, never
+// dialled again: in Launch and Attach, and in a reconnect.
+func TestHostKeyMismatchIsFinal(t *testing.T) {
+	mismatch := fmt.Errorf("fake: handshake: %w", podssh.ErrHostKeyMismatch)
+	ctx := context.Background()
+	t.Run("launch", func(t *testing.T) {
+		h := newHarness(t, look{st: ready})
+		h.dialErrs = []error{mismatch}
+		if _, err := h.launch(ctx, h.spec()); !errors.Is(err, ErrHostKeyMismatch) {
+			t.Fatalf("Launch: %v", err)
+		}
+		if n := h.dialCount(); n != 1 {
+			t.Errorf("%d dials, want 1", n)
+		}
+		// The verdict was never read: nothing guards the pod but us.
+		if n := h.api.count("DeletePod"); n != 1 {
+			t.Errorf("%d pod deletes, want 1", n)
+		}
+	})
+	t.Run("attach", func(t *testing.T) {
+		h := newHarness(t, look{st: ready})
+		rec := launched(t, h)
+		h.dialErrs = []error{mismatch}
+		if _, err := attach(ctx, h.api, rec, h.options()...); !errors.Is(err, ErrHostKeyMismatch) {
+			t.Fatalf("attach: %v", err)
+		}
+		if n := h.dialCount(); n != 2 {
+			t.Errorf("%d dials, want 2 (the launch's and one)", n)
+		}
+	})
+	t.Run("reconnect", func(t *testing.T) {
+		h := newHarness(t, look{st: ready}, look{st: running}, look{err: io.ErrUnexpectedEOF}, look{st: running})
+		r := h.mustStart(h.spec())
+		h.dialErrs = []error{mismatch}
+		if _, err := r.Follow(ctx, io.Discard); !errors.Is(err, ErrHostKeyMismatch) {
+			t.Fatalf("Follow: %v", err)
+		}
+		if n := h.dialCount(); n != 2 {
+			t.Errorf("%d dials, want 2", n)
+		}
+		if slices.Contains(h.kinds(), EventReconnected.String()) {
+			t.Error("told reconnected")
+		}
+	})
+}

@@ -1,0 +1,200 @@
+package guard
+
+import (
+	"context"
+	"errors"
+	"io"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/overbrainer/overbrainer-go/podssh"
+	"github.com/overbrainer/overbrainer-go/runpod"
+	"github.com/overbrainer/overbrainer-go/watchdog"
+)
+
+// A failed verdict means the watchdog cannot delete the pod: Launch
+// deletes it, even when asked to leave pods on failure.
+func TestFailedVerdictDeletesThePod(t *testing.T) {
+	for _, leave := range []bool{false, true} {
+		failed := noVerdict
+		failed.Verdict = watchdog.ParseVerdict("failed http_401")
+		h := newHarness(t, look{st: noVerdict}, look{st: failed})
+		var opts []Option
+		if leave {
+			opts = append(opts, WithLeaveOnFailure())
+		}
+		r, err := h.launch(context.Background(), h.spec(), opts...)
+		var v *VerdictError
+		if r != nil || !errors.Is(err, ErrVerdictFailed) || !errors.As(err, &v) {
+			t.Fatalf("leave %v: Launch = %v, %v; want no run and a *VerdictError", leave, r, err)
+		}
+		if *v != (VerdictError{Verdict: failed.Verdict}) || v.Verdict.Reason != "http_401" {
+			t.Errorf("leave %v: %+v", leave, *v)
+		}
+		if n, m := h.api.count("DeletePod"), h.api.count("DeleteSecret"); n != 1 || m != 1 {
+			t.Errorf("leave %v: %d pod and %d secret deletes, want 1 and 1", leave, n, m)
+		}
+		if got := h.lastSaved(); got.Phase != PhaseFailed || got.Verdict != failed.Verdict.String() {
+			t.Errorf("leave %v: saved phase %s, verdict %q", leave, got.Phase, got.Verdict)
+		}
+	}
+}
+
+// Once the verdict was ready, a failure leaves the pod to its armed
+// watchdog with WithLeaveOnFailure, and deletes it without.
+func TestFailureAfterAReadyVerdict(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		looks []look
+		setup func(*harness)
+		act   func(context.Context, *Run) error
+	}{
+		{"upload fails", []look{{st: ready}},
+			func(h *harness) { h.pod.uploadErr = errors.New("fake: no space left on device") },
+			func(ctx context.Context, r *Run) error { return r.Start(ctx, Job{}) }},
+		{"watch.sh fails", []look{{st: ready}, {err: &podssh.CommandError{Status: 2, Stderr: "sh: syntax error"}}},
+			nil,
+			func(ctx context.Context, r *Run) error {
+				if err := r.Start(ctx, Job{}); err != nil {
+					return err
+				}
+				_, err := r.Follow(ctx, io.Discard)
+				return err
+			}},
+	} {
+		for _, leave := range []bool{true, false} {
+			h := newHarness(t, tc.looks...)
+			if tc.setup != nil {
+				tc.setup(h)
+			}
+			var opts []Option
+			if leave {
+				opts = append(opts, WithLeaveOnFailure())
+			}
+			ctx := context.Background()
+			r, err := h.launch(ctx, h.spec(), opts...)
+			if err != nil || r == nil {
+				t.Fatalf("%s: Launch = %v, %v", tc.name, r, err)
+			}
+			if err := tc.act(ctx, r); err == nil {
+				t.Fatalf("%s: no error", tc.name)
+			}
+			wantPhase, wantDeletes, wantThen, wantLeft := PhaseFailed, 1, ThenDelete, 0
+			if leave {
+				wantPhase, wantDeletes, wantThen, wantLeft = PhaseLeftToPod, 0, ThenLeave, 1
+			}
+			if got := h.lastSaved().Phase; got != wantPhase {
+				t.Errorf("%s, leave %v: phase %s, want %s", tc.name, leave, got, wantPhase)
+			}
+			if n := h.api.count("DeletePod"); n != wantDeletes {
+				t.Errorf("%s, leave %v: %d pod deletes, want %d", tc.name, leave, n, wantDeletes)
+			}
+			if es := h.eventsOf(EventFailed); len(es) != 1 || es[0].Then != wantThen {
+				t.Errorf("%s, leave %v: failed events %+v", tc.name, leave, es)
+			}
+			if got := len(h.eventsOf(EventLeft)); got != wantLeft {
+				t.Errorf("%s, leave %v: %d left events, want %d", tc.name, leave, got, wantLeft)
+			}
+		}
+	}
+}
+
+// A download that fails leaves the pod, which holds the only copy of the
+// results, to its retrieve grace; when the pod is gone there is nothing
+// to keep, and the run is torn down.
+func TestCollectFailure(t *testing.T) {
+	for _, gone := range []bool{false, true} {
+		h := newHarness(t, look{st: ready}, look{st: running}, look{st: exited(0)})
+		h.pod.downloadErr = errors.New("fake: connection reset")
+		if gone {
+			h.pod.onDownload = func() { h.api.setStatus("", true) }
+		}
+		ctx := context.Background()
+		r := h.mustStart(h.spec())
+		if _, err := r.Follow(ctx, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		_, err := r.Collect(ctx, t.TempDir())
+		var ce *CollectError
+		if !errors.Is(err, ErrCollect) || !errors.As(err, &ce) {
+			t.Fatalf("gone %v: Collect: %v, want a *CollectError", gone, err)
+		}
+		wantPhase, wantCalls := PhaseLeftToPod, []string{"GetPod"}
+		if gone {
+			wantPhase, wantCalls = PhaseFailed, []string{"GetPod", "DeletePod", "DeleteSecret"}
+		}
+		if got := h.lastSaved().Phase; got != wantPhase {
+			t.Errorf("gone %v: phase %s, want %s", gone, got, wantPhase)
+		}
+		calls := h.api.methods()
+		calls = calls[len(calls)-len(wantCalls):]
+		if diff := cmp.Diff(wantCalls, calls); diff != "" {
+			t.Errorf("gone %v: the last API calls (-want +got):\n%s", gone, diff)
+		}
+		if len(h.pod.allPuts()) != 0 {
+			t.Errorf("gone %v: retrieved written after a failed download: %v", gone, h.pod.allPuts())
+		}
+	}
+}
+
+// A cancelled context ends Follow with its error and leaves the pod and
+// the secret; Delete still deletes with a context that is not cancelled.
+func TestCancelledFollow(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h := newHarness(t, look{st: ready}, look{st: running, out: "a"}, look{st: running, out: "b", do: cancel}, look{st: running})
+	r := h.mustStart(h.spec())
+	before := len(h.api.methods())
+	_, err := r.Follow(ctx, io.Discard)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Follow: %v, want context.Canceled", err)
+	}
+	if calls := h.api.methods()[before:]; len(calls) != 0 {
+		t.Errorf("API calls after the cancel: %v", calls)
+	}
+	if es := h.eventsOf(EventFailed); len(es) != 0 {
+		t.Errorf("a cancel is no failure: %v", es)
+	}
+	if got := r.Record().LogOffset; got != 2 {
+		t.Errorf("offset %d, want 2: the output read before the cancel was written", got)
+	}
+	res, err := r.Delete(ctx)
+	if err != nil || res != runpod.Deleted {
+		t.Fatalf("Delete after the cancel = %v, %v", res, err)
+	}
+	if diff := cmp.Diff([]string{"DeletePod " + fakePodID, "DeleteSecret " + fakeSecretID}, h.api.allCalls()[before:]); diff != "" {
+		t.Errorf("API calls of the Delete (-want +got):\n%s", diff)
+	}
+	if got := r.Record().Phase; got != PhaseFailed {
+		t.Errorf("phase %s, want failed: nothing was collected", got)
+	}
+}
+
+// A Launch whose context ends deletes the pod, unless WithDetachOnCancel:
+// then it returns the Run, the pod left to its watchdog.
+func TestCancelledLaunch(t *testing.T) {
+	for _, detach := range []bool{false, true} {
+		ctx, cancel := context.WithCancel(context.Background())
+		h := newHarness(t, look{st: noVerdict, do: cancel})
+		var opts []Option
+		if detach {
+			opts = append(opts, WithDetachOnCancel())
+		}
+		r, err := h.launch(ctx, h.spec(), opts...)
+		cancel()
+		if !errors.Is(err, context.Canceled) || (r != nil) != detach {
+			t.Fatalf("detach %v: Launch = %v, %v", detach, r, err)
+		}
+		wantPhase, wantDeletes := PhaseFailed, 1
+		if detach {
+			wantPhase, wantDeletes = PhaseDetached, 0
+		}
+		if got := h.lastSaved().Phase; got != wantPhase {
+			t.Errorf("detach %v: phase %s, want %s", detach, got, wantPhase)
+		}
+		if n := h.api.count("DeletePod"); n != wantDeletes {
+			t.Errorf("detach %v: %d pod deletes, want %d (%v)", detach, n, wantDeletes, h.api.allCalls())
+		}
+	}
+}
