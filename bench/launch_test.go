@@ -61,18 +61,7 @@ func launcherBinary(b *testing.B) string {
 // runner cannot run pods, and returns the launcher.
 func needLauncher(b *testing.B) string {
 	b.Helper()
-	if err := runpodtest.CheckPodRunner(); err != nil {
-		if shtest.Required() {
-			b.Fatalf("REQUIRE_SHELLS=1 but %v", err)
-		}
-		b.Skip(err)
-	}
-	if _, err := os.Stat("/usr/sbin/sshd"); err != nil {
-		shtest.NeedTool(b, "sshd")
-	}
-	for _, tool := range []string{"curl", "setsid", "tar", "bash"} {
-		shtest.NeedTool(b, tool)
-	}
+	shtest.NeedPods(b, runpodtest.CheckPodRunner())
 	bin := launcherBinary(b)
 	if err := exec.Command(bin, "run", "-h").Run(); err != nil {
 		b.Skipf("%s has no run command (yet): %v", bin, err)

@@ -15,16 +15,21 @@
 //     abandoned, when the bootstrap failed.
 //   - Run.Start uploads the job, writes the cost cap's plan on the pod's
 //     clock and starts the job in its own process group, its HF token on
-//     the session's standard input only.
+//     the session's standard input only. The job writes its results into
+//     $OVERBRAINER_OUTPUTS, and when the file $OVERBRAINER_SNAPSHOT_REQUEST
+//     appears (a Snapshot, or the watchdog ahead of the cost cap, the
+//     deadline or a full disk) it checkpoints there and exits.
 //   - Run.Follow streams the job's output, renews the lease while it
 //     progresses, grows a network volume that fills, reconnects, and
 //     returns how the job ended.
 //   - Run.Collect downloads the results with the lease held and marks them
 //     retrieved; Run.Delete deletes the pod and the secret, even after its
 //     context was cancelled.
-//   - Run.Record is a JSON handle from which Attach rebuilds the Run in
-//     another process (a notebook's next cell, a later launcher); Remove
-//     deletes a run's pod without connecting to it.
+//   - Run.Record is a JSON handle (WithSave keeps a file of it) from
+//     which Attach rebuilds the Run in another process (a notebook's next
+//     cell, a later launcher); Run.Detach leaves the pod to its watchdog
+//     in between, and Remove deletes a run's pod without connecting to
+//     it.
 //
 // Failures once the pod exists end the run by a rule that never leaves a
 // pod without a guard: the pod is deleted, or left to its armed watchdog
@@ -36,4 +41,10 @@
 //
 // The package never prints: WithEvents reports every step as an Event, and
 // WithLogger logs them.
+//
+// Launch and Attach take a *runpod.Client: runpod.New with an account key
+// for Runpod, or one pointed at runpod/runpodtest's emulator, whose pods
+// (WithPodRunner) run the real bootstrap and watchdog on this machine, as
+// root: the Examples run that way, and examples/notebook is the whole
+// cycle as notebook cells.
 package guard

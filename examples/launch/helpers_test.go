@@ -45,20 +45,7 @@ func TestMain(m *testing.M) {
 // cannot run pods here.
 func needPods(t *testing.T) {
 	t.Helper()
-	if err := runpodtest.CheckPodRunner(); err != nil {
-		if shtest.Required() {
-			t.Fatalf("REQUIRE_SHELLS=1 but %v", err)
-		}
-		t.Skip(err)
-	}
-	for _, tool := range []string{"sshd", "curl", "setsid", "tar", "bash"} {
-		if tool == "sshd" {
-			if _, err := os.Stat("/usr/sbin/sshd"); err == nil {
-				continue
-			}
-		}
-		shtest.NeedTool(t, tool)
-	}
+	shtest.NeedPods(t, runpodtest.CheckPodRunner())
 }
 
 // world is one test's fake Runpod and state directory.

@@ -194,18 +194,7 @@ func (m sourceMutation) apply(t testing.TB, src string) string {
 // run pods on this machine.
 func needPods(t *testing.T) {
 	t.Helper()
-	if err := runpodtest.CheckPodRunner(); err != nil {
-		if shtest.Required() {
-			t.Fatalf("REQUIRE_SHELLS=1 but %v", err)
-		}
-		t.Skip(err)
-	}
-	for _, tool := range []string{"curl", "setsid", "tar", "bash"} {
-		shtest.NeedTool(t, tool)
-	}
-	if _, err := os.Stat("/usr/sbin/sshd"); err != nil {
-		shtest.NeedTool(t, "sshd")
-	}
+	shtest.NeedPods(t, runpodtest.CheckPodRunner())
 }
 
 // launcher is one launch process, driven as a user would drive it.

@@ -116,3 +116,24 @@ func ForShells(t *testing.T, names []string, fn func(t *testing.T, sh Shell)) {
 		})
 	}
 }
+
+// NeedPods skips the test, or fails it when REQUIRE_SHELLS=1, where the pod
+// runner of runpod/runpodtest cannot run pods: runnerErr is what
+// runpodtest.CheckPodRunner returned (shtest cannot call it: runpodtest's
+// own tests import shtest), and the tools of a pod's bootstrap (bash, sshd,
+// curl, setsid, tar) must be installed.
+func NeedPods(t testing.TB, runnerErr error) {
+	t.Helper()
+	if runnerErr != nil {
+		if Required() {
+			t.Fatalf("REQUIRE_SHELLS=1 but %v", runnerErr)
+		}
+		t.Skip(runnerErr)
+	}
+	if _, err := os.Stat("/usr/sbin/sshd"); err != nil {
+		NeedTool(t, "sshd")
+	}
+	for _, tool := range []string{"bash", "curl", "setsid", "tar"} {
+		NeedTool(t, tool)
+	}
+}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"time"
+
+	"github.com/overbrainer/overbrainer-go/examples/launch/demo"
+	"github.com/overbrainer/overbrainer-go/guard"
+	"github.com/overbrainer/overbrainer-go/runpod"
+	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
+)
+
+// What every cell starts from: the directory where one cell leaves the
+// next the run's Record (and the job, and the results), and the API.
+var (
+	dir    = "overbrainer-notebook"
+	record = dir + "/record.json"
+	apiKey = os.Getenv("RUNPOD_API_KEY")
+	apiURL = cmp.Or(os.Getenv("OVERBRAINER_API_URL"), runpod.DefaultBaseURL)
+	gqlURL = cmp.Or(os.Getenv("OVERBRAINER_GRAPHQL_URL"), runpod.DefaultGraphQLURL)
+	// ctx ends on Ctrl-C (a notebook's interrupt): Launch then deletes its
+	// pod, and the other calls leave the pod to its watchdog.
+	ctx, _ = signal.NotifyContext(context.Background(), os.Interrupt)
+	// opts are every cell's: say what the run does, and save its Record
+	// at each change, so that a cell killed at any moment leaves one.
+	opts = []guard.Option{guard.WithEvents(say), guard.WithSave(func(r guard.Record) error { return r.Save(record) })}
+	// stop ends what main started (an emulator) before the program exits.
+	stop = func() {}
+)
+
+// main runs the cells in order, as a notebook's "run all" would. Without
+// RUNPOD_API_KEY it starts the local emulator, whose pods live as long as
+// this process: then all the cells run here, each from the Record file
+// alone, as if it were a program of its own.
+func main() {
+	if apiKey == "" {
+		check(runpodtest.CheckPodRunner())
+		srv := runpodtest.NewServer(runpodtest.WithPodRunner())
+		stop = srv.Close
+		apiKey, apiURL, gqlURL = srv.APIKey(), srv.BaseURL(), srv.GraphQLURL()
+	}
+	for _, cell := range []func(){launch, start, follow, remove} {
+		cell()
+	}
+	stop()
+}
+
+// client is the API of apiKey, made anew by each cell.
+func client() *runpod.Client {
+	return must(runpod.New(apiKey, runpod.WithBaseURL(apiURL), runpod.WithGraphQLURL(gqlURL)))
+}
+
+// say prints what the run does, but for the job's output and the looks.
+func say(e guard.Event) {
+	if e.Kind != guard.EventOutput && e.Kind != guard.EventWaiting && e.Kind != guard.EventLeaseRenewed {
+		fmt.Println("#", e)
+	}
+}
+
+// check ends the cell, and the program, on an error, with status 1.
+func check(err error) {
+	if err != nil {
+		stop()
+		fmt.Fprintln(os.Stderr, "notebook:", err)
+		os.Exit(1)
+	}
+}
+
+func must[T any](v T, err error) T {
+	check(err)
+	return v
+}
+
+// Cell 1: launch a pod for the demo job (its Record is saved on the way),
+// and leave it to its watchdog until the next cell attaches.
+func launch() {
+	job := dir + "/job"
+	check(demo.WriteTo(job))
+	spec := guard.Spec{Job: guard.Job{Dir: job, Command: demo.Command}, Deadline: time.Now().Add(time.Hour)}
+	must(guard.Launch(ctx, client(), spec, opts...)).Detach()
+}
+
+// attach rebuilds the run from the saved Record, as every later cell must.
+func attach() *guard.Run {
+	return must(guard.Attach(ctx, client(), must(guard.LoadRecord(record)), opts...))
+}
+
+// Cell 2: start the job the Record names, and leave it running.
+func start() {
+	run := attach()
+	check(run.Start(ctx, guard.Job{}))
+	run.Detach()
+}
+
+// Cell 3: print the job's output until it ends, then collect the results
+// (which tells the watchdog the pod may go).
+func follow() {
+	run := attach()
+	end := must(run.Follow(ctx, os.Stdout))
+	must(run.Collect(ctx, dir+"/results"))
+	run.Close()
+	check(end.Err())
+}
+
+// Cell 4: delete the pod and its secret. Remove needs no connection: once
+// the results were collected the watchdog may have deleted the pod
+// already, and a pod already gone is no error.
+func remove() {
+	_, _, err := guard.Remove(ctx, client(), must(guard.LoadRecord(record)), opts...)
+	check(err)
+}
