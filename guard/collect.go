@@ -60,7 +60,7 @@ func (r *Run) collect(ctx context.Context, dir string) (Collected, error) {
 		return Collected{}, &CollectError{err}
 	}
 	got := Collected{Dir: dir, Files: x.Files, Dirs: x.Dirs, Bytes: x.Bytes, Skipped: x.Skipped}
-	r.collected = true
+	r.rec.Collected = r.now()
 	r.emit(Event{Kind: EventCollected, Dir: dir, Files: got.Files, Bytes: got.Bytes, Skipped: got.Skipped})
 	// The pod may go now: the watchdog deletes it on this marker should
 	// the delete fail.
@@ -92,12 +92,16 @@ func (r *Run) Download(ctx context.Context, dir string) (Collected, error) {
 // run needs most), for up to three minutes. A pod that could only be
 // stopped still bills for its volume: the result says so.
 func (r *Run) Delete(ctx context.Context) (runpod.DeleteResult, error) {
-	phase := PhaseFailed
-	if r.collected || r.rec.Phase == PhaseDone {
-		phase = PhaseDone
+	return r.teardownCtx(ctx, r.endPhase(PhaseFailed))
+}
+
+// endPhase is the phase of a run that ends now: done once its results
+// were collected, else otherwise.
+func (r *Run) endPhase(otherwise Phase) Phase {
+	if !r.rec.Collected.IsZero() || r.rec.Phase == PhaseDone {
+		return PhaseDone
 	}
-	res, err := r.teardownCtx(ctx, phase)
-	return res, err
+	return otherwise
 }
 
 // Detach leaves the pod to its watchdog and closes the connection: the
@@ -127,7 +131,13 @@ func (r *Run) fail(ctx context.Context, err error) (left bool) {
 		defer cancel()
 		r.dropConn()
 		r.deleteSecret(ctx)
-		r.end(PhaseFailed, err.Error())
+		// A pod gone after its results were collected is the watchdog's
+		// retrieved rule at work: the run ended well.
+		if phase := r.endPhase(PhaseFailed); phase == PhaseDone {
+			r.end(phase, "")
+		} else {
+			r.end(phase, err.Error())
+		}
 		return false
 	case errors.As(err, &collect) && r.podGone(ctx):
 		r.emit(Event{Kind: EventFailed, Err: err, Then: ThenDelete})
@@ -273,9 +283,7 @@ func remove(ctx context.Context, c api, rec Record, opts ...Option) (Record, run
 	r.deleteSecret(ctx)
 	switch res {
 	case runpod.Deleted, runpod.Terminated:
-		if r.rec.Phase != PhaseDone {
-			r.rec.Phase = PhaseRemoved
-		}
+		r.rec.Phase = r.endPhase(PhaseRemoved)
 		if r.rec.Ended.IsZero() && !r.rec.BillingStart.IsZero() {
 			r.rec.Ended = r.now()
 			r.rec.CostUSD = costplan.Spent(r.rec.CostPerHr, r.rec.BillingStart, r.rec.Ended)

@@ -198,3 +198,54 @@ func TestCancelledLaunch(t *testing.T) {
 		}
 	}
 }
+
+// Once the results were collected the run's purpose is met, and the Record
+// says so in every process: a Delete, a Remove, or a pod found gone (the
+// watchdog's retrieved rule) all end it done, never failed or removed.
+func TestACollectedRunEndsDone(t *testing.T) {
+	ctx := context.Background()
+	collected := func(t *testing.T) (*harness, Record) {
+		h := newHarness(t, look{st: ready}, look{st: running}, look{st: exited(0)})
+		r := h.mustStart(h.spec())
+		if _, err := r.Follow(ctx, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Collect(ctx, t.TempDir()); err != nil {
+			t.Fatal(err)
+		}
+		rec := r.Record()
+		if rec.Collected.IsZero() {
+			t.Fatal("the Record does not say the results were collected")
+		}
+		r.Detach()
+		return h, rec
+	}
+	t.Run("remove", func(t *testing.T) {
+		h, rec := collected(t)
+		got, _, err := remove(ctx, h.api, rec, h.options()...)
+		if err != nil || got.Phase != PhaseDone {
+			t.Errorf("remove: phase %s, %v", got.Phase, err)
+		}
+	})
+	t.Run("attach and delete", func(t *testing.T) {
+		h, rec := collected(t)
+		h.pod.looks = append(h.pod.looks, look{st: exited(0)})
+		r, err := attach(ctx, h.api, rec, h.options()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Delete(ctx); err != nil || r.Record().Phase != PhaseDone {
+			t.Errorf("delete: phase %s, %v", r.Record().Phase, err)
+		}
+	})
+	t.Run("pod gone", func(t *testing.T) {
+		h, rec := collected(t)
+		h.api.setStatus("", true)
+		if _, err := attach(ctx, h.api, rec, h.options()...); !errors.Is(err, ErrPodGone) {
+			t.Fatalf("attach to a gone pod: %v", err)
+		}
+		if got := h.lastSaved(); got.Phase != PhaseDone || got.Note != "" {
+			t.Errorf("saved phase %s, note %q", got.Phase, got.Note)
+		}
+	})
+}

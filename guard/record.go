@@ -95,6 +95,9 @@ type Record struct {
 	// DeleteReason is the rule by which the pod's watchdog was seen
 	// deleting the pod (a watchdog Delete* reason).
 	DeleteReason watchdog.DeleteReason `json:"delete_reason,omitempty"`
+	// Collected is when Collect downloaded the results: the run's purpose
+	// is met, and a pod gone after it ended well.
+	Collected time.Time `json:"collected,omitzero"`
 	Ended        time.Time             `json:"ended,omitzero"`
 	CostUSD      float64               `json:"cost_usd,omitempty"`
 	Note         string                `json:"note,omitempty"`

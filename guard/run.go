@@ -65,7 +65,6 @@ type Run struct {
 	// runDirLost says the run directory is a new one although the job was
 	// started: the container restarted on a disk that did not keep it.
 	runDirLost bool
-	collected  bool
 	ended      bool
 }
 
