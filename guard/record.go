@@ -98,9 +98,9 @@ type Record struct {
 	// Collected is when Collect downloaded the results: the run's purpose
 	// is met, and a pod gone after it ended well.
 	Collected time.Time `json:"collected,omitzero"`
-	Ended        time.Time             `json:"ended,omitzero"`
-	CostUSD      float64               `json:"cost_usd,omitempty"`
-	Note         string                `json:"note,omitempty"`
+	Ended     time.Time `json:"ended,omitzero"`
+	CostUSD   float64   `json:"cost_usd,omitempty"`
+	Note      string    `json:"note,omitempty"`
 }
 
 // Save writes the record to file as JSON, mode 0600 (it holds the client's
