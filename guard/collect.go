@@ -61,13 +61,15 @@ func (r *Run) collect(ctx context.Context, dir string) (Collected, error) {
 	}
 	got := Collected{Dir: dir, Files: x.Files, Dirs: x.Dirs, Bytes: x.Bytes, Skipped: x.Skipped}
 	r.rec.Collected = r.now()
+	r.save()
 	r.emit(Event{Kind: EventCollected, Dir: dir, Files: got.Files, Bytes: got.Bytes, Skipped: got.Skipped})
 	// The pod may go now: the watchdog deletes it on this marker should
-	// the delete fail.
+	// the caller's delete fail. It is the last thing Collect does, so that
+	// a Delete right after it is not raced by the watchdog for longer than
+	// it must be.
 	if err := r.put(ctx, watchdog.Retrieved, ""); err != nil {
 		r.warn(err)
 	}
-	r.save()
 	return got, nil
 }
 
@@ -197,10 +199,10 @@ func (r *Run) teardown(phase Phase) runpod.DeleteResult {
 }
 
 func (r *Run) teardownCtx(ctx context.Context, phase Phase) (runpod.DeleteResult, error) {
-	r.dropConn()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
 	defer cancel()
 	res, err := r.deletePod(ctx)
+	r.dropConn()
 	r.deleteSecret(ctx)
 	if res == runpod.Stopped {
 		phase = PhaseStopped

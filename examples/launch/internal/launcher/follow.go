@@ -72,13 +72,19 @@ func (d *driver) event(e guard.Event) {
 	switch e.Kind {
 	case guard.EventWaiting:
 		a.live(&d.live, e.String())
-	case guard.EventOutput, guard.EventLeaseRenewed, guard.EventJobEnded, guard.EventCollected, guard.EventLeft:
+	case guard.EventOutput, guard.EventLeaseRenewed, guard.EventJobEnded, guard.EventLeft:
 		// Said by the driver, which knows more.
 	case guard.EventDeleteReason:
 		a.say("pod %s's watchdog is deleting it (%s): %s", e.PodID, e.DeleteReason, explainDelete(e.DeleteReason))
 	case guard.EventSnapshotRequested:
 		if e.Snapshot != watchdog.ReasonStop || !d.o.stop {
 			a.say("%s", e)
+		}
+	case guard.EventCollected:
+		a.say("results downloaded to %s (%d files, %d bytes)", e.Dir, e.Files, e.Bytes)
+		a.listOutputs(filepath.Join(e.Dir, jobctl.OutputsDir))
+		if len(e.Skipped) > 0 {
+			a.say("skipped (links and special files): %s", strings.Join(e.Skipped, ", "))
 		}
 	case guard.EventFailed:
 		d.failed = e.Err
@@ -225,14 +231,10 @@ func (d *driver) steps(ctx context.Context, attached bool) error {
 func (d *driver) end(ctx context.Context, end guard.End) error {
 	a, run := d.a, d.run
 	if run.State().Started() {
-		got, err := run.Collect(ctx, d.r.OutDir)
-		if err != nil {
+		// Collect's event says what was downloaded, before the retrieved
+		// marker lets the watchdog race the delete below.
+		if _, err := run.Collect(ctx, d.r.OutDir); err != nil {
 			return d.stopped(ctx, err)
-		}
-		a.say("results downloaded to %s (%d files, %d bytes)", got.Dir, got.Files, got.Bytes)
-		a.listOutputs(filepath.Join(got.Dir, jobctl.OutputsDir))
-		if len(got.Skipped) > 0 {
-			a.say("skipped (links and special files): %s", strings.Join(got.Skipped, ", "))
 		}
 	}
 	if d.r.Keep {
@@ -350,13 +352,10 @@ func (d *driver) interrupted() error {
 		}
 		if run.State().Started() {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			got, err := run.Download(ctx, d.r.OutDir)
-			cancel()
-			if err != nil {
+			if _, err := run.Download(ctx, d.r.OutDir); err != nil {
 				a.say("downloading the results: %v", err)
-			} else {
-				a.say("results downloaded to %s (%d files, %d bytes)", got.Dir, got.Files, got.Bytes)
 			}
+			cancel()
 		}
 		_, _ = run.Delete(context.Background())
 		d.r.Phase, d.r.Note = state.PhaseFailed, "interrupted"
