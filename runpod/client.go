@@ -96,7 +96,8 @@ func WithGraphQLURL(u string) Option {
 
 // WithHTTPClient makes the client send its requests through hc (a copy of
 // it: hc itself is not modified). hc's Timeout bounds each attempt, not the
-// whole call with its retries; bound that with the context.
+// whole call with its retries; bound that with the context. Its
+// CheckRedirect is not used: the client follows no redirect.
 func WithHTTPClient(hc *http.Client) Option {
 	return func(c *config) error {
 		if hc == nil {
@@ -192,6 +193,10 @@ func New(apiKey string, opts ...Option) (*Client, error) {
 	} else {
 		hc.Timeout = DefaultTimeout
 	}
+	// Never follow a redirect: net/http would resend the Authorization
+	// header to the same host on another port, and a POST body (a secret's
+	// value) anywhere. once turns the 3xx it gets instead into an error.
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	c := &Client{
 		key:         apiKey,
 		baseURL:     cfg.baseURL,

@@ -40,7 +40,9 @@
 //
 // The API key travels only in the Authorization header. It never appears in
 // an error, a log line or a debug dump (see WithDebug), and neither does a
-// secret's value.
+// secret's value. The client follows no redirect (an error wrapping
+// ErrRedirect), so neither the key nor a request body is sent anywhere but
+// to the configured URLs.
 //
 // # The start command
 //

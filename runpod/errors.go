@@ -28,6 +28,11 @@ var (
 	// current status, or a cluster pod that cannot be deleted alone.
 	ErrConflict = errors.New("runpod: conflict")
 
+	// ErrRedirect is wrapped by the error of a call whose answer was a
+	// redirect (3xx). The client follows none, so the API key and request
+	// bodies go only to the URL they were meant for.
+	ErrRedirect = errors.New("runpod: redirect refused")
+
 	// ErrInvalid wraps every error about bad input detected before a request
 	// is sent: a bad option, a malformed CreatePodRequest, a volume shrink.
 	ErrInvalid = errors.New("runpod: invalid argument")

@@ -187,6 +187,11 @@ func (c *Client) once(ctx context.Context, r *call, attempt int) (*response, err
 		body = body[:limit]
 	}
 	c.logAttempt(ctx, r, attempt, code, start, nil)
+	if code >= 300 && code <= 399 {
+		// Neither the Location nor the body is echoed: either may carry
+		// what the server chose to put there.
+		return nil, permanentError{fmt.Errorf("%w (status %d)", ErrRedirect, code)}
+	}
 	if code < 200 || code > 299 {
 		ae := parseAPIError(r.method, r.where(), code, raw.Header, body, truncated)
 		if d, ok := parseRetryAfter(raw.Header.Get("Retry-After"), c.now()); ok {
