@@ -374,8 +374,8 @@ func newestSince(pods []Pod, since time.Time) *Pod {
 // GetPod returns the pod with the given ID. A pod that does not exist is an
 // error matching ErrNotFound.
 func (c *Client) GetPod(ctx context.Context, id string) (*Pod, error) {
-	if id == "" {
-		return nil, invalidf("GetPod: empty pod ID")
+	if err := checkID("GetPod", "pod", id); err != nil {
+		return nil, err
 	}
 	r := &call{method: http.MethodGet, path: "/pods/{id}", params: map[string]string{"id": id}}
 	resp, err := c.do(ctx, r, true)
@@ -435,8 +435,8 @@ func (c *Client) ListPods(ctx context.Context, opts ListPodsOptions) ([]Pod, err
 // updated pod; terminate returns a nil pod (Runpod answers 204). An action
 // not valid in the pod's status is an error matching ErrConflict.
 func (c *Client) PodAction(ctx context.Context, id string, a Action) (*Pod, error) {
-	if id == "" {
-		return nil, invalidf("PodAction: empty pod ID")
+	if err := checkID("PodAction", "pod", id); err != nil {
+		return nil, err
 	}
 	switch a {
 	case ActionStart, ActionStop, ActionRestart, ActionTerminate:

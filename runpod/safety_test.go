@@ -68,3 +68,48 @@ func TestRedirectsAreRefused(t *testing.T) {
 		t.Errorf("GET sent %d times, want 1", n)
 	}
 }
+
+// TestBadIDsAreRefused: an ID that is not plain would name another path
+// ("DELETE /pods/.." answers 404, read as deleted), so it is refused with
+// an *IDError before any request.
+func TestBadIDsAreRefused(t *testing.T) {
+	c, fs := setup(t)
+	ctx := context.Background()
+	bad := []string{"", ".", "..", "a/b", "../p1", "p1?x=1", "p1#f", "p%2F1", "p 1", " p1", "p1\n", "p1\t", strings.Repeat("p", 200)}
+	calls := map[string]func(id string) error{
+		"GetPod": func(id string) error { _, err := c.GetPod(ctx, id); return err },
+		"DeletePod": func(id string) error {
+			res, err := c.DeletePod(ctx, id)
+			if res != NotDeleted {
+				t.Errorf("DeletePod(%q) = %v", id, res)
+			}
+			return err
+		},
+		"PodAction":         func(id string) error { _, err := c.PodAction(ctx, id, ActionStop); return err },
+		"PodCostPerHour":    func(id string) error { _, err := c.PodCostPerHour(ctx, id); return err },
+		"GetNetworkVolume":  func(id string) error { _, err := c.GetNetworkVolume(ctx, id); return err },
+		"GrowNetworkVolume": func(id string) error { _, err := c.GrowNetworkVolume(ctx, id, 100); return err },
+	}
+	for name, call := range calls {
+		for _, id := range bad {
+			err := call(id)
+			var ie *IDError
+			if !errors.As(err, &ie) || !errors.Is(err, ErrInvalid) || ie.ID != id {
+				t.Errorf("%s(%q): %v, want an *IDError matching ErrInvalid", name, id, err)
+			}
+		}
+	}
+	for _, id := range []string{"", ".", "..", "a/b", "x?y", "x#y", "x%y", " x", "x\n"} {
+		if _, err := c.GetGPUType(ctx, id); !errors.Is(err, ErrInvalid) {
+			t.Errorf("GetGPUType(%q): %v, want ErrInvalid", id, err)
+		}
+	}
+	// The transport refuses a bad path parameter of any call, too.
+	r := &call{method: http.MethodGet, path: "/pods/{id}", params: map[string]string{"id": ".."}}
+	if _, err := c.do(ctx, r, true); !errors.Is(err, ErrInvalid) {
+		t.Errorf("do with id \"..\": %v, want ErrInvalid", err)
+	}
+	if got := fs.requests(); len(got) != 0 {
+		t.Errorf("requests sent: %q", got)
+	}
+}

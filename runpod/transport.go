@@ -147,6 +147,11 @@ func (c *Client) once(ctx context.Context, r *call, attempt int) (*response, err
 		req.SetDebug(false)
 	}
 	for k, v := range r.params {
+		// The methods check their IDs; this catches a path parameter that
+		// one of them forgot.
+		if !pathSegment(v) {
+			return nil, permanentError{invalidf("%s %s: path parameter %s is not a plain segment", r.method, r.path, k)}
+		}
 		req.SetPathParam(k, v)
 	}
 	if r.query != nil {
