@@ -234,21 +234,23 @@ func New(apiKey string, opts ...Option) (*Client, error) {
 // BaseURL returns the REST root the client talks to.
 func (c *Client) BaseURL() string { return c.baseURL }
 
+// checkURL validates a base or GraphQL URL. Its errors never quote the URL
+// itself: user info, a query or a fragment may hold a key, and a URL that
+// does not parse may hold one anywhere.
 func checkURL(what, raw string) (string, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return "", invalidf("%s: %v", what, err)
+		return "", invalidf("%s is not a valid URL", what)
 	}
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
-		return "", invalidf("%s %q: scheme must be http or https", what, raw)
-	case u.Host == "":
-		return "", invalidf("%s %q: no host", what, raw)
+		return "", invalidf("%s: scheme must be http or https", what)
 	case u.User != nil:
-		// Credentials in a URL end up in logs and errors.
 		return "", invalidf("%s: must not carry credentials", what)
+	case u.Host == "":
+		return "", invalidf("%s: no host", what)
 	case u.RawQuery != "" || u.Fragment != "" || u.ForceQuery:
-		return "", invalidf("%s %q: must not have a query or fragment", what, raw)
+		return "", invalidf("%s %s: must not have a query or fragment", what, (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String())
 	}
 	return strings.TrimRight(raw, "/"), nil
 }

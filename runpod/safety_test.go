@@ -113,3 +113,39 @@ func TestBadIDsAreRefused(t *testing.T) {
 		t.Errorf("requests sent: %q", got)
 	}
 }
+
+// TestBadURLErrorsHideCredentials: a URL refused by WithBaseURL or
+// WithGraphQLURL may carry a key in its user info, query or fragment, or
+// anywhere when it does not parse; the error must quote none of it.
+func TestBadURLErrorsHideCredentials(t *testing.T) {
+	const pw = "SECRET_IN_URL_42"
+	urls := []string{
+		"https://user:" + pw + "@api.runpod.io/v2",
+		"https://" + pw + "@api.runpod.io/v2",
+		"https://user:" + pw + "@/v2",
+		"https://api.runpod.io/v2?api_key=" + pw,
+		"https://api.runpod.io/v2#" + pw,
+		"ftp://user:" + pw + "@api.runpod.io/v2",
+		"ftp://api.runpod.io/v2?api_key=" + pw,
+		"https:///v2?api_key=" + pw,
+		"https://user:" + pw + "@[::1/v2",
+		"https://api.runpod.io:" + pw + "/v2",
+		"https://api.runpod.io/v2?api_key=%zz" + pw,
+		"https://user:%zz" + pw + "@api.runpod.io/v2",
+		"\x7fhttps://api.runpod.io/v2?api_key=" + pw,
+		"api.runpod.io/v2?api_key=" + pw,
+	}
+	for _, u := range urls {
+		for name, opt := range map[string]Option{"WithBaseURL": WithBaseURL(u), "WithGraphQLURL": WithGraphQLURL(u)} {
+			_, err := New(testKey, opt)
+			switch {
+			case err == nil:
+				t.Errorf("%s(%q) accepted", name, u)
+			case !errors.Is(err, ErrInvalid):
+				t.Errorf("%s(%q): %v does not match ErrInvalid", name, u, err)
+			case strings.Contains(err.Error(), pw):
+				t.Errorf("%s: error %q echoes the credential", name, err)
+			}
+		}
+	}
+}
