@@ -2,6 +2,7 @@ package runpod
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -147,5 +148,27 @@ func TestBadURLErrorsHideCredentials(t *testing.T) {
 				t.Errorf("%s: error %q echoes the credential", name, err)
 			}
 		}
+	}
+}
+
+// TestDeleteSecretDeclaresID: Runpod's secretDelete takes id: ID!, and a
+// GraphQL server refuses a String! variable in that position.
+func TestDeleteSecretDeclaresID(t *testing.T) {
+	c, fs := setup(t)
+	fs.handleGraphQL(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"data": map[string]any{"secretDelete": nil}})
+	})
+	if err := c.DeleteSecret(context.Background(), "s1"); err != nil {
+		t.Fatal(err)
+	}
+	var req struct {
+		Query     string
+		Variables map[string]any
+	}
+	if err := json.Unmarshal(fs.last().body, &req); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(req.Query, "($id: ID!)") || !strings.Contains(req.Query, "secretDelete(id: $id)") || req.Variables["id"] != "s1" {
+		t.Errorf("query %q with %v, want $id declared ID!", req.Query, req.Variables)
 	}
 }

@@ -586,7 +586,23 @@ func TestGraphQLSecrets(t *testing.T) {
 		t.Errorf("myself.secrets: %s", listed)
 	}
 
-	_, out = graphQL(t, srv, key, `mutation($id: String!) { secretDelete(id: $id) }`, map[string]any{"id": created["id"]})
+	// Variables are type-checked as a real GraphQL server does: a
+	// String! in an ID! position is refused, and nothing is deleted.
+	for q, vars := range map[string]map[string]any{
+		`mutation($id: String!) { secretDelete(id: $id) }`:                                                   {"id": created["id"]},
+		`mutation DeleteSecret { secretDelete(id: $id) }`:                                                    {"id": created["id"]},
+		`mutation($id: ID!) { secretDelete(id: $id) }`:                                                       {},
+		`mutation($id: ID!) { secretDelete(id: $id) }   `:                                                    {"id": true},
+		`mutation($name: ID!, $value: String!) { secretCreate(input: {name: $name, value: $value}) { id } }`: {"name": "n", "value": "v"},
+	} {
+		if status, out := graphQL(t, srv, key, q, vars); status != 400 || out["errors"] == nil {
+			t.Errorf("%s with %v: %d %v, want a 400 with errors", q, vars, status, out)
+		}
+	}
+	if got := srv.Secrets(); len(got) != 2 {
+		t.Fatalf("a refused operation ran: %+v", got)
+	}
+	_, out = graphQL(t, srv, key, `mutation($id: ID!) { secretDelete(id: $id) }`, map[string]any{"id": created["id"]})
 	if out["errors"] != nil {
 		t.Fatalf("secretDelete: %v", out)
 	}
