@@ -51,6 +51,7 @@ type Client struct {
 	log         *slog.Logger
 	maxAttempts int
 	maxWait     time.Duration
+	debug       bool
 	rc          *resty.Client
 
 	// Seams for tests: how the client waits and reads the clock.
@@ -110,7 +111,8 @@ func WithHTTPClient(hc *http.Client) Option {
 
 // WithLogger sends the client's log lines to l. Each HTTP attempt is logged
 // at debug level with its method, path, status, attempt number and wait
-// before a retry. Log lines never hold the API key or request bodies.
+// before a retry. Log lines never hold the API key or a secret's value, and
+// hold no bodies unless WithDebug asks for dumps.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) error {
 		if l == nil {
@@ -150,11 +152,13 @@ func WithRetry(maxAttempts int, maxWait time.Duration) Option {
 	}
 }
 
-// WithDebug, when on, also logs a dump of every HTTP exchange (headers and
-// bodies, through resty's debug output) at debug level on the client's
-// logger. The Authorization header is redacted in the dump, the API key is
-// scrubbed from it, and requests that carry a secret (CreateSecret) are
-// never dumped.
+// WithDebug, when on, also logs a dump of every HTTP exchange that got an
+// answer (method, URL, headers, request and response bodies) at debug level
+// on the client's logger. In a dump the Authorization header is redacted;
+// the API key and the secret values a call carries are replaced by
+// [REDACTED] wherever they appear; the values of a pod's env, where secrets
+// live, are redacted too; the body of a request that carries a secret
+// (CreateSecret) is left out; and each body is cut at 64 KiB.
 func WithDebug(on bool) Option {
 	return func(c *config) error {
 		c.debug = on
@@ -205,6 +209,7 @@ func New(apiKey string, opts ...Option) (*Client, error) {
 		log:         cfg.log,
 		maxAttempts: cfg.maxAttempts,
 		maxWait:     cfg.maxWait,
+		debug:       cfg.debug,
 		sleep:       sleepCtx,
 		now:         time.Now,
 	}
@@ -212,22 +217,12 @@ func New(apiKey string, opts ...Option) (*Client, error) {
 	// (see do). Its own retries stay off (RetryCount 0): they cap
 	// Retry-After at RetryMaxWaitTime (2 s by default) without saying so,
 	// and would resend POST /pods blindly.
+	// Its debug dump stays off too: it cannot show a body it does not
+	// parse, so the client dumps instead (see dump).
 	c.rc = resty.NewWithClient(&hc).
 		SetBaseURL(c.baseURL).
 		SetRetryCount(0).
-		SetLogger(restyLogger{c}).
-		SetDebug(cfg.debug).
-		OnRequestLog(func(rl *resty.RequestLog) error {
-			if rl.Header.Get("Authorization") != "" {
-				rl.Header.Set("Authorization", "Bearer [REDACTED]")
-			}
-			rl.Body = c.scrub(rl.Body)
-			return nil
-		}).
-		OnResponseLog(func(rl *resty.ResponseLog) error {
-			rl.Body = c.scrub(rl.Body)
-			return nil
-		})
+		SetLogger(restyLogger{c})
 	return c, nil
 }
 
@@ -259,7 +254,7 @@ func invalidf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
 }
 
-// restyLogger routes resty's own output (its debug dumps, its warnings) to
+// restyLogger routes resty's own output (its warnings) to
 // the client's slog logger, scrubbed, instead of resty's default stderr.
 type restyLogger struct{ c *Client }
 

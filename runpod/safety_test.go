@@ -172,3 +172,38 @@ func TestDeleteSecretDeclaresID(t *testing.T) {
 		t.Errorf("query %q with %v, want $id declared ID!", req.Query, req.Variables)
 	}
 }
+
+// TestDebugDumpShowsRedactedBodies: WithDebug dumps response bodies, and a
+// dump holds neither the account key, nor a secret's value, nor a pod's env
+// values, even when the server echoes them.
+func TestDebugDumpShowsRedactedBodies(t *testing.T) {
+	c, fs := setup(t)
+	const envValue = "hf_ENV_VALUE_in_the_pod"
+	fs.secrets = []string{hostKey, envValue}
+	fs.handle("GET /pods/{id}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Echo", r.Header.Get("Authorization"))
+		p := wirePod(Pod{ID: "p1", Name: "dump-marker-pod", Env: map[string]string{"HF_TOKEN": envValue}})
+		p["image"] = "img-" + strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		writeJSON(w, http.StatusOK, p)
+	})
+	fs.handleGraphQL(func(w http.ResponseWriter, r *http.Request) {
+		var req struct{ Variables map[string]any }
+		_ = jsonDecode(r, &req)
+		writeJSON(w, http.StatusOK, map[string]any{"data": map[string]any{"secretCreate": map[string]any{
+			"id": "secret-marker-id", "name": "k " + req.Variables["value"].(string)}}})
+	})
+	ctx := context.Background()
+	if _, err := c.GetPod(ctx, "p1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateSecret(ctx, "k", hostKey); err != nil {
+		t.Fatal(err)
+	}
+	log := fs.logBuf.String()
+	for _, want := range []string{"dump-marker-pod", "secret-marker-id", "HF_TOKEN", "[REDACTED]", "Authorization: Bearer [REDACTED]"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the dump lacks %q:\n%s", want, log)
+		}
+	}
+	// setup's cleanup fails the test if the log holds the key or a secret.
+}

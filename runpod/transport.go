@@ -24,7 +24,8 @@ type call struct {
 	// graphQL sends the request to the GraphQL URL instead of base+path.
 	graphQL bool
 	// secrets are strings (besides the API key) that must not appear in an
-	// error or a log line; a call with secrets is never dumped in debug.
+	// error or a log line; a debug dump leaves out the body of a call with
+	// secrets.
 	secrets []string
 }
 
@@ -143,9 +144,6 @@ func (c *Client) once(ctx context.Context, r *call, attempt int) (*response, err
 		SetHeader("Authorization", "Bearer "+c.key).
 		SetHeader("Accept", "application/json, application/problem+json").
 		SetHeader("User-Agent", c.userAgent)
-	if len(r.secrets) > 0 {
-		req.SetDebug(false)
-	}
 	for k, v := range r.params {
 		// The methods check their IDs; this catches a path parameter that
 		// one of them forgot.
@@ -157,11 +155,13 @@ func (c *Client) once(ctx context.Context, r *call, attempt int) (*response, err
 	if r.query != nil {
 		req.SetQueryParamsFromValues(r.query)
 	}
+	var reqBody []byte
 	if r.body != nil {
 		b, err := json.Marshal(r.body)
 		if err != nil {
 			return nil, permanentError{fmt.Errorf("encoding request: %w", err)}
 		}
+		reqBody = b
 		req.SetHeader("Content-Type", "application/json").SetBody(b)
 	}
 	target := r.path
@@ -192,6 +192,9 @@ func (c *Client) once(ctx context.Context, r *call, attempt int) (*response, err
 		body = body[:limit]
 	}
 	c.logAttempt(ctx, r, attempt, code, start, nil)
+	if c.debug && c.log.Enabled(ctx, slog.LevelDebug) {
+		c.dump(ctx, r, raw, reqBody, body)
+	}
 	if code >= 300 && code <= 399 {
 		// Neither the Location nor the body is echoed: either may carry
 		// what the server chose to put there.
