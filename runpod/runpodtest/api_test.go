@@ -701,3 +701,41 @@ func TestNewTestServerFailsOnPodsLeftBilling(t *testing.T) {
 		t.Errorf("AllowPodsLeft still failed: %q", rec.errors)
 	}
 }
+
+// TestQuota: in quota mode every authenticated REST answer says how much
+// is left, and a used-up window answers 429 until it resets; the window
+// that resets last decides the Retry-After.
+func TestQuota(t *testing.T) {
+	clock := NewManualClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
+	srv := NewTestServer(t, WithClock(clock.Now), WithQuota(
+		QuotaWindow{Name: "minute", Limit: 2, Window: time.Minute},
+		QuotaWindow{Name: "hour", Limit: 3, Window: time.Hour},
+	))
+	key := srv.APIKey()
+	status, h, _ := call(t, srv, key, "GET", "/v2/pods", nil)
+	if status != 200 || h.Get("RateLimit-Policy") != `"minute";q=2;w=60, "hour";q=3;w=3600` || h.Get("RateLimit") != `"minute";r=1;t=60, "hour";r=2;t=3600` {
+		t.Fatalf("first: %d, policy %q, state %q", status, h.Get("RateLimit-Policy"), h.Get("RateLimit"))
+	}
+	clock.Advance(10 * time.Second)
+	call(t, srv, key, "GET", "/v2/pods", nil)
+	status, h, body := call(t, srv, key, "GET", "/v2/pods", nil)
+	if status != 429 || h.Get("Retry-After") != "50" || h.Get("RateLimit") != `"minute";r=0;t=50, "hour";r=1;t=3590` {
+		t.Fatalf("third: %d, Retry-After %q, state %q: %s", status, h.Get("Retry-After"), h.Get("RateLimit"), body)
+	}
+	// Unauthenticated calls and GraphQL are not counted.
+	if status, _, _ := call(t, srv, "", "GET", "/v2/pods", nil); status != 401 {
+		t.Errorf("no key: %d", status)
+	}
+	if status, _ := graphQL(t, srv, key, `query { myself { secrets { id } } }`, nil); status != 200 {
+		t.Errorf("graphql: %d", status)
+	}
+	clock.Advance(50 * time.Second)
+	if status, _, _ := call(t, srv, key, "GET", "/v2/pods", nil); status != 200 {
+		t.Fatalf("after the minute: %d", status)
+	}
+	// Now the hour is used up, and its reset decides.
+	status, h, _ = call(t, srv, key, "GET", "/v2/pods", nil)
+	if status != 429 || h.Get("Retry-After") != "3540" {
+		t.Errorf("hour used up: %d, Retry-After %q, state %q", status, h.Get("Retry-After"), h.Get("RateLimit"))
+	}
+}

@@ -45,6 +45,7 @@ type Server struct {
 	volumes  map[string]*volume
 	volOrder []string
 	faults   []*faultRule
+	quota    quotaState
 	closed   bool
 
 	// logMu guards the request log on its own, so that an answer written
