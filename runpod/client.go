@@ -138,7 +138,9 @@ func WithUserAgent(ua string) Option {
 // (maxAttempts ≥ 1; 1 means never retry) and the longest wait between two
 // attempts (maxWait > 0). maxWait caps both the exponential backoff and a
 // server's Retry-After: asked to wait longer, the client waits maxWait and
-// tries again.
+// tries again. A 429 whose RateLimit header shows a window exhausted for
+// longer than maxWait is not retried: it fails at once with a
+// *RateLimitError.
 func WithRetry(maxAttempts int, maxWait time.Duration) Option {
 	return func(c *config) error {
 		if maxAttempts < 1 || maxAttempts > 100 {

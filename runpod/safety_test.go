@@ -9,6 +9,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestRedirectsAreRefused: a redirect, even to the same host on another
@@ -206,4 +209,81 @@ func TestDebugDumpShowsRedactedBodies(t *testing.T) {
 		}
 	}
 	// setup's cleanup fails the test if the log holds the key or a secret.
+}
+
+func rateLimited(state string) func(w http.ResponseWriter) {
+	return func(w http.ResponseWriter) {
+		w.Header().Set("RateLimit-Policy", `"minute";q=60;w=60, "hour";q=3000;w=3600, "day";q=50000;w=86400`)
+		w.Header().Set("RateLimit", state)
+		w.Header().Set("Retry-After", "1")
+		writeProblem(w, http.StatusTooManyRequests, "rate limit exceeded")
+	}
+}
+
+// TestRateLimitWaitsForLongestExhaustedWindow: with two windows exhausted,
+// the 429 lasts until the later one resets, whatever Retry-After says.
+func TestRateLimitWaitsForLongestExhaustedWindow(t *testing.T) {
+	c, fs := setup(t)
+	fs.handle("GET /pods/{id}", failThen(1, rateLimited(`"minute";r=0;t=7, "hour";r=0;t=9, "day";r=4000;t=50000`)))
+	if _, err := c.GetPod(context.Background(), "p1"); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]time.Duration{9 * time.Second}, fs.recordedWaits()); diff != "" {
+		t.Errorf("waits (-want +got):\n%s", diff)
+	}
+}
+
+// TestRateLimitPastCapFailsAtOnce: a window that resets past the retry cap
+// would eat every attempt; the call fails at once with ErrRateLimited.
+func TestRateLimitPastCapFailsAtOnce(t *testing.T) {
+	c, fs := setup(t) // cap 10s
+	fs.handle("GET /pods/{id}", failThen(100, rateLimited(`"minute";r=0;t=5, "hour";r=0;t=1800, "day";r=4000;t=50000`)))
+	fs.handle("POST /pods", failThen(100, rateLimited(`"minute";r=0;t=5, "hour";r=0;t=1800`)))
+	fs.handleGraphQL(failThen(100, rateLimited(`"day";r=0;t=40000`)))
+	ctx := context.Background()
+	_, err1 := c.GetPod(ctx, "p1")
+	_, err2 := c.CreatePod(ctx, simpleCreate("n"))
+	_, err3 := c.CreateSecret(ctx, "k", hostKey)
+	for i, err := range []error{err1, err2, err3} {
+		var rl *RateLimitError
+		var ae *APIError
+		if !errors.Is(err, ErrRateLimited) || !errors.As(err, &rl) || !errors.As(err, &ae) || ae.StatusCode != 429 {
+			t.Errorf("%d: %v, want a *RateLimitError", i, err)
+			continue
+		}
+		if want := []time.Duration{1800 * time.Second, 1800 * time.Second, 40000 * time.Second}[i]; rl.Wait != want {
+			t.Errorf("%d: wait %v, want %v", i, rl.Wait, want)
+		}
+	}
+	if got := fs.requests(); len(got) != 3 {
+		t.Errorf("requests %q, want one each", got)
+	}
+	if w := fs.recordedWaits(); len(w) != 0 {
+		t.Errorf("waited %v", w)
+	}
+}
+
+func TestExhaustedWindow(t *testing.T) {
+	for v, want := range map[string]time.Duration{
+		`"minute";r=0;t=12, "hour";r=10;t=100`: 12 * time.Second,
+		`"a,b";r=0;t=3, "c";r=0;t=4`:           4 * time.Second,
+		`minute;r=0;t=2`:                       2 * time.Second,
+		`"minute";r=1;t=12`:                    -1,
+		`"minute";r=0`:                         -1,
+		`"minute";r=0;t=x, "hour";r=0;t=-3`:    -1,
+		``:                                     -1,
+		`garbage;;;=,,"`:                       -1,
+	} {
+		h := http.Header{}
+		if v != "" {
+			h.Set("RateLimit", v)
+		}
+		_, got, ok := exhaustedWindow(h)
+		if !ok {
+			got = -1
+		}
+		if got != want {
+			t.Errorf("%s: %v, want %v", v, got, want)
+		}
+	}
 }

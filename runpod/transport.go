@@ -58,7 +58,9 @@ func (e permanentError) Unwrap() error { return e.error }
 // do sends r, retrying when retry is set and the failure is transient: a
 // transport error (connection refused or reset, timeout), 429, 502, 503 or
 // 504. It waits between attempts with exponential backoff and jitter, never
-// less than a Retry-After asks and never more than maxWait. A cancelled ctx
+// less than a Retry-After or an exhausted RateLimit window asks and never
+// more than maxWait (a window that outlasts maxWait ends the call, see
+// RateLimitError). A cancelled ctx
 // ends the call at once with ctx.Err(), in flight or mid-wait.
 //
 // The loop is ours rather than resty's: resty caps Retry-After at
@@ -93,6 +95,10 @@ func (c *Client) pause(ctx context.Context, r *call, attempt int, err error) err
 }
 
 func (c *Client) retryable(err error) bool {
+	var rl *RateLimitError
+	if errors.As(err, &rl) {
+		return false
+	}
 	var ae *APIError
 	if errors.As(err, &ae) {
 		return ae.Temporary()
@@ -121,6 +127,11 @@ func (c *Client) waitFor(attempt int, err error) time.Duration {
 
 // finalError dresses the last failure of r after attempts tries.
 func (c *Client) finalError(r *call, err error, attempts int) error {
+	var rl *RateLimitError
+	if errors.As(err, &rl) {
+		rl.Err.Attempts = attempts
+		return rl
+	}
 	var ae *APIError
 	if errors.As(err, &ae) {
 		ae.Attempts = attempts
@@ -207,6 +218,14 @@ func (c *Client) once(ctx context.Context, r *call, attempt int) (*response, err
 		}
 		ae.Attempts = attempt
 		c.scrubAPIError(ae, r.secrets)
+		if code == http.StatusTooManyRequests {
+			if name, wait, ok := exhaustedWindow(raw.Header); ok {
+				if wait > c.maxWait {
+					return nil, &RateLimitError{Window: name, Wait: wait, MaxWait: c.maxWait, Err: ae}
+				}
+				ae.RetryAfter = max(ae.RetryAfter, wait)
+			}
+		}
 		return nil, ae
 	}
 	if truncated {

@@ -199,3 +199,29 @@ func Example_client() {
 	fmt.Println(res, p.Status, p.Billing)
 	// Output: deleted TERMINATED false
 }
+
+// TestClientHonoursTheQuota: the client waits out a window that resets
+// within its retry cap, and fails at once, with one request, when the
+// window resets past it.
+func TestClientHonoursTheQuota(t *testing.T) {
+	srv := runpodtest.NewTestServer(t, runpodtest.WithQuota(
+		runpodtest.QuotaWindow{Name: "second", Limit: 1, Window: time.Second},
+		runpodtest.QuotaWindow{Name: "hour", Limit: 3, Window: time.Hour},
+	))
+	c := newClient(t, srv, runpod.WithRetry(4, 3*time.Second))
+	ctx := context.Background()
+	for i := range 3 {
+		if _, err := c.ListPods(ctx, runpod.ListPodsOptions{}); err != nil {
+			t.Fatalf("list %d: %v", i, err)
+		}
+	}
+	before := len(srv.Requests())
+	_, err := c.ListPods(ctx, runpod.ListPodsOptions{})
+	var rl *runpod.RateLimitError
+	if !errors.Is(err, runpod.ErrRateLimited) || !errors.As(err, &rl) || rl.Window != "hour" || rl.Wait < 50*time.Minute {
+		t.Fatalf("hour used up: %v, want a *RateLimitError for the hour", err)
+	}
+	if n := len(srv.Requests()) - before; n != 1 {
+		t.Errorf("%d requests sent, want 1", n)
+	}
+}
