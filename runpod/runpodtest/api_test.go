@@ -739,3 +739,31 @@ func TestQuota(t *testing.T) {
 		t.Errorf("hour used up: %d, Retry-After %q, state %q", status, h.Get("Retry-After"), h.Get("RateLimit"))
 	}
 }
+
+// TestFaultLost: a Lost fault runs the call, then closes the connection
+// without its answer, as when an answer is lost on the way back.
+func TestFaultLost(t *testing.T) {
+	srv := NewTestServer(t)
+	p := createPod(t, srv, gpuPodBody("lost"))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := srv.WaitStatus(ctx, p.ID, StatusRunning); err != nil {
+		t.Fatal(err)
+	}
+	srv.Fail("POST", "/v2/pods/*/action", Fault{Lost: true})
+	req, _ := http.NewRequest("POST", srv.BaseURL()+"/pods/"+p.ID+"/action", strings.NewReader(`{"action":"stop"}`))
+	req.Header.Set("Authorization", "Bearer "+srv.APIKey())
+	req.Header.Set("Content-Type", "application/json")
+	if resp, err := (&http.Client{Transport: &http.Transport{}}).Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("a lost answer arrived: %d", resp.StatusCode)
+	}
+	if got, _ := srv.Pod(p.ID); got.Status != StatusExited {
+		t.Errorf("status %s after a lost stop, want EXITED: the call did not run", got.Status)
+	}
+	reqs := srv.Requests()
+	if last := reqs[len(reqs)-1]; !last.Fault || last.Status != 0 {
+		t.Errorf("logged as %+v", last)
+	}
+	mustCall(t, srv, srv.APIKey(), "POST", "/v2/pods/"+p.ID+"/action", map[string]string{"action": "stop"}, http.StatusConflict)
+}

@@ -86,11 +86,11 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if fault != nil {
 		s.logMu.Lock()
 		s.requests[entry].Fault = true
-		if !fault.Hang && !fault.Drop {
+		if !fault.Hang && !fault.Drop && !fault.Lost {
 			s.requests[entry].Status = fault.Status
 		}
 		s.logMu.Unlock()
-		s.serveFault(w, r, fault)
+		s.serveFault(w, r, fault, caller)
 		return
 	}
 
