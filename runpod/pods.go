@@ -2,6 +2,7 @@ package runpod
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -434,6 +435,13 @@ func (c *Client) ListPods(ctx context.Context, opts ListPodsOptions) ([]Pod, err
 // PodAction asks for a state transition. start, stop and restart return the
 // updated pod; terminate returns a nil pod (Runpod answers 204). An action
 // not valid in the pod's status is an error matching ErrConflict.
+//
+// An action whose answer was lost (a transport error, 502 or 504: it may
+// have run) is not resent blindly: PodAction first reads the pod, and when
+// it is already where the action leads (EXITED after a stop, running or on
+// its way after a start, gone after a terminate), returns that. A resent
+// stop that had worked would answer 409. A restart cannot be told from the
+// pod, so it is resent.
 func (c *Client) PodAction(ctx context.Context, id string, a Action) (*Pod, error) {
 	if err := checkID("PodAction", "pod", id); err != nil {
 		return nil, err
@@ -449,10 +457,42 @@ func (c *Client) PodAction(ctx context.Context, id string, a Action) (*Pod, erro
 			Action Action `json:"action"`
 		}{a},
 	}
-	resp, err := c.do(ctx, r, true)
-	if err != nil {
-		return nil, err
+	for attempt := 1; ; attempt++ {
+		resp, err := c.once(ctx, r, attempt)
+		if err == nil {
+			return actionAnswer(r, resp)
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		unknown := outcomeUnknown(err) && a != ActionRestart
+		if !c.retryable(err) || (attempt >= c.maxAttempts && !unknown) {
+			return nil, c.finalError(r, err, attempt)
+		}
+		if err := c.pause(ctx, r, attempt, err); err != nil {
+			return nil, err
+		}
+		if unknown {
+			p, gerr := c.GetPod(ctx, id)
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if done(a, p, gerr) {
+				c.log.LogAttrs(ctx, slog.LevelInfo, "runpod: pod action's answer was lost but it was done",
+					slog.String("pod", id), slog.String("action", string(a)), slog.Int("attempt", attempt))
+				if a == ActionTerminate {
+					return nil, nil
+				}
+				return p, nil
+			}
+		}
+		if attempt >= c.maxAttempts {
+			return nil, c.finalError(r, err, attempt)
+		}
 	}
+}
+
+func actionAnswer(r *call, resp *response) (*Pod, error) {
 	if resp.status == http.StatusNoContent || len(strings.TrimSpace(string(resp.body))) == 0 {
 		return nil, nil
 	}
@@ -461,6 +501,35 @@ func (c *Client) PodAction(ctx context.Context, id string, a Action) (*Pod, erro
 		return nil, err
 	}
 	return &p, nil
+}
+
+// outcomeUnknown reports a failure after which the request may have been
+// carried out: no answer, or a gateway's 502 or 504. A 429 or 503 is a
+// refusal.
+func outcomeUnknown(err error) bool {
+	var ae *APIError
+	if !errors.As(err, &ae) {
+		return true
+	}
+	return ae.StatusCode == http.StatusBadGateway || ae.StatusCode == http.StatusGatewayTimeout
+}
+
+// done reports whether the pod read after a lost action (p, or the read's
+// error) shows the action carried out.
+func done(a Action, p *Pod, err error) bool {
+	if a == ActionTerminate {
+		return errors.Is(err, ErrNotFound) || (err == nil && p.Status == StatusTerminated)
+	}
+	if err != nil {
+		return false
+	}
+	switch a {
+	case ActionStop:
+		return p.Status == StatusExited
+	case ActionStart:
+		return p.Status == StatusRunning || p.Status == StatusStarting || p.Status == StatusProvisioning
+	}
+	return false
 }
 
 // PodCostPerHour returns what the pod costs now in USD per hour, as Runpod

@@ -225,3 +225,41 @@ func TestClientHonoursTheQuota(t *testing.T) {
 		t.Errorf("%d requests sent, want 1", n)
 	}
 }
+
+// TestClientLostActionIsCheckedBeforeResending: the fake carries out a
+// stop (or a terminate) but the answer is lost. The client reads the pod
+// before resending, and reports the action done; resent, the stop would
+// answer 409.
+func TestClientLostActionIsCheckedBeforeResending(t *testing.T) {
+	srv := runpodtest.NewTestServer(t)
+	c := newClient(t, srv)
+	ctx := context.Background()
+	for _, a := range []runpod.Action{runpod.ActionStop, runpod.ActionTerminate} {
+		pod, err := c.CreatePod(ctx, runpod.CreatePodRequest{Name: "lost-" + string(a), Image: "runpod/base", GPUTypeID: "NVIDIA GeForce RTX 4090"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := srv.WaitStatus(ctx, pod.ID, runpodtest.StatusRunning); err != nil {
+			t.Fatal(err)
+		}
+		srv.Fail("POST", "/v2/pods/*/action", runpodtest.Fault{Lost: true})
+		before := len(srv.Requests())
+		p, err := c.PodAction(ctx, pod.ID, a)
+		if err != nil {
+			t.Fatalf("%s: %v", a, err)
+		}
+		if a == runpod.ActionStop && (p == nil || p.Status != runpod.StatusExited) {
+			t.Errorf("stop returned %+v, want the EXITED pod", p)
+		}
+		var sent []string
+		for _, r := range srv.Requests()[before:] {
+			sent = append(sent, r.Method+" "+r.Path)
+		}
+		if want := []string{"POST /v2/pods/" + pod.ID + "/action", "GET /v2/pods/" + pod.ID}; !slices.Equal(sent, want) {
+			t.Errorf("%s: requests %q, want %q", a, sent, want)
+		}
+		if _, err := c.DeletePod(ctx, pod.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
