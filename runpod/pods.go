@@ -300,18 +300,26 @@ func checkPort(p string) error {
 // name may look (clocks differ) and still be taken for the one it made.
 const reconcileSkew = 10 * time.Minute
 
+// createLooks is how many times CreatePod lists pods, a growing backoff
+// step apart, after a create whose outcome is unknown: a pod made by a
+// create that timed out may show in the list only later, and one look
+// after one step would resend and make a second pod.
+const createLooks = 4
+
 // CreatePod creates a GPU pod and returns it as Runpod reports it (usually
 // PROVISIONING; poll GetPod for RUNNING).
 //
-// A create is never resent blindly: when an attempt fails in a way that may
-// have made the pod anyway (a timeout, a dropped connection, 429, 502, 503,
-// 504), CreatePod waits as any retry would, then lists the pods named
-// req.Name. A pod of that name created since the call began (give or take
-// clock skew) is the one the lost attempt made, and CreatePod returns it;
-// only when there is none does it send the create again. So one CreatePod
-// call makes at most one pod, provided names are unique (launchers use
-// "overbrainer-<runid>"). If even the listing keeps failing, the error
-// wraps ErrPodMayExist.
+// A create is never resent blindly. When an attempt fails in a way that may
+// have made the pod anyway (a timeout, a dropped connection, 500, 502,
+// 504), CreatePod looks for it: it lists the pods named req.Name up to
+// createLooks times, a growing backoff step apart, and a pod of that name
+// created since the call began (give or take clock skew) is the one the
+// lost attempt made, returned as the result. Only when none shows up is the
+// create sent again; after a 500, which would likely fail again, it is not,
+// and the error wraps ErrPodMayExist. A refusal (429, 503) is looked for
+// once, then resent. So one CreatePod call makes at most one pod, provided
+// names are unique (launchers use "overbrainer-<runid>"). If the listing
+// fails too, the error wraps ErrPodMayExist.
 func (c *Client) CreatePod(ctx context.Context, req CreatePodRequest) (*Pod, error) {
 	b, err := req.body()
 	if err != nil {
@@ -332,30 +340,62 @@ func (c *Client) CreatePod(ctx context.Context, req CreatePodRequest) (*Pod, err
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if !c.retryable(err) {
+		// A 500 may come after the pod was made; resending would likely
+		// meet the same fault.
+		internal := statusOf(err) == http.StatusInternalServerError
+		if !c.retryable(err) && !internal {
 			return nil, c.finalError(r, err, attempt)
 		}
-		if err := c.pause(ctx, r, attempt, err); err != nil {
-			return nil, err
+		looks := 1
+		if internal || outcomeUnknown(err) {
+			looks = createLooks
 		}
-		pods, lerr := c.ListPods(ctx, ListPodsOptions{Name: req.Name})
-		if lerr != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
+		p, lerr := c.lookForPod(ctx, r, req.Name, began.Add(-reconcileSkew), attempt, looks, err)
+		switch {
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case lerr != nil:
 			return nil, fmt.Errorf("%w: create: %w; listing pods to check: %w",
 				ErrPodMayExist, c.finalError(r, err, attempt), lerr)
-		}
-		if p := newestSince(pods, began.Add(-reconcileSkew)); p != nil {
+		case p != nil:
 			c.log.LogAttrs(ctx, slog.LevelInfo, "runpod: create attempt failed but made the pod; adopting it",
 				slog.String("name", req.Name), slog.String("id", p.ID), slog.Int("attempt", attempt))
 			return p, nil
-		}
-		if attempt >= c.maxAttempts {
+		case internal:
+			return nil, fmt.Errorf("%w: create: %w; no pod named %q showed up in %d looks, list pods again before creating another",
+				ErrPodMayExist, c.finalError(r, err, attempt), req.Name, looks)
+		case attempt >= c.maxAttempts:
 			// The listing shows the last attempt made no pod.
 			return nil, c.finalError(r, err, attempt)
 		}
 	}
+}
+
+// lookForPod lists the pods named name up to looks times, pausing before
+// each as a retry after attempt would, and returns the newest one created
+// since since, or nil when none showed up.
+func (c *Client) lookForPod(ctx context.Context, r *call, name string, since time.Time, attempt, looks int, cause error) (*Pod, error) {
+	for i := range looks {
+		if err := c.pause(ctx, r, attempt+i, cause); err != nil {
+			return nil, err
+		}
+		pods, err := c.ListPods(ctx, ListPodsOptions{Name: name})
+		if err != nil {
+			return nil, err
+		}
+		if p := newestSince(pods, since); p != nil {
+			return p, nil
+		}
+	}
+	return nil, nil
+}
+
+func statusOf(err error) int {
+	var ae *APIError
+	if errors.As(err, &ae) {
+		return ae.StatusCode
+	}
+	return 0
 }
 
 func newestSince(pods []Pod, since time.Time) *Pod {

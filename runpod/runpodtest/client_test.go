@@ -263,3 +263,22 @@ func TestClientLostActionIsCheckedBeforeResending(t *testing.T) {
 		}
 	}
 }
+
+// TestClientLostCreateIsAdopted: the fake makes the pod but the answer is
+// lost; the client finds it by name instead of making a second one.
+func TestClientLostCreateIsAdopted(t *testing.T) {
+	srv := runpodtest.NewTestServer(t)
+	c := newClient(t, srv)
+	ctx := context.Background()
+	srv.Fail("POST", "/v2/pods", runpodtest.Fault{Lost: true})
+	pod, err := c.CreatePod(ctx, runpod.CreatePodRequest{Name: "lost-create", Image: "runpod/base", GPUTypeID: "NVIDIA GeForce RTX 4090"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pods := srv.Pods(); len(pods) != 1 || pods[0].ID != pod.ID {
+		t.Errorf("pods %+v, want only %s", pods, pod.ID)
+	}
+	if _, err := c.DeletePod(ctx, pod.ID); err != nil {
+		t.Fatal(err)
+	}
+}
