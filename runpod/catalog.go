@@ -102,8 +102,10 @@ func (c *Client) ListGPUTypes(ctx context.Context) ([]GPUType, error) {
 
 // GetGPUType returns one GPU type of the catalog by its ID.
 func (c *Client) GetGPUType(ctx context.Context, id string) (*GPUType, error) {
-	if id == "" {
-		return nil, invalidf("GetGPUType: empty GPU type ID")
+	// GPU type IDs hold spaces ("NVIDIA GeForce RTX 4090"), so only what
+	// would change the path is refused.
+	if !pathSegment(id) {
+		return nil, &IDError{Op: "GetGPUType", Kind: "GPU type", ID: id}
 	}
 	r := &call{method: http.MethodGet, path: "/catalog/gpus/{id}", params: map[string]string{"id": id}}
 	resp, err := c.do(ctx, r, true)

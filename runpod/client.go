@@ -51,6 +51,7 @@ type Client struct {
 	log         *slog.Logger
 	maxAttempts int
 	maxWait     time.Duration
+	debug       bool
 	rc          *resty.Client
 
 	// Seams for tests: how the client waits and reads the clock.
@@ -96,7 +97,8 @@ func WithGraphQLURL(u string) Option {
 
 // WithHTTPClient makes the client send its requests through hc (a copy of
 // it: hc itself is not modified). hc's Timeout bounds each attempt, not the
-// whole call with its retries; bound that with the context.
+// whole call with its retries; bound that with the context. Its
+// CheckRedirect is not used: the client follows no redirect.
 func WithHTTPClient(hc *http.Client) Option {
 	return func(c *config) error {
 		if hc == nil {
@@ -109,7 +111,8 @@ func WithHTTPClient(hc *http.Client) Option {
 
 // WithLogger sends the client's log lines to l. Each HTTP attempt is logged
 // at debug level with its method, path, status, attempt number and wait
-// before a retry. Log lines never hold the API key or request bodies.
+// before a retry. Log lines never hold the API key or a secret's value, and
+// hold no bodies unless WithDebug asks for dumps.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) error {
 		if l == nil {
@@ -135,7 +138,9 @@ func WithUserAgent(ua string) Option {
 // (maxAttempts ≥ 1; 1 means never retry) and the longest wait between two
 // attempts (maxWait > 0). maxWait caps both the exponential backoff and a
 // server's Retry-After: asked to wait longer, the client waits maxWait and
-// tries again.
+// tries again. A 429 whose RateLimit header shows a window exhausted for
+// longer than maxWait is not retried: it fails at once with a
+// *RateLimitError.
 func WithRetry(maxAttempts int, maxWait time.Duration) Option {
 	return func(c *config) error {
 		if maxAttempts < 1 || maxAttempts > 100 {
@@ -149,11 +154,13 @@ func WithRetry(maxAttempts int, maxWait time.Duration) Option {
 	}
 }
 
-// WithDebug, when on, also logs a dump of every HTTP exchange (headers and
-// bodies, through resty's debug output) at debug level on the client's
-// logger. The Authorization header is redacted in the dump, the API key is
-// scrubbed from it, and requests that carry a secret (CreateSecret) are
-// never dumped.
+// WithDebug, when on, also logs a dump of every HTTP exchange that got an
+// answer (method, URL, headers, request and response bodies) at debug level
+// on the client's logger. In a dump the Authorization header is redacted;
+// the API key and the secret values a call carries are replaced by
+// [REDACTED] wherever they appear; the values of a pod's env, where secrets
+// live, are redacted too; the body of a request that carries a secret
+// (CreateSecret) is left out; and each body is cut at 64 KiB.
 func WithDebug(on bool) Option {
 	return func(c *config) error {
 		c.debug = on
@@ -192,6 +199,10 @@ func New(apiKey string, opts ...Option) (*Client, error) {
 	} else {
 		hc.Timeout = DefaultTimeout
 	}
+	// Never follow a redirect: net/http would resend the Authorization
+	// header to the same host on another port, and a POST body (a secret's
+	// value) anywhere. once turns the 3xx it gets instead into an error.
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	c := &Client{
 		key:         apiKey,
 		baseURL:     cfg.baseURL,
@@ -200,6 +211,7 @@ func New(apiKey string, opts ...Option) (*Client, error) {
 		log:         cfg.log,
 		maxAttempts: cfg.maxAttempts,
 		maxWait:     cfg.maxWait,
+		debug:       cfg.debug,
 		sleep:       sleepCtx,
 		now:         time.Now,
 	}
@@ -207,43 +219,35 @@ func New(apiKey string, opts ...Option) (*Client, error) {
 	// (see do). Its own retries stay off (RetryCount 0): they cap
 	// Retry-After at RetryMaxWaitTime (2 s by default) without saying so,
 	// and would resend POST /pods blindly.
+	// Its debug dump stays off too: it cannot show a body it does not
+	// parse, so the client dumps instead (see dump).
 	c.rc = resty.NewWithClient(&hc).
 		SetBaseURL(c.baseURL).
 		SetRetryCount(0).
-		SetLogger(restyLogger{c}).
-		SetDebug(cfg.debug).
-		OnRequestLog(func(rl *resty.RequestLog) error {
-			if rl.Header.Get("Authorization") != "" {
-				rl.Header.Set("Authorization", "Bearer [REDACTED]")
-			}
-			rl.Body = c.scrub(rl.Body)
-			return nil
-		}).
-		OnResponseLog(func(rl *resty.ResponseLog) error {
-			rl.Body = c.scrub(rl.Body)
-			return nil
-		})
+		SetLogger(restyLogger{c})
 	return c, nil
 }
 
 // BaseURL returns the REST root the client talks to.
 func (c *Client) BaseURL() string { return c.baseURL }
 
+// checkURL validates a base or GraphQL URL. Its errors never quote the URL
+// itself: user info, a query or a fragment may hold a key, and a URL that
+// does not parse may hold one anywhere.
 func checkURL(what, raw string) (string, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return "", invalidf("%s: %v", what, err)
+		return "", invalidf("%s is not a valid URL", what)
 	}
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
-		return "", invalidf("%s %q: scheme must be http or https", what, raw)
-	case u.Host == "":
-		return "", invalidf("%s %q: no host", what, raw)
+		return "", invalidf("%s: scheme must be http or https", what)
 	case u.User != nil:
-		// Credentials in a URL end up in logs and errors.
 		return "", invalidf("%s: must not carry credentials", what)
+	case u.Host == "":
+		return "", invalidf("%s: no host", what)
 	case u.RawQuery != "" || u.Fragment != "" || u.ForceQuery:
-		return "", invalidf("%s %q: must not have a query or fragment", what, raw)
+		return "", invalidf("%s %s: must not have a query or fragment", what, (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String())
 	}
 	return strings.TrimRight(raw, "/"), nil
 }
@@ -252,7 +256,7 @@ func invalidf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
 }
 
-// restyLogger routes resty's own output (its debug dumps, its warnings) to
+// restyLogger routes resty's own output (its warnings) to
 // the client's slog logger, scrubbed, instead of resty's default stderr.
 type restyLogger struct{ c *Client }
 

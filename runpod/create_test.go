@@ -85,11 +85,12 @@ func TestCreatePodRetriesWhenNothingWasMade(t *testing.T) {
 	if store.len() != 1 || p.ID != store.all()[0].ID {
 		t.Errorf("%d pods, returned %+v", store.len(), p)
 	}
-	want := []string{"POST /pods", "GET /pods", "POST /pods", "GET /pods", "POST /pods"}
+	// A 503 is a refusal: one look. A 502 may hide a made pod: createLooks.
+	want := []string{"POST /pods", "GET /pods", "POST /pods", "GET /pods", "GET /pods", "GET /pods", "GET /pods", "POST /pods"}
 	if diff := cmp.Diff(want, fs.requests()); diff != "" {
 		t.Errorf("requests (-want +got):\n%s", diff)
 	}
-	if w := fs.recordedWaits(); len(w) != 2 || w[0] != 4*time.Second {
+	if w := fs.recordedWaits(); len(w) != 1+createLooks || w[0] != 4*time.Second {
 		t.Errorf("waits %v: the first must honour Retry-After", w)
 	}
 }
@@ -143,7 +144,7 @@ func TestCreatePodGivesUpAfterMaxAttempts(t *testing.T) {
 }
 
 func TestCreatePodNotRetriedOnRejection(t *testing.T) {
-	for _, status := range []int{400, 402, 403, 422, 500} {
+	for _, status := range []int{400, 402, 403, 422} {
 		c, fs := setup(t)
 		store := &podStore{}
 		store.onCreate = func(w http.ResponseWriter, r *http.Request, make func() Pod) {
@@ -205,5 +206,73 @@ func TestCreatePodCancelledWhileReconciling(t *testing.T) {
 	}
 	if n := fs.count("POST /pods"); n != 1 {
 		t.Errorf("%d creates", n)
+	}
+}
+
+// TestCreatePod500IsAnUnknownOutcome: a 500 may come after the pod was
+// made. CreatePod looks for it and adopts it, or, finding none, says the
+// pod may exist rather than resending into the same fault.
+func TestCreatePod500IsAnUnknownOutcome(t *testing.T) {
+	for _, made := range []bool{true, false} {
+		c, fs := setup(t)
+		store := &podStore{}
+		store.onCreate = func(w http.ResponseWriter, r *http.Request, make func() Pod) {
+			if made {
+				make()
+			}
+			writeProblem(w, http.StatusInternalServerError, "internal error")
+		}
+		store.serve(fs)
+		p, err := c.CreatePod(context.Background(), simpleCreate("overbrainer-r500"))
+		if made {
+			if err != nil || store.len() != 1 || p.ID != store.all()[0].ID {
+				t.Errorf("made: %+v, %v", p, err)
+			}
+			if diff := cmp.Diff([]string{"POST /pods", "GET /pods"}, fs.requests()); diff != "" {
+				t.Errorf("made: requests (-want +got):\n%s", diff)
+			}
+			continue
+		}
+		var ae *APIError
+		if !errors.Is(err, ErrPodMayExist) || !errors.As(err, &ae) || ae.StatusCode != 500 {
+			t.Errorf("not made: %v, want ErrPodMayExist with the 500", err)
+		}
+		if n := store.posts.Load(); n != 1 {
+			t.Errorf("not made: %d creates, want 1", n)
+		}
+		if n := fs.count("GET /pods"); n != createLooks {
+			t.Errorf("not made: %d listings, want %d", n, createLooks)
+		}
+	}
+}
+
+// TestCreatePodTimeoutLooksLonger: the pod a timed-out create made shows in
+// the list only after a while. One look after one backoff step would miss
+// it and create a second pod.
+func TestCreatePodTimeoutLooksLonger(t *testing.T) {
+	c, fs := setup(t, WithHTTPClient(&http.Client{Timeout: 300 * time.Millisecond}))
+	store := &podStore{}
+	store.onCreate = func(w http.ResponseWriter, r *http.Request, make func() Pod) {
+		make()
+		<-r.Context().Done()
+	}
+	var lists atomic.Int32
+	store.onList = func(w http.ResponseWriter, r *http.Request) bool {
+		if lists.Add(1) > 2 {
+			return false
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"pods": []any{}})
+		return true
+	}
+	store.serve(fs)
+	p, err := c.CreatePod(context.Background(), simpleCreate("overbrainer-late"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if store.posts.Load() != 1 || store.len() != 1 || p.ID != store.all()[0].ID {
+		t.Errorf("%d creates, %d pods, returned %s", store.posts.Load(), store.len(), p.ID)
+	}
+	if diff := cmp.Diff([]string{"POST /pods", "GET /pods", "GET /pods", "GET /pods"}, fs.requests()); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
 	}
 }

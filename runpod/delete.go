@@ -103,8 +103,8 @@ func (e *DeleteError) Unwrap() []error {
 // *DeleteError (matching ErrStillBilling for Stopped). A cancelled ctx
 // stops the chain at once and returns ctx.Err().
 func (c *Client) DeletePod(ctx context.Context, id string) (DeleteResult, error) {
-	if id == "" {
-		return NotDeleted, invalidf("DeletePod: empty pod ID")
+	if err := checkID("DeletePod", "pod", id); err != nil {
+		return NotDeleted, err
 	}
 	e := &DeleteError{PodID: id, Result: NotDeleted}
 	r := &call{method: http.MethodDelete, path: "/pods/{id}", params: map[string]string{"id": id}}

@@ -27,18 +27,19 @@ func (o stepOutcome) String() string { return [...]string{"ok", "404", "fail"}[o
 // failKinds are the ways a step fails, from a plain 500 to a 503 that
 // outlasts the retries and a dropped connection.
 var failKinds = []struct {
-	name  string
-	retry bool // the client retries it
-	write func(t *testing.T, w http.ResponseWriter)
+	name    string
+	retry   bool // the client retries it
+	unknown bool // the step may have been done: an action is checked with GET
+	write   func(t *testing.T, w http.ResponseWriter)
 }{
-	{"500", false, func(t *testing.T, w http.ResponseWriter) { writeProblem(w, 500, "internal error") }},
-	{"409", false, func(t *testing.T, w http.ResponseWriter) { writeProblem(w, 409, "pod belongs to a cluster") }},
-	{"503 storm", true, func(t *testing.T, w http.ResponseWriter) {
+	{"500", false, false, func(t *testing.T, w http.ResponseWriter) { writeProblem(w, 500, "internal error") }},
+	{"409", false, false, func(t *testing.T, w http.ResponseWriter) { writeProblem(w, 409, "pod belongs to a cluster") }},
+	{"503 storm", true, false, func(t *testing.T, w http.ResponseWriter) {
 		w.Header().Set("Retry-After", "2")
 		writeProblem(w, 503, "unavailable")
 	}},
-	{"dropped connection", true, func(t *testing.T, w http.ResponseWriter) { dropConnection(t, w) }},
-	{"401", false, func(t *testing.T, w http.ResponseWriter) { writeProblem(w, 401, "invalid bearer token") }},
+	{"dropped connection", true, true, func(t *testing.T, w http.ResponseWriter) { dropConnection(t, w) }},
+	{"401", false, false, func(t *testing.T, w http.ResponseWriter) { writeProblem(w, 401, "invalid bearer token") }},
 }
 
 // TestDeletePodFallbackChain runs DeletePod against every combination of
@@ -84,6 +85,10 @@ func testDeleteChain(t *testing.T, maxAttempts int, steps [3]stepOutcome, fk int
 	fs.handle("DELETE /pods/{id}", func(w http.ResponseWriter, r *http.Request) {
 		answer(w, steps[0], http.StatusNoContent)
 	})
+	// After a lost action the client looks at the pod: still running.
+	fs.handle("GET /pods/{id}", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, wirePod(Pod{ID: "p1", Name: "n", Status: StatusRunning}))
+	})
 	fs.handle("POST /pods/{id}/action", func(w http.ResponseWriter, r *http.Request) {
 		var body struct{ Action Action }
 		_ = jsonDecode(r, &body)
@@ -111,6 +116,9 @@ func testDeleteChain(t *testing.T, maxAttempts int, steps [3]stepOutcome, fk int
 		}
 		for range n {
 			wantReqs = append(wantReqs, req)
+			if o == stepFail && kind.unknown && req != "DELETE /pods/p1" {
+				wantReqs = append(wantReqs, "GET /pods/p1")
+			}
 		}
 	}
 chain:

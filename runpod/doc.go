@@ -33,14 +33,19 @@
 // Reads, deletes, PATCH and pod actions are retried on transport errors,
 // 429, 502, 503 and 504, with exponential backoff and jitter, never sooner
 // than a Retry-After header (seconds or HTTP-date) asks, never longer than
-// the cap set by WithRetry. Creating a pod is never retried blindly: before
+// the cap set by WithRetry. A 429 waits until the exhausted window of its
+// RateLimit header that resets last has reset; when that is past the cap,
+// the call fails at once with a *RateLimitError (ErrRateLimited) instead
+// of spending its attempts. Creating a pod is never retried blindly: before
 // sending the create again, CreatePod looks for the pod by name, so one call
 // makes at most one pod. A cancelled context ends any call at once with
 // ctx.Err(), during a backoff too.
 //
 // The API key travels only in the Authorization header. It never appears in
 // an error, a log line or a debug dump (see WithDebug), and neither does a
-// secret's value.
+// secret's value. The client follows no redirect (an error wrapping
+// ErrRedirect), so neither the key nor a request body is sent anywhere but
+// to the configured URLs.
 //
 // # The start command
 //

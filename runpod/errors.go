@@ -22,14 +22,22 @@ var (
 	ErrUnauthorized = errors.New("runpod: unauthorized")
 	// ErrForbidden matches a 403: the key is valid but lacks the permission.
 	ErrForbidden = errors.New("runpod: forbidden")
-	// ErrRateLimited matches a 429 that outlasted the client's retries.
+	// ErrRateLimited matches a 429 that outlasted the client's retries, and
+	// a *RateLimitError: a 429 whose exhausted window resets past the
+	// retry cap, not retried at all.
 	ErrRateLimited = errors.New("runpod: rate limited")
 	// ErrConflict matches a 409, e.g. an action not valid in the pod's
 	// current status, or a cluster pod that cannot be deleted alone.
 	ErrConflict = errors.New("runpod: conflict")
 
+	// ErrRedirect is wrapped by the error of a call whose answer was a
+	// redirect (3xx). The client follows none, so the API key and request
+	// bodies go only to the URL they were meant for.
+	ErrRedirect = errors.New("runpod: redirect refused")
+
 	// ErrInvalid wraps every error about bad input detected before a request
-	// is sent: a bad option, a malformed CreatePodRequest, a volume shrink.
+	// is sent: a bad option, a malformed CreatePodRequest, a volume shrink,
+	// an ID that is not plain (an *IDError).
 	ErrInvalid = errors.New("runpod: invalid argument")
 
 	// ErrStillBilling is wrapped by DeletePod's error when the pod could only
@@ -305,3 +313,58 @@ type redactedError struct {
 
 func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
+
+// IDError is the error for an ID refused before any request: one that is
+// not a plain ID of letters, digits, '-' and '_' (a GPU type ID may also
+// hold spaces, but nothing that would change the URL path). Sent as a path
+// segment, ".." or "a/b" would name another resource: DELETE /pods/..
+// answers 404, which would read as "deleted". It matches ErrInvalid.
+type IDError struct {
+	Op   string // the method, such as "DeletePod"
+	Kind string // "pod", "volume", "GPU type"
+	ID   string
+}
+
+func (e *IDError) Error() string {
+	if e.ID == "" {
+		return fmt.Sprintf("runpod: %s: empty %s ID", e.Op, e.Kind)
+	}
+	return fmt.Sprintf("runpod: %s: %s ID %q is not a plain ID", e.Op, e.Kind, oneLine(e.ID, 80))
+}
+
+// Is makes an *IDError match ErrInvalid.
+func (e *IDError) Is(target error) bool { return target == ErrInvalid }
+
+// maxIDLen is far above Runpod's ids (14 characters) and keeps a garbage
+// argument out of a URL.
+const maxIDLen = 128
+
+// checkID refuses an ID that is not plain; see IDError.
+func checkID(op, kind, id string) error {
+	if id == "" || len(id) > maxIDLen {
+		return &IDError{Op: op, Kind: kind, ID: id}
+	}
+	for i := 0; i < len(id); i++ {
+		switch c := id[i]; {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_':
+		default:
+			return &IDError{Op: op, Kind: kind, ID: id}
+		}
+	}
+	return nil
+}
+
+// pathSegment reports whether s can stand as one URL path segment and
+// still name what it says: not empty, not a dot segment, no separator,
+// query, fragment or escape, no control character, no space at either end.
+func pathSegment(s string) bool {
+	if s == "" || s == "." || s == ".." || len(s) > maxIDLen || strings.TrimSpace(s) != s {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == 0x7f || strings.IndexByte(`/\?#%`, c) >= 0 {
+			return false
+		}
+	}
+	return true
+}

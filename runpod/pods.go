@@ -2,6 +2,7 @@ package runpod
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -299,18 +300,26 @@ func checkPort(p string) error {
 // name may look (clocks differ) and still be taken for the one it made.
 const reconcileSkew = 10 * time.Minute
 
+// createLooks is how many times CreatePod lists pods, a growing backoff
+// step apart, after a create whose outcome is unknown: a pod made by a
+// create that timed out may show in the list only later, and one look
+// after one step would resend and make a second pod.
+const createLooks = 4
+
 // CreatePod creates a GPU pod and returns it as Runpod reports it (usually
 // PROVISIONING; poll GetPod for RUNNING).
 //
-// A create is never resent blindly: when an attempt fails in a way that may
-// have made the pod anyway (a timeout, a dropped connection, 429, 502, 503,
-// 504), CreatePod waits as any retry would, then lists the pods named
-// req.Name. A pod of that name created since the call began (give or take
-// clock skew) is the one the lost attempt made, and CreatePod returns it;
-// only when there is none does it send the create again. So one CreatePod
-// call makes at most one pod, provided names are unique (launchers use
-// "overbrainer-<runid>"). If even the listing keeps failing, the error
-// wraps ErrPodMayExist.
+// A create is never resent blindly. When an attempt fails in a way that may
+// have made the pod anyway (a timeout, a dropped connection, 500, 502,
+// 504), CreatePod looks for it: it lists the pods named req.Name up to
+// createLooks times, a growing backoff step apart, and a pod of that name
+// created since the call began (give or take clock skew) is the one the
+// lost attempt made, returned as the result. Only when none shows up is the
+// create sent again; after a 500, which would likely fail again, it is not,
+// and the error wraps ErrPodMayExist. A refusal (429, 503) is looked for
+// once, then resent. So one CreatePod call makes at most one pod, provided
+// names are unique (launchers use "overbrainer-<runid>"). If the listing
+// fails too, the error wraps ErrPodMayExist.
 func (c *Client) CreatePod(ctx context.Context, req CreatePodRequest) (*Pod, error) {
 	b, err := req.body()
 	if err != nil {
@@ -331,30 +340,62 @@ func (c *Client) CreatePod(ctx context.Context, req CreatePodRequest) (*Pod, err
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if !c.retryable(err) {
+		// A 500 may come after the pod was made; resending would likely
+		// meet the same fault.
+		internal := statusOf(err) == http.StatusInternalServerError
+		if !c.retryable(err) && !internal {
 			return nil, c.finalError(r, err, attempt)
 		}
-		if err := c.pause(ctx, r, attempt, err); err != nil {
-			return nil, err
+		looks := 1
+		if internal || outcomeUnknown(err) {
+			looks = createLooks
 		}
-		pods, lerr := c.ListPods(ctx, ListPodsOptions{Name: req.Name})
-		if lerr != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
+		p, lerr := c.lookForPod(ctx, r, req.Name, began.Add(-reconcileSkew), attempt, looks, err)
+		switch {
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case lerr != nil:
 			return nil, fmt.Errorf("%w: create: %w; listing pods to check: %w",
 				ErrPodMayExist, c.finalError(r, err, attempt), lerr)
-		}
-		if p := newestSince(pods, began.Add(-reconcileSkew)); p != nil {
+		case p != nil:
 			c.log.LogAttrs(ctx, slog.LevelInfo, "runpod: create attempt failed but made the pod; adopting it",
 				slog.String("name", req.Name), slog.String("id", p.ID), slog.Int("attempt", attempt))
 			return p, nil
-		}
-		if attempt >= c.maxAttempts {
+		case internal:
+			return nil, fmt.Errorf("%w: create: %w; no pod named %q showed up in %d looks, list pods again before creating another",
+				ErrPodMayExist, c.finalError(r, err, attempt), req.Name, looks)
+		case attempt >= c.maxAttempts:
 			// The listing shows the last attempt made no pod.
 			return nil, c.finalError(r, err, attempt)
 		}
 	}
+}
+
+// lookForPod lists the pods named name up to looks times, pausing before
+// each as a retry after attempt would, and returns the newest one created
+// since since, or nil when none showed up.
+func (c *Client) lookForPod(ctx context.Context, r *call, name string, since time.Time, attempt, looks int, cause error) (*Pod, error) {
+	for i := range looks {
+		if err := c.pause(ctx, r, attempt+i, cause); err != nil {
+			return nil, err
+		}
+		pods, err := c.ListPods(ctx, ListPodsOptions{Name: name})
+		if err != nil {
+			return nil, err
+		}
+		if p := newestSince(pods, since); p != nil {
+			return p, nil
+		}
+	}
+	return nil, nil
+}
+
+func statusOf(err error) int {
+	var ae *APIError
+	if errors.As(err, &ae) {
+		return ae.StatusCode
+	}
+	return 0
 }
 
 func newestSince(pods []Pod, since time.Time) *Pod {
@@ -374,8 +415,8 @@ func newestSince(pods []Pod, since time.Time) *Pod {
 // GetPod returns the pod with the given ID. A pod that does not exist is an
 // error matching ErrNotFound.
 func (c *Client) GetPod(ctx context.Context, id string) (*Pod, error) {
-	if id == "" {
-		return nil, invalidf("GetPod: empty pod ID")
+	if err := checkID("GetPod", "pod", id); err != nil {
+		return nil, err
 	}
 	r := &call{method: http.MethodGet, path: "/pods/{id}", params: map[string]string{"id": id}}
 	resp, err := c.do(ctx, r, true)
@@ -434,9 +475,16 @@ func (c *Client) ListPods(ctx context.Context, opts ListPodsOptions) ([]Pod, err
 // PodAction asks for a state transition. start, stop and restart return the
 // updated pod; terminate returns a nil pod (Runpod answers 204). An action
 // not valid in the pod's status is an error matching ErrConflict.
+//
+// An action whose answer was lost (a transport error, 502 or 504: it may
+// have run) is not resent blindly: PodAction first reads the pod, and when
+// it is already where the action leads (EXITED after a stop, running or on
+// its way after a start, gone after a terminate), returns that. A resent
+// stop that had worked would answer 409. A restart cannot be told from the
+// pod, so it is resent.
 func (c *Client) PodAction(ctx context.Context, id string, a Action) (*Pod, error) {
-	if id == "" {
-		return nil, invalidf("PodAction: empty pod ID")
+	if err := checkID("PodAction", "pod", id); err != nil {
+		return nil, err
 	}
 	switch a {
 	case ActionStart, ActionStop, ActionRestart, ActionTerminate:
@@ -449,10 +497,42 @@ func (c *Client) PodAction(ctx context.Context, id string, a Action) (*Pod, erro
 			Action Action `json:"action"`
 		}{a},
 	}
-	resp, err := c.do(ctx, r, true)
-	if err != nil {
-		return nil, err
+	for attempt := 1; ; attempt++ {
+		resp, err := c.once(ctx, r, attempt)
+		if err == nil {
+			return actionAnswer(r, resp)
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		unknown := outcomeUnknown(err) && a != ActionRestart
+		if !c.retryable(err) || (attempt >= c.maxAttempts && !unknown) {
+			return nil, c.finalError(r, err, attempt)
+		}
+		if err := c.pause(ctx, r, attempt, err); err != nil {
+			return nil, err
+		}
+		if unknown {
+			p, gerr := c.GetPod(ctx, id)
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if done(a, p, gerr) {
+				c.log.LogAttrs(ctx, slog.LevelInfo, "runpod: pod action's answer was lost but it was done",
+					slog.String("pod", id), slog.String("action", string(a)), slog.Int("attempt", attempt))
+				if a == ActionTerminate {
+					return nil, nil
+				}
+				return p, nil
+			}
+		}
+		if attempt >= c.maxAttempts {
+			return nil, c.finalError(r, err, attempt)
+		}
 	}
+}
+
+func actionAnswer(r *call, resp *response) (*Pod, error) {
 	if resp.status == http.StatusNoContent || len(strings.TrimSpace(string(resp.body))) == 0 {
 		return nil, nil
 	}
@@ -461,6 +541,35 @@ func (c *Client) PodAction(ctx context.Context, id string, a Action) (*Pod, erro
 		return nil, err
 	}
 	return &p, nil
+}
+
+// outcomeUnknown reports a failure after which the request may have been
+// carried out: no answer, or a gateway's 502 or 504. A 429 or 503 is a
+// refusal.
+func outcomeUnknown(err error) bool {
+	var ae *APIError
+	if !errors.As(err, &ae) {
+		return true
+	}
+	return ae.StatusCode == http.StatusBadGateway || ae.StatusCode == http.StatusGatewayTimeout
+}
+
+// done reports whether the pod read after a lost action (p, or the read's
+// error) shows the action carried out.
+func done(a Action, p *Pod, err error) bool {
+	if a == ActionTerminate {
+		return errors.Is(err, ErrNotFound) || (err == nil && p.Status == StatusTerminated)
+	}
+	if err != nil {
+		return false
+	}
+	switch a {
+	case ActionStop:
+		return p.Status == StatusExited
+	case ActionStart:
+		return p.Status == StatusRunning || p.Status == StatusStarting || p.Status == StatusProvisioning
+	}
+	return false
 }
 
 // PodCostPerHour returns what the pod costs now in USD per hour, as Runpod

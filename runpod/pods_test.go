@@ -191,16 +191,19 @@ func TestGetPodNotFound(t *testing.T) {
 	}
 }
 
+// TestPathEscaping: an ID that may hold spaces (a GPU type's) still goes
+// as one escaped segment. Pod IDs that would need escaping are refused
+// (TestBadIDsAreRefused).
 func TestPathEscaping(t *testing.T) {
 	c, fs := setup(t)
-	fs.handle("GET /pods/{id}", func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, http.StatusNotFound, "pod not found")
+	fs.handle("GET /catalog/gpus/{id}", func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, http.StatusNotFound, "gpu type not found")
 	})
-	_, err := c.GetPod(context.Background(), "a/../b?c")
+	_, err := c.GetGPUType(context.Background(), "NVIDIA GeForce RTX 4090")
 	if !errors.Is(err, ErrNotFound) {
 		t.Fatalf("err %v", err)
 	}
-	if got := fs.last().path; got != apiBase+"/pods/a%2F..%2Fb%3Fc" {
+	if got := fs.last().path; got != apiBase+"/catalog/gpus/NVIDIA%20GeForce%20RTX%204090" {
 		t.Errorf("path %q: the ID was not escaped into one segment", got)
 	}
 }

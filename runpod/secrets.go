@@ -26,7 +26,7 @@ type Secret struct {
 
 const (
 	createSecretQuery = `mutation CreateSecret($name: String!, $value: String!) { secretCreate(input: {name: $name, value: $value}) { id name } }`
-	deleteSecretQuery = `mutation DeleteSecret($id: String!) { secretDelete(id: $id) }`
+	deleteSecretQuery = `mutation DeleteSecret($id: ID!) { secretDelete(id: $id) }`
 	listSecretsQuery  = `query Secrets { myself { secrets { id name } } }`
 )
 

@@ -24,7 +24,8 @@ type call struct {
 	// graphQL sends the request to the GraphQL URL instead of base+path.
 	graphQL bool
 	// secrets are strings (besides the API key) that must not appear in an
-	// error or a log line; a call with secrets is never dumped in debug.
+	// error or a log line; a debug dump leaves out the body of a call with
+	// secrets.
 	secrets []string
 }
 
@@ -57,7 +58,9 @@ func (e permanentError) Unwrap() error { return e.error }
 // do sends r, retrying when retry is set and the failure is transient: a
 // transport error (connection refused or reset, timeout), 429, 502, 503 or
 // 504. It waits between attempts with exponential backoff and jitter, never
-// less than a Retry-After asks and never more than maxWait. A cancelled ctx
+// less than a Retry-After or an exhausted RateLimit window asks and never
+// more than maxWait (a window that outlasts maxWait ends the call, see
+// RateLimitError). A cancelled ctx
 // ends the call at once with ctx.Err(), in flight or mid-wait.
 //
 // The loop is ours rather than resty's: resty caps Retry-After at
@@ -92,6 +95,10 @@ func (c *Client) pause(ctx context.Context, r *call, attempt int, err error) err
 }
 
 func (c *Client) retryable(err error) bool {
+	var rl *RateLimitError
+	if errors.As(err, &rl) {
+		return false
+	}
 	var ae *APIError
 	if errors.As(err, &ae) {
 		return ae.Temporary()
@@ -120,6 +127,11 @@ func (c *Client) waitFor(attempt int, err error) time.Duration {
 
 // finalError dresses the last failure of r after attempts tries.
 func (c *Client) finalError(r *call, err error, attempts int) error {
+	var rl *RateLimitError
+	if errors.As(err, &rl) {
+		rl.Err.Attempts = attempts
+		return rl
+	}
 	var ae *APIError
 	if errors.As(err, &ae) {
 		ae.Attempts = attempts
@@ -143,20 +155,24 @@ func (c *Client) once(ctx context.Context, r *call, attempt int) (*response, err
 		SetHeader("Authorization", "Bearer "+c.key).
 		SetHeader("Accept", "application/json, application/problem+json").
 		SetHeader("User-Agent", c.userAgent)
-	if len(r.secrets) > 0 {
-		req.SetDebug(false)
-	}
 	for k, v := range r.params {
+		// The methods check their IDs; this catches a path parameter that
+		// one of them forgot.
+		if !pathSegment(v) {
+			return nil, permanentError{invalidf("%s %s: path parameter %s is not a plain segment", r.method, r.path, k)}
+		}
 		req.SetPathParam(k, v)
 	}
 	if r.query != nil {
 		req.SetQueryParamsFromValues(r.query)
 	}
+	var reqBody []byte
 	if r.body != nil {
 		b, err := json.Marshal(r.body)
 		if err != nil {
 			return nil, permanentError{fmt.Errorf("encoding request: %w", err)}
 		}
+		reqBody = b
 		req.SetHeader("Content-Type", "application/json").SetBody(b)
 	}
 	target := r.path
@@ -187,6 +203,14 @@ func (c *Client) once(ctx context.Context, r *call, attempt int) (*response, err
 		body = body[:limit]
 	}
 	c.logAttempt(ctx, r, attempt, code, start, nil)
+	if c.debug && c.log.Enabled(ctx, slog.LevelDebug) {
+		c.dump(ctx, r, raw, reqBody, body)
+	}
+	if code >= 300 && code <= 399 {
+		// Neither the Location nor the body is echoed: either may carry
+		// what the server chose to put there.
+		return nil, permanentError{fmt.Errorf("%w (status %d)", ErrRedirect, code)}
+	}
 	if code < 200 || code > 299 {
 		ae := parseAPIError(r.method, r.where(), code, raw.Header, body, truncated)
 		if d, ok := parseRetryAfter(raw.Header.Get("Retry-After"), c.now()); ok {
@@ -194,6 +218,14 @@ func (c *Client) once(ctx context.Context, r *call, attempt int) (*response, err
 		}
 		ae.Attempts = attempt
 		c.scrubAPIError(ae, r.secrets)
+		if code == http.StatusTooManyRequests {
+			if name, wait, ok := exhaustedWindow(raw.Header); ok {
+				if wait > c.maxWait {
+					return nil, &RateLimitError{Window: name, Wait: wait, MaxWait: c.maxWait, Err: ae}
+				}
+				ae.RetryAfter = max(ae.RetryAfter, wait)
+			}
+		}
 		return nil, ae
 	}
 	if truncated {

@@ -24,8 +24,8 @@ const (
 
 // GetNetworkVolume returns the network volume with the given ID.
 func (c *Client) GetNetworkVolume(ctx context.Context, id string) (*NetworkVolume, error) {
-	if id == "" {
-		return nil, invalidf("GetNetworkVolume: empty volume ID")
+	if err := checkID("GetNetworkVolume", "volume", id); err != nil {
+		return nil, err
 	}
 	r := &call{method: http.MethodGet, path: "/network-volumes/{id}", params: map[string]string{"id": id}}
 	resp, err := c.do(ctx, r, true)
@@ -45,8 +45,8 @@ func (c *Client) GetNetworkVolume(ctx context.Context, id string) (*NetworkVolum
 // is a no-op. A size outside Runpod's 10..4096 GB is refused before any
 // request.
 func (c *Client) GrowNetworkVolume(ctx context.Context, id string, sizeGB int) (*NetworkVolume, error) {
-	if id == "" {
-		return nil, invalidf("GrowNetworkVolume: empty volume ID")
+	if err := checkID("GrowNetworkVolume", "volume", id); err != nil {
+		return nil, err
 	}
 	if sizeGB < MinVolumeGB || sizeGB > MaxVolumeGB {
 		return nil, invalidf("GrowNetworkVolume: size %d GB not in %d..%d", sizeGB, MinVolumeGB, MaxVolumeGB)

@@ -586,7 +586,23 @@ func TestGraphQLSecrets(t *testing.T) {
 		t.Errorf("myself.secrets: %s", listed)
 	}
 
-	_, out = graphQL(t, srv, key, `mutation($id: String!) { secretDelete(id: $id) }`, map[string]any{"id": created["id"]})
+	// Variables are type-checked as a real GraphQL server does: a
+	// String! in an ID! position is refused, and nothing is deleted.
+	for q, vars := range map[string]map[string]any{
+		`mutation($id: String!) { secretDelete(id: $id) }`:                                                   {"id": created["id"]},
+		`mutation DeleteSecret { secretDelete(id: $id) }`:                                                    {"id": created["id"]},
+		`mutation($id: ID!) { secretDelete(id: $id) }`:                                                       {},
+		`mutation($id: ID!) { secretDelete(id: $id) }   `:                                                    {"id": true},
+		`mutation($name: ID!, $value: String!) { secretCreate(input: {name: $name, value: $value}) { id } }`: {"name": "n", "value": "v"},
+	} {
+		if status, out := graphQL(t, srv, key, q, vars); status != 400 || out["errors"] == nil {
+			t.Errorf("%s with %v: %d %v, want a 400 with errors", q, vars, status, out)
+		}
+	}
+	if got := srv.Secrets(); len(got) != 2 {
+		t.Fatalf("a refused operation ran: %+v", got)
+	}
+	_, out = graphQL(t, srv, key, `mutation($id: ID!) { secretDelete(id: $id) }`, map[string]any{"id": created["id"]})
 	if out["errors"] != nil {
 		t.Fatalf("secretDelete: %v", out)
 	}
@@ -684,4 +700,70 @@ func TestNewTestServerFailsOnPodsLeftBilling(t *testing.T) {
 	if len(rec.errors) != 0 {
 		t.Errorf("AllowPodsLeft still failed: %q", rec.errors)
 	}
+}
+
+// TestQuota: in quota mode every authenticated REST answer says how much
+// is left, and a used-up window answers 429 until it resets; the window
+// that resets last decides the Retry-After.
+func TestQuota(t *testing.T) {
+	clock := NewManualClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
+	srv := NewTestServer(t, WithClock(clock.Now), WithQuota(
+		QuotaWindow{Name: "minute", Limit: 2, Window: time.Minute},
+		QuotaWindow{Name: "hour", Limit: 3, Window: time.Hour},
+	))
+	key := srv.APIKey()
+	status, h, _ := call(t, srv, key, "GET", "/v2/pods", nil)
+	if status != 200 || h.Get("RateLimit-Policy") != `"minute";q=2;w=60, "hour";q=3;w=3600` || h.Get("RateLimit") != `"minute";r=1;t=60, "hour";r=2;t=3600` {
+		t.Fatalf("first: %d, policy %q, state %q", status, h.Get("RateLimit-Policy"), h.Get("RateLimit"))
+	}
+	clock.Advance(10 * time.Second)
+	call(t, srv, key, "GET", "/v2/pods", nil)
+	status, h, body := call(t, srv, key, "GET", "/v2/pods", nil)
+	if status != 429 || h.Get("Retry-After") != "50" || h.Get("RateLimit") != `"minute";r=0;t=50, "hour";r=1;t=3590` {
+		t.Fatalf("third: %d, Retry-After %q, state %q: %s", status, h.Get("Retry-After"), h.Get("RateLimit"), body)
+	}
+	// Unauthenticated calls and GraphQL are not counted.
+	if status, _, _ := call(t, srv, "", "GET", "/v2/pods", nil); status != 401 {
+		t.Errorf("no key: %d", status)
+	}
+	if status, _ := graphQL(t, srv, key, `query { myself { secrets { id } } }`, nil); status != 200 {
+		t.Errorf("graphql: %d", status)
+	}
+	clock.Advance(50 * time.Second)
+	if status, _, _ := call(t, srv, key, "GET", "/v2/pods", nil); status != 200 {
+		t.Fatalf("after the minute: %d", status)
+	}
+	// Now the hour is used up, and its reset decides.
+	status, h, _ = call(t, srv, key, "GET", "/v2/pods", nil)
+	if status != 429 || h.Get("Retry-After") != "3540" {
+		t.Errorf("hour used up: %d, Retry-After %q, state %q", status, h.Get("Retry-After"), h.Get("RateLimit"))
+	}
+}
+
+// TestFaultLost: a Lost fault runs the call, then closes the connection
+// without its answer, as when an answer is lost on the way back.
+func TestFaultLost(t *testing.T) {
+	srv := NewTestServer(t)
+	p := createPod(t, srv, gpuPodBody("lost"))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := srv.WaitStatus(ctx, p.ID, StatusRunning); err != nil {
+		t.Fatal(err)
+	}
+	srv.Fail("POST", "/v2/pods/*/action", Fault{Lost: true})
+	req, _ := http.NewRequest("POST", srv.BaseURL()+"/pods/"+p.ID+"/action", strings.NewReader(`{"action":"stop"}`))
+	req.Header.Set("Authorization", "Bearer "+srv.APIKey())
+	req.Header.Set("Content-Type", "application/json")
+	if resp, err := (&http.Client{Transport: &http.Transport{}}).Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("a lost answer arrived: %d", resp.StatusCode)
+	}
+	if got, _ := srv.Pod(p.ID); got.Status != StatusExited {
+		t.Errorf("status %s after a lost stop, want EXITED: the call did not run", got.Status)
+	}
+	reqs := srv.Requests()
+	if last := reqs[len(reqs)-1]; !last.Fault || last.Status != 0 {
+		t.Errorf("logged as %+v", last)
+	}
+	mustCall(t, srv, srv.APIKey(), "POST", "/v2/pods/"+p.ID+"/action", map[string]string{"action": "stop"}, http.StatusConflict)
 }

@@ -199,3 +199,86 @@ func Example_client() {
 	fmt.Println(res, p.Status, p.Billing)
 	// Output: deleted TERMINATED false
 }
+
+// TestClientHonoursTheQuota: the client waits out a window that resets
+// within its retry cap, and fails at once, with one request, when the
+// window resets past it.
+func TestClientHonoursTheQuota(t *testing.T) {
+	srv := runpodtest.NewTestServer(t, runpodtest.WithQuota(
+		runpodtest.QuotaWindow{Name: "second", Limit: 1, Window: time.Second},
+		runpodtest.QuotaWindow{Name: "hour", Limit: 3, Window: time.Hour},
+	))
+	c := newClient(t, srv, runpod.WithRetry(4, 3*time.Second))
+	ctx := context.Background()
+	for i := range 3 {
+		if _, err := c.ListPods(ctx, runpod.ListPodsOptions{}); err != nil {
+			t.Fatalf("list %d: %v", i, err)
+		}
+	}
+	before := len(srv.Requests())
+	_, err := c.ListPods(ctx, runpod.ListPodsOptions{})
+	var rl *runpod.RateLimitError
+	if !errors.Is(err, runpod.ErrRateLimited) || !errors.As(err, &rl) || rl.Window != "hour" || rl.Wait < 50*time.Minute {
+		t.Fatalf("hour used up: %v, want a *RateLimitError for the hour", err)
+	}
+	if n := len(srv.Requests()) - before; n != 1 {
+		t.Errorf("%d requests sent, want 1", n)
+	}
+}
+
+// TestClientLostActionIsCheckedBeforeResending: the fake carries out a
+// stop (or a terminate) but the answer is lost. The client reads the pod
+// before resending, and reports the action done; resent, the stop would
+// answer 409.
+func TestClientLostActionIsCheckedBeforeResending(t *testing.T) {
+	srv := runpodtest.NewTestServer(t)
+	c := newClient(t, srv)
+	ctx := context.Background()
+	for _, a := range []runpod.Action{runpod.ActionStop, runpod.ActionTerminate} {
+		pod, err := c.CreatePod(ctx, runpod.CreatePodRequest{Name: "lost-" + string(a), Image: "runpod/base", GPUTypeID: "NVIDIA GeForce RTX 4090"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := srv.WaitStatus(ctx, pod.ID, runpodtest.StatusRunning); err != nil {
+			t.Fatal(err)
+		}
+		srv.Fail("POST", "/v2/pods/*/action", runpodtest.Fault{Lost: true})
+		before := len(srv.Requests())
+		p, err := c.PodAction(ctx, pod.ID, a)
+		if err != nil {
+			t.Fatalf("%s: %v", a, err)
+		}
+		if a == runpod.ActionStop && (p == nil || p.Status != runpod.StatusExited) {
+			t.Errorf("stop returned %+v, want the EXITED pod", p)
+		}
+		var sent []string
+		for _, r := range srv.Requests()[before:] {
+			sent = append(sent, r.Method+" "+r.Path)
+		}
+		if want := []string{"POST /v2/pods/" + pod.ID + "/action", "GET /v2/pods/" + pod.ID}; !slices.Equal(sent, want) {
+			t.Errorf("%s: requests %q, want %q", a, sent, want)
+		}
+		if _, err := c.DeletePod(ctx, pod.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestClientLostCreateIsAdopted: the fake makes the pod but the answer is
+// lost; the client finds it by name instead of making a second one.
+func TestClientLostCreateIsAdopted(t *testing.T) {
+	srv := runpodtest.NewTestServer(t)
+	c := newClient(t, srv)
+	ctx := context.Background()
+	srv.Fail("POST", "/v2/pods", runpodtest.Fault{Lost: true})
+	pod, err := c.CreatePod(ctx, runpod.CreatePodRequest{Name: "lost-create", Image: "runpod/base", GPUTypeID: "NVIDIA GeForce RTX 4090"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pods := srv.Pods(); len(pods) != 1 || pods[0].ID != pod.ID {
+		t.Errorf("pods %+v, want only %s", pods, pod.ID)
+	}
+	if _, err := c.DeletePod(ctx, pod.ID); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -38,7 +38,10 @@
 //
 // GraphQLURL (URL + "/graphql") serves secretCreate(input: {name, value}),
 // secretDelete(id) and myself { secrets { id name } }, with arguments in
-// variables or as inline string literals.
+// variables or as inline string literals. Variables are checked against
+// their declarations and Runpod's argument types (secretDelete's id is ID!,
+// the input's name and value String!), and a mismatch answers 400 with
+// graphql-js's message, as a real GraphQL server refuses it.
 //
 // # Keys
 //

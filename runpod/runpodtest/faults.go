@@ -7,7 +7,7 @@ import (
 )
 
 // Fault is how the fake answers a call instead of the API, for Server.Fail.
-// Exactly one of Status, Hang and Drop says what happens.
+// Exactly one of Status, Hang, Drop and Lost says what happens.
 type Fault struct {
 	// Times is how many matching calls the fault answers; 0 means 1, and
 	// a negative count means every matching call until ClearFaults.
@@ -24,6 +24,9 @@ type Fault struct {
 	Hang bool
 	// Drop closes the connection without an answer.
 	Drop bool
+	// Lost runs the call as the API would, then closes the connection
+	// without its answer: the change is made but the client cannot know.
+	Lost bool
 	// Caller, when set, limits the fault to calls made with that key:
 	// CallerAccount, or a pod id for the pod's own key.
 	Caller string
@@ -45,8 +48,8 @@ func (s *Server) Fail(method, pattern string, f Fault) {
 	if _, err := path.Match(pattern, "/"); err != nil {
 		panic("runpodtest: bad fault pattern " + pattern + ": " + err.Error())
 	}
-	if !f.Hang && !f.Drop && (f.Status < 100 || f.Status > 599) {
-		panic("runpodtest: a Fault needs a Status, Hang or Drop")
+	if !f.Hang && !f.Drop && !f.Lost && (f.Status < 100 || f.Status > 599) {
+		panic("runpodtest: a Fault needs a Status, Hang, Drop or Lost")
 	}
 	left := f.Times
 	if left == 0 {
@@ -89,8 +92,13 @@ func (s *Server) takeFaultLocked(method, urlPath, caller string) *Fault {
 	return nil
 }
 
-func (s *Server) serveFault(w http.ResponseWriter, r *http.Request, f *Fault) {
+func (s *Server) serveFault(w http.ResponseWriter, r *http.Request, f *Fault, caller string) {
 	switch {
+	case f.Lost:
+		// The handler's answer goes nowhere; the connection closes as
+		// Drop's does.
+		s.route(discardWriter{h: http.Header{}}, r, caller)
+		s.serveFault(w, r, &Fault{Drop: true}, caller)
 	case f.Drop:
 		if hj, ok := w.(http.Hijacker); ok {
 			if conn, _, err := hj.Hijack(); err == nil {
@@ -122,3 +130,10 @@ func (s *Server) serveFault(w http.ResponseWriter, r *http.Request, f *Fault) {
 		writeProblem(w, f.Status, detail)
 	}
 }
+
+// discardWriter takes a handler's answer and keeps none of it.
+type discardWriter struct{ h http.Header }
+
+func (d discardWriter) Header() http.Header         { return d.h }
+func (d discardWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (d discardWriter) WriteHeader(int)             {}

@@ -65,6 +65,12 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, r *http.Request, caller str
 		return
 	}
 	q := req.Query
+	if errs := checkVariables(req); len(errs) > 0 {
+		// A real GraphQL server refuses the whole operation before running
+		// any of it.
+		writeGraphQL(w, http.StatusBadRequest, nil, errs...)
+		return
+	}
 	switch {
 	case strings.Contains(q, "secretCreate"):
 		s.secretCreate(w, req)
@@ -161,4 +167,82 @@ func (s *Server) secretDelete(w http.ResponseWriter, req graphQLRequest) {
 		data = map[string]string{"id": sec.ID, "name": sec.Name}
 	}
 	writeGraphQL(w, http.StatusOK, map[string]any{"secretDelete": data})
+}
+
+// argTypes are the GraphQL types of the arguments (and input fields) of the
+// operations the fake serves, as Runpod's schema declares them.
+var argTypes = map[string]string{
+	"input":       "SecretCreateInput!", // secretCreate(input:)
+	"name":        "String!",            // SecretCreateInput.name
+	"value":       "String!",            // SecretCreateInput.value
+	"description": "String",             // SecretCreateInput.description
+	"id":          "ID!",                // secretDelete(id:)
+}
+
+var (
+	// opHeaderRE finds an operation's variable definitions:
+	// `mutation Name($a: T!, $b: U)`.
+	opHeaderRE = regexp.MustCompile(`^\s*(?:query|mutation)\s*\w*\s*\(([^)]*)\)`)
+	varDefRE   = regexp.MustCompile(`\$(\w+)\s*:\s*([\w!\[\]]+)`)
+	// varUseRE finds `arg: $var` in the selection.
+	varUseRE = regexp.MustCompile(`\b(\w+)\s*:\s*\$(\w+)`)
+)
+
+// checkVariables does the part of GraphQL validation that a client can get
+// wrong in its query text: every variable used is declared, with a type the
+// argument accepts (the same type, or its non-null form where null is
+// allowed), and every required variable is given a value of its kind.
+// Messages follow graphql-js.
+func checkVariables(req graphQLRequest) []string {
+	declared := map[string]string{}
+	body := req.Query
+	if m := opHeaderRE.FindStringSubmatchIndex(req.Query); m != nil {
+		for _, d := range varDefRE.FindAllStringSubmatch(req.Query[m[2]:m[3]], -1) {
+			declared[d[1]] = d[2]
+		}
+		body = req.Query[m[1]:]
+	}
+	var errs []string
+	for _, u := range varUseRE.FindAllStringSubmatch(body, -1) {
+		arg, name := u[1], u[2]
+		typ, ok := declared[name]
+		if !ok {
+			errs = append(errs, `Variable "$`+name+`" is not defined.`)
+			continue
+		}
+		want, known := argTypes[arg]
+		if known && typ != want && typ != want+"!" {
+			errs = append(errs, `Variable "$`+name+`" of type "`+typ+`" used in position expecting type "`+want+`".`)
+		}
+	}
+	for name, typ := range declared {
+		v, given := req.Variables[name]
+		switch {
+		case (!given || v == nil) && strings.HasSuffix(typ, "!"):
+			errs = append(errs, `Variable "$`+name+`" of required type "`+typ+`" was not provided.`)
+		case !given || v == nil:
+		case !valueFits(strings.TrimSuffix(typ, "!"), v):
+			errs = append(errs, `Variable "$`+name+`" got invalid value for type "`+typ+`".`)
+		}
+	}
+	return errs
+}
+
+// valueFits reports whether a JSON value can be coerced to the named type.
+func valueFits(typ string, v any) bool {
+	switch typ {
+	case "String":
+		_, ok := v.(string)
+		return ok
+	case "ID":
+		switch v.(type) {
+		case string, float64:
+			return true
+		}
+		return false
+	case "SecretCreateInput":
+		_, ok := v.(map[string]any)
+		return ok
+	}
+	return true
 }

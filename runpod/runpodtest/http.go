@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // maxBody bounds what the fake reads of a request body: a pod command with
@@ -61,17 +62,35 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		Caller:   caller,
 	})
 	s.logMu.Unlock()
-	fault := s.takeFaultLocked(r.Method, r.URL.Path, caller)
+	var overQuota bool
+	var wait time.Duration
+	// Runpod's quota covers the REST API, not GraphQL.
+	if caller != CallerNone && (r.URL.Path == "/v2" || strings.HasPrefix(r.URL.Path, "/v2/")) {
+		overQuota, wait = s.takeQuotaLocked(w.Header())
+	}
+	var fault *Fault
+	if !overQuota {
+		fault = s.takeFaultLocked(r.Method, r.URL.Path, caller)
+	}
 	s.mu.Unlock()
+
+	if overQuota {
+		// The limiter stands in front of the API: nothing behind it runs.
+		s.logMu.Lock()
+		s.requests[entry].Status = http.StatusTooManyRequests
+		s.logMu.Unlock()
+		writeProblem(w, http.StatusTooManyRequests, "rate limit exceeded, retry in "+wait.String())
+		return
+	}
 
 	if fault != nil {
 		s.logMu.Lock()
 		s.requests[entry].Fault = true
-		if !fault.Hang && !fault.Drop {
+		if !fault.Hang && !fault.Drop && !fault.Lost {
 			s.requests[entry].Status = fault.Status
 		}
 		s.logMu.Unlock()
-		s.serveFault(w, r, fault)
+		s.serveFault(w, r, fault, caller)
 		return
 	}
 

@@ -18,6 +18,7 @@ type config struct {
 	volumeRate     float64
 	cpuRate        float64
 	allowLeft      bool
+	quota          []QuotaWindow
 }
 
 func defaultConfig() config {

@@ -45,6 +45,7 @@ type Server struct {
 	volumes  map[string]*volume
 	volOrder []string
 	faults   []*faultRule
+	quota    quotaState
 	closed   bool
 
 	// logMu guards the request log on its own, so that an answer written
@@ -269,8 +270,8 @@ type Request struct {
 	// Caller is CallerAccount, the id of the pod whose key made the call,
 	// or CallerNone.
 	Caller string
-	// Status is the HTTP status answered; 0 for a fault that hung or
-	// dropped the connection.
+	// Status is the HTTP status answered; 0 for a fault that hung,
+	// dropped the connection or lost the answer.
 	Status int
 	// Fault is set when an injected fault answered instead of the API.
 	Fault bool
