@@ -125,6 +125,13 @@ func (r *Run) fail(ctx context.Context, err error) (left bool) {
 	var collect *CollectError
 	var verdict *VerdictError
 	switch {
+	case errors.As(err, &gone) && stillBills(gone.Status):
+		// An EXITED or ERROR pod bills for its disk and its watchdog no
+		// longer runs: nothing but this client would delete it.
+		r.emit(Event{Kind: EventFailed, Err: err, Then: ThenDelete})
+		r.rec.Note = err.Error()
+		r.teardown(r.endPhase(PhaseFailed))
+		return false
 	case errors.As(err, &gone):
 		r.emit(Event{Kind: EventFailed, Err: err, Then: ThenNothing})
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)

@@ -267,8 +267,9 @@ func TestStartPlansTheCostCap(t *testing.T) {
 }
 
 // Snapshot requests and the watchdog's delete reason are told once each;
-// a pod then found gone ends the follow with a *PodGoneError that gives
-// the reason, the secret deleted and the pod left alone.
+// a pod then found gone (404 or TERMINATED) ends the follow with a
+// *PodGoneError that gives the reason, the secret deleted and the pod
+// left alone.
 func TestPodDeletedByItsWatchdog(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -276,7 +277,7 @@ func TestPodDeletedByItsWatchdog(t *testing.T) {
 		gone   bool
 	}{
 		{"404", "", true},
-		{"exited", runpod.StatusExited, false},
+		{"terminated", runpod.StatusTerminated, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			deadline, cost := running, running
@@ -322,6 +323,39 @@ func TestPodDeletedByItsWatchdog(t *testing.T) {
 				t.Errorf("%d pod deletes and %d secret deletes, want 0 and 1", n, m)
 			}
 		})
+	}
+}
+
+// A pod found EXITED or ERROR still bills for its disk and its watchdog
+// no longer runs: the run deletes it, and the secret, and says so.
+func TestAnEndedPodIsDeleted(t *testing.T) {
+	for _, status := range []runpod.PodStatus{runpod.StatusExited, runpod.StatusError} {
+		t.Run(string(status), func(t *testing.T) {
+			h := newHarness(t)
+			h.pod.looks = []look{{st: ready}, {st: running},
+				{err: io.ErrUnexpectedEOF, do: func() { h.api.setStatus(status, false) }}}
+			r := h.mustStart(h.spec())
+			_, err := r.Follow(context.Background(), io.Discard)
+			var gone *PodGoneError
+			if !errors.As(err, &gone) || gone.Status != status {
+				t.Fatalf("Follow: %v, want a *PodGoneError with status %s", err, status)
+			}
+			if n, m := h.api.count("DeletePod"), h.api.count("DeleteSecret"); n != 1 || m != 1 {
+				t.Errorf("%d pod deletes and %d secret deletes, want 1 and 1: %v", n, m, h.api.allCalls())
+			}
+			if es := h.eventsOf(EventFailed); len(es) != 1 || es[0].Then != ThenDelete {
+				t.Errorf("failed events %v, want one that says the pod is deleted", es)
+			}
+			if got := r.Record(); got.Phase != PhaseFailed || got.Ended.IsZero() {
+				t.Errorf("phase %s, ended %v", got.Phase, got.Ended)
+			}
+			if got := StatusText(status); !strings.Contains(got, "billing") {
+				t.Errorf("StatusText(%s) = %q, which does not say it bills", status, got)
+			}
+		})
+	}
+	if got := StatusText(runpod.StatusRunning); got != "RUNNING" {
+		t.Errorf("StatusText(RUNNING) = %q", got)
 	}
 }
 

@@ -129,6 +129,21 @@ func podEnded(s runpod.PodStatus) bool {
 	return s == runpod.StatusExited || s == runpod.StatusError || s == runpod.StatusTerminated
 }
 
+// stillBills says a pod in this status is not running but still bills:
+// its disk is kept until the pod is deleted.
+func stillBills(s runpod.PodStatus) bool {
+	return s == runpod.StatusExited || s == runpod.StatusError
+}
+
+// StatusText is a pod's status for a person: one that is not running but
+// still bills says so.
+func StatusText(s runpod.PodStatus) string {
+	if stillBills(s) {
+		return string(s) + " (still billing)"
+	}
+	return string(s)
+}
+
 func (r *Run) gone(status runpod.PodStatus, detail string) *PodGoneError {
 	return &PodGoneError{PodID: r.rec.PodID, Status: status, DeleteReason: r.rec.DeleteReason, Detail: detail}
 }

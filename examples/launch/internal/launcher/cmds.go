@@ -185,7 +185,7 @@ no local run knows (orphans: "launch rm --all-orphans" removes them).`)
 		}
 		switch {
 		case live:
-			status = string(pod.Status)
+			status = guard.StatusText(pod.Status)
 			perHr := pod.CostPerHr
 			if perHr == 0 {
 				perHr = r.CostPerHr
