@@ -193,7 +193,7 @@ func (r *Run) end(phase Phase, note string) {
 func (r *Run) podGone(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
-	pod, err := r.api.GetPod(ctx, r.rec.PodID)
+	pod, err := r.lookPod(ctx)
 	return errors.Is(err, runpod.ErrNotFound) || (err == nil && podEnded(pod.Status))
 }
 
@@ -222,14 +222,64 @@ func (r *Run) deletePod(ctx context.Context) (runpod.DeleteResult, error) {
 		return runpod.Deleted, nil
 	}
 	res, err := r.api.DeletePod(ctx, r.rec.PodID)
-	r.emit(Event{Kind: EventDeleted, Result: res, Err: err})
-	if res != runpod.Deleted && res != runpod.Terminated && err == nil {
+	switch {
+	case res == runpod.Deleted || res == runpod.Terminated:
+		// An answered delete is not a pod gone: only the API's own
+		// view says it no longer bills.
+		err = r.confirmGone(ctx)
+	case err == nil:
 		err = fmt.Errorf("pod %s was not deleted", r.rec.PodID)
 	}
-	if res == runpod.Deleted || res == runpod.Terminated {
-		err = nil
-	}
+	r.emit(Event{Kind: EventDeleted, Result: res, Err: err})
 	return res, err
+}
+
+// How long, and how often, a deleted pod is looked for.
+const (
+	confirmWait  = time.Minute
+	confirmEvery = 5 * time.Second
+)
+
+// confirmGone waits until the pod is gone from GET (404 or TERMINATED)
+// and from the list, up to confirmWait, else returns a
+// *DeleteUnconfirmedError.
+func (r *Run) confirmGone(ctx context.Context) error {
+	start := r.now()
+	for {
+		seen := r.stillListed(ctx)
+		if seen == "" {
+			return nil
+		}
+		if r.since(start) >= confirmWait || r.cfg.clock.Sleep(ctx, confirmEvery) != nil {
+			return &DeleteUnconfirmedError{PodID: r.rec.PodID, Seen: seen, After: r.since(start)}
+		}
+	}
+}
+
+// stillListed says how the API still shows the pod, empty when it shows
+// it nowhere.
+func (r *Run) stillListed(ctx context.Context) string {
+	pod, err := r.api.GetPod(ctx, r.rec.PodID)
+	switch {
+	case errors.Is(err, runpod.ErrNotFound):
+	case err != nil:
+		return fmt.Sprintf("reading it failed (%v)", err)
+	case pod.Status != runpod.StatusTerminated:
+		return fmt.Sprintf("GET still shows it %s", pod.Status)
+	}
+	if r.rec.PodName == "" {
+		return ""
+	}
+	pods, err := r.api.ListPods(ctx, runpod.ListPodsOptions{Name: r.rec.PodName})
+	if err != nil {
+		return fmt.Sprintf("listing pods failed (%v)", err)
+	}
+	for _, p := range pods {
+		if p.ID == r.rec.PodID && p.Status != runpod.StatusTerminated {
+			return fmt.Sprintf("the pod list still shows it %s", p.Status)
+		}
+	}
+	return ""
 }
 
 // deleteSecret deletes the run's host key secret, found by name when its

@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -206,6 +207,9 @@ func (e Event) String() string {
 	case EventLeft:
 		return fmt.Sprintf("pod %s is left to its watchdog", e.PodID)
 	case EventDeleted:
+		if errors.Is(e.Err, ErrDeleteUnconfirmed) {
+			return e.Err.Error()
+		}
 		switch e.Result {
 		case runpod.Deleted:
 			return fmt.Sprintf("pod %s deleted", e.PodID)

@@ -388,9 +388,14 @@ type fakeAPI struct {
 	calls []string
 	// GetPod answers the boot statuses first, one a call, then status;
 	// gone makes it answer 404.
-	boot      []runpod.PodStatus
-	status    runpod.PodStatus
-	gone      bool
+	boot   []runpod.PodStatus
+	status runpod.PodStatus
+	gone   bool
+	// lingers is how many GetPods still show a deleted pod (-1: every
+	// one); notFound how many answer 404 for a pod that is there.
+	lingers   int
+	notFound  int
+	deleted   bool
 	podName   string // the name GetPod reports: the created pod's
 	costPerHr float64
 	podCost   float64 // PodCostPerHour's answer
@@ -457,8 +462,15 @@ func (a *fakeAPI) CreatePod(ctx context.Context, req runpod.CreatePodRequest) (*
 
 func (a *fakeAPI) GetPod(ctx context.Context, id string) (*runpod.Pod, error) {
 	defer a.called("GetPod %s", id)()
-	if a.gone || id != fakePodID {
+	if a.gone || id != fakePodID || a.notFound > 0 {
+		a.notFound = max(a.notFound-1, 0)
 		return nil, fmt.Errorf("GET /pods/%s: %w", id, runpod.ErrNotFound)
+	}
+	if a.deleted && a.lingers > 0 {
+		// A deleted pod that is still shown, this time.
+		if a.lingers--; a.lingers == 0 {
+			a.gone = true
+		}
 	}
 	status := a.status
 	if len(a.boot) > 0 {
@@ -488,7 +500,10 @@ func (a *fakeAPI) DeletePod(ctx context.Context, id string) (runpod.DeleteResult
 		return runpod.NotDeleted, err
 	}
 	a.call("DeletePod %s", id)
-	a.gone = true
+	a.deleted = true
+	if a.lingers == 0 {
+		a.gone = true
+	}
 	return runpod.Deleted, nil
 }
 

@@ -161,7 +161,7 @@ func (r *Run) waitRunning(ctx context.Context) error {
 	start, pace := r.now(), newRamp(r.rec.Poll)
 	var lastErr error
 	for {
-		pod, err := r.api.GetPod(ctx, r.rec.PodID)
+		pod, err := r.lookPod(ctx)
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()
@@ -198,6 +198,28 @@ func (r *Run) waitRunning(ctx context.Context) error {
 	}
 }
 
+// A 404 is looked at notFoundLooks times, notFoundEvery apart, before the
+// pod is taken for gone.
+const (
+	notFoundLooks = 3
+	notFoundEvery = 3 * time.Second
+)
+
+// lookPod reads the run's pod. An API that loses a pod for a moment must
+// not end a run whose pod still runs: a 404 is believed only when the
+// next looks say it too.
+func (r *Run) lookPod(ctx context.Context) (*runpod.Pod, error) {
+	for look := 1; ; look++ {
+		pod, err := r.api.GetPod(ctx, r.rec.PodID)
+		if !errors.Is(err, runpod.ErrNotFound) || look == notFoundLooks {
+			return pod, err
+		}
+		if err := r.cfg.clock.Sleep(ctx, notFoundEvery); err != nil {
+			return nil, err
+		}
+	}
+}
+
 // spent is the cost so far, from the pod's price.
 func (r *Run) spent() float64 { return costplan.Spent(r.rec.CostPerHr, r.rec.BillingStart, r.now()) }
 
@@ -229,7 +251,7 @@ func (r *Run) dial(ctx context.Context, timeout time.Duration) error {
 			// no need to knock until the timeout.
 			checked = r.now()
 			detail := fmt.Sprintf("SSH never answered: %v", lastErr)
-			if pod, err := r.api.GetPod(ctx, r.rec.PodID); errors.Is(err, runpod.ErrNotFound) {
+			if pod, err := r.lookPod(ctx); errors.Is(err, runpod.ErrNotFound) {
 				return r.gone("", detail)
 			} else if err == nil && podEnded(pod.Status) {
 				return r.gone(pod.Status, detail)
