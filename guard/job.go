@@ -28,7 +28,10 @@ import (
 // A job whose run directory vanished (the pod's container restarted on a
 // disk that did not keep it) is not started again from its beginning: Start
 // returns an error wrapping ErrJobLost, and the caller deletes the pod.
-// Other failures end as Launch's do.
+// Other failures end as Launch's do. When ctx ends before the job was
+// started, the pod is deleted, as a cancelled Launch's is, unless
+// WithDetachOnCancel: then it is left to its watchdog (Attach's option
+// counts for a Start on an attached Run). Ended says which.
 func (r *Run) Start(ctx context.Context, job Job) error {
 	if job.Dir == "" && job.Command == "" {
 		job.Dir, job.Command = r.rec.JobDir, r.rec.Command
@@ -45,8 +48,14 @@ func (r *Run) Start(ctx context.Context, job Job) error {
 	}
 	r.rec.JobDir, r.rec.Command = job.Dir, job.Command
 	if err := r.start(ctx, job); err != nil {
-		if ctx.Err() == nil {
+		switch {
+		case ctx.Err() == nil:
 			r.fail(ctx, err)
+		case !r.cfg.detachOnCancel:
+			// No job runs yet: left to its watchdog, the pod would bill
+			// its boot grace for nothing.
+			r.rec.Note = "interrupted before the job started"
+			r.teardown(PhaseFailed)
 		}
 		return err
 	}

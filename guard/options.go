@@ -79,8 +79,10 @@ func WithVerdictTimeout(d time.Duration) Option { return func(c *config) { c.ver
 // armed). A pod whose verdict is not ready is deleted whatever this says.
 func WithLeaveOnFailure() Option { return func(c *config) { c.leave = true } }
 
-// WithDetachOnCancel makes Launch leave the pod to its watchdog when ctx
-// ends, and return the Run with ctx's error, instead of deleting the pod.
+// WithDetachOnCancel makes Launch and Start leave the pod to its watchdog
+// when ctx ends, Launch returning the Run with ctx's error, instead of
+// deleting the pod. Without it a pod whose job was not started yet is
+// deleted; a Follow leaves the pod whatever this says.
 func WithDetachOnCancel() Option { return func(c *config) { c.detachOnCancel = true } }
 
 // WithSave calls f with the run's Record each time it changes, so that a

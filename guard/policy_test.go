@@ -321,3 +321,36 @@ func TestASingle404IsLookedAtAgain(t *testing.T) {
 		t.Errorf("%d pod deletes", n)
 	}
 }
+
+// A Start whose context ends before the job was started deletes the pod,
+// as a cancelled Launch does: no job means the pod would only bill its
+// boot grace. WithDetachOnCancel leaves it to its watchdog.
+func TestCancelledStart(t *testing.T) {
+	for _, detach := range []bool{false, true} {
+		h := newHarness(t, look{st: ready})
+		ctx, cancel := context.WithCancel(context.Background())
+		var opts []Option
+		if detach {
+			opts = append(opts, WithDetachOnCancel())
+		}
+		r, err := h.launch(ctx, h.spec(), opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.pod.uploadErr = context.Canceled
+		cancel()
+		if err := r.Start(ctx, Job{}); !errors.Is(err, context.Canceled) {
+			t.Fatalf("detach %v: Start: %v, want context.Canceled", detach, err)
+		}
+		wantDeletes := 1
+		if detach {
+			wantDeletes = 0
+		}
+		if n := h.api.count("DeletePod"); n != wantDeletes || r.Ended() != !detach {
+			t.Errorf("detach %v: %d pod deletes (want %d), ended %v: %v", detach, n, wantDeletes, r.Ended(), h.api.allCalls())
+		}
+		if len(h.pod.starts) != 0 {
+			t.Errorf("detach %v: the job was started", detach)
+		}
+	}
+}

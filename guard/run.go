@@ -74,6 +74,10 @@ func (r *Run) Record() Record { return r.rec }
 // State is what the last look at the pod saw.
 func (r *Run) State() jobctl.State { return r.last }
 
+// Ended says the run has ended: its pod was deleted (or found gone) and
+// its cost recorded.
+func (r *Run) Ended() bool { return r.ended }
+
 // Ready says the watchdog's verdict was ready: its rules guard the pod.
 func (r *Run) Ready() bool { return r.ready }
 

@@ -333,6 +333,49 @@ func TestDownOnInterrupt(t *testing.T) {
 	w.assertClean()
 }
 
+// Ctrl-C before the job started deletes the pod: left to its watchdog it
+// would bill its boot grace for nothing. With --detach it is left.
+func TestInterruptBeforeTheJobDeletes(t *testing.T) {
+	for _, detach := range []bool{false, true} {
+		t.Run(fmt.Sprintf("detach=%v", detach), func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t)
+			// The pod is not seen running while its GET fails, so the
+			// job cannot start before the Ctrl-C; the watchdog's probe
+			// keeps trying meanwhile.
+			w.srv.Fail("GET", "/v2/pods/*", runpodtest.Fault{Status: 503, Times: -1})
+			run := args([]string{"run", "--probe-tries", "1000"}, fast, demo(600))
+			if detach {
+				run = append(run, "--detach")
+			}
+			p := w.start(run...)
+			p.waitOutput(") created: ", patience)
+			time.Sleep(time.Second)
+			w.srv.ClearFaults()
+			p.signal(syscall.SIGINT)
+			if code := p.wait(patience); code != 130 {
+				t.Fatalf("exit %d after Ctrl-C, want 130", code)
+			}
+			r := w.onlyRun()
+			if detach {
+				mustContain(t, "stderr", p.stderr.String(), "detached from pod")
+				if r.Phase != state.PhaseDetached || w.pod(r).Status == runpodtest.StatusTerminated {
+					t.Fatalf("phase %s, pod %s: --detach left nothing to its watchdog", r.Phase, w.pod(r).Status)
+				}
+				if rm := w.run("rm", r.ID); rm.code != 0 {
+					t.Fatalf("rm exit %d: %s", rm.code, rm.stderr)
+				}
+			} else {
+				mustContain(t, "stderr", p.stderr.String(), "deleted", "cost: ~$")
+				if strings.Contains(p.stderr.String(), "detached") || w.pod(r).Status != runpodtest.StatusTerminated {
+					t.Fatalf("pod %s after a Ctrl-C before the job:\n%s", w.pod(r).Status, p.stderr)
+				}
+			}
+			w.assertClean()
+		})
+	}
+}
+
 func lineWith(s, sub string) string {
 	for _, l := range strings.Split(s, "\n") {
 		if strings.Contains(l, sub) {

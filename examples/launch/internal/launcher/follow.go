@@ -60,7 +60,7 @@ func (d *driver) options() []guard.Option {
 	if d.o.onFailure == "leave" {
 		opts = append(opts, guard.WithLeaveOnFailure())
 	}
-	if !d.o.downOnInterrupt && !d.a.inProcess() {
+	if d.o.detach && !d.o.downOnInterrupt && !d.a.inProcess() {
 		opts = append(opts, guard.WithDetachOnCancel())
 	}
 	return opts
@@ -335,16 +335,19 @@ func (d *driver) stopped(ctx context.Context, err error) error {
 	return &exitError{code: ExitFailed}
 }
 
-// interrupted ends a run on Ctrl-C: detach, or down when asked or when the
-// pod would die with this process anyway.
+// interrupted ends a run on Ctrl-C: down when no job runs yet (unless
+// --detach), when asked, or when the pod would die with this process
+// anyway; else detach.
 func (d *driver) interrupted() error {
 	a, run := d.a, d.run
-	if run == nil {
-		// Launch deleted the pod it was waiting for.
+	if run == nil || run.Ended() {
+		// guard deleted the pod: its job had not started.
 		d.printCost()
 		return &exitError{code: ExitInterrupted}
 	}
-	if d.o.downOnInterrupt || a.inProcess() {
+	// An attach cut short before the job started: nothing to detach for.
+	started := run.State().Started() || !d.r.JobStarted.IsZero()
+	if d.o.downOnInterrupt || a.inProcess() || (!started && !d.o.detach) {
 		if a.inProcess() && !d.o.downOnInterrupt {
 			a.say("the in-process local emulator ends with this launcher: collecting what there is and deleting the pod (run \"launch local-server\" to be able to detach)")
 		}

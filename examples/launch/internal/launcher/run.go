@@ -27,6 +27,7 @@ const PodNamePrefix = guard.PodNamePrefix
 type followFlags struct {
 	onFailure       string
 	downOnInterrupt bool
+	detach          bool
 	startTimeout    time.Duration
 	verdictTimeout  time.Duration
 	hfTokenEnv      string
@@ -35,6 +36,7 @@ type followFlags struct {
 func (f *followFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.onFailure, "on-failure", "delete", "when the launcher cannot go on once the pod exists: delete it at once, or leave it to its watchdog (leave)")
 	fs.BoolVar(&f.downOnInterrupt, "down-on-interrupt", false, "on Ctrl-C, collect what there is and delete the pod instead of detaching")
+	fs.BoolVar(&f.detach, "detach", false, "on Ctrl-C before the job started, leave the pod to its watchdog (which deletes it after its boot grace) instead of deleting it")
 	fs.DurationVar(&f.startTimeout, "start-timeout", 20*time.Minute, "how long to wait for the pod to run and answer SSH")
 	fs.DurationVar(&f.verdictTimeout, "verdict-timeout", 10*time.Minute, "how long to wait for the watchdog's verdict")
 	fs.StringVar(&f.hfTokenEnv, "hf-token-env", "", "name of this launcher's environment variable holding the HF token; the job gets it as HF_TOKEN over SSH only")
@@ -170,9 +172,10 @@ func cmdRun(ctx context.Context, a *app, args []string) error {
 	fs := a.newFlags("run", "", `Creates a pod for a new run, waits for its watchdog's verdict, uploads and
 starts the job, follows its output while renewing the lease, downloads the
 results, deletes the pod and the secret, and prints what it cost. Ctrl-C
-detaches (the pod goes on under its watchdog; "launch attach RUN" resumes)
-unless --down-on-interrupt; with the in-process local emulator the pod ends
-with the launcher.`)
+before the job started deletes the pod (unless --detach); once it runs,
+Ctrl-C detaches (the pod goes on under its watchdog; "launch attach RUN"
+resumes) unless --down-on-interrupt; with the in-process local emulator
+the pod ends with the launcher.`)
 	f.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
