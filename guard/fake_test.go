@@ -401,6 +401,7 @@ type fakeAPI struct {
 	podCost   float64 // PodCostPerHour's answer
 	gpus      map[string]runpod.GPUType
 	volumes   map[string]int
+	growErr   error
 	created   []runpod.CreatePodRequest
 	secrets   map[string]string
 }
@@ -554,6 +555,9 @@ func (a *fakeAPI) GetNetworkVolume(ctx context.Context, id string) (*runpod.Netw
 
 func (a *fakeAPI) GrowNetworkVolume(ctx context.Context, id string, sizeGB int) (*runpod.NetworkVolume, error) {
 	defer a.called("GrowNetworkVolume %s %d", id, sizeGB)()
+	if a.growErr != nil {
+		return nil, a.growErr
+	}
 	a.volumes[id] = sizeGB
 	return &runpod.NetworkVolume{ID: id, SizeGB: sizeGB}, nil
 }

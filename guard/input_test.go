@@ -58,6 +58,9 @@ func TestLaunchRefusesBadInput(t *testing.T) {
 			[]string{"Spec.MaxCostUSD"}, []string{"GetGPUType"}},
 		{"an unknown network volume", func(s *Spec) { s.NetworkVolumeID = "vol-9" }, nil,
 			[]string{"Spec.NetworkVolumeID"}, []string{"GetNetworkVolume"}},
+		{"a largest volume size without a network volume", func(s *Spec) { s.MaxVolumeGB = 100 }, nil, []string{"Spec.MaxVolumeGB"}, nil},
+		{"a largest volume size past Runpod's", func(s *Spec) { s.NetworkVolumeID, s.MaxVolumeGB = "vol-1", runpod.MaxVolumeGB+1 }, nil,
+			[]string{"Spec.MaxVolumeGB"}, nil},
 		{"a lease renewed no sooner than it lapses", nil, []Option{WithLeaseEvery(DefaultLeaseTTL)}, []string{"WithLeaseEvery"}, nil},
 		{"no poll interval", nil, []Option{WithPoll(0)}, []string{"WithPoll"}, nil},
 	} {

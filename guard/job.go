@@ -258,10 +258,11 @@ func (r *Run) follow(ctx context.Context, w io.Writer) (End, error) {
 			announced = st.Request
 			r.emit(Event{Kind: EventSnapshotRequested, Snapshot: st.Request})
 		}
-		if r.rec.NetworkVolumeID != "" && st.DuKiB >= 0 && now.Sub(lastVolume) >= time.Minute {
-			lastVolume = now
-			if err := r.growVolume(ctx, st.DuKiB); err != nil {
-				r.warn(fmt.Errorf("growing network volume %s: %w", r.rec.NetworkVolumeID, err))
+		if r.rec.NetworkVolumeID != "" && st.DuKiB >= 0 {
+			r.tellFilling(st.DuKiB)
+			if now.Sub(lastVolume) >= time.Minute {
+				lastVolume = now
+				r.growVolume(ctx, st)
 			}
 		}
 		if st.Ended() && r.rec.LogOffset >= st.LogSize {
@@ -308,17 +309,80 @@ func (r *Run) endOf(st jobctl.State) End {
 	return e
 }
 
-// growVolume grows the network volume when it is 92% full and tells the
-// watchdog its new size.
-func (r *Run) growVolume(ctx context.Context, usedKiB int64) error {
-	newGB, grow := costplan.Grow(r.rec.VolumeGB, usedKiB)
+// Filling warnings start at fillFirst percent of the volume's usable part
+// and come again every fillStep.
+const (
+	fillFirst = 85
+	fillStep  = 5
+)
+
+// volumePercent is how full a volume of sizeGB holding usedKiB is, in
+// percent of its usable part (as the watchdog counts it).
+func volumePercent(sizeGB int, usedKiB int64) int {
+	if sizeGB <= 0 {
+		return 0
+	}
+	return int(float64(usedKiB) * 1024 * 100 / (costplan.VolumeUsable * float64(sizeGB) * 1e9))
+}
+
+// tellFilling warns at fillFirst percent, then at each fillStep more: a
+// network volume bills every month, whether a pod runs or not.
+func (r *Run) tellFilling(usedKiB int64) {
+	pct := volumePercent(r.rec.VolumeGB, usedKiB)
+	if pct < fillFirst {
+		return
+	}
+	step := fillFirst + (pct-fillFirst)/fillStep*fillStep
+	if step <= r.filledWarned {
+		return
+	}
+	r.filledWarned = step
+	r.emit(Event{Kind: EventVolumeFilling, VolumeID: r.rec.NetworkVolumeID, FromGB: r.rec.VolumeGB,
+		ToGB: r.rec.MaxVolumeGB, UsedBytes: usedKiB * 1024, Percent: step})
+}
+
+// growVolume grows the network volume when it is GrowAt full, up to the
+// run's MaxVolumeGB, and tells the watchdog its new size. A volume that
+// may not grow, or whose growth failed, asks the job for a disk snapshot
+// at once: a checkpoint now beats a job ended by a full disk.
+func (r *Run) growVolume(ctx context.Context, st jobctl.State) {
+	newGB, grow := costplan.Grow(r.rec.VolumeGB, st.DuKiB)
 	if !grow {
-		return nil
+		return
 	}
-	newGB = min(newGB, runpod.MaxVolumeGB)
-	if newGB <= r.rec.VolumeGB {
-		return fmt.Errorf("the volume is %d GB, Runpod's largest: it cannot grow", r.rec.VolumeGB)
+	limit := min(r.rec.MaxVolumeGB, runpod.MaxVolumeGB)
+	var why error
+	switch {
+	case r.rec.MaxVolumeGB <= 0:
+		why = errors.New("it may not grow (no largest size was set)")
+	case r.rec.VolumeGB >= limit:
+		why = fmt.Errorf("it is %d GB, the largest it may grow to", r.rec.VolumeGB)
+	default:
+		if err := r.growTo(ctx, min(newGB, limit), st.DuKiB); err != nil {
+			why = fmt.Errorf("growing it failed: %w", err)
+		}
 	}
+	if why == nil {
+		return
+	}
+	asked := st.Request == "" && !r.diskAsked
+	if asked {
+		if err := r.put(ctx, watchdog.SnapshotRequest, string(watchdog.ReasonDisk)); err != nil {
+			r.warn(err)
+			asked = false
+		}
+		r.diskAsked = asked
+	}
+	then := "a snapshot is requested already"
+	if asked {
+		then = "the job is asked for a disk snapshot"
+	}
+	r.warn(fmt.Errorf("network volume %s is full (%d%% of its usable part) and %w: %s", r.rec.NetworkVolumeID,
+		volumePercent(r.rec.VolumeGB, st.DuKiB), why, then))
+}
+
+// growTo grows the network volume to newGB and tells the watchdog.
+func (r *Run) growTo(ctx context.Context, newGB int, usedKiB int64) error {
 	v, err := r.api.GrowNetworkVolume(ctx, r.rec.NetworkVolumeID, newGB)
 	if err != nil {
 		return err
@@ -328,6 +392,8 @@ func (r *Run) growVolume(ctx context.Context, usedKiB int64) error {
 	}
 	r.emit(Event{Kind: EventVolumeGrown, VolumeID: r.rec.NetworkVolumeID, FromGB: r.rec.VolumeGB, ToGB: v.SizeGB, UsedBytes: usedKiB * 1024})
 	r.rec.VolumeGB = v.SizeGB
+	// A bigger volume is less full: its warnings start again.
+	r.filledWarned = 0
 	r.save()
 	return nil
 }

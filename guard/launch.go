@@ -99,6 +99,7 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 		}
 		settings.VolumeDir, settings.VolumeGB = spec.VolumePath, v.SizeGB
 		r.rec.NetworkVolumeID, r.rec.VolumeDir, r.rec.VolumeGB = spec.NetworkVolumeID, spec.VolumePath, v.SizeGB
+		r.rec.MaxVolumeGB = spec.MaxVolumeGB
 	}
 	r.rec.RunDir = settings.RunDir()
 

@@ -77,6 +77,7 @@ type Record struct {
 	NetworkVolumeID string `json:"network_volume_id,omitempty"`
 	VolumeDir       string `json:"volume_dir,omitempty"`
 	VolumeGB        int    `json:"volume_gb,omitempty"`
+	MaxVolumeGB     int    `json:"max_volume_gb,omitempty"`
 
 	// How the run is followed, so that an Attach follows it the same way.
 	Poll         time.Duration `json:"poll"`
@@ -98,9 +99,9 @@ type Record struct {
 	// Collected is when Collect downloaded the results: the run's purpose
 	// is met, and a pod gone after it ended well.
 	Collected time.Time `json:"collected,omitzero"`
-	Ended        time.Time             `json:"ended,omitzero"`
-	CostUSD      float64               `json:"cost_usd,omitempty"`
-	Note         string                `json:"note,omitempty"`
+	Ended     time.Time `json:"ended,omitzero"`
+	CostUSD   float64   `json:"cost_usd,omitempty"`
+	Note      string    `json:"note,omitempty"`
 }
 
 // Save writes the record to file as JSON, mode 0600 (it holds the client's

@@ -66,6 +66,10 @@ type Run struct {
 	// started: the container restarted on a disk that did not keep it.
 	runDirLost bool
 	ended      bool
+	// filledWarned is the last filling warning's percent; diskAsked says
+	// this Run asked the job for a disk snapshot.
+	filledWarned int
+	diskAsked    bool
 }
 
 // Record returns the run's record as it is now.

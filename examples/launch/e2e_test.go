@@ -634,8 +634,9 @@ func TestFailuresDeleteThePod(t *testing.T) {
 	}
 }
 
-// A network volume that fills is grown before the watchdog's disk rule would
-// stop the job, and the watchdog is told the new size.
+// A network volume that fills is grown (up to --max-volume-gb) before the
+// watchdog's disk rule would stop the job, and the watchdog is told the
+// new size.
 func TestNetworkVolumeGrows(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
@@ -647,7 +648,7 @@ func TestNetworkVolumeGrows(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(vol.Dir, "fake-du"), []byte(du), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	p := w.run(args([]string{"run", "--network-volume", "vol-test", "--pod-env", "OVERBRAINER_DU=/workspace/fake-du"}, fast, demo(8))...)
+	p := w.run(args([]string{"run", "--network-volume", "vol-test", "--max-volume-gb", "20", "--pod-env", "OVERBRAINER_DU=/workspace/fake-du"}, fast, demo(8))...)
 	if p.code != 0 {
 		t.Fatalf("exit %d", p.code)
 	}

@@ -55,18 +55,18 @@ func (f *followFlags) check() error {
 type runFlags struct {
 	follow followFlags
 
-	job, cmd, out     string
-	image, gpu, cloud string
-	gpuCount, diskGB  int
-	volumeGB          int
-	networkVolume     string
-	volumePath        string
-	workdir           string
-	maxHours          float64
-	maxCostUSD        float64
-	keep              bool
-	bootGrace         time.Duration
-	retrieveGrace     time.Duration
+	job, cmd, out      string
+	image, gpu, cloud  string
+	gpuCount, diskGB   int
+	volumeGB, maxVolGB int
+	networkVolume      string
+	volumePath         string
+	workdir            string
+	maxHours           float64
+	maxCostUSD         float64
+	keep               bool
+	bootGrace          time.Duration
+	retrieveGrace      time.Duration
 
 	poll, leaseEvery time.Duration
 	snapshotLead     time.Duration
@@ -110,7 +110,8 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.cloud, "cloud", "SECURE", "SECURE or COMMUNITY")
 	fs.IntVar(&f.diskGB, "disk-gb", 50, "container disk in GB")
 	fs.IntVar(&f.volumeGB, "volume-gb", 0, "a pod volume of this size in GB at --volume-path (0: none)")
-	fs.StringVar(&f.networkVolume, "network-volume", "", "id of a network volume to mount at --volume-path (grown by 25% when 92% of its usable part is used)")
+	fs.StringVar(&f.networkVolume, "network-volume", "", "id of a network volume to mount at --volume-path (grown by 25% when 92% of its usable part is used, up to --max-volume-gb)")
+	fs.IntVar(&f.maxVolGB, "max-volume-gb", 0, "the largest the network volume may grow to, in GB (0: it never grows, and a full one asks the job for a disk snapshot)")
 	fs.StringVar(&f.volumePath, "volume-path", guard.DefaultVolumePath, "where the volume is mounted")
 	fs.StringVar(&f.workdir, "workdir", "", "directory of run directories on the pod (default: --volume-path/overbrainer)")
 	fs.Float64Var(&f.maxHours, "max-hours", 4, "deadline, in hours from now: the watchdog deletes the pod then unless this launcher still holds the lease")
@@ -215,7 +216,7 @@ the pod ends with the launcher.`)
 	spec := guard.Spec{
 		RunID: id, Job: guard.Job{Dir: jobDir, Command: f.cmd},
 		Image: f.image, GPUTypeID: f.gpu, GPUCount: f.gpuCount, Cloud: runpod.CloudType(f.cloud),
-		DiskGB: f.diskGB, VolumeGB: f.volumeGB, NetworkVolumeID: f.networkVolume,
+		DiskGB: f.diskGB, VolumeGB: f.volumeGB, NetworkVolumeID: f.networkVolume, MaxVolumeGB: f.maxVolGB,
 		VolumePath: f.volumePath, Workdir: f.workdir,
 		MaxCostUSD: f.maxCostUSD, Keep: f.keep, BootGrace: f.bootGrace, RetrieveGrace: f.retrieveGrace,
 		SnapshotLead: f.snapshotLead, Interval: f.wdInterval, LeaseTTL: f.leaseTTL,
