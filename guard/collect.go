@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/internal/costplan"
@@ -309,6 +310,9 @@ func (r *Run) deleteSecret(ctx context.Context) {
 // Remove deletes a run's pod (found by name when the Record has no pod
 // id) and its secret without connecting to the pod: for a run nobody
 // follows. It returns the updated Record; a pod already gone is no error.
+// A run whose job was started and whose results were not collected is
+// refused (ErrNotCollected) while its pod is up, unless WithForce: stop
+// or attach to it (Snapshot, Follow, Collect) instead.
 func Remove(ctx context.Context, c *runpod.Client, rec Record, opts ...Option) (Record, runpod.DeleteResult, error) {
 	return remove(ctx, c, rec, opts...)
 }
@@ -336,6 +340,17 @@ func remove(ctx context.Context, c api, rec Record, opts ...Option) (Record, run
 	if err := r.findPod(ctx); err != nil && !errors.Is(err, ErrNoPod) {
 		return r.rec, runpod.NotDeleted, err
 	}
+	if !cfg.force && !rec.JobStarted.IsZero() && rec.Collected.IsZero() && r.rec.PodID != "" {
+		// The job may still run, and its results are on the pod only.
+		pod, err := r.lookPod(ctx)
+		if err == nil && !podEnded(pod.Status) {
+			return r.rec, runpod.NotDeleted, fmt.Errorf("%w (the job of run %s was started, and its pod %s is %s)",
+				ErrNotCollected, rec.ID, r.rec.PodID, pod.Status)
+		}
+		if err != nil && !errors.Is(err, runpod.ErrNotFound) {
+			return r.rec, runpod.NotDeleted, fmt.Errorf("reading pod %s: %w", r.rec.PodID, err)
+		}
+	}
 	res, err := r.deletePod(ctx)
 	r.deleteSecret(ctx)
 	switch res {
@@ -350,4 +365,35 @@ func remove(ctx context.Context, c api, rec Record, opts ...Option) (Record, run
 	}
 	r.save()
 	return r.rec, res, err
+}
+
+// Abandoned says a guarded pod in this status is provably abandoned: it
+// no longer runs (EXITED or ERROR), nor does its watchdog, and it bills.
+func Abandoned(s runpod.PodStatus) bool { return stillBills(s) }
+
+// RemoveOrphan deletes a guarded pod of a run no Record is at hand for,
+// and that run's secret, when the pod is provably Abandoned. Any other is
+// left to its owner: it may be another machine's live run (ErrNotAbandoned
+// says so).
+func RemoveOrphan(ctx context.Context, c *runpod.Client, pod runpod.Pod, opts ...Option) (runpod.DeleteResult, error) {
+	return removeOrphan(ctx, c, pod, opts...)
+}
+
+func removeOrphan(ctx context.Context, c api, pod runpod.Pod, opts ...Option) (runpod.DeleteResult, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	id, ok := strings.CutPrefix(pod.Name, PodNamePrefix)
+	if !ok || CheckRunID(id) != nil {
+		return runpod.NotDeleted, fmt.Errorf("pod %s (%q) is not a guarded run's", pod.ID, pod.Name)
+	}
+	if !Abandoned(pod.Status) {
+		return runpod.NotDeleted, fmt.Errorf("%w: pod %s (%s) is %s, and only an EXITED or ERROR pod is: another machine's run may own it",
+			ErrNotAbandoned, pod.ID, pod.Name, pod.Status)
+	}
+	r := &Run{api: c, cfg: cfg, rec: Record{ID: id, PodID: pod.ID, PodName: pod.Name, SecretName: hostKeySecretName(id)}}
+	res, err := r.deletePod(ctx)
+	r.deleteSecret(ctx)
+	return res, err
 }

@@ -30,6 +30,13 @@ var (
 	// ErrDeleteUnconfirmed: a delete was answered, but the API still
 	// shows the pod. A *DeleteUnconfirmedError says how to check.
 	ErrDeleteUnconfirmed = errors.New("guard: the pod's delete is not confirmed")
+	// ErrNotCollected: Remove refused a run whose job was started and
+	// whose results were not collected, its pod still up (WithForce
+	// deletes it anyway).
+	ErrNotCollected = errors.New("guard: the run's results were not collected")
+	// ErrNotAbandoned: RemoveOrphan left a pod that is not provably
+	// abandoned.
+	ErrNotAbandoned = errors.New("guard: the pod is not provably abandoned")
 	// ErrRecordMismatch: a Record that is not this pod's run.
 	ErrRecordMismatch = errors.New("guard: the record is not this pod's run")
 	// ErrHostKeyMismatch: the server at the pod's address does not hold

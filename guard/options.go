@@ -19,6 +19,7 @@ type config struct {
 	verdictTimeout time.Duration
 	leave          bool
 	detachOnCancel bool
+	force          bool
 	save           func(Record) error
 
 	// Test seams: the clock and the SSH side.
@@ -84,6 +85,10 @@ func WithLeaveOnFailure() Option { return func(c *config) { c.leave = true } }
 // deleting the pod. Without it a pod whose job was not started yet is
 // deleted; a Follow leaves the pod whatever this says.
 func WithDetachOnCancel() Option { return func(c *config) { c.detachOnCancel = true } }
+
+// WithForce makes Remove delete a run's pod even when its job was started
+// and its results were not collected: they are lost with it.
+func WithForce() Option { return func(c *config) { c.force = true } }
 
 // WithSave calls f with the run's Record each time it changes, so that a
 // process killed at any moment leaves a Record to Attach from. An error

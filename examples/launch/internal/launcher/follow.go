@@ -191,7 +191,7 @@ func (d *driver) steps(ctx context.Context, attached bool) error {
 			return d.stopped(ctx, err)
 		}
 	case attached && st.Lost():
-		a.say("%s: reading the rest of its output from byte %d", lostJob, d.r.LogOffset)
+		a.say("%s: reading the rest of its output from byte %d", guard.LostJob, d.r.LogOffset)
 	case attached && st.Ended():
 		a.say("the job has ended: reading the rest of its output from byte %d", d.r.LogOffset)
 	case attached:
@@ -268,10 +268,6 @@ func (d *driver) requestStop(ctx context.Context) error {
 	d.a.say("snapshot requested (stop): waiting for the job's checkpoint")
 	return nil
 }
-
-// lostJob is what the launcher says of a job lost with an earlier container
-// of the pod (jobctl.State.Lost).
-const lostJob = "job lost: the pod's container restarted (Runpod restarted it, or its host failed), which ended the job before it could write its exit code"
 
 // listOutputs names the first downloaded outputs.
 func (a *app) listOutputs(dir string) {
@@ -369,7 +365,7 @@ func (d *driver) interrupted() error {
 	}
 	run.Detach()
 	a.say("detached from pod %s: it goes on under its watchdog. %s", d.r.PodID, d.guarantees())
-	a.say("resume with: launch attach %s   (or: launch stop %s, launch rm %s)", d.r.ID, d.r.ID, d.r.ID)
+	a.say("resume with: launch attach %s   (or: launch stop %s; launch rm --force %s loses its results)", d.r.ID, d.r.ID, d.r.ID)
 	return &exitError{code: ExitInterrupted}
 }
 
