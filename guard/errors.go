@@ -37,6 +37,10 @@ var (
 	// ErrNotAbandoned: RemoveOrphan left a pod that is not provably
 	// abandoned.
 	ErrNotAbandoned = errors.New("guard: the pod is not provably abandoned")
+	// ErrEnforced: the client ended the run by one of its watchdog's
+	// rules, which the watchdog had not applied in time (it died or
+	// hangs). An *EnforcedError says which.
+	ErrEnforced = errors.New("guard: the client enforced its watchdog's rule")
 	// ErrRecordMismatch: a Record that is not this pod's run.
 	ErrRecordMismatch = errors.New("guard: the record is not this pod's run")
 	// ErrHostKeyMismatch: the server at the pod's address does not hold
@@ -115,3 +119,16 @@ func (e *DeleteUnconfirmedError) Error() string {
 }
 
 func (e *DeleteUnconfirmedError) Is(target error) bool { return target == ErrDeleteUnconfirmed }
+
+// EnforcedError is a rule of the watchdog's that the following client
+// applied itself: the pod is deleted.
+type EnforcedError struct {
+	Reason watchdog.DeleteReason
+	Detail string
+}
+
+func (e *EnforcedError) Error() string {
+	return fmt.Sprintf("%s, and the pod's watchdog had not deleted it (it died or hangs): this client deletes it (%s)", e.Detail, e.Reason)
+}
+
+func (e *EnforcedError) Is(target error) bool { return target == ErrEnforced }

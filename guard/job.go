@@ -198,7 +198,10 @@ func (r *Run) Exec(ctx context.Context, cmd string, stdin io.Reader, stdout, std
 // a *PodGoneError (and the secret deleted). A job of an earlier container
 // comes back as End{How: Lost}, a vanished run directory as RunDirLost.
 // When ctx ends, Follow returns its error and leaves the pod to its
-// watchdog.
+// watchdog. A watchdog that missed its cost cap or its deadline (it died
+// or hangs) is backed up: the cost snapshot is asked, and past the cap, or
+// past the deadline with the lease stale, the run ends with an
+// *EnforcedError and the pod is deleted.
 func (r *Run) Follow(ctx context.Context, w io.Writer) (End, error) {
 	end, err := r.follow(ctx, w)
 	switch {
@@ -268,6 +271,9 @@ func (r *Run) follow(ctx context.Context, w io.Writer) (End, error) {
 		if st.Ended() && r.rec.LogOffset >= st.LogSize {
 			return r.endOf(st), nil
 		}
+		if err := r.enforce(ctx, st, lastLease); err != nil {
+			return End{}, err
+		}
 		// The job was started (or seen started) before the follow began,
 		// and job.pid is never removed: without it, the run directory is
 		// a new one. The pod's container restarted on a disk that did not
@@ -287,6 +293,67 @@ func (r *Run) follow(ctx context.Context, w io.Writer) (End, error) {
 			return End{}, err
 		}
 	}
+}
+
+// enforce applies the watchdog's money rules from this side while the
+// client follows, so that a watchdog that died or hangs does not leave a
+// pod billing under a client's eyes: at the cost cap's snapshot time it
+// asks for the snapshot when none was asked, and at the cap, or at the
+// deadline while the lease is stale, it ends the run with an
+// *EnforcedError (the pod is then deleted). Each acts a watchdog tick and
+// a margin after the watchdog would have, so that a live one acts first.
+// A kept run has none of these rules.
+func (r *Run) enforce(ctx context.Context, st jobctl.State, leaseAt time.Time) error {
+	if r.rec.Keep {
+		return nil
+	}
+	now, late := r.now(), or(r.rec.Interval, podenv.DefaultInterval)+enforceMargin
+	if r.rec.MaxCostUSD > 0 && r.rec.CostPerHr > 0 {
+		plan, err := costplan.CostCap(r.rec.BillingStart, r.rec.CostPerHr, r.rec.MaxCostUSD, r.rec.SnapshotLead, 0)
+		if err != nil {
+			return err
+		}
+		if capAt := time.Unix(plan.CostCapAt, 0); now.After(capAt.Add(late)) {
+			return &EnforcedError{Reason: watchdog.DeleteCostCap, Detail: fmt.Sprintf("the cost cap of %s was reached at %s (by this machine's clock)",
+				Money(r.rec.MaxCostUSD), capAt.Local().Format(time.TimeOnly))}
+		}
+		if snapAt := time.Unix(plan.SnapshotAt, 0); now.After(snapAt.Add(late)) && st.Request == "" && !r.costAsked {
+			// A failed write is tried again at the next look.
+			if err := r.put(ctx, watchdog.SnapshotRequest, string(watchdog.ReasonCost)); err != nil {
+				r.warn(err)
+			} else {
+				r.costAsked = true
+				r.warn(fmt.Errorf("the pod's watchdog had not asked for the cost cap's snapshot, due at %s: this client asked", snapAt.Local().Format(time.TimeOnly)))
+			}
+		}
+	}
+	// Past the deadline with a stale lease the watchdog asks for a
+	// snapshot, and deletes the pod once the snapshot had its wait.
+	staleAt := leaseAt.Add(or(r.rec.LeaseTTL, podenv.DefaultLeaseTTL))
+	due := maxTime(r.rec.Deadline, staleAt).Add(or(r.rec.SnapshotWait, podenv.DefaultSnapshotWait) + late)
+	if !r.rec.Deadline.IsZero() && now.After(staleAt) && now.After(due) {
+		return &EnforcedError{Reason: watchdog.DeleteDeadline, Detail: fmt.Sprintf("the deadline %s passed, the lease lapsed",
+			r.rec.Deadline.Local().Format(time.DateTime))}
+	}
+	return nil
+}
+
+// enforceMargin is how much later than its watchdog a client enforces.
+const enforceMargin = 30 * time.Second
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// or is d, or def when d is zero.
+func or(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
 }
 
 // endOf is how the job of st ended.

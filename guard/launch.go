@@ -66,6 +66,7 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 		Deadline: spec.Deadline, MaxCostUSD: spec.MaxCostUSD, Keep: spec.Keep,
 		BootGrace: spec.BootGrace, RetrieveGrace: spec.RetrieveGrace,
 		Poll: cfg.poll, LeaseEvery: cfg.leaseEvery, SnapshotLead: spec.SnapshotLead,
+		Interval: spec.Interval, LeaseTTL: spec.LeaseTTL, SnapshotWait: spec.SnapshotWait,
 		Phase: PhaseCreating,
 	}
 	ttl := spec.LeaseTTL

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/podssh"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/watchdog"
@@ -353,4 +354,72 @@ func TestCancelledStart(t *testing.T) {
 			t.Errorf("detach %v: the job was started", detach)
 		}
 	}
+}
+
+// While it follows, the client backs up its watchdog's money rules: a
+// watchdog that died or hangs does not leave the pod billing under its
+// eyes. Each rule acts a tick and a margin after the watchdog's would.
+func TestTheClientEnforcesTheMoneyRules(t *testing.T) {
+	const poll = 10 * time.Second
+	late := podenv.DefaultInterval + enforceMargin
+	t.Run("cost cap", func(t *testing.T) {
+		h := newHarness(t, look{st: ready}, look{st: ready}, look{st: running, out: "a"})
+		spec := h.spec()
+		spec.MaxCostUSD, spec.SnapshotLead = 0.69, 5*time.Minute // an hour, the snapshot 5m before
+		r := h.mustStart(spec, WithPoll(poll))
+		_, err := r.Follow(context.Background(), io.Discard)
+		var ee *EnforcedError
+		if !errors.As(err, &ee) || !errors.Is(err, ErrEnforced) || ee.Reason != watchdog.DeleteCostCap {
+			t.Fatalf("Follow: %v, want the cost cap enforced", err)
+		}
+		if at := h.clk.Now().Sub(t0); at < time.Hour+late || at > time.Hour+late+2*poll {
+			t.Errorf("enforced %s after the create, want %s", at, time.Hour+late)
+		}
+		var asked []string
+		for _, p := range h.pod.allPuts() {
+			if p.Name == watchdog.SnapshotRequest {
+				asked = append(asked, p.Value)
+			}
+		}
+		if diff := cmp.Diff([]string{string(watchdog.ReasonCost)}, asked); diff != "" {
+			t.Errorf("snapshot requests (-want +got):\n%s", diff)
+		}
+		if n := h.api.count("DeletePod"); n != 1 || r.Record().Phase != PhaseFailed {
+			t.Errorf("%d pod deletes, phase %s", n, r.Record().Phase)
+		}
+	})
+	t.Run("deadline, lease stale", func(t *testing.T) {
+		h := newHarness(t, look{st: ready}, look{st: running, out: "a"})
+		spec := h.spec()
+		spec.Deadline = t0.Add(30 * time.Minute)
+		r := h.mustStart(spec, WithPoll(poll))
+		_, err := r.Follow(context.Background(), io.Discard)
+		var ee *EnforcedError
+		if !errors.As(err, &ee) || ee.Reason != watchdog.DeleteDeadline {
+			t.Fatalf("Follow: %v, want the deadline enforced", err)
+		}
+		want := 30*time.Minute + podenv.DefaultSnapshotWait + late
+		if at := h.clk.Now().Sub(t0); at < want || at > want+2*poll {
+			t.Errorf("enforced %s after the create, want %s", at, want)
+		}
+		if n := h.api.count("DeletePod"); n != 1 {
+			t.Errorf("%d pod deletes", n)
+		}
+	})
+	t.Run("deadline, lease held", func(t *testing.T) {
+		looks := []look{{st: ready}}
+		for range 400 { // 66 minutes of output
+			looks = append(looks, look{st: running, out: "x"})
+		}
+		h := newHarness(t, append(looks, look{st: exited(0)})...)
+		spec := h.spec()
+		spec.Deadline = t0.Add(30 * time.Minute)
+		r := h.mustStart(spec, WithPoll(poll))
+		if end, err := r.Follow(context.Background(), io.Discard); err != nil || !end.OK() {
+			t.Fatalf("Follow = %v, %v: a held lease extends the deadline", end, err)
+		}
+		if n := h.api.count("DeletePod"); n != 0 {
+			t.Errorf("%d pod deletes", n)
+		}
+	})
 }

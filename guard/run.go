@@ -70,6 +70,8 @@ type Run struct {
 	// this Run asked the job for a disk snapshot.
 	filledWarned int
 	diskAsked    bool
+	// costAsked says this Run asked for the cost cap's snapshot itself.
+	costAsked bool
 }
 
 // Record returns the run's record as it is now.
