@@ -505,15 +505,8 @@ func TestFollowTellsAFillingVolume(t *testing.T) {
 		s.DuKiB = int64(math.Ceil(pct / 100 * costplan.VolumeUsable * float64(gb) * 1e9 / 1024))
 		return s
 	}
-	h := newHarness(t, look{st: ready}, look{st: at(100, 80)}, look{st: at(100, 85)}, look{st: at(100, 86)},
+	h := followOnAVolume(t, look{st: ready}, look{st: at(100, 80)}, look{st: at(100, 85)}, look{st: at(100, 86)},
 		look{st: at(100, 89)}, look{st: at(100, 90)}, look{st: at(100, 91)}, look{st: exited(0)})
-	h.api.volumes["vol-1"] = 100
-	spec := h.spec()
-	spec.NetworkVolumeID = "vol-1"
-	r := h.mustStart(spec)
-	if _, err := r.Follow(context.Background(), io.Discard); err != nil {
-		t.Fatal(err)
-	}
 	var pcts []int
 	for _, e := range h.eventsOf(EventVolumeFilling) {
 		pcts = append(pcts, e.Percent)
@@ -613,4 +606,33 @@ func TestAttachResumesFromTheSavedRecord(t *testing.T) {
 	if d := h.dials[len(h.dials)-1]; !pins(t, d, rec) {
 		t.Error("attach did not pin the record's host key")
 	}
+}
+
+// A full volume that may not grow is told, and its snapshot asked, once:
+// not at each measure after.
+func TestAFullVolumeIsToldOnce(t *testing.T) {
+	full := running
+	full.DuKiB = int64(math.Ceil(costplan.GrowAt * costplan.VolumeUsable * 100 * 1e9 / 1024))
+	looks := []look{{st: ready}}
+	for range 100 { // more than three minutes of looks
+		looks = append(looks, look{st: full})
+	}
+	h := followOnAVolume(t, append(looks, look{st: exited(0)})...)
+	if n, puts := len(h.eventsOf(EventWarning)), h.pod.allPuts(); n != 1 || len(puts) != 1 {
+		t.Errorf("%d warnings and puts %v, want one of each", n, puts)
+	}
+}
+
+// followOnAVolume follows a run on a network volume of 100 GB that may not
+// grow, through looks.
+func followOnAVolume(t *testing.T, looks ...look) *harness {
+	t.Helper()
+	h := newHarness(t, looks...)
+	h.api.volumes["vol-1"] = 100
+	spec := h.spec()
+	spec.NetworkVolumeID = "vol-1"
+	if _, err := h.mustStart(spec).Follow(context.Background(), io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	return h
 }

@@ -429,21 +429,20 @@ func (r *Run) growVolume(ctx context.Context, st jobctl.State) {
 			why = fmt.Errorf("growing it failed: %w", err)
 		}
 	}
-	if why == nil {
+	if why == nil || r.diskAsked {
+		// Told once: the job has its request.
 		return
 	}
-	asked := st.Request == "" && !r.diskAsked
-	if asked {
-		if err := r.put(ctx, watchdog.SnapshotRequest, string(watchdog.ReasonDisk)); err != nil {
-			r.warn(err)
-			asked = false
-		}
-		r.diskAsked = asked
-	}
 	then := "a snapshot is requested already"
-	if asked {
+	if st.Request == "" {
+		if err := r.put(ctx, watchdog.SnapshotRequest, string(watchdog.ReasonDisk)); err != nil {
+			// Tried again at the next measure.
+			r.warn(fmt.Errorf("network volume %s is full and %w; asking the job for a disk snapshot: %w", r.rec.NetworkVolumeID, why, err))
+			return
+		}
 		then = "the job is asked for a disk snapshot"
 	}
+	r.diskAsked = true
 	r.warn(fmt.Errorf("network volume %s is full (%d%% of its usable part) and %w: %s", r.rec.NetworkVolumeID,
 		volumePercent(r.rec.VolumeGB, st.DuKiB), why, then))
 }
