@@ -386,7 +386,7 @@ func removeOrphan(ctx context.Context, c api, pod runpod.Pod, opts ...Option) (r
 	}
 	id, ok := strings.CutPrefix(pod.Name, PodNamePrefix)
 	if !ok || CheckRunID(id) != nil {
-		return runpod.NotDeleted, fmt.Errorf("pod %s (%q) is not a guarded run's", pod.ID, pod.Name)
+		return runpod.NotDeleted, fmt.Errorf("%w: pod %s (%q) is not named as a guarded run's", ErrNotAbandoned, pod.ID, pod.Name)
 	}
 	if !Abandoned(pod.Status) {
 		return runpod.NotDeleted, fmt.Errorf("%w: pod %s (%s) is %s, and only an EXITED or ERROR pod is: another machine's run may own it",

@@ -267,7 +267,7 @@ func TestRemoveOrphan(t *testing.T) {
 		}
 	}
 	h := newHarness(t)
-	if _, err := removeOrphan(context.Background(), h.api, runpod.Pod{ID: "x", Name: "someone-else", Status: runpod.StatusExited}); err == nil || len(h.api.allCalls()) != 0 {
+	if _, err := removeOrphan(context.Background(), h.api, runpod.Pod{ID: "x", Name: "someone-else", Status: runpod.StatusExited}); !errors.Is(err, ErrNotAbandoned) || len(h.api.allCalls()) != 0 {
 		t.Errorf("removeOrphan of another's pod: %v, calls %v", err, h.api.allCalls())
 	}
 }

@@ -353,8 +353,9 @@ func (a *app) rmOrphans(ctx context.Context) error {
 		res, err := guard.RemoveOrphan(ctx, a.api, p, a.rmEvents(id), guard.WithLogger(a.logger))
 		if errors.Is(err, guard.ErrNotAbandoned) {
 			a.say("left: %v (look at it with \"launch ls\")", err)
+		} else if err != nil || res.StillBilling() {
+			failed = true // said by the events, an unconfirmed delete too
 		}
-		failed = failed || res.StillBilling() && !errors.Is(err, guard.ErrNotAbandoned)
 	}
 	// A pod still holding its run's name keeps its secret (a pod that
 	// restarts reads it again; RemoveOrphan deleted those of the
