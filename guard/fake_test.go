@@ -402,6 +402,7 @@ type fakeAPI struct {
 	gpus      map[string]runpod.GPUType
 	volumes   map[string]int
 	growErr   error
+	others    []runpod.Pod // other runs' pods, for a listing by prefix
 	created   []runpod.CreatePodRequest
 	secrets   map[string]string
 }
@@ -485,7 +486,10 @@ func (a *fakeAPI) GetPod(ctx context.Context, id string) (*runpod.Pod, error) {
 }
 
 func (a *fakeAPI) ListPods(ctx context.Context, opts runpod.ListPodsOptions) ([]runpod.Pod, error) {
-	defer a.called("ListPods %s", opts.Name)()
+	defer a.called("ListPods %s%s", opts.Name, opts.NamePrefix)()
+	if opts.NamePrefix != "" {
+		return a.others, nil
+	}
 	if a.gone || a.podName == "" || opts.Name != a.podName {
 		return nil, nil
 	}

@@ -317,3 +317,30 @@ func TestHostKeyMismatchIsFinal(t *testing.T) {
 		}
 	})
 }
+
+// Launch tells of the account's guarded pods that nothing will delete
+// (EXITED or ERROR: their watchdogs no longer run), and of no others.
+func TestLaunchWarnsOfUnguardedPods(t *testing.T) {
+	h := newHarness(t, look{st: ready})
+	h.api.others = []runpod.Pod{
+		{ID: "p-old", Name: PodNamePrefix + "old-1", Status: runpod.StatusExited},
+		{ID: "p-live", Name: PodNamePrefix + "live-2", Status: runpod.StatusRunning},
+		{ID: "p-err", Name: PodNamePrefix + "bad-3", Status: runpod.StatusError},
+	}
+	if _, err := h.launch(context.Background(), h.spec()); err != nil {
+		t.Fatal(err)
+	}
+	ws := h.eventsOf(EventWarning)
+	if len(ws) != 1 {
+		t.Fatalf("warnings %v, want one", ws)
+	}
+	w := ws[0].String()
+	for _, want := range []string{"2 guarded pods", "p-old", "p-err", "nothing will delete them"} {
+		if !strings.Contains(w, want) {
+			t.Errorf("the warning %q does not say %q", w, want)
+		}
+	}
+	if strings.Contains(w, "p-live") {
+		t.Errorf("the warning %q names a pod its watchdog guards", w)
+	}
+}
