@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/internal/costplan"
@@ -127,6 +128,13 @@ func (r *Run) fail(ctx context.Context, err error) (left bool) {
 	var collect *CollectError
 	var verdict *VerdictError
 	switch {
+	case errors.As(err, &gone) && stillBills(gone.Status):
+		// An EXITED or ERROR pod bills for its disk and its watchdog no
+		// longer runs: nothing but this client would delete it.
+		r.emit(Event{Kind: EventFailed, Err: err, Then: ThenDelete})
+		r.rec.Note = err.Error()
+		r.teardown(r.endPhase(PhaseFailed))
+		return false
 	case errors.As(err, &gone):
 		r.emit(Event{Kind: EventFailed, Err: err, Then: ThenNothing})
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
@@ -188,7 +196,7 @@ func (r *Run) end(phase Phase, note string) {
 func (r *Run) podGone(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
-	pod, err := r.api.GetPod(ctx, r.rec.PodID)
+	pod, err := r.lookPod(ctx)
 	return errors.Is(err, runpod.ErrNotFound) || (err == nil && podEnded(pod.Status))
 }
 
@@ -217,14 +225,64 @@ func (r *Run) deletePod(ctx context.Context) (runpod.DeleteResult, error) {
 		return runpod.Deleted, nil
 	}
 	res, err := r.api.DeletePod(ctx, r.rec.PodID)
-	r.emit(Event{Kind: EventDeleted, Result: res, Err: err})
-	if res != runpod.Deleted && res != runpod.Terminated && err == nil {
+	switch {
+	case res == runpod.Deleted || res == runpod.Terminated:
+		// An answered delete is not a pod gone: only the API's own
+		// view says it no longer bills.
+		err = r.confirmGone(ctx)
+	case err == nil:
 		err = fmt.Errorf("pod %s was not deleted", r.rec.PodID)
 	}
-	if res == runpod.Deleted || res == runpod.Terminated {
-		err = nil
-	}
+	r.emit(Event{Kind: EventDeleted, Result: res, Err: err})
 	return res, err
+}
+
+// How long, and how often, a deleted pod is looked for.
+const (
+	confirmWait  = time.Minute
+	confirmEvery = 5 * time.Second
+)
+
+// confirmGone waits until the pod is gone from GET (404 or TERMINATED)
+// and from the list, up to confirmWait, else returns a
+// *DeleteUnconfirmedError.
+func (r *Run) confirmGone(ctx context.Context) error {
+	start := r.now()
+	for {
+		seen := r.stillListed(ctx)
+		if seen == "" {
+			return nil
+		}
+		if r.since(start) >= confirmWait || r.cfg.clock.Sleep(ctx, confirmEvery) != nil {
+			return &DeleteUnconfirmedError{PodID: r.rec.PodID, Seen: seen, After: r.since(start)}
+		}
+	}
+}
+
+// stillListed says how the API still shows the pod, empty when it shows
+// it nowhere.
+func (r *Run) stillListed(ctx context.Context) string {
+	pod, err := r.api.GetPod(ctx, r.rec.PodID)
+	switch {
+	case errors.Is(err, runpod.ErrNotFound):
+	case err != nil:
+		return fmt.Sprintf("reading it failed (%v)", err)
+	case pod.Status != runpod.StatusTerminated:
+		return fmt.Sprintf("GET still shows it %s", pod.Status)
+	}
+	if r.rec.PodName == "" {
+		return ""
+	}
+	pods, err := r.api.ListPods(ctx, runpod.ListPodsOptions{Name: r.rec.PodName})
+	if err != nil {
+		return fmt.Sprintf("listing pods failed (%v)", err)
+	}
+	for _, p := range pods {
+		if p.ID == r.rec.PodID && p.Status != runpod.StatusTerminated {
+			return fmt.Sprintf("the pod list still shows it %s", p.Status)
+		}
+	}
+	return ""
 }
 
 // deleteSecret deletes the run's host key secret, found by name when its
@@ -254,6 +312,9 @@ func (r *Run) deleteSecret(ctx context.Context) {
 // Remove deletes a run's pod (found by name when the Record has no pod
 // id) and its secret without connecting to the pod: for a run nobody
 // follows. It returns the updated Record; a pod already gone is no error.
+// A run whose job was started and whose results were not collected is
+// refused (ErrNotCollected) while its pod is up, unless WithForce: stop
+// or attach to it (Snapshot, Follow, Collect) instead.
 func Remove(ctx context.Context, c *runpod.Client, rec Record, opts ...Option) (Record, runpod.DeleteResult, error) {
 	return remove(ctx, c, rec, opts...)
 }
@@ -281,6 +342,17 @@ func remove(ctx context.Context, c api, rec Record, opts ...Option) (Record, run
 	if err := r.findPod(ctx); err != nil && !errors.Is(err, ErrNoPod) {
 		return r.rec, runpod.NotDeleted, err
 	}
+	if !cfg.force && !rec.JobStarted.IsZero() && rec.Collected.IsZero() && r.rec.PodID != "" {
+		// The job may still run, and its results are on the pod only.
+		pod, err := r.lookPod(ctx)
+		if err == nil && !podEnded(pod.Status) {
+			return r.rec, runpod.NotDeleted, fmt.Errorf("%w (the job of run %s was started, and its pod %s is %s)",
+				ErrNotCollected, rec.ID, r.rec.PodID, pod.Status)
+		}
+		if err != nil && !errors.Is(err, runpod.ErrNotFound) {
+			return r.rec, runpod.NotDeleted, fmt.Errorf("reading pod %s: %w", r.rec.PodID, err)
+		}
+	}
 	res, err := r.deletePod(ctx)
 	r.deleteSecret(ctx)
 	switch res {
@@ -295,4 +367,35 @@ func remove(ctx context.Context, c api, rec Record, opts ...Option) (Record, run
 	}
 	r.save()
 	return r.rec, res, err
+}
+
+// Abandoned says a guarded pod in this status is provably abandoned: it
+// no longer runs (EXITED or ERROR), nor does its watchdog, and it bills.
+func Abandoned(s runpod.PodStatus) bool { return stillBills(s) }
+
+// RemoveOrphan deletes a guarded pod of a run no Record is at hand for,
+// and that run's secret, when the pod is provably Abandoned. Any other is
+// left to its owner: it may be another machine's live run (ErrNotAbandoned
+// says so).
+func RemoveOrphan(ctx context.Context, c *runpod.Client, pod runpod.Pod, opts ...Option) (runpod.DeleteResult, error) {
+	return removeOrphan(ctx, c, pod, opts...)
+}
+
+func removeOrphan(ctx context.Context, c api, pod runpod.Pod, opts ...Option) (runpod.DeleteResult, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	id, ok := strings.CutPrefix(pod.Name, PodNamePrefix)
+	if !ok || CheckRunID(id) != nil {
+		return runpod.NotDeleted, fmt.Errorf("%w: pod %s (%q) is not named as a guarded run's", ErrNotAbandoned, pod.ID, pod.Name)
+	}
+	if !Abandoned(pod.Status) {
+		return runpod.NotDeleted, fmt.Errorf("%w: pod %s (%s) is %s, and only an EXITED or ERROR pod is: another machine's run may own it",
+			ErrNotAbandoned, pod.ID, pod.Name, pod.Status)
+	}
+	r := &Run{api: c, cfg: cfg, rec: Record{ID: id, PodID: pod.ID, PodName: pod.Name, SecretName: hostKeySecretName(id)}}
+	res, err := r.deletePod(ctx)
+	r.deleteSecret(ctx)
+	return res, err
 }

@@ -20,24 +20,32 @@
 //     appears (a Snapshot, or the watchdog ahead of the cost cap, the
 //     deadline or a full disk) it checkpoints there and exits.
 //   - Run.Follow streams the job's output, renews the lease while it
-//     progresses, grows a network volume that fills, reconnects, and
-//     returns how the job ended.
+//     progresses, grows a network volume that fills (up to
+//     Spec.MaxVolumeGB, else a disk snapshot is asked), reconnects, and
+//     returns how the job ended. It backs up the watchdog's cost cap and
+//     deadline (*EnforcedError), and deletes a pod found EXITED or ERROR,
+//     whose watchdog no longer runs; a 404 is believed after three looks.
 //   - Run.Collect downloads the results with the lease held and marks them
 //     retrieved; Run.Delete deletes the pod and the secret, even after its
-//     context was cancelled.
+//     context was cancelled, and waits until the API no longer shows the
+//     pod (else *DeleteUnconfirmedError says how to check).
 //   - Run.Record is a JSON handle (WithSave keeps a file of it) from
 //     which Attach rebuilds the Run in another process (a notebook's next
 //     cell, a later launcher); Run.Detach leaves the pod to its watchdog
 //     in between, and Remove deletes a run's pod without connecting to
-//     it.
+//     it (not one whose results were not collected, unless WithForce).
+//     RemoveOrphan deletes another run's pod only when it is provably
+//     abandoned.
 //
 // Failures once the pod exists end the run by a rule that never leaves a
 // pod without a guard: the pod is deleted, or left to its armed watchdog
 // (WithLeaveOnFailure, or when it holds the only copy of the results), and
 // the error is typed (*PodGoneError, *VerdictError, *CollectError,
-// ErrJobLost, *FieldError). A cancelled context never deletes by surprise
-// after Launch: the Run's methods return ctx's error and leave the pod to
-// its watchdog, which ends it within its rules' bounds.
+// ErrJobLost, *FieldError). A context cancelled before the job started
+// deletes the pod (Launch, Start), unless WithDetachOnCancel: a pod without
+// a job would bill its boot grace for nothing. Once the job runs, the
+// Run's methods return ctx's error and leave the pod to its watchdog,
+// which ends it within its rules' bounds.
 //
 // The package never prints: WithEvents reports every step as an Event, and
 // WithLogger logs them.

@@ -23,8 +23,9 @@ const (
 	NeverStarted
 )
 
-// lostJob is what is said of a job lost with an earlier container.
-const lostJob = "job lost: the pod's container restarted (Runpod restarted it, or its host failed), which ended the job before it could write its exit code"
+// LostJob is what is said of a job lost with an earlier container of its
+// pod (jobctl.State.Lost).
+const LostJob = "job lost: the pod's container restarted (Runpod restarted it, or its host failed), which ended the job before it could write its exit code"
 
 // End is how a followed job ended.
 type End struct {
@@ -48,9 +49,9 @@ func (e End) String() string {
 	case Cancelled:
 		return "job ended: cancelled"
 	case Lost:
-		return lostJob + "; collecting its results so far"
+		return LostJob + "; collecting its results so far"
 	case RunDirLost:
-		return fmt.Sprintf("%s, and its run directory %s went with it (no volume kept it): the output shown so far is all there is", lostJob, e.RunDir)
+		return fmt.Sprintf("%s, and its run directory %s went with it (no volume kept it): the output shown so far is all there is", LostJob, e.RunDir)
 	case NeverStarted:
 		return "the job never started"
 	}

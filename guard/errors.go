@@ -3,6 +3,7 @@ package guard
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/overbrainer/overbrainer-go/podssh"
 	"github.com/overbrainer/overbrainer-go/runpod"
@@ -26,6 +27,20 @@ var (
 	// ErrNoPod: no pod of the run exists (it never got one, or it is gone
 	// from the list).
 	ErrNoPod = errors.New("guard: the run has no pod")
+	// ErrDeleteUnconfirmed: a delete was answered, but the API still
+	// shows the pod. A *DeleteUnconfirmedError says how to check.
+	ErrDeleteUnconfirmed = errors.New("guard: the pod's delete is not confirmed")
+	// ErrNotCollected: Remove refused a run whose job was started and
+	// whose results were not collected, its pod still up (WithForce
+	// deletes it anyway).
+	ErrNotCollected = errors.New("guard: the run's results were not collected")
+	// ErrNotAbandoned: RemoveOrphan left a pod that is not provably
+	// abandoned.
+	ErrNotAbandoned = errors.New("guard: the pod is not provably abandoned")
+	// ErrEnforced: the client ended the run by one of its watchdog's
+	// rules, which the watchdog had not applied in time (it died or
+	// hangs). An *EnforcedError says which.
+	ErrEnforced = errors.New("guard: the client enforced its watchdog's rule")
 	// ErrRecordMismatch: a Record that is not this pod's run.
 	ErrRecordMismatch = errors.New("guard: the record is not this pod's run")
 	// ErrHostKeyMismatch: the server at the pod's address does not hold
@@ -87,3 +102,33 @@ func (e *CollectError) Error() string { return "downloading the results: " + e.E
 func (e *CollectError) Unwrap() error { return e.Err }
 
 func (e *CollectError) Is(target error) bool { return target == ErrCollect }
+
+// DeleteUnconfirmedError is a delete that Runpod answered while the pod
+// stayed in its GET or its list: it may still bill.
+type DeleteUnconfirmedError struct {
+	PodID string
+	// Seen is how the API still showed the pod at the last look.
+	Seen  string
+	After time.Duration
+}
+
+func (e *DeleteUnconfirmedError) Error() string {
+	return fmt.Sprintf("the delete of pod %s was answered, but %s after %s: the delete is NOT confirmed and the pod may still bill; "+
+		"check with GET /v2/pods/%s (404 or TERMINATED is gone) or in the Runpod console (Pods), and delete it there if it is listed",
+		e.PodID, e.Seen, e.After.Round(time.Second), e.PodID)
+}
+
+func (e *DeleteUnconfirmedError) Is(target error) bool { return target == ErrDeleteUnconfirmed }
+
+// EnforcedError is a rule of the watchdog's that the following client
+// applied itself: the pod is deleted.
+type EnforcedError struct {
+	Reason watchdog.DeleteReason
+	Detail string
+}
+
+func (e *EnforcedError) Error() string {
+	return fmt.Sprintf("%s, and the pod's watchdog had not deleted it (it died or hangs): this client deletes it (%s)", e.Detail, e.Reason)
+}
+
+func (e *EnforcedError) Is(target error) bool { return target == ErrEnforced }

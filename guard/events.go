@@ -1,10 +1,12 @@
 package guard
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/overbrainer/overbrainer-go/internal/costplan"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
@@ -47,6 +49,10 @@ const (
 	// EventVolumeGrown: the network volume was grown (VolumeID,
 	// FromGB, ToGB, UsedBytes).
 	EventVolumeGrown
+	// EventVolumeFilling: the network volume is Percent full of its
+	// usable part (VolumeID, FromGB its size, ToGB the largest it may
+	// grow to, 0 when it may not, UsedBytes).
+	EventVolumeFilling
 	// EventDeleteReason: the pod's watchdog is deleting it
 	// (DeleteReason).
 	EventDeleteReason
@@ -77,7 +83,7 @@ var kindNames = map[EventKind]string{
 	EventCreated: "created", EventWaiting: "waiting", EventRunning: "running",
 	EventVerdict: "verdict", EventCostPlan: "cost_plan", EventUploaded: "uploaded",
 	EventJobStarted: "job_started", EventOutput: "output", EventLeaseRenewed: "lease_renewed",
-	EventCost: "cost", EventSnapshotRequested: "snapshot_requested", EventVolumeGrown: "volume_grown",
+	EventCost: "cost", EventSnapshotRequested: "snapshot_requested", EventVolumeGrown: "volume_grown", EventVolumeFilling: "volume_filling",
 	EventDeleteReason: "delete_reason", EventReconnecting: "reconnecting", EventReconnected: "reconnected",
 	EventJobEnded: "job_ended", EventCollected: "collected", EventFailed: "failed", EventLeft: "left",
 	EventDeleted: "deleted", EventSecretDeleted: "secret_deleted", EventWarning: "warning",
@@ -143,6 +149,7 @@ type Event struct {
 	FromGB       int
 	ToGB         int
 	UsedBytes    int64
+	Percent      int
 	SecretName   string
 
 	End    End
@@ -187,6 +194,13 @@ func (e Event) String() string {
 		return fmt.Sprintf("snapshot requested (%s): the job is asked to checkpoint and stop", e.Snapshot)
 	case EventVolumeGrown:
 		return fmt.Sprintf("network volume %s grown from %d to %d GB (%.1f GB used)", e.VolumeID, e.FromGB, e.ToGB, float64(e.UsedBytes)/1e9)
+	case EventVolumeFilling:
+		grow := "it may not grow: the job is asked for a disk snapshot when it cannot"
+		if e.ToGB > e.FromGB {
+			grow = fmt.Sprintf("it may grow up to %d GB", e.ToGB)
+		}
+		return fmt.Sprintf("network volume %s is %d%% full (%.1f GB used of the %.1f GB usable of its %d GB): %s",
+			e.VolumeID, e.Percent, float64(e.UsedBytes)/1e9, costplan.VolumeUsable*float64(e.FromGB), e.FromGB, grow)
 	case EventDeleteReason:
 		return fmt.Sprintf("pod %s's watchdog is deleting it (%s)", e.PodID, e.DeleteReason)
 	case EventReconnecting:
@@ -206,6 +220,9 @@ func (e Event) String() string {
 	case EventLeft:
 		return fmt.Sprintf("pod %s is left to its watchdog", e.PodID)
 	case EventDeleted:
+		if errors.Is(e.Err, ErrDeleteUnconfirmed) {
+			return e.Err.Error()
+		}
 		switch e.Result {
 		case runpod.Deleted:
 			return fmt.Sprintf("pod %s deleted", e.PodID)

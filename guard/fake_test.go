@@ -388,14 +388,21 @@ type fakeAPI struct {
 	calls []string
 	// GetPod answers the boot statuses first, one a call, then status;
 	// gone makes it answer 404.
-	boot      []runpod.PodStatus
-	status    runpod.PodStatus
-	gone      bool
+	boot   []runpod.PodStatus
+	status runpod.PodStatus
+	gone   bool
+	// lingers is how many GetPods still show a deleted pod (-1: every
+	// one); notFound how many answer 404 for a pod that is there.
+	lingers   int
+	notFound  int
+	deleted   bool
 	podName   string // the name GetPod reports: the created pod's
 	costPerHr float64
 	podCost   float64 // PodCostPerHour's answer
 	gpus      map[string]runpod.GPUType
 	volumes   map[string]int
+	growErr   error
+	others    []runpod.Pod // other runs' pods, for a listing by prefix
 	created   []runpod.CreatePodRequest
 	secrets   map[string]string
 }
@@ -457,8 +464,15 @@ func (a *fakeAPI) CreatePod(ctx context.Context, req runpod.CreatePodRequest) (*
 
 func (a *fakeAPI) GetPod(ctx context.Context, id string) (*runpod.Pod, error) {
 	defer a.called("GetPod %s", id)()
-	if a.gone || id != fakePodID {
+	if a.gone || id != fakePodID || a.notFound > 0 {
+		a.notFound = max(a.notFound-1, 0)
 		return nil, fmt.Errorf("GET /pods/%s: %w", id, runpod.ErrNotFound)
+	}
+	if a.deleted && a.lingers > 0 {
+		// A deleted pod that is still shown, this time.
+		if a.lingers--; a.lingers == 0 {
+			a.gone = true
+		}
 	}
 	status := a.status
 	if len(a.boot) > 0 {
@@ -472,7 +486,10 @@ func (a *fakeAPI) GetPod(ctx context.Context, id string) (*runpod.Pod, error) {
 }
 
 func (a *fakeAPI) ListPods(ctx context.Context, opts runpod.ListPodsOptions) ([]runpod.Pod, error) {
-	defer a.called("ListPods %s", opts.Name)()
+	defer a.called("ListPods %s%s", opts.Name, opts.NamePrefix)()
+	if opts.NamePrefix != "" {
+		return a.others, nil
+	}
 	if a.gone || a.podName == "" || opts.Name != a.podName {
 		return nil, nil
 	}
@@ -488,7 +505,10 @@ func (a *fakeAPI) DeletePod(ctx context.Context, id string) (runpod.DeleteResult
 		return runpod.NotDeleted, err
 	}
 	a.call("DeletePod %s", id)
-	a.gone = true
+	a.deleted = true
+	if a.lingers == 0 {
+		a.gone = true
+	}
 	return runpod.Deleted, nil
 }
 
@@ -539,6 +559,9 @@ func (a *fakeAPI) GetNetworkVolume(ctx context.Context, id string) (*runpod.Netw
 
 func (a *fakeAPI) GrowNetworkVolume(ctx context.Context, id string, sizeGB int) (*runpod.NetworkVolume, error) {
 	defer a.called("GrowNetworkVolume %s %d", id, sizeGB)()
+	if a.growErr != nil {
+		return nil, a.growErr
+	}
 	a.volumes[id] = sizeGB
 	return &runpod.NetworkVolume{ID: id, SizeGB: sizeGB}, nil
 }

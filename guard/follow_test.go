@@ -148,7 +148,7 @@ func TestCycle(t *testing.T) {
 	if diff := cmp.Diff(wantKinds, h.kinds(progress...)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"CreateSecret", "CreatePod", "GetPod", "GetPod", "DeletePod", "DeleteSecret"}, h.api.methods()); diff != "" {
+	if diff := cmp.Diff([]string{"ListPods", "CreateSecret", "CreatePod", "GetPod", "GetPod", "DeletePod", "GetPod", "ListPods", "DeleteSecret"}, h.api.methods()); diff != "" {
 		t.Errorf("API calls (-want +got):\n%s", diff)
 	}
 }
@@ -267,8 +267,9 @@ func TestStartPlansTheCostCap(t *testing.T) {
 }
 
 // Snapshot requests and the watchdog's delete reason are told once each;
-// a pod then found gone ends the follow with a *PodGoneError that gives
-// the reason, the secret deleted and the pod left alone.
+// a pod then found gone (404 or TERMINATED) ends the follow with a
+// *PodGoneError that gives the reason, the secret deleted and the pod
+// left alone.
 func TestPodDeletedByItsWatchdog(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -276,7 +277,7 @@ func TestPodDeletedByItsWatchdog(t *testing.T) {
 		gone   bool
 	}{
 		{"404", "", true},
-		{"exited", runpod.StatusExited, false},
+		{"terminated", runpod.StatusTerminated, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			deadline, cost := running, running
@@ -322,6 +323,39 @@ func TestPodDeletedByItsWatchdog(t *testing.T) {
 				t.Errorf("%d pod deletes and %d secret deletes, want 0 and 1", n, m)
 			}
 		})
+	}
+}
+
+// A pod found EXITED or ERROR still bills for its disk and its watchdog
+// no longer runs: the run deletes it, and the secret, and says so.
+func TestAnEndedPodIsDeleted(t *testing.T) {
+	for _, status := range []runpod.PodStatus{runpod.StatusExited, runpod.StatusError} {
+		t.Run(string(status), func(t *testing.T) {
+			h := newHarness(t)
+			h.pod.looks = []look{{st: ready}, {st: running},
+				{err: io.ErrUnexpectedEOF, do: func() { h.api.setStatus(status, false) }}}
+			r := h.mustStart(h.spec())
+			_, err := r.Follow(context.Background(), io.Discard)
+			var gone *PodGoneError
+			if !errors.As(err, &gone) || gone.Status != status {
+				t.Fatalf("Follow: %v, want a *PodGoneError with status %s", err, status)
+			}
+			if n, m := h.api.count("DeletePod"), h.api.count("DeleteSecret"); n != 1 || m != 1 {
+				t.Errorf("%d pod deletes and %d secret deletes, want 1 and 1: %v", n, m, h.api.allCalls())
+			}
+			if es := h.eventsOf(EventFailed); len(es) != 1 || es[0].Then != ThenDelete {
+				t.Errorf("failed events %v, want one that says the pod is deleted", es)
+			}
+			if got := r.Record(); got.Phase != PhaseFailed || got.Ended.IsZero() {
+				t.Errorf("phase %s, ended %v", got.Phase, got.Ended)
+			}
+			if got := StatusText(status); !strings.Contains(got, "billing") {
+				t.Errorf("StatusText(%s) = %q, which does not say it bills", status, got)
+			}
+		})
+	}
+	if got := StatusText(runpod.StatusRunning); got != "RUNNING" {
+		t.Errorf("StatusText(RUNNING) = %q", got)
 	}
 }
 
@@ -377,32 +411,42 @@ func kindsOf(es []Event, kinds ...EventKind) []string {
 }
 
 // A network volume past GrowAt of its usable part grows to costplan's
-// size (Runpod's largest at most) and the watchdog is told; one at
-// Runpod's largest only warns, and the job goes on.
+// size, up to the Spec's MaxVolumeGB (none: no growth) and Runpod's
+// largest, and the watchdog is told. One that may not grow, or whose grow
+// fails, warns and asks the job for a disk snapshot at once, unless a
+// request is there; the job goes on.
 func TestFollowGrowsTheVolume(t *testing.T) {
 	// mark is the usage in KiB at which a volume of gb is full enough to grow.
 	mark := func(gb int) int64 {
 		return int64(math.Ceil(costplan.GrowAt * costplan.VolumeUsable * float64(gb) * 1e9 / 1024))
 	}
 	for _, tc := range []struct {
-		name   string
-		sizeGB int
-		used   int64
-		wantGB int // 0: no grow
-		warn   bool
+		name          string
+		sizeGB, maxGB int
+		used          int64
+		request       watchdog.SnapshotReason // on the pod already
+		growErr       error
+		wantGB        int  // 0: no grow
+		disk          bool // the job is asked for a disk snapshot
 	}{
-		{"below the mark", 100, mark(100) - 1, 0, false},
-		{"at the mark", 100, mark(100), 125, false},
-		{"past what Runpod allows", 4000, mark(4000), runpod.MaxVolumeGB, false},
-		{"at Runpod's largest", runpod.MaxVolumeGB, mark(runpod.MaxVolumeGB), 0, true},
+		{name: "below the mark", sizeGB: 100, maxGB: 200, used: mark(100) - 1},
+		{name: "at the mark", sizeGB: 100, maxGB: 200, used: mark(100), wantGB: 125},
+		{name: "up to its largest size", sizeGB: 100, maxGB: 110, used: mark(100), wantGB: 110},
+		{name: "no largest size", sizeGB: 100, used: mark(100), disk: true},
+		{name: "no largest size, a request there", sizeGB: 100, used: mark(100), request: watchdog.ReasonDeadline},
+		{name: "at its largest size", sizeGB: 110, maxGB: 110, used: mark(110), disk: true},
+		{name: "past what Runpod allows", sizeGB: 4000, maxGB: runpod.MaxVolumeGB, used: mark(4000), wantGB: runpod.MaxVolumeGB},
+		{name: "at Runpod's largest", sizeGB: runpod.MaxVolumeGB, maxGB: runpod.MaxVolumeGB, used: mark(runpod.MaxVolumeGB), disk: true},
+		{name: "the grow fails", sizeGB: 100, maxGB: 200, used: mark(100), growErr: errors.New("fake: 500"), disk: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			full := running
-			full.DuKiB = tc.used
+			full.DuKiB, full.Request = tc.used, tc.request
 			h := newHarness(t, look{st: ready}, look{st: full}, look{st: full}, look{st: exited(0)})
 			h.api.volumes["vol-1"] = tc.sizeGB
+			h.api.growErr = tc.growErr
 			spec := h.spec()
-			spec.NetworkVolumeID = "vol-1"
+			spec.NetworkVolumeID, spec.MaxVolumeGB = "vol-1", tc.maxGB
 			r := h.mustStart(spec)
 			end, err := r.Follow(context.Background(), io.Discard)
 			if err != nil || !end.OK() {
@@ -417,17 +461,24 @@ func TestFollowGrowsTheVolume(t *testing.T) {
 			var wantGrows []string
 			var wantPuts []putCall
 			wantGB := tc.sizeGB
-			if tc.wantGB > 0 {
-				if g, _ := costplan.Grow(tc.sizeGB, tc.used); min(g, runpod.MaxVolumeGB) != tc.wantGB {
-					t.Fatalf("costplan.Grow says %d GB, the table %d", g, tc.wantGB)
+			if tc.wantGB > 0 || tc.growErr != nil {
+				g, _ := costplan.Grow(tc.sizeGB, tc.used)
+				g = min(g, tc.maxGB)
+				if tc.wantGB > 0 && g != tc.wantGB {
+					t.Fatalf("costplan.Grow and the limit say %d GB, the table %d", g, tc.wantGB)
 				}
+				wantGrows = []string{"GrowNetworkVolume vol-1 " + strconv.Itoa(g)}
+			}
+			if tc.wantGB > 0 {
 				wantGB = tc.wantGB
-				wantGrows = []string{"GrowNetworkVolume vol-1 " + strconv.Itoa(tc.wantGB)}
 				wantPuts = []putCall{{watchdog.VolumeGB, strconv.Itoa(tc.wantGB)}}
 				es := h.eventsOf(EventVolumeGrown)
 				if len(es) != 1 || es[0].FromGB != tc.sizeGB || es[0].ToGB != tc.wantGB || es[0].UsedBytes != tc.used*1024 {
 					t.Errorf("volume events %+v", es)
 				}
+			}
+			if tc.disk {
+				wantPuts = []putCall{{watchdog.SnapshotRequest, string(watchdog.ReasonDisk)}}
 			}
 			if diff := cmp.Diff(wantGrows, grows); diff != "" {
 				t.Errorf("grows (-want +got):\n%s", diff)
@@ -438,10 +489,33 @@ func TestFollowGrowsTheVolume(t *testing.T) {
 			if got := r.Record().VolumeGB; got != wantGB {
 				t.Errorf("record's volume %d GB, want %d", got, wantGB)
 			}
-			if warned := len(h.eventsOf(EventWarning)) > 0; warned != tc.warn {
-				t.Errorf("warned %v, want %v: %v", warned, tc.warn, h.eventsOf(EventWarning))
+			warned := len(h.eventsOf(EventWarning)) > 0
+			if want := tc.wantGB == 0 && tc.used >= mark(tc.sizeGB); warned != want {
+				t.Errorf("warned %v, want %v: %v", warned, want, h.eventsOf(EventWarning))
 			}
 		})
+	}
+}
+
+// A filling network volume is told at 85% of its usable part and at each
+// 5% after, once each; a grown one starts again.
+func TestFollowTellsAFillingVolume(t *testing.T) {
+	at := func(gb int, pct float64) jobctl.State {
+		s := running
+		s.DuKiB = int64(math.Ceil(pct / 100 * costplan.VolumeUsable * float64(gb) * 1e9 / 1024))
+		return s
+	}
+	h := followOnAVolume(t, look{st: ready}, look{st: at(100, 80)}, look{st: at(100, 85)}, look{st: at(100, 86)},
+		look{st: at(100, 89)}, look{st: at(100, 90)}, look{st: at(100, 91)}, look{st: exited(0)})
+	var pcts []int
+	for _, e := range h.eventsOf(EventVolumeFilling) {
+		pcts = append(pcts, e.Percent)
+		if e.VolumeID != "vol-1" || e.FromGB != 100 || !strings.Contains(e.String(), "may not grow") {
+			t.Errorf("event %+v: %s", e, e)
+		}
+	}
+	if diff := cmp.Diff([]int{85, 90}, pcts); diff != "" {
+		t.Errorf("filling percents (-want +got):\n%s", diff)
 	}
 }
 
@@ -532,4 +606,33 @@ func TestAttachResumesFromTheSavedRecord(t *testing.T) {
 	if d := h.dials[len(h.dials)-1]; !pins(t, d, rec) {
 		t.Error("attach did not pin the record's host key")
 	}
+}
+
+// A full volume that may not grow is told, and its snapshot asked, once:
+// not at each measure after.
+func TestAFullVolumeIsToldOnce(t *testing.T) {
+	full := running
+	full.DuKiB = int64(math.Ceil(costplan.GrowAt * costplan.VolumeUsable * 100 * 1e9 / 1024))
+	looks := []look{{st: ready}}
+	for range 100 { // more than three minutes of looks
+		looks = append(looks, look{st: full})
+	}
+	h := followOnAVolume(t, append(looks, look{st: exited(0)})...)
+	if n, puts := len(h.eventsOf(EventWarning)), h.pod.allPuts(); n != 1 || len(puts) != 1 {
+		t.Errorf("%d warnings and puts %v, want one of each", n, puts)
+	}
+}
+
+// followOnAVolume follows a run on a network volume of 100 GB that may not
+// grow, through looks.
+func followOnAVolume(t *testing.T, looks ...look) *harness {
+	t.Helper()
+	h := newHarness(t, looks...)
+	h.api.volumes["vol-1"] = 100
+	spec := h.spec()
+	spec.NetworkVolumeID = "vol-1"
+	if _, err := h.mustStart(spec).Follow(context.Background(), io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	return h
 }

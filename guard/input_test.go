@@ -7,6 +7,7 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,6 +59,9 @@ func TestLaunchRefusesBadInput(t *testing.T) {
 			[]string{"Spec.MaxCostUSD"}, []string{"GetGPUType"}},
 		{"an unknown network volume", func(s *Spec) { s.NetworkVolumeID = "vol-9" }, nil,
 			[]string{"Spec.NetworkVolumeID"}, []string{"GetNetworkVolume"}},
+		{"a largest volume size without a network volume", func(s *Spec) { s.MaxVolumeGB = 100 }, nil, []string{"Spec.MaxVolumeGB"}, nil},
+		{"a largest volume size past Runpod's", func(s *Spec) { s.NetworkVolumeID, s.MaxVolumeGB = "vol-1", runpod.MaxVolumeGB+1 }, nil,
+			[]string{"Spec.MaxVolumeGB"}, nil},
 		{"a lease renewed no sooner than it lapses", nil, []Option{WithLeaseEvery(DefaultLeaseTTL)}, []string{"WithLeaseEvery"}, nil},
 		{"no poll interval", nil, []Option{WithPoll(0)}, []string{"WithPoll"}, nil},
 	} {
@@ -192,6 +196,82 @@ func TestRemove(t *testing.T) {
 	}
 }
 
+// Remove refuses a run whose job was started and whose results were not
+// collected while its pod is up: the results would go with it. WithForce,
+// collected results, or a pod that no longer runs let it delete.
+func TestRemoveRefusesUncollectedResults(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		edit    func(*Record, *fakeAPI)
+		opts    []Option
+		refused bool
+	}{
+		{"job started", func(r *Record, a *fakeAPI) {}, nil, true},
+		{"job started, forced", func(r *Record, a *fakeAPI) {}, []Option{WithForce()}, false},
+		{"results collected", func(r *Record, a *fakeAPI) { r.Collected = t0 }, nil, false},
+		{"pod exited", func(r *Record, a *fakeAPI) { a.status = runpod.StatusExited }, nil, false},
+		{"pod gone", func(r *Record, a *fakeAPI) { a.gone = true }, nil, false},
+		{"no job", func(r *Record, a *fakeAPI) { r.JobStarted = time.Time{} }, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, look{st: ready})
+			rec := launched(t, h)
+			rec.JobStarted = t0
+			tc.edit(&rec, h.api)
+			_, res, err := remove(context.Background(), h.api, rec, h.options(tc.opts...)...)
+			deletes := h.api.count("DeletePod")
+			if tc.refused {
+				if !errors.Is(err, ErrNotCollected) || res != runpod.NotDeleted || deletes != 0 {
+					t.Fatalf("remove = %v, %v with %d deletes, want a refusal", res, err, deletes)
+				}
+				if !strings.Contains(err.Error(), "not collected") || !strings.Contains(err.Error(), "RUNNING") {
+					t.Errorf("the refusal %q does not say why", err)
+				}
+				return
+			}
+			if err != nil || deletes != 1 {
+				t.Fatalf("remove = %v, %v with %d deletes, want the pod deleted", res, err, deletes)
+			}
+		})
+	}
+}
+
+// Only a provably abandoned orphan (EXITED or ERROR) is deleted, with its
+// run's secret; a running one may be another machine's live run.
+func TestRemoveOrphan(t *testing.T) {
+	for _, tc := range []struct {
+		status  runpod.PodStatus
+		deleted bool
+	}{
+		{runpod.StatusRunning, false}, {runpod.StatusStarting, false},
+		{runpod.StatusExited, true}, {runpod.StatusError, true},
+	} {
+		h := newHarness(t)
+		h.api.status, h.api.podName = tc.status, PodNamePrefix+"elsewhere-1"
+		pod := runpod.Pod{ID: fakePodID, Name: h.api.podName, Status: tc.status}
+		res, err := removeOrphan(context.Background(), h.api, pod, h.options()...)
+		if tc.deleted {
+			if err != nil || res != runpod.Deleted {
+				t.Errorf("%s: removeOrphan = %v, %v", tc.status, res, err)
+			}
+		} else if !errors.Is(err, ErrNotAbandoned) || res != runpod.NotDeleted {
+			t.Errorf("%s: removeOrphan = %v, %v, want ErrNotAbandoned", tc.status, res, err)
+		}
+		want := []string(nil)
+		if tc.deleted {
+			want = []string{"DeletePod " + fakePodID, "GetPod " + fakePodID, "ListPods overbrainer-elsewhere-1",
+				"FindSecret overbrainer_host_key_elsewhere-1"}
+		}
+		if diff := cmp.Diff(want, h.api.allCalls()); diff != "" {
+			t.Errorf("%s: API calls (-want +got):\n%s", tc.status, diff)
+		}
+	}
+	h := newHarness(t)
+	if _, err := removeOrphan(context.Background(), h.api, runpod.Pod{ID: "x", Name: "someone-else", Status: runpod.StatusExited}); !errors.Is(err, ErrNotAbandoned) || len(h.api.allCalls()) != 0 {
+		t.Errorf("removeOrphan of another's pod: %v, calls %v", err, h.api.allCalls())
+	}
+}
+
 // A server without the run's host key is refused at the first dial, never
 // dialled again: in Launch and Attach, and in a reconnect.
 func TestHostKeyMismatchIsFinal(t *testing.T) {
@@ -236,4 +316,31 @@ func TestHostKeyMismatchIsFinal(t *testing.T) {
 			t.Error("told reconnected")
 		}
 	})
+}
+
+// Launch tells of the account's guarded pods that nothing will delete
+// (EXITED or ERROR: their watchdogs no longer run), and of no others.
+func TestLaunchWarnsOfUnguardedPods(t *testing.T) {
+	h := newHarness(t, look{st: ready})
+	h.api.others = []runpod.Pod{
+		{ID: "p-old", Name: PodNamePrefix + "old-1", Status: runpod.StatusExited},
+		{ID: "p-live", Name: PodNamePrefix + "live-2", Status: runpod.StatusRunning},
+		{ID: "p-err", Name: PodNamePrefix + "bad-3", Status: runpod.StatusError},
+	}
+	if _, err := h.launch(context.Background(), h.spec()); err != nil {
+		t.Fatal(err)
+	}
+	ws := h.eventsOf(EventWarning)
+	if len(ws) != 1 {
+		t.Fatalf("warnings %v, want one", ws)
+	}
+	w := ws[0].String()
+	for _, want := range []string{"2 guarded pods", "p-old", "p-err", "nothing will delete them"} {
+		if !strings.Contains(w, want) {
+			t.Errorf("the warning %q does not say %q", w, want)
+		}
+	}
+	if strings.Contains(w, "p-live") {
+		t.Errorf("the warning %q names a pod its watchdog guards", w)
+	}
 }

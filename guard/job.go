@@ -28,7 +28,10 @@ import (
 // A job whose run directory vanished (the pod's container restarted on a
 // disk that did not keep it) is not started again from its beginning: Start
 // returns an error wrapping ErrJobLost, and the caller deletes the pod.
-// Other failures end as Launch's do.
+// Other failures end as Launch's do. When ctx ends before the job was
+// started, the pod is deleted, as a cancelled Launch's is, unless
+// WithDetachOnCancel: then it is left to its watchdog (Attach's option
+// counts for a Start on an attached Run). Ended says which.
 func (r *Run) Start(ctx context.Context, job Job) error {
 	if job.Dir == "" && job.Command == "" {
 		job.Dir, job.Command = r.rec.JobDir, r.rec.Command
@@ -45,8 +48,14 @@ func (r *Run) Start(ctx context.Context, job Job) error {
 	}
 	r.rec.JobDir, r.rec.Command = job.Dir, job.Command
 	if err := r.start(ctx, job); err != nil {
-		if ctx.Err() == nil {
+		switch {
+		case ctx.Err() == nil:
 			r.fail(ctx, err)
+		case !r.cfg.detachOnCancel:
+			// No job runs yet: left to its watchdog, the pod would bill
+			// its boot grace for nothing.
+			r.rec.Note = "interrupted before the job started"
+			r.teardown(PhaseFailed)
 		}
 		return err
 	}
@@ -189,7 +198,10 @@ func (r *Run) Exec(ctx context.Context, cmd string, stdin io.Reader, stdout, std
 // a *PodGoneError (and the secret deleted). A job of an earlier container
 // comes back as End{How: Lost}, a vanished run directory as RunDirLost.
 // When ctx ends, Follow returns its error and leaves the pod to its
-// watchdog.
+// watchdog. A watchdog that missed its cost cap or its deadline (it died
+// or hangs) is backed up: the cost snapshot is asked, and past the cap, or
+// past the deadline with the lease stale, the run ends with an
+// *EnforcedError and the pod is deleted.
 func (r *Run) Follow(ctx context.Context, w io.Writer) (End, error) {
 	end, err := r.follow(ctx, w)
 	switch {
@@ -249,14 +261,18 @@ func (r *Run) follow(ctx context.Context, w io.Writer) (End, error) {
 			announced = st.Request
 			r.emit(Event{Kind: EventSnapshotRequested, Snapshot: st.Request})
 		}
-		if r.rec.NetworkVolumeID != "" && st.DuKiB >= 0 && now.Sub(lastVolume) >= time.Minute {
-			lastVolume = now
-			if err := r.growVolume(ctx, st.DuKiB); err != nil {
-				r.warn(fmt.Errorf("growing network volume %s: %w", r.rec.NetworkVolumeID, err))
+		if r.rec.NetworkVolumeID != "" && st.DuKiB >= 0 {
+			r.tellFilling(st.DuKiB)
+			if now.Sub(lastVolume) >= time.Minute {
+				lastVolume = now
+				r.growVolume(ctx, st)
 			}
 		}
 		if st.Ended() && r.rec.LogOffset >= st.LogSize {
 			return r.endOf(st), nil
+		}
+		if err := r.enforce(ctx, st, lastLease); err != nil {
+			return End{}, err
 		}
 		// The job was started (or seen started) before the follow began,
 		// and job.pid is never removed: without it, the run directory is
@@ -279,6 +295,67 @@ func (r *Run) follow(ctx context.Context, w io.Writer) (End, error) {
 	}
 }
 
+// enforce applies the watchdog's money rules from this side while the
+// client follows, so that a watchdog that died or hangs does not leave a
+// pod billing under a client's eyes: at the cost cap's snapshot time it
+// asks for the snapshot when none was asked, and at the cap, or at the
+// deadline while the lease is stale, it ends the run with an
+// *EnforcedError (the pod is then deleted). Each acts a watchdog tick and
+// a margin after the watchdog would have, so that a live one acts first.
+// A kept run has none of these rules.
+func (r *Run) enforce(ctx context.Context, st jobctl.State, leaseAt time.Time) error {
+	if r.rec.Keep {
+		return nil
+	}
+	now, late := r.now(), or(r.rec.Interval, podenv.DefaultInterval)+enforceMargin
+	if r.rec.MaxCostUSD > 0 && r.rec.CostPerHr > 0 {
+		plan, err := costplan.CostCap(r.rec.BillingStart, r.rec.CostPerHr, r.rec.MaxCostUSD, r.rec.SnapshotLead, 0)
+		if err != nil {
+			return err
+		}
+		if capAt := time.Unix(plan.CostCapAt, 0); now.After(capAt.Add(late)) {
+			return &EnforcedError{Reason: watchdog.DeleteCostCap, Detail: fmt.Sprintf("the cost cap of %s was reached at %s (by this machine's clock)",
+				Money(r.rec.MaxCostUSD), capAt.Local().Format(time.TimeOnly))}
+		}
+		if snapAt := time.Unix(plan.SnapshotAt, 0); now.After(snapAt.Add(late)) && st.Request == "" && !r.costAsked {
+			// A failed write is tried again at the next look.
+			if err := r.put(ctx, watchdog.SnapshotRequest, string(watchdog.ReasonCost)); err != nil {
+				r.warn(err)
+			} else {
+				r.costAsked = true
+				r.warn(fmt.Errorf("the pod's watchdog had not asked for the cost cap's snapshot, due at %s: this client asked", snapAt.Local().Format(time.TimeOnly)))
+			}
+		}
+	}
+	// Past the deadline with a stale lease the watchdog asks for a
+	// snapshot, and deletes the pod once the snapshot had its wait.
+	staleAt := leaseAt.Add(or(r.rec.LeaseTTL, podenv.DefaultLeaseTTL))
+	due := maxTime(r.rec.Deadline, staleAt).Add(or(r.rec.SnapshotWait, podenv.DefaultSnapshotWait) + late)
+	if !r.rec.Deadline.IsZero() && now.After(staleAt) && now.After(due) {
+		return &EnforcedError{Reason: watchdog.DeleteDeadline, Detail: fmt.Sprintf("the deadline %s passed, the lease lapsed",
+			r.rec.Deadline.Local().Format(time.DateTime))}
+	}
+	return nil
+}
+
+// enforceMargin is how much later than its watchdog a client enforces.
+const enforceMargin = 30 * time.Second
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// or is d, or def when d is zero.
+func or(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
 // endOf is how the job of st ended.
 func (r *Run) endOf(st jobctl.State) End {
 	e := End{ExitCode: st.ExitCode, RunDir: r.rec.RunDir}
@@ -299,17 +376,79 @@ func (r *Run) endOf(st jobctl.State) End {
 	return e
 }
 
-// growVolume grows the network volume when it is 92% full and tells the
-// watchdog its new size.
-func (r *Run) growVolume(ctx context.Context, usedKiB int64) error {
-	newGB, grow := costplan.Grow(r.rec.VolumeGB, usedKiB)
+// Filling warnings start at fillFirst percent of the volume's usable part
+// and come again every fillStep.
+const (
+	fillFirst = 85
+	fillStep  = 5
+)
+
+// volumePercent is how full a volume of sizeGB holding usedKiB is, in
+// percent of its usable part (as the watchdog counts it).
+func volumePercent(sizeGB int, usedKiB int64) int {
+	if sizeGB <= 0 {
+		return 0
+	}
+	return int(float64(usedKiB) * 1024 * 100 / (costplan.VolumeUsable * float64(sizeGB) * 1e9))
+}
+
+// tellFilling warns at fillFirst percent, then at each fillStep more: a
+// network volume bills every month, whether a pod runs or not.
+func (r *Run) tellFilling(usedKiB int64) {
+	pct := volumePercent(r.rec.VolumeGB, usedKiB)
+	if pct < fillFirst {
+		return
+	}
+	step := fillFirst + (pct-fillFirst)/fillStep*fillStep
+	if step <= r.filledWarned {
+		return
+	}
+	r.filledWarned = step
+	r.emit(Event{Kind: EventVolumeFilling, VolumeID: r.rec.NetworkVolumeID, FromGB: r.rec.VolumeGB,
+		ToGB: r.rec.MaxVolumeGB, UsedBytes: usedKiB * 1024, Percent: step})
+}
+
+// growVolume grows the network volume when it is GrowAt full, up to the
+// run's MaxVolumeGB, and tells the watchdog its new size. A volume that
+// may not grow, or whose growth failed, asks the job for a disk snapshot
+// at once: a checkpoint now beats a job ended by a full disk.
+func (r *Run) growVolume(ctx context.Context, st jobctl.State) {
+	newGB, grow := costplan.Grow(r.rec.VolumeGB, st.DuKiB)
 	if !grow {
-		return nil
+		return
 	}
-	newGB = min(newGB, runpod.MaxVolumeGB)
-	if newGB <= r.rec.VolumeGB {
-		return fmt.Errorf("the volume is %d GB, Runpod's largest: it cannot grow", r.rec.VolumeGB)
+	limit := min(r.rec.MaxVolumeGB, runpod.MaxVolumeGB)
+	var why error
+	switch {
+	case r.rec.MaxVolumeGB <= 0:
+		why = errors.New("it may not grow (no largest size was set)")
+	case r.rec.VolumeGB >= limit:
+		why = fmt.Errorf("it is %d GB, the largest it may grow to", r.rec.VolumeGB)
+	default:
+		if err := r.growTo(ctx, min(newGB, limit), st.DuKiB); err != nil {
+			why = fmt.Errorf("growing it failed: %w", err)
+		}
 	}
+	if why == nil || r.diskAsked {
+		// Told once: the job has its request.
+		return
+	}
+	then := "a snapshot is requested already"
+	if st.Request == "" {
+		if err := r.put(ctx, watchdog.SnapshotRequest, string(watchdog.ReasonDisk)); err != nil {
+			// Tried again at the next measure.
+			r.warn(fmt.Errorf("network volume %s is full and %w; asking the job for a disk snapshot: %w", r.rec.NetworkVolumeID, why, err))
+			return
+		}
+		then = "the job is asked for a disk snapshot"
+	}
+	r.diskAsked = true
+	r.warn(fmt.Errorf("network volume %s is full (%d%% of its usable part) and %w: %s", r.rec.NetworkVolumeID,
+		volumePercent(r.rec.VolumeGB, st.DuKiB), why, then))
+}
+
+// growTo grows the network volume to newGB and tells the watchdog.
+func (r *Run) growTo(ctx context.Context, newGB int, usedKiB int64) error {
 	v, err := r.api.GrowNetworkVolume(ctx, r.rec.NetworkVolumeID, newGB)
 	if err != nil {
 		return err
@@ -319,6 +458,8 @@ func (r *Run) growVolume(ctx context.Context, usedKiB int64) error {
 	}
 	r.emit(Event{Kind: EventVolumeGrown, VolumeID: r.rec.NetworkVolumeID, FromGB: r.rec.VolumeGB, ToGB: v.SizeGB, UsedBytes: usedKiB * 1024})
 	r.rec.VolumeGB = v.SizeGB
+	// A bigger volume is less full: its warnings start again.
+	r.filledWarned = 0
 	r.save()
 	return nil
 }

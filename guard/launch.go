@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/bootstrap"
@@ -66,6 +67,7 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 		Deadline: spec.Deadline, MaxCostUSD: spec.MaxCostUSD, Keep: spec.Keep,
 		BootGrace: spec.BootGrace, RetrieveGrace: spec.RetrieveGrace,
 		Poll: cfg.poll, LeaseEvery: cfg.leaseEvery, SnapshotLead: spec.SnapshotLead,
+		Interval: spec.Interval, LeaseTTL: spec.LeaseTTL, SnapshotWait: spec.SnapshotWait,
 		Phase: PhaseCreating,
 	}
 	ttl := spec.LeaseTTL
@@ -99,6 +101,7 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 		}
 		settings.VolumeDir, settings.VolumeGB = spec.VolumePath, v.SizeGB
 		r.rec.NetworkVolumeID, r.rec.VolumeDir, r.rec.VolumeGB = spec.NetworkVolumeID, spec.VolumePath, v.SizeGB
+		r.rec.MaxVolumeGB = spec.MaxVolumeGB
 	}
 	r.rec.RunDir = settings.RunDir()
 
@@ -129,6 +132,7 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 		return nil, err
 	}
 	r.save()
+	r.warnUnguarded(ctx)
 
 	// The host key's private half goes to Runpod's secret store and
 	// nowhere else: not to the pod's env (which holds a placeholder), nor
@@ -206,6 +210,27 @@ func checkPrice(ctx context.Context, c api, spec Spec) error {
 		return &FieldError{Field: "Spec.MaxCostUSD", Reason: fmt.Sprintf("GPU type %q has no price on the %s cloud: the cost cap could not be planned", spec.GPUTypeID, spec.Cloud)}
 	}
 	return nil
+}
+
+// warnUnguarded tells of the account's guarded pods that nothing will
+// delete: EXITED or ERROR, their watchdogs no longer run, and they bill.
+// A failed listing only goes to the log: it is no reason not to launch.
+func (r *Run) warnUnguarded(ctx context.Context) {
+	pods, err := r.api.ListPods(ctx, runpod.ListPodsOptions{NamePrefix: PodNamePrefix})
+	if err != nil {
+		r.cfg.log.Debug("guard: listing the account's pods", "err", err)
+		return
+	}
+	var left []string
+	for _, p := range pods {
+		if Abandoned(p.Status) {
+			left = append(left, fmt.Sprintf("%s (%s, %s)", p.ID, p.Name, p.Status))
+		}
+	}
+	if len(left) > 0 {
+		r.warn(fmt.Errorf("%d guarded pods of this account bill and nothing will delete them, their watchdogs no longer running: %s; "+
+			"delete them (Remove, RemoveOrphan, launch rm, or the Runpod console)", len(left), strings.Join(left, ", ")))
+	}
 }
 
 // createFailed cleans up after a failed create: a pod that may exist

@@ -19,6 +19,7 @@ type config struct {
 	verdictTimeout time.Duration
 	leave          bool
 	detachOnCancel bool
+	force          bool
 	save           func(Record) error
 
 	// Test seams: the clock and the SSH side.
@@ -79,9 +80,15 @@ func WithVerdictTimeout(d time.Duration) Option { return func(c *config) { c.ver
 // armed). A pod whose verdict is not ready is deleted whatever this says.
 func WithLeaveOnFailure() Option { return func(c *config) { c.leave = true } }
 
-// WithDetachOnCancel makes Launch leave the pod to its watchdog when ctx
-// ends, and return the Run with ctx's error, instead of deleting the pod.
+// WithDetachOnCancel makes Launch and Start leave the pod to its watchdog
+// when ctx ends, Launch returning the Run with ctx's error, instead of
+// deleting the pod. Without it a pod whose job was not started yet is
+// deleted; a Follow leaves the pod whatever this says.
 func WithDetachOnCancel() Option { return func(c *config) { c.detachOnCancel = true } }
+
+// WithForce makes Remove delete a run's pod even when its job was started
+// and its results were not collected: they are lost with it.
+func WithForce() Option { return func(c *config) { c.force = true } }
 
 // WithSave calls f with the run's Record each time it changes, so that a
 // process killed at any moment leaves a Record to Attach from. An error

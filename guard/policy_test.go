@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/podssh"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/watchdog"
@@ -122,7 +125,8 @@ func TestCollectFailure(t *testing.T) {
 		}
 		wantPhase, wantCalls := PhaseLeftToPod, []string{"GetPod"}
 		if gone {
-			wantPhase, wantCalls = PhaseFailed, []string{"GetPod", "DeletePod", "DeleteSecret"}
+			// A 404 is looked at three times; the delete is confirmed.
+			wantPhase, wantCalls = PhaseFailed, []string{"GetPod", "GetPod", "GetPod", "DeletePod", "GetPod", "ListPods", "DeleteSecret"}
 		}
 		if got := h.lastSaved().Phase; got != wantPhase {
 			t.Errorf("gone %v: phase %s, want %s", gone, got, wantPhase)
@@ -163,7 +167,7 @@ func TestCancelledFollow(t *testing.T) {
 	if err != nil || res != runpod.Deleted {
 		t.Fatalf("Delete after the cancel = %v, %v", res, err)
 	}
-	if diff := cmp.Diff([]string{"DeletePod " + fakePodID, "DeleteSecret " + fakeSecretID}, h.api.allCalls()[before:]); diff != "" {
+	if diff := cmp.Diff([]string{"DeletePod " + fakePodID, "GetPod " + fakePodID, "ListPods overbrainer-" + testRunID, "DeleteSecret " + fakeSecretID}, h.api.allCalls()[before:]); diff != "" {
 		t.Errorf("API calls of the Delete (-want +got):\n%s", diff)
 	}
 	if got := r.Record().Phase; got != PhaseFailed {
@@ -246,6 +250,176 @@ func TestACollectedRunEndsDone(t *testing.T) {
 		}
 		if got := h.lastSaved(); got.Phase != PhaseDone || got.Note != "" {
 			t.Errorf("saved phase %s, note %q", got.Phase, got.Note)
+		}
+	})
+}
+
+// A delete is confirmed by the API: the run waits, on its clock, until the
+// pod is gone from GET and from the list, up to a minute, and else says
+// plainly that the delete is not confirmed and how to check.
+func TestADeleteIsConfirmed(t *testing.T) {
+	t.Run("gone after a while", func(t *testing.T) {
+		h := newHarness(t, look{st: ready})
+		h.api.lingers = 2
+		r, err := h.launch(context.Background(), h.spec())
+		if err != nil {
+			t.Fatal(err)
+		}
+		before, at := len(h.api.methods()), h.clk.Now()
+		if res, err := r.Delete(context.Background()); err != nil || res != runpod.Deleted {
+			t.Fatalf("Delete = %v, %v", res, err)
+		}
+		want := []string{"DeletePod", "GetPod", "GetPod", "GetPod", "ListPods", "DeleteSecret"}
+		if diff := cmp.Diff(want, h.api.methods()[before:]); diff != "" {
+			t.Errorf("API calls of the Delete (-want +got):\n%s", diff)
+		}
+		if waited := h.clk.Now().Sub(at); waited < 2*confirmEvery || waited > time.Minute {
+			t.Errorf("waited %s for the pod to go", waited)
+		}
+	})
+	t.Run("never gone", func(t *testing.T) {
+		h := newHarness(t, look{st: ready})
+		h.api.lingers = -1
+		r, err := h.launch(context.Background(), h.spec())
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := h.clk.Now()
+		res, err := r.Delete(context.Background())
+		var ue *DeleteUnconfirmedError
+		if !errors.Is(err, ErrDeleteUnconfirmed) || !errors.As(err, &ue) || res != runpod.Deleted {
+			t.Fatalf("Delete = %v, %v, want an unconfirmed delete", res, err)
+		}
+		if waited := h.clk.Now().Sub(at); waited < time.Minute || waited > 2*time.Minute {
+			t.Errorf("gave up after %s, want about a minute", waited)
+		}
+		es := h.eventsOf(EventDeleted)
+		if len(es) != 1 || !errors.Is(es[0].Err, ErrDeleteUnconfirmed) {
+			t.Fatalf("deleted events %v", es)
+		}
+		for _, want := range []string{"NOT confirmed", "GET still shows it RUNNING", "GET /v2/pods/" + fakePodID, "console"} {
+			if !strings.Contains(es[0].String(), want) {
+				t.Errorf("the event %q does not say %q", es[0], want)
+			}
+		}
+	})
+}
+
+// A single 404 is looked at again before the run is called gone: an API
+// that loses a pod for a moment does not end a run whose pod still runs.
+func TestASingle404IsLookedAtAgain(t *testing.T) {
+	h := newHarness(t)
+	h.pod.looks = []look{{st: ready}, {st: running, out: "a"},
+		{err: io.ErrUnexpectedEOF, do: func() { h.api.mu.Lock(); h.api.notFound = 2; h.api.mu.Unlock() }},
+		{st: exited(0), out: "b"}}
+	r := h.mustStart(h.spec())
+	var out strings.Builder
+	end, err := r.Follow(context.Background(), &out)
+	if err != nil || !end.OK() || out.String() != "ab" {
+		t.Fatalf("Follow = %+v, %v (output %q), want the job's end after a reconnect", end, err, out.String())
+	}
+	if n := h.api.count("DeletePod"); n != 0 {
+		t.Errorf("%d pod deletes", n)
+	}
+}
+
+// A Start whose context ends before the job was started deletes the pod,
+// as a cancelled Launch does: no job means the pod would only bill its
+// boot grace. WithDetachOnCancel leaves it to its watchdog.
+func TestCancelledStart(t *testing.T) {
+	for _, detach := range []bool{false, true} {
+		h := newHarness(t, look{st: ready})
+		ctx, cancel := context.WithCancel(context.Background())
+		var opts []Option
+		if detach {
+			opts = append(opts, WithDetachOnCancel())
+		}
+		r, err := h.launch(ctx, h.spec(), opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.pod.uploadErr = context.Canceled
+		cancel()
+		if err := r.Start(ctx, Job{}); !errors.Is(err, context.Canceled) {
+			t.Fatalf("detach %v: Start: %v, want context.Canceled", detach, err)
+		}
+		wantDeletes := 1
+		if detach {
+			wantDeletes = 0
+		}
+		if n := h.api.count("DeletePod"); n != wantDeletes || r.Ended() != !detach {
+			t.Errorf("detach %v: %d pod deletes (want %d), ended %v: %v", detach, n, wantDeletes, r.Ended(), h.api.allCalls())
+		}
+		if len(h.pod.starts) != 0 {
+			t.Errorf("detach %v: the job was started", detach)
+		}
+	}
+}
+
+// While it follows, the client backs up its watchdog's money rules: a
+// watchdog that died or hangs does not leave the pod billing under its
+// eyes. Each rule acts a tick and a margin after the watchdog's would.
+func TestTheClientEnforcesTheMoneyRules(t *testing.T) {
+	const poll = 10 * time.Second
+	late := podenv.DefaultInterval + enforceMargin
+	t.Run("cost cap", func(t *testing.T) {
+		h := newHarness(t, look{st: ready}, look{st: ready}, look{st: running, out: "a"})
+		spec := h.spec()
+		spec.MaxCostUSD, spec.SnapshotLead = 0.69, 5*time.Minute // an hour, the snapshot 5m before
+		r := h.mustStart(spec, WithPoll(poll))
+		_, err := r.Follow(context.Background(), io.Discard)
+		var ee *EnforcedError
+		if !errors.As(err, &ee) || !errors.Is(err, ErrEnforced) || ee.Reason != watchdog.DeleteCostCap {
+			t.Fatalf("Follow: %v, want the cost cap enforced", err)
+		}
+		if at := h.clk.Now().Sub(t0); at < time.Hour+late || at > time.Hour+late+2*poll {
+			t.Errorf("enforced %s after the create, want %s", at, time.Hour+late)
+		}
+		var asked []string
+		for _, p := range h.pod.allPuts() {
+			if p.Name == watchdog.SnapshotRequest {
+				asked = append(asked, p.Value)
+			}
+		}
+		if diff := cmp.Diff([]string{string(watchdog.ReasonCost)}, asked); diff != "" {
+			t.Errorf("snapshot requests (-want +got):\n%s", diff)
+		}
+		if n := h.api.count("DeletePod"); n != 1 || r.Record().Phase != PhaseFailed {
+			t.Errorf("%d pod deletes, phase %s", n, r.Record().Phase)
+		}
+	})
+	t.Run("deadline, lease stale", func(t *testing.T) {
+		h := newHarness(t, look{st: ready}, look{st: running, out: "a"})
+		spec := h.spec()
+		spec.Deadline = t0.Add(30 * time.Minute)
+		r := h.mustStart(spec, WithPoll(poll))
+		_, err := r.Follow(context.Background(), io.Discard)
+		var ee *EnforcedError
+		if !errors.As(err, &ee) || ee.Reason != watchdog.DeleteDeadline {
+			t.Fatalf("Follow: %v, want the deadline enforced", err)
+		}
+		want := 30*time.Minute + podenv.DefaultSnapshotWait + late
+		if at := h.clk.Now().Sub(t0); at < want || at > want+2*poll {
+			t.Errorf("enforced %s after the create, want %s", at, want)
+		}
+		if n := h.api.count("DeletePod"); n != 1 {
+			t.Errorf("%d pod deletes", n)
+		}
+	})
+	t.Run("deadline, lease held", func(t *testing.T) {
+		looks := []look{{st: ready}}
+		for range 400 { // 66 minutes of output
+			looks = append(looks, look{st: running, out: "x"})
+		}
+		h := newHarness(t, append(looks, look{st: exited(0)})...)
+		spec := h.spec()
+		spec.Deadline = t0.Add(30 * time.Minute)
+		r := h.mustStart(spec, WithPoll(poll))
+		if end, err := r.Follow(context.Background(), io.Discard); err != nil || !end.OK() {
+			t.Fatalf("Follow = %v, %v: a held lease extends the deadline", end, err)
+		}
+		if n := h.api.count("DeletePod"); n != 0 {
+			t.Errorf("%d pod deletes", n)
 		}
 	})
 }

@@ -77,6 +77,13 @@ type Record struct {
 	NetworkVolumeID string `json:"network_volume_id,omitempty"`
 	VolumeDir       string `json:"volume_dir,omitempty"`
 	VolumeGB        int    `json:"volume_gb,omitempty"`
+	MaxVolumeGB     int    `json:"max_volume_gb,omitempty"`
+
+	// The watchdog's knobs as they were armed (zero: its defaults), by
+	// which a follower tells when its watchdog should have acted.
+	Interval     time.Duration `json:"interval,omitempty"`
+	LeaseTTL     time.Duration `json:"lease_ttl,omitempty"`
+	SnapshotWait time.Duration `json:"snapshot_wait,omitempty"`
 
 	// How the run is followed, so that an Attach follows it the same way.
 	Poll         time.Duration `json:"poll"`

@@ -66,6 +66,12 @@ type Run struct {
 	// started: the container restarted on a disk that did not keep it.
 	runDirLost bool
 	ended      bool
+	// filledWarned is the last filling warning's percent; diskAsked says
+	// this Run asked the job for a disk snapshot.
+	filledWarned int
+	diskAsked    bool
+	// costAsked says this Run asked for the cost cap's snapshot itself.
+	costAsked bool
 }
 
 // Record returns the run's record as it is now.
@@ -73,6 +79,10 @@ func (r *Run) Record() Record { return r.rec }
 
 // State is what the last look at the pod saw.
 func (r *Run) State() jobctl.State { return r.last }
+
+// Ended says the run has ended: its pod was deleted (or found gone) and
+// its cost recorded.
+func (r *Run) Ended() bool { return r.ended }
 
 // Ready says the watchdog's verdict was ready: its rules guard the pod.
 func (r *Run) Ready() bool { return r.ready }
@@ -129,6 +139,21 @@ func podEnded(s runpod.PodStatus) bool {
 	return s == runpod.StatusExited || s == runpod.StatusError || s == runpod.StatusTerminated
 }
 
+// stillBills says a pod in this status is not running but still bills:
+// its disk is kept until the pod is deleted.
+func stillBills(s runpod.PodStatus) bool {
+	return s == runpod.StatusExited || s == runpod.StatusError
+}
+
+// StatusText is a pod's status for a person: one that is not running but
+// still bills says so.
+func StatusText(s runpod.PodStatus) string {
+	if stillBills(s) {
+		return string(s) + " (still billing)"
+	}
+	return string(s)
+}
+
 func (r *Run) gone(status runpod.PodStatus, detail string) *PodGoneError {
 	return &PodGoneError{PodID: r.rec.PodID, Status: status, DeleteReason: r.rec.DeleteReason, Detail: detail}
 }
@@ -146,7 +171,7 @@ func (r *Run) waitRunning(ctx context.Context) error {
 	start, pace := r.now(), newRamp(r.rec.Poll)
 	var lastErr error
 	for {
-		pod, err := r.api.GetPod(ctx, r.rec.PodID)
+		pod, err := r.lookPod(ctx)
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()
@@ -183,6 +208,28 @@ func (r *Run) waitRunning(ctx context.Context) error {
 	}
 }
 
+// A 404 is looked at notFoundLooks times, notFoundEvery apart, before the
+// pod is taken for gone.
+const (
+	notFoundLooks = 3
+	notFoundEvery = 3 * time.Second
+)
+
+// lookPod reads the run's pod. An API that loses a pod for a moment must
+// not end a run whose pod still runs: a 404 is believed only when the
+// next looks say it too.
+func (r *Run) lookPod(ctx context.Context) (*runpod.Pod, error) {
+	for look := 1; ; look++ {
+		pod, err := r.api.GetPod(ctx, r.rec.PodID)
+		if !errors.Is(err, runpod.ErrNotFound) || look == notFoundLooks {
+			return pod, err
+		}
+		if err := r.cfg.clock.Sleep(ctx, notFoundEvery); err != nil {
+			return nil, err
+		}
+	}
+}
+
 // spent is the cost so far, from the pod's price.
 func (r *Run) spent() float64 { return costplan.Spent(r.rec.CostPerHr, r.rec.BillingStart, r.now()) }
 
@@ -214,7 +261,7 @@ func (r *Run) dial(ctx context.Context, timeout time.Duration) error {
 			// no need to knock until the timeout.
 			checked = r.now()
 			detail := fmt.Sprintf("SSH never answered: %v", lastErr)
-			if pod, err := r.api.GetPod(ctx, r.rec.PodID); errors.Is(err, runpod.ErrNotFound) {
+			if pod, err := r.lookPod(ctx); errors.Is(err, runpod.ErrNotFound) {
 				return r.gone("", detail)
 			} else if err == nil && podEnded(pod.Status) {
 				return r.gone(pod.Status, detail)

@@ -51,7 +51,11 @@ type Spec struct {
 	// volume there instead (its size is read from the API).
 	VolumeGB        int
 	NetworkVolumeID string
-	VolumePath      string // DefaultVolumePath when empty
+	// MaxVolumeGB is the largest the network volume may be grown to when
+	// it fills (it bills every month, pod or not). Zero: it never grows,
+	// and the job is asked for a disk snapshot when it would have.
+	MaxVolumeGB int
+	VolumePath  string // DefaultVolumePath when empty
 	// Workdir holds run directories on the pod (VolumePath/overbrainer
 	// when empty).
 	Workdir string
@@ -209,6 +213,12 @@ func (s Spec) check(now time.Time) error {
 	}
 	if s.VolumeGB > 0 && s.NetworkVolumeID != "" {
 		bad("VolumeGB", "is set with NetworkVolumeID: a pod mounts one volume")
+	}
+	switch {
+	case s.MaxVolumeGB < 0 || s.MaxVolumeGB > runpod.MaxVolumeGB:
+		bad("MaxVolumeGB", "%d is not between 0 and Runpod's largest, %d", s.MaxVolumeGB, runpod.MaxVolumeGB)
+	case s.MaxVolumeGB > 0 && s.NetworkVolumeID == "":
+		bad("MaxVolumeGB", "is set without NetworkVolumeID: only a network volume grows")
 	}
 	if !path.IsAbs(s.VolumePath) {
 		bad("VolumePath", "%q is not absolute", s.VolumePath)

@@ -333,6 +333,49 @@ func TestDownOnInterrupt(t *testing.T) {
 	w.assertClean()
 }
 
+// Ctrl-C before the job started deletes the pod: left to its watchdog it
+// would bill its boot grace for nothing. With --detach it is left.
+func TestInterruptBeforeTheJobDeletes(t *testing.T) {
+	for _, detach := range []bool{false, true} {
+		t.Run(fmt.Sprintf("detach=%v", detach), func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t)
+			// The pod is not seen running while its GET fails, so the
+			// job cannot start before the Ctrl-C; the watchdog's probe
+			// keeps trying meanwhile.
+			w.srv.Fail("GET", "/v2/pods/*", runpodtest.Fault{Status: 503, Times: -1})
+			run := args([]string{"run", "--probe-tries", "1000"}, fast, demo(600))
+			if detach {
+				run = append(run, "--detach")
+			}
+			p := w.start(run...)
+			p.waitOutput(") created: ", patience)
+			time.Sleep(time.Second)
+			w.srv.ClearFaults()
+			p.signal(syscall.SIGINT)
+			if code := p.wait(patience); code != 130 {
+				t.Fatalf("exit %d after Ctrl-C, want 130", code)
+			}
+			r := w.onlyRun()
+			if detach {
+				mustContain(t, "stderr", p.stderr.String(), "detached from pod")
+				if r.Phase != state.PhaseDetached || w.pod(r).Status == runpodtest.StatusTerminated {
+					t.Fatalf("phase %s, pod %s: --detach left nothing to its watchdog", r.Phase, w.pod(r).Status)
+				}
+				if rm := w.run("rm", r.ID); rm.code != 0 {
+					t.Fatalf("rm exit %d: %s", rm.code, rm.stderr)
+				}
+			} else {
+				mustContain(t, "stderr", p.stderr.String(), "deleted", "cost: ~$")
+				if strings.Contains(p.stderr.String(), "detached") || w.pod(r).Status != runpodtest.StatusTerminated {
+					t.Fatalf("pod %s after a Ctrl-C before the job:\n%s", w.pod(r).Status, p.stderr)
+				}
+			}
+			w.assertClean()
+		})
+	}
+}
+
 func lineWith(s, sub string) string {
 	for _, l := range strings.Split(s, "\n") {
 		if strings.Contains(l, sub) {
@@ -342,8 +385,9 @@ func lineWith(s, sub string) string {
 	return ""
 }
 
-// rm says plainly when only a stop worked, and --all-orphans removes what
-// no local run knows.
+// rm refuses a run whose results were not collected, says plainly when
+// only a stop worked, and --all-orphans removes what no local run knows
+// and is provably abandoned, listing the rest.
 func TestRmAndOrphans(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, runpodtest.AllowPodsLeft())
@@ -353,27 +397,40 @@ func TestRmAndOrphans(t *testing.T) {
 	p.wait(patience)
 	r := w.onlyRun()
 
-	// An orphan: a pod and a secret of a run this machine never knew.
+	// Orphans: pods and secrets of runs this machine never knew; one of
+	// them provably abandoned, its container ended.
 	api, err := runpod.New(w.srv.APIKey(), runpod.WithBaseURL(w.srv.BaseURL()), runpod.WithGraphQLURL(w.srv.GraphQLURL()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	orphan, err := api.CreatePod(context.Background(), runpod.CreatePodRequest{
-		Name: "overbrainer-elsewhere-1", Image: "x", GPUTypeID: "NVIDIA GeForce RTX 4090",
-		Command: []string{"sh", "-c", "exec sleep 600"},
-	})
-	if err != nil {
-		t.Fatal(err)
+	newOrphan := func(id, script string) *runpod.Pod {
+		p, err := api.CreatePod(context.Background(), runpod.CreatePodRequest{
+			Name: "overbrainer-" + id, Image: "x", GPUTypeID: "NVIDIA GeForce RTX 4090", Command: []string{"sh", "-c", script},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.srv.AddSecret("overbrainer_host_key_"+id, "c2VjcmV0")
+		return p
 	}
-	w.srv.AddSecret("overbrainer_host_key_elsewhere-1", "c2VjcmV0")
+	orphan, exited := newOrphan("elsewhere-1", "exec sleep 600"), newOrphan("elsewhere-2", "exit 0")
 	w.srv.AddSecret("someone_elses_secret", "x")
+	shtest.Eventually(t, patience, func() bool { p, _ := w.srv.Pod(exited.ID); return p.Status == runpodtest.StatusExited }, "the orphan %s did not exit", exited.ID)
 	ls := w.run("ls")
 	mustContain(t, "ls", lineWith(ls.stdout.String(), "elsewhere-1"), "orphan", orphan.ID)
+	mustContain(t, "ls", lineWith(ls.stdout.String(), "elsewhere-2"), "orphan", exited.ID, "EXITED (still billing)")
+
+	// The job runs and its results were not collected: rm refuses.
+	rm := w.run("rm", r.ID)
+	if rm.code != 1 || w.pod(r).Status != runpodtest.StatusRunning {
+		t.Fatalf("rm of a running job: exit %d, pod %s", rm.code, w.pod(r).Status)
+	}
+	mustContain(t, "rm stderr", rm.stderr.String(), "results were not collected", "launch stop "+r.ID, "--force")
 
 	// Only the stop action works: the volume still bills, and rm says so.
 	w.srv.Fail("DELETE", "/v2/pods/"+r.PodID, runpodtest.Fault{Status: 400, Times: -1})
 	w.srv.Fail("POST", "/v2/pods/"+r.PodID+"/action", runpodtest.Fault{Status: 400, Times: 1})
-	rm := w.run("rm", r.ID)
+	rm = w.run("rm", "--force", r.ID)
 	if rm.code != 1 {
 		t.Fatalf("rm exit %d, want 1", rm.code)
 	}
@@ -410,18 +467,29 @@ func TestRmAndOrphans(t *testing.T) {
 	if o.code != 0 {
 		t.Fatalf("rm --all-orphans exit %d", o.code)
 	}
-	mustContain(t, "rm --all-orphans", o.stderr.String(), "orphan pod "+orphan.ID, "orphan secret overbrainer_host_key_elsewhere-1 deleted")
+	// The abandoned orphan goes with its secret; the running one, maybe
+	// another machine's live run, is listed and left with its secret.
+	mustContain(t, "rm --all-orphans", o.stderr.String(), "orphan pod "+exited.ID, "pod "+exited.ID+" deleted",
+		"secret overbrainer_host_key_elsewhere-2 deleted", "orphan pod "+orphan.ID, "left: ", "not provably abandoned")
 	if !slices.ContainsFunc(w.srv.Secrets(), func(s runpodtest.Secret) bool { return s.Name == left }) {
 		t.Fatalf("rm --all-orphans removed the secret of a run a launcher holds: %s", o.stderr.String())
+	}
+	if pod, _ := w.srv.Pod(orphan.ID); pod.Status != runpodtest.StatusRunning {
+		t.Fatalf("rm --all-orphans left the running orphan %s", pod.Status)
+	}
+	if pod, _ := w.srv.Pod(exited.ID); pod.Status != runpodtest.StatusTerminated {
+		t.Fatalf("abandoned orphan %s", pod.Status)
+	}
+	// Its owner deletes the running one: then its secret is an orphan.
+	if _, err := api.DeletePod(context.Background(), orphan.ID); err != nil {
+		t.Fatal(err)
 	}
 	o = w.run("rm", "--all-orphans")
 	if o.code != 0 {
 		t.Fatalf("second rm --all-orphans exit %d", o.code)
 	}
-	mustContain(t, "second rm --all-orphans", o.stderr.String(), "secret "+left+" of run "+r.ID+" deleted")
-	if pod, _ := w.srv.Pod(orphan.ID); pod.Status != runpodtest.StatusTerminated {
-		t.Fatalf("orphan %s", pod.Status)
-	}
+	mustContain(t, "second rm --all-orphans", o.stderr.String(), "secret "+left+" of run "+r.ID+" deleted",
+		"orphan secret overbrainer_host_key_elsewhere-1 deleted")
 	secrets := w.srv.Secrets()
 	if len(secrets) != 1 || secrets[0].Name != "someone_elses_secret" {
 		t.Fatalf("secrets left: %v", secrets)
@@ -591,8 +659,9 @@ func TestFailuresDeleteThePod(t *testing.T) {
 	}
 }
 
-// A network volume that fills is grown before the watchdog's disk rule would
-// stop the job, and the watchdog is told the new size.
+// A network volume that fills is grown (up to --max-volume-gb) before the
+// watchdog's disk rule would stop the job, and the watchdog is told the
+// new size.
 func TestNetworkVolumeGrows(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
@@ -604,7 +673,7 @@ func TestNetworkVolumeGrows(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(vol.Dir, "fake-du"), []byte(du), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	p := w.run(args([]string{"run", "--network-volume", "vol-test", "--pod-env", "OVERBRAINER_DU=/workspace/fake-du"}, fast, demo(8))...)
+	p := w.run(args([]string{"run", "--network-volume", "vol-test", "--max-volume-gb", "20", "--pod-env", "OVERBRAINER_DU=/workspace/fake-du"}, fast, demo(8))...)
 	if p.code != 0 {
 		t.Fatalf("exit %d", p.code)
 	}

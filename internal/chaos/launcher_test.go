@@ -144,9 +144,9 @@ var clientMutations = []sourceMutation{
 }
 
 // deleteCallersLeft are the files that call DeletePod and that no client
-// mutant touches: the launcher's cmds.go deletes orphan pods in launch rm
-// --all-orphans, which is not part of a run.
-var deleteCallersLeft = map[string]bool{"examples/launch/internal/launcher/cmds.go": true}
+// mutant touches: none, since launch rm --all-orphans deletes through
+// guard.RemoveOrphan, and so through deletePod.
+var deleteCallersLeft = map[string]bool{}
 
 // checkDeleteCallers fails the test when a file of clientPkgs other than
 // those of clientMutations and deleteCallersLeft calls DeletePod: a new

@@ -105,7 +105,7 @@ pod and the secret.`
 	err = a.attach(ctx, r, followOpts{followFlags: ff, hfToken: token, stop: stop, stopWait: wait})
 	if errors.Is(err, guard.ErrNoPod) {
 		a.say("run %s has no pod (it never got one, or it is gone): cleaning up", id)
-		if err := a.remove(ctx, r); err != nil {
+		if err := a.remove(ctx, r, true); err != nil {
 			return err
 		}
 		r.Phase = state.PhaseFailed
@@ -185,7 +185,7 @@ no local run knows (orphans: "launch rm --all-orphans" removes them).`)
 		}
 		switch {
 		case live:
-			status = string(pod.Status)
+			status = guard.StatusText(pod.Status)
 			perHr := pod.CostPerHr
 			if perHr == 0 {
 				perHr = r.CostPerHr
@@ -216,7 +216,7 @@ no local run knows (orphans: "launch rm --all-orphans" removes them).`)
 		if !p.CreatedAt.IsZero() {
 			age = since(now.Sub(p.CreatedAt))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s/h\t%s\t%s\n", strings.TrimPrefix(p.Name, PodNamePrefix), "orphan", p.ID, p.Status, age, money(p.CostPerHr), "-", "-")
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s/h\t%s\t%s\n", strings.TrimPrefix(p.Name, PodNamePrefix), "orphan", p.ID, guard.StatusText(p.Status), age, money(p.CostPerHr), "-", "-")
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -241,12 +241,15 @@ func dash(s string) string {
 func cmdRm(ctx context.Context, a *app, args []string) error {
 	fs := a.newFlags("rm", "RUN... | --all-orphans", `Deletes a run's pod (delete, then terminate, then stop as a last resort,
 saying plainly when only a stop worked and the volume still bills) and its
-host key secret. The run's local state and downloaded results stay.
---all-orphans deletes the overbrainer pods and secrets of runs that this
-machine's state does not know (runs of other machines included: look at
-"launch ls" first), and the secret of a known run whose pod is gone and
+host key secret. The run's local state and downloaded results stay. A run
+whose job was started and whose results were not collected is refused
+unless --force: use stop or attach. --all-orphans deletes the overbrainer
+pods of runs that this machine's state does not know only when they are
+provably abandoned (EXITED or ERROR; the others are listed), the secrets
+of runs without a pod, and the secret of a known run whose pod is gone and
 whose launcher is no longer running (one killed before it cleaned up).`)
-	orphans := fs.Bool("all-orphans", false, "delete every overbrainer pod and secret that no local run knows")
+	orphans := fs.Bool("all-orphans", false, "delete the abandoned overbrainer pods and the secrets that no local run knows")
+	force := fs.Bool("force", false, "delete a run's pod even when its results were not collected (they are lost)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -266,7 +269,7 @@ whose launcher is no longer running (one killed before it cleaned up).`)
 	}
 	failed := false
 	for _, id := range fs.Args() {
-		if err := a.rmRun(ctx, id); err != nil {
+		if err := a.rmRun(ctx, id, *force); err != nil {
 			a.say("rm %s: %v", id, err)
 			failed = true
 		}
@@ -277,7 +280,7 @@ whose launcher is no longer running (one killed before it cleaned up).`)
 	return nil
 }
 
-func (a *app) rmRun(ctx context.Context, id string) error {
+func (a *app) rmRun(ctx context.Context, id string, force bool) error {
 	r, err := a.loadRun(id)
 	if err != nil {
 		return err
@@ -287,23 +290,25 @@ func (a *app) rmRun(ctx context.Context, id string) error {
 		return err
 	}
 	defer lock.Unlock()
-	return a.remove(ctx, r)
+	err = a.remove(ctx, r, force)
+	if errors.Is(err, guard.ErrNotCollected) {
+		err = fmt.Errorf("%w: use \"launch stop %s\" (checkpoint, collect, delete) or \"launch attach %s\"; --force deletes it with its results", err, id, id)
+	}
+	return err
+}
+
+// rmEvents says what a delete without a follow reports, as a run would.
+func (a *app) rmEvents(id string) guard.Option {
+	return guard.WithEvents((&driver{a: a, r: &state.Run{Record: guard.Record{ID: id}}}).event)
 }
 
 // remove deletes a run's pod and secret without following it.
-func (a *app) remove(ctx context.Context, r *state.Run) error {
-	rec, res, err := guard.Remove(ctx, a.api, r.Record,
-		guard.WithEvents(func(e guard.Event) {
-			switch e.Kind {
-			case guard.EventDeleted:
-				a.sayDeleted(e, r.ID)
-			case guard.EventSecretDeleted:
-				a.saySecret(e, r.ID)
-			case guard.EventWarning:
-				a.say("%v", e.Err)
-			}
-		}),
-		guard.WithLogger(a.logger))
+func (a *app) remove(ctx context.Context, r *state.Run, force bool) error {
+	opts := []guard.Option{a.rmEvents(r.ID), guard.WithLogger(a.logger)}
+	if force {
+		opts = append(opts, guard.WithForce())
+	}
+	rec, res, err := guard.Remove(ctx, a.api, r.Record, opts...)
 	r.Record = rec
 	if serr := a.store.Save(r); serr != nil {
 		return serr
@@ -345,12 +350,16 @@ func (a *app) rmOrphans(ctx context.Context) error {
 		}
 		n++
 		a.say("orphan pod %s (%s, %s)", p.ID, p.Name, p.Status)
-		res, err := a.api.DeletePod(ctx, p.ID)
-		a.sayDeleted(guard.Event{PodID: p.ID, Result: res, Err: err}, id)
-		failed = failed || res.StillBilling()
+		res, err := guard.RemoveOrphan(ctx, a.api, p, a.rmEvents(id), guard.WithLogger(a.logger))
+		if errors.Is(err, guard.ErrNotAbandoned) {
+			a.say("left: %v (look at it with \"launch ls\")", err)
+		} else if err != nil || res.StillBilling() {
+			failed = true // said by the events, an unconfirmed delete too
+		}
 	}
-	// A known run's pod still holding its name keeps its secret (a pod
-	// that restarts reads it again); a terminated pod does not.
+	// A pod still holding its run's name keeps its secret (a pod that
+	// restarts reads it again; RemoveOrphan deleted those of the
+	// abandoned ones); a terminated pod does not.
 	podOf := map[string]bool{}
 	for _, p := range pods {
 		if p.Status != runpod.StatusTerminated {
@@ -359,7 +368,7 @@ func (a *app) rmOrphans(ctx context.Context) error {
 	}
 	for _, s := range secrets {
 		id, ok := strings.CutPrefix(s.Name, secretPrefix)
-		if !ok {
+		if !ok || podOf[id] {
 			continue
 		}
 		if known[id] {
@@ -367,9 +376,6 @@ func (a *app) rmOrphans(ctx context.Context) error {
 			// up leaves it behind: the run is known, its pod is gone and
 			// no launcher holds its lock. A held lock means a live
 			// launcher that will remove the secret itself.
-			if podOf[id] {
-				continue
-			}
 			lock, err := a.store.TryLock(id)
 			if err != nil {
 				continue

@@ -60,7 +60,7 @@ func (d *driver) options() []guard.Option {
 	if d.o.onFailure == "leave" {
 		opts = append(opts, guard.WithLeaveOnFailure())
 	}
-	if !d.o.downOnInterrupt && !d.a.inProcess() {
+	if d.o.detach && !d.o.downOnInterrupt && !d.a.inProcess() {
 		opts = append(opts, guard.WithDetachOnCancel())
 	}
 	return opts
@@ -197,7 +197,7 @@ func (d *driver) steps(ctx context.Context, attached bool) error {
 			return d.stopped(ctx, err)
 		}
 	case attached && st.Lost():
-		a.say("%s: reading the rest of its output from byte %d", lostJob, d.r.LogOffset)
+		a.say("%s: reading the rest of its output from byte %d", guard.LostJob, d.r.LogOffset)
 	case attached && st.Ended():
 		a.say("the job has ended: reading the rest of its output from byte %d", d.r.LogOffset)
 	case attached:
@@ -271,10 +271,6 @@ func (d *driver) requestStop(ctx context.Context) error {
 	return nil
 }
 
-// lostJob is what the launcher says of a job lost with an earlier container
-// of the pod (jobctl.State.Lost).
-const lostJob = "job lost: the pod's container restarted (Runpod restarted it, or its host failed), which ended the job before it could write its exit code"
-
 // listOutputs names the first downloaded outputs.
 func (a *app) listOutputs(dir string) {
 	const most = 10
@@ -337,16 +333,19 @@ func (d *driver) stopped(ctx context.Context, err error) error {
 	return &exitError{code: ExitFailed}
 }
 
-// interrupted ends a run on Ctrl-C: detach, or down when asked or when the
-// pod would die with this process anyway.
+// interrupted ends a run on Ctrl-C: down when no job runs yet (unless
+// --detach), when asked, or when the pod would die with this process
+// anyway; else detach.
 func (d *driver) interrupted() error {
 	a, run := d.a, d.run
-	if run == nil {
-		// Launch deleted the pod it was waiting for.
+	if run == nil || run.Ended() {
+		// guard deleted the pod: its job had not started.
 		d.printCost()
 		return &exitError{code: ExitInterrupted}
 	}
-	if d.o.downOnInterrupt || a.inProcess() {
+	// An attach cut short before the job started: nothing to detach for.
+	started := run.State().Started() || !d.r.JobStarted.IsZero()
+	if d.o.downOnInterrupt || a.inProcess() || (!started && !d.o.detach) {
 		if a.inProcess() && !d.o.downOnInterrupt {
 			a.say("the in-process local emulator ends with this launcher: collecting what there is and deleting the pod (run \"launch local-server\" to be able to detach)")
 		}
@@ -365,7 +364,7 @@ func (d *driver) interrupted() error {
 	}
 	run.Detach()
 	a.say("detached from pod %s: it goes on under its watchdog. %s", d.r.PodID, d.guarantees())
-	a.say("resume with: launch attach %s   (or: launch stop %s, launch rm %s)", d.r.ID, d.r.ID, d.r.ID)
+	a.say("resume with: launch attach %s   (or: launch stop %s; launch rm --force %s loses its results)", d.r.ID, d.r.ID, d.r.ID)
 	return &exitError{code: ExitInterrupted}
 }
 

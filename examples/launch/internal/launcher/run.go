@@ -27,6 +27,7 @@ const PodNamePrefix = guard.PodNamePrefix
 type followFlags struct {
 	onFailure       string
 	downOnInterrupt bool
+	detach          bool
 	startTimeout    time.Duration
 	verdictTimeout  time.Duration
 	hfTokenEnv      string
@@ -35,6 +36,7 @@ type followFlags struct {
 func (f *followFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.onFailure, "on-failure", "delete", "when the launcher cannot go on once the pod exists: delete it at once, or leave it to its watchdog (leave)")
 	fs.BoolVar(&f.downOnInterrupt, "down-on-interrupt", false, "on Ctrl-C, collect what there is and delete the pod instead of detaching")
+	fs.BoolVar(&f.detach, "detach", false, "on Ctrl-C before the job started, leave the pod to its watchdog (which deletes it after its boot grace) instead of deleting it")
 	fs.DurationVar(&f.startTimeout, "start-timeout", 20*time.Minute, "how long to wait for the pod to run and answer SSH")
 	fs.DurationVar(&f.verdictTimeout, "verdict-timeout", 10*time.Minute, "how long to wait for the watchdog's verdict")
 	fs.StringVar(&f.hfTokenEnv, "hf-token-env", "", "name of this launcher's environment variable holding the HF token; the job gets it as HF_TOKEN over SSH only")
@@ -53,18 +55,18 @@ func (f *followFlags) check() error {
 type runFlags struct {
 	follow followFlags
 
-	job, cmd, out     string
-	image, gpu, cloud string
-	gpuCount, diskGB  int
-	volumeGB          int
-	networkVolume     string
-	volumePath        string
-	workdir           string
-	maxHours          float64
-	maxCostUSD        float64
-	keep              bool
-	bootGrace         time.Duration
-	retrieveGrace     time.Duration
+	job, cmd, out      string
+	image, gpu, cloud  string
+	gpuCount, diskGB   int
+	volumeGB, maxVolGB int
+	networkVolume      string
+	volumePath         string
+	workdir            string
+	maxHours           float64
+	maxCostUSD         float64
+	keep               bool
+	bootGrace          time.Duration
+	retrieveGrace      time.Duration
 
 	poll, leaseEvery time.Duration
 	snapshotLead     time.Duration
@@ -108,7 +110,8 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.cloud, "cloud", "SECURE", "SECURE or COMMUNITY")
 	fs.IntVar(&f.diskGB, "disk-gb", 50, "container disk in GB")
 	fs.IntVar(&f.volumeGB, "volume-gb", 0, "a pod volume of this size in GB at --volume-path (0: none)")
-	fs.StringVar(&f.networkVolume, "network-volume", "", "id of a network volume to mount at --volume-path (grown by 25% when 92% of its usable part is used)")
+	fs.StringVar(&f.networkVolume, "network-volume", "", "id of a network volume to mount at --volume-path (grown by 25% when 92% of its usable part is used, up to --max-volume-gb)")
+	fs.IntVar(&f.maxVolGB, "max-volume-gb", 0, "the largest the network volume may grow to, in GB (0: it never grows, and a full one asks the job for a disk snapshot)")
 	fs.StringVar(&f.volumePath, "volume-path", guard.DefaultVolumePath, "where the volume is mounted")
 	fs.StringVar(&f.workdir, "workdir", "", "directory of run directories on the pod (default: --volume-path/overbrainer)")
 	fs.Float64Var(&f.maxHours, "max-hours", 4, "deadline, in hours from now: the watchdog deletes the pod then unless this launcher still holds the lease")
@@ -170,9 +173,10 @@ func cmdRun(ctx context.Context, a *app, args []string) error {
 	fs := a.newFlags("run", "", `Creates a pod for a new run, waits for its watchdog's verdict, uploads and
 starts the job, follows its output while renewing the lease, downloads the
 results, deletes the pod and the secret, and prints what it cost. Ctrl-C
-detaches (the pod goes on under its watchdog; "launch attach RUN" resumes)
-unless --down-on-interrupt; with the in-process local emulator the pod ends
-with the launcher.`)
+before the job started deletes the pod (unless --detach); once it runs,
+Ctrl-C detaches (the pod goes on under its watchdog; "launch attach RUN"
+resumes) unless --down-on-interrupt; with the in-process local emulator
+the pod ends with the launcher.`)
 	f.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -212,7 +216,7 @@ with the launcher.`)
 	spec := guard.Spec{
 		RunID: id, Job: guard.Job{Dir: jobDir, Command: f.cmd},
 		Image: f.image, GPUTypeID: f.gpu, GPUCount: f.gpuCount, Cloud: runpod.CloudType(f.cloud),
-		DiskGB: f.diskGB, VolumeGB: f.volumeGB, NetworkVolumeID: f.networkVolume,
+		DiskGB: f.diskGB, VolumeGB: f.volumeGB, NetworkVolumeID: f.networkVolume, MaxVolumeGB: f.maxVolGB,
 		VolumePath: f.volumePath, Workdir: f.workdir,
 		MaxCostUSD: f.maxCostUSD, Keep: f.keep, BootGrace: f.bootGrace, RetrieveGrace: f.retrieveGrace,
 		SnapshotLead: f.snapshotLead, Interval: f.wdInterval, LeaseTTL: f.leaseTTL,
