@@ -293,7 +293,10 @@ measure_volume() {
   fi
   fresh_file "$POD_DIR/du.running"
   fresh_file "$POD_DIR/du.out"
-  : >"$POD_DIR/du.running" 2>/dev/null
+  # Not `:`: a failing redirection of a special builtin (a directory put
+  # there, .pod removed) ends the script under dash, busybox, posh and mksh;
+  # on a regular builtin it only fails the command.
+  true 2>/dev/null >"$POD_DIR/du.running"
   if [ -n "$TIMEOUT" ]; then
     timeout -k 5 30 "$DU" -sk -- "$VOLUME_DIR" >"$POD_DIR/du.out" 2>/dev/null </dev/null &
   else
