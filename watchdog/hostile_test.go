@@ -1,8 +1,11 @@
 package watchdog_test
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
@@ -49,6 +52,67 @@ func TestFailingRedirectionsNeverEndTheWatchdog(t *testing.T) {
 			if n := p.api.Count("DELETE", "/pods/"+podID); n != 1 {
 				t.Fatalf("%d DELETE calls, want 1\nstderr:\n%s", n, p.proc.Stderr())
 			}
+		})
+	})
+}
+
+// A FIFO where the watchdog writes its log or reads a file never blocks it:
+// at the log before it starts, at du's output or the bootstrap's reason, or
+// swapped in for a client's file between the regular-file test and the read
+// (the head stub swaps it, once, just before reading).
+func TestFIFOsNeverBlockTheWatchdog(t *testing.T) {
+	mkfifo := func(t *testing.T, path string) {
+		t.Helper()
+		if err := syscall.Mkfifo(path, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Run("log", func(t *testing.T) {
+		shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+			p := newPod(t, sh)
+			p.setEnv("OVERBRAINER_BOOT_GRACE", "2")
+			mkfifo(t, filepath.Join(p.dir, watchdog.Log))
+			p.start()
+			p.deleted(watchdog.DeleteNeverStarted)
+		})
+	})
+	t.Run("du_output", func(t *testing.T) {
+		shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+			p := newPod(t, sh)
+			du := p.bin.Stub("du", `printf '10\t%s\n' "$3"; f=$OVERBRAINER_RUN_DIR/.pod/du.out; rm -f "$f"; mkfifo "$f"`)
+			p.setEnv("OVERBRAINER_VOLUME_DIR", t.TempDir(), "OVERBRAINER_VOLUME_GB", "1", "OVERBRAINER_DU", du,
+				"OVERBRAINER_SNAPSHOT_LEAD", "0")
+			p.write(watchdog.CostCapAt, itoa(now()+4))
+			p.startJob()
+			p.start()
+			p.deleted(watchdog.DeleteCostCap)
+		})
+	})
+	t.Run("bootstrap_failed", func(t *testing.T) {
+		shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+			p := newPod(t, sh)
+			p.setEnv("OVERBRAINER_BOOT_FAILED", "1")
+			mkfifo(t, filepath.Join(p.dir, watchdog.BootstrapFailed))
+			p.start()
+			if v := p.verdict(); v != "failed bootstrap: unknown" {
+				t.Errorf("verdict %q", v)
+			}
+			p.deleted(watchdog.DeleteBootstrapFailed)
+		})
+	})
+	t.Run("swapped_after_the_check", func(t *testing.T) {
+		shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+			p := newPod(t, sh)
+			realHead, err := exec.LookPath("head")
+			if err != nil {
+				t.Fatal(err)
+			}
+			mark := filepath.Join(p.bin.Dir, ".swapped")
+			p.bin.Stub("head", fmt.Sprintf(`if [ ! -e %[1]q ]; then : >%[1]q; f=$OVERBRAINER_RUN_DIR/.pod/cost_cap_at; rm -f "$f"; mkfifo "$f"; fi
+exec %[2]q "$@"`, mark, realHead))
+			p.write(watchdog.CostCapAt, itoa(now()-10))
+			p.start()
+			p.deleted(watchdog.DeleteCostCap)
 		})
 	})
 }

@@ -70,10 +70,10 @@ VOLUME_USABLE=94
 DF=${OVERBRAINER_DF:-df}
 DU=${OVERBRAINER_DU:-du}
 
-# log MSG: appends "<unix time> MSG" to the watchdog log. It never fails, so a
-# full disk cannot stop the loop.
+# log MSG: appends "<unix time> MSG" to the watchdog log, on the descriptor
+# opened once below (7). It never fails, so a full disk cannot stop the loop.
 log() {
-  printf '%s %s\n' "$(date +%s)" "$1" >>"$POD_DIR/watchdog.log" 2>/dev/null || :
+  printf '%s %s\n' "$(date +%s)" "$1" 2>/dev/null >&7 || :
 }
 
 # number VALUE: sets $number to VALUE without leading zeros (which sh
@@ -122,14 +122,19 @@ setting() {
   number=$3
 }
 
-# small_read FILE: sets $raw to the first bytes of FILE when it is a regular
-# file, empty otherwise. The client and the job write these files; a FIFO, a
-# device or a huge file put there must never stall the loop, so only a
-# regular file is read, and only its first 32 bytes (one process: head).
+# small_read FILE [BYTES]: sets $raw to the first line of the first BYTES
+# (32) bytes of FILE when it is a regular file, empty otherwise. The client
+# and the job write these files; a FIFO, a device or a huge file put there
+# must never stall the loop, so only a regular file is read, and only its
+# first bytes (one process: head). A FIFO swapped in after the test must not
+# block either: the subshell opens the path read-write, which never blocks
+# on a FIFO, and reads only when what it opened is a regular file. (Should
+# the file vanish in between, that open leaves an empty one, which reads as
+# no value.)
 small_read() {
   raw=
   [ -f "$1" ] || return 0
-  { raw=$(head -c 32 -- "$1"); } 2>/dev/null
+  { raw=$(exec 8<>"$1" && [ -f /proc/self/fd/8 ] && exec head -c "${2:-32}" <&8); } 2>/dev/null
   raw=${raw%%"$NL"*}
 }
 NL='
@@ -158,7 +163,21 @@ if [ -h "$POD_DIR" ]; then
   POD_DIR_UNSAFE=1
 fi
 mkdir -p "$POD_DIR" 2>/dev/null
-if [ -h "$POD_DIR/watchdog.log" ]; then rm -f -- "$POD_DIR/watchdog.log" 2>/dev/null; fi
+# The log is opened once and kept on descriptor 7: every rule logs before it
+# deletes (the TERM trap too), so a FIFO there would hang the watchdog for
+# ever. Anything but a regular file is replaced. The open is read-write,
+# which never blocks, even on a FIFO made since the test; only a regular
+# file is then reopened for appending, through /proc (same file, whatever
+# the path names by then). `command` keeps a failed open from ending the
+# script.
+LOG=$POD_DIR/watchdog.log
+if [ -h "$LOG" ] || [ ! -f "$LOG" ]; then rm -rf -- "$LOG" 2>/dev/null; fi
+command exec 7<>"$LOG" 2>/dev/null
+if [ -f /proc/self/fd/7 ]; then
+  command exec 7>>/proc/self/fd/7 2>/dev/null
+else
+  command exec 7>&- 2>/dev/null
+fi
 
 setting OVERBRAINER_INTERVAL "${OVERBRAINER_INTERVAL:-}" 60 && INTERVAL=$number
 [ "$INTERVAL" -ge 1 ] || INTERVAL=1
@@ -282,8 +301,8 @@ measure_volume() {
       return 0
     fi
     du_pid=
-    kib=
-    read -r kib _ 2>/dev/null <"$POD_DIR/du.out" || :
+    small_read "$POD_DIR/du.out"
+    kib=${raw%%[!0-9]*}
     if shrink "$kib" 0; then
       mv -f "$POD_DIR/du.out" "$POD_DIR/du" 2>/dev/null
       measured=$kib
@@ -529,8 +548,8 @@ log "start deadline=${DEADLINE:-none} interval=$INTERVAL boot_grace=$BOOT_GRACE 
 if [ "$BOOT_FAILED" = 1 ]; then
   # The client learns of the failure at once; one probe only tells the log
   # whether the key works, before the pod is deleted.
-  boot_reason=
-  read -r boot_reason 2>/dev/null <"$POD_DIR/bootstrap_failed" || :
+  small_read "$POD_DIR/bootstrap_failed" 512
+  boot_reason=$raw
   verdict "failed bootstrap: ${boot_reason:-unknown}"
   probe 1
   log "probe result=failed reason=bootstrap key=${result#failed } msg=${boot_reason:-unknown}"
