@@ -60,6 +60,10 @@ AGENT="overbrainer-watchdog/${OVERBRAINER_VERSION:-unknown}"
 POD_ID=${RUNPOD_POD_ID:-}
 API_KEY=${RUNPOD_API_KEY:-}
 unset RUNPOD_API_KEY
+# A proxy the job configured for its own downloads must not turn every
+# delete into 000: no child of the watchdog inherits one (curl is also told
+# --noproxy '*', and -q keeps it from reading a .curlrc).
+unset http_proxy HTTP_PROXY https_proxy HTTPS_PROXY all_proxy ALL_PROXY no_proxy NO_PROXY
 KEEP=${OVERBRAINER_KEEP_POD:-0}
 BOOT_FAILED=${OVERBRAINER_BOOT_FAILED:-0}
 VOLUME_DIR=${OVERBRAINER_VOLUME_DIR:-}
@@ -401,17 +405,18 @@ retrieval_held() {
 }
 
 # api METHOD PATH [BODY]: sets $code to the HTTP status of the call, 000 when
-# there was no answer. The Authorization header reaches curl on its standard
+# there was no answer. -q must come first: it is what stops curl reading a
+# config file the job wrote. The Authorization header reaches curl on its standard
 # input, written by the shell's builtin echo (printf is an external command in
 # posh and mksh, whose command line anyone can read).
 api() {
   if [ -n "${3:-}" ]; then
     code=$(echo "Authorization: Bearer $API_KEY" |
-      curl -s -o /dev/null -w '%{http_code}' --max-time "$CURL_TIMEOUT" -A "$AGENT" -H @- \
+      curl -q --noproxy '*' -s -o /dev/null -w '%{http_code}' --max-time "$CURL_TIMEOUT" -A "$AGENT" -H @- \
         -H 'Content-Type: application/json' -X "$1" --data "$3" "$API$2" 2>/dev/null)
   else
     code=$(echo "Authorization: Bearer $API_KEY" |
-      curl -s -o /dev/null -w '%{http_code}' --max-time "$CURL_TIMEOUT" -A "$AGENT" -H @- \
+      curl -q --noproxy '*' -s -o /dev/null -w '%{http_code}' --max-time "$CURL_TIMEOUT" -A "$AGENT" -H @- \
         -X "$1" "$API$2" 2>/dev/null)
   fi
   case $code in
