@@ -270,17 +270,18 @@ lease_check() {
 
 # request_snapshot REASON: asks the job to checkpoint and stop. A request that
 # is already there (the client's own, e.g. `train stop`) is adopted, never
-# overwritten; either way the wait for it starts now.
+# overwritten; either way the wait for it starts now, at the first request
+# only: a repeated disk request must not hold the deadline off for ever.
 request_snapshot() {
   if [ -f "$RUN_DIR/snapshot.request" ]; then
-    requested_at=$n
+    [ -n "$requested_at" ] || requested_at=$n
     log "snapshot_requested reason=$1 adopted=1${2:+ $2}"
     return 0
   fi
   tmp=$RUN_DIR/snapshot.request.$$.tmp
   fresh_file "$tmp"
   if printf '%s\n' "$1" >"$tmp" 2>/dev/null && mv -f "$tmp" "$RUN_DIR/snapshot.request" 2>/dev/null; then
-    requested_at=$n
+    [ -n "$requested_at" ] || requested_at=$n
     log "snapshot_requested reason=$1 adopted=0${2:+ $2}"
     return 0
   fi
@@ -619,8 +620,8 @@ while :; do
     fi
   fi
 
-  if [ "$started" = 1 ] && [ -z "$ended_at" ] && [ -z "$requested_at" ]; then
-    if [ "$KEEP" != 1 ]; then
+  if [ "$started" = 1 ] && [ -z "$ended_at" ]; then
+    if [ "$KEEP" != 1 ] && [ -z "$requested_at" ]; then
       pod_number snapshot_at
       cost_at=$number
       if [ -n "$cost_cap_at" ]; then
@@ -640,7 +641,9 @@ while :; do
         request_snapshot deadline
       fi
     fi
-    if [ -z "$requested_at" ] && disk_full; then
+    # A full disk asks again whenever the job consumed the last request
+    # (the trainer removes snapshot.request) and kept running.
+    if [ ! -e "$RUN_DIR/snapshot.request" ] && disk_full; then
       request_snapshot disk
     fi
   fi
