@@ -57,6 +57,10 @@ const (
 // negative (a snapshot lead past it would even stop the deadline rule).
 const maxKnob = math.MaxInt32
 
+// maxVolumeGB is the largest size the watchdog reads: it takes at most 10
+// digits (and weighs them as a string, so 32 bits do not bound them).
+const maxVolumeGB = 9_999_999_999
+
 var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // HostKeySecretName is the name of the Runpod secret that holds the run's
@@ -203,14 +207,37 @@ func (s Settings) Validate() error {
 	case !path.IsAbs(s.Workdir):
 		bad("Workdir", "%q is not an absolute path", s.Workdir)
 	}
-	if !s.Deadline.IsZero() && s.Deadline.Before(time.Unix(0, 0)) {
-		bad("Deadline", "%s is before 1970", s.Deadline.UTC().Format(time.RFC3339))
+	for _, g := range []struct {
+		field string
+		d     time.Duration
+	}{{"BootGrace", s.BootGrace}, {"RetrieveGrace", s.RetrieveGrace}} {
+		switch {
+		case g.d < 0:
+			bad(g.field, "%s is negative", g.d)
+		case seconds(g.d) > maxKnob:
+			bad(g.field, "%s is more than the watchdog can count (%d s: mksh computes with 32 bits)", g.d, maxKnob)
+		}
 	}
-	if s.BootGrace < 0 {
-		bad("BootGrace", "%s is negative", s.BootGrace)
-	}
-	if s.RetrieveGrace < 0 {
-		bad("RetrieveGrace", "%s is negative", s.RetrieveGrace)
+	if !s.Deadline.IsZero() {
+		// The watchdog compares the deadline, and the deadline plus the
+		// retrieve grace, with the pod's clock: under mksh in 32 bits,
+		// where a later time wraps negative and reads as long passed.
+		// (The script's own limit, 10 digits, is the year 2286.)
+		retrieve := s.RetrieveGrace
+		if retrieve <= 0 {
+			retrieve = DefaultRetrieveGrace
+		}
+		at := s.Deadline.UTC().Format(time.RFC3339)
+		switch u := s.Deadline.Unix(); {
+		case s.Deadline.Before(time.Unix(0, 0)):
+			bad("Deadline", "%s is before 1970", at)
+		case u > maxKnob:
+			bad("Deadline", "%s is past %s, the last second the watchdog can count (mksh computes with 32 bits)",
+				at, time.Unix(maxKnob, 0).UTC().Format(time.RFC3339))
+		case seconds(retrieve) <= maxKnob && u+seconds(retrieve) > maxKnob:
+			bad("Deadline", "%s plus the retrieve grace (%s) is past %s, the last second the watchdog can count",
+				at, retrieve, time.Unix(maxKnob, 0).UTC().Format(time.RFC3339))
+		}
 	}
 	if s.VolumeDir != "" && !path.IsAbs(s.VolumeDir) {
 		bad("VolumeDir", "%q is not an absolute path", s.VolumeDir)
@@ -218,6 +245,8 @@ func (s Settings) Validate() error {
 	switch {
 	case s.VolumeGB < 0:
 		bad("VolumeGB", "%d is negative", s.VolumeGB)
+	case int64(s.VolumeGB) > maxVolumeGB:
+		bad("VolumeGB", "%d has more than the 10 digits the watchdog reads", s.VolumeGB)
 	case s.VolumeGB > 0 && s.VolumeDir == "":
 		bad("VolumeGB", "is set without VolumeDir")
 	}

@@ -669,13 +669,16 @@ while :; do
     elif [ "$retrieved" = 1 ]; then
       reason=retrieved
     elif [ -n "$ended_at" ]; then
-      if [ "$n" -lt $((ended_at + RETRIEVE_GRACE)) ]; then
+      # Elapsed time against the grace: a time plus a grace of up to
+      # 2^31-1 s would wrap negative under mksh's 32 bits (a wrapped due
+      # time is only ignored).
+      if [ $((n - ended_at)) -lt "$RETRIEVE_GRACE" ]; then
         due $((ended_at + RETRIEVE_GRACE))
       elif ! retrieval_held; then
         reason=abandoned
       fi
     elif [ "$started" = 0 ]; then
-      if [ "$n" -ge $((start + BOOT_GRACE)) ]; then reason=never_started; else due $((start + BOOT_GRACE)); fi
+      if [ $((n - start)) -ge "$BOOT_GRACE" ]; then reason=never_started; else due $((start + BOOT_GRACE)); fi
     fi
   fi
 
