@@ -21,9 +21,8 @@ func TestFailingRedirectionsNeverEndTheWatchdog(t *testing.T) {
 	t.Run("du.running_is_a_directory", func(t *testing.T) {
 		shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 			p := newPod(t, sh)
-			du := p.bin.Stub("du", `printf '10\t%s\n' "$3"`)
-			p.setEnv("OVERBRAINER_VOLUME_DIR", t.TempDir(), "OVERBRAINER_VOLUME_GB", "1", "OVERBRAINER_DU", du,
-				"OVERBRAINER_SNAPSHOT_LEAD", "0")
+			p.onVolume(`printf '10\t%s\n' "$3"`)
+			p.setEnv("OVERBRAINER_SNAPSHOT_LEAD", "0")
 			if err := os.Mkdir(filepath.Join(p.dir, watchdog.DuRunning), 0o755); err != nil {
 				t.Fatal(err)
 			}
@@ -36,9 +35,8 @@ func TestFailingRedirectionsNeverEndTheWatchdog(t *testing.T) {
 	t.Run("pod_dir_removed", func(t *testing.T) {
 		shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 			p := newPod(t, sh)
-			du := p.bin.Stub("du", `printf '10\t%s\n' "$3"`)
-			p.setEnv("OVERBRAINER_VOLUME_DIR", t.TempDir(), "OVERBRAINER_VOLUME_GB", "1", "OVERBRAINER_DU", du,
-				"OVERBRAINER_SNAPSHOT_LEAD", "0", "OVERBRAINER_SNAPSHOT_WAIT", "0",
+			p.onVolume(`printf '10\t%s\n' "$3"`)
+			p.setEnv("OVERBRAINER_SNAPSHOT_LEAD", "0", "OVERBRAINER_SNAPSHOT_WAIT", "0",
 				"OVERBRAINER_DEADLINE", itoa(now()+8))
 			p.startJob()
 			p.start()
@@ -79,9 +77,8 @@ func TestFIFOsNeverBlockTheWatchdog(t *testing.T) {
 	t.Run("du_output", func(t *testing.T) {
 		shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 			p := newPod(t, sh)
-			du := p.bin.Stub("du", `printf '10\t%s\n' "$3"; f=$OVERBRAINER_RUN_DIR/.pod/du.out; rm -f "$f"; mkfifo "$f"`)
-			p.setEnv("OVERBRAINER_VOLUME_DIR", t.TempDir(), "OVERBRAINER_VOLUME_GB", "1", "OVERBRAINER_DU", du,
-				"OVERBRAINER_SNAPSHOT_LEAD", "0")
+			p.onVolume(`printf '10\t%s\n' "$3"; f=$OVERBRAINER_RUN_DIR/.pod/du.out; rm -f "$f"; mkfifo "$f"`)
+			p.setEnv("OVERBRAINER_SNAPSHOT_LEAD", "0")
 			p.write(watchdog.CostCapAt, itoa(now()+4))
 			p.startJob()
 			p.start()

@@ -292,17 +292,43 @@ request_snapshot() {
 # measure_volume: keeps one background `du -sk` of the network volume going,
 # never more: du on a network mount may hang, and this loop must never wait
 # for it. The result is picked up by a later tick into .pod/du; .pod/du.running
-# marks a measurement in progress. A measurement still running after 60 s is
-# killed (timeout, when there is one, has killed du long before).
+# marks a measurement in progress. timeout, when there is one, ends du after
+# 30 s and waits for it; without it, du is killed after 60 s. Either way no
+# other du starts before that one is really gone (one stuck on a hung mount
+# may never go: then the last measure stands), so they cannot pile up.
 TIMEOUT=
 du_pid=
+du_start=
+# proc_stat PID: sets $proc_state and $proc_start (the state letter and the
+# start time, in clock ticks since boot) of process PID from /proc, without
+# a process; fails when there is none. The command name, which may hold
+# spaces, ends at the last parenthesis.
+proc_stat() {
+  proc_state=
+  proc_start=
+  read -r proc_line 2>/dev/null <"/proc/$1/stat" || return 1
+  # shellcheck disable=SC2086 # the fields are numbers and a state letter
+  set -- ${proc_line##*) }
+  [ "$#" -ge 20 ] || return 1
+  proc_state=$1
+  proc_start=${20}
+}
+
+# du_running: the background du of measure_volume has not ended. Its pid
+# alone cannot tell: once the shell reaped it, the number may name another
+# process. The same pid with the same start time, and not a zombie, can.
+du_running() {
+  proc_stat "$du_pid" && [ "$proc_state" != Z ] && [ -n "$du_start" ] && [ "$proc_start" = "$du_start" ]
+}
 if [ -n "$VOLUME_DIR" ] && command -v timeout >/dev/null 2>&1 && timeout -k 5 30 true 2>/dev/null; then
   TIMEOUT=timeout
 fi
 measure_volume() {
   if [ -n "$du_pid" ]; then
-    if kill -s 0 "$du_pid" 2>/dev/null; then
-      [ $((n - du_started)) -lt 60 ] || kill -s KILL "$du_pid" 2>/dev/null
+    if du_running; then
+      # With timeout, $du_pid is timeout: killing it would leave its du
+      # behind, and the next tick would start another.
+      [ -n "$TIMEOUT" ] || [ $((n - du_started)) -lt 60 ] || kill -s KILL "$du_pid" 2>/dev/null
       return 0
     fi
     du_pid=
@@ -328,6 +354,10 @@ measure_volume() {
   fi
   du_pid=$!
   du_started=$n
+  # Read at once: a du that already ended (and was reaped) leaves nothing
+  # to read, and du_running then reads it as ended.
+  proc_stat "$du_pid" || :
+  du_start=$proc_start
 }
 
 # disk_full: the run's storage is at least DISK_ACT percent full. A network
