@@ -28,8 +28,9 @@
 //   - writes OVERBRAINER_AUTHORIZED_KEY as root's only authorized key;
 //   - writes the job environment (podenv.JobEnv, 0600): every variable as an
 //     `export NAME='value'` line, without RUNPOD_API_KEY, the host key, or
-//     any variable named like a secret (TOKEN, SECRET, KEY, PASSW, CREDENTIAL)
-//     unless its value is public keys only;
+//     any variable named like a secret (TOKEN, SECRET, KEY, PASSW, CREDENTIAL,
+//     *_PASS, *_PWD, DATABASE_URL) unless its value is public keys only, or
+//     any listed in OVERBRAINER_SECRET_ENV (podenv.Settings.SecretEnv);
 //   - starts sshd with its own /etc/overbrainer/sshd_config: root by public
 //     key only, on OVERBRAINER_SSH_PORT (22) of OVERBRAINER_SSH_LISTEN
 //     (0.0.0.0), installing openssh-server with apt-get or apk when sshd or

@@ -61,6 +61,8 @@ const maxKnob = math.MaxInt32
 // digits (and weighs them as a string, so 32 bits do not bound them).
 const maxVolumeGB = 9_999_999_999
 
+var envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
 var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // HostKeySecretName is the name of the Runpod secret that holds the run's
@@ -113,6 +115,13 @@ type Settings struct {
 	// every pod of the run: the bootstrap claims the run directory with it
 	// and checks that the delivered host key matches it.
 	Claim string
+
+	// SecretEnv names variables of the pod's environment (set by the image,
+	// or by Runpod from a secret) that the job's environment must not
+	// carry, besides those the bootstrap already drops by their name
+	// (RUNPOD_API_KEY, *TOKEN*, *SECRET*, *KEY*, *PASSW*, *CREDENTIAL*,
+	// *_PASS, *_PWD, DATABASE_URL). Each is a shell variable name.
+	SecretEnv []string
 
 	// The watchdog's knobs. Zero leaves each to the watchdog's default (the
 	// Default constants); durations go to the pod in whole seconds,
@@ -263,6 +272,11 @@ func (s Settings) Validate() error {
 			// Credentials or a query would end up in the watchdog's curl
 			// command line.
 			bad("APIURL", "must not carry user info, a query or a fragment")
+		}
+	}
+	for _, name := range s.SecretEnv {
+		if !envNamePattern.MatchString(name) {
+			bad("SecretEnv", "%q is not a variable name", clip(name))
 		}
 	}
 	if err := checkPublicKey(s.AuthorizedKey, authorizedKeyTypes); err != nil {
@@ -421,6 +435,9 @@ func (s Settings) Env() (map[string]string, error) {
 	}
 	if !s.Deadline.IsZero() {
 		env["OVERBRAINER_DEADLINE"] = strconv.FormatInt(s.Deadline.Unix(), 10)
+	}
+	if len(s.SecretEnv) > 0 {
+		env["OVERBRAINER_SECRET_ENV"] = strings.Join(s.SecretEnv, ",")
 	}
 	if s.VolumeDir != "" {
 		env["OVERBRAINER_VOLUME_DIR"] = path.Clean(s.VolumeDir)
