@@ -346,7 +346,10 @@ start_sshd() {
   case $listen in
     '' | *[!0-9A-Za-z.:-]*) say "bad listen address" && fail sshd_failed ;;
   esac
-  # The option names are those that OpenSSH 7 to 9 all accept.
+  # The option names are those that OpenSSH 7.4 to 9 all accept. Nothing
+  # is forwarded (a login is for commands and files only), only root may
+  # log in, and unauthenticated connections are few and short, so that a
+  # flood of them cannot lock the client out.
   { mkdir -p /run/sshd && chmod 755 /run/sshd && cat >"$ETC/sshd_config" <<SSHD_END; } || fail sshd_failed
 # Written by the overbrainer bootstrap: root, public keys only.
 Port $port
@@ -361,6 +364,11 @@ PermitEmptyPasswords no
 ChallengeResponseAuthentication no
 HostbasedAuthentication no
 PermitRootLogin prohibit-password
+AllowUsers root
+MaxAuthTries 3
+LoginGraceTime 30
+MaxStartups 10:30:60
+DisableForwarding yes
 PermitUserEnvironment no
 StrictModes yes
 UsePAM no

@@ -309,9 +309,11 @@ var authorizedKeyTypes = []string{
 	ssh.KeyAlgoRSA,
 }
 
-// minRSABits is sshd's RequiredRSASize default (OpenSSH 9.1 on): it refuses
-// a smaller RSA key at login.
-const minRSABits = 1024
+// minRSABits is the smallest RSA client key accepted. sshd itself takes
+// 1024 bits (its RequiredRSASize default, OpenSSH 9.1 on), but a key of
+// fewer than 3072 bits is below what NIST counts as 128-bit strength, and
+// this key logs in as root.
+const minRSABits = 3072
 
 // HostKeyType is the only key type of [Settings.Claim]. The bootstrap
 // installs the run's host key as sshd's ssh_host_ed25519_key, and the
@@ -359,7 +361,7 @@ func checkPublicKey(line string, types []string) error {
 	if typ == ssh.KeyAlgoRSA {
 		rsaKey, ok := pub.(ssh.CryptoPublicKey).CryptoPublicKey().(*rsa.PublicKey)
 		if !ok || rsaKey.N.BitLen() < minRSABits {
-			return fmt.Errorf("is an RSA key of fewer than %d bits, which sshd refuses", minRSABits)
+			return fmt.Errorf("is an RSA key of fewer than %d bits", minRSABits)
 		}
 	}
 	return nil
