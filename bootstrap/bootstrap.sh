@@ -301,9 +301,10 @@ install_authorized_key() {
 
 # job_env_lines: prints the environment as `export NAME='value'` lines that
 # any POSIX shell sources back to the same values, without RUNPOD_API_KEY,
-# the host key, or anything named like a secret (TOKEN, SECRET, KEY, PASSW,
-# CREDENTIAL) unless its value is public keys only. awk reads the values from
-# its own environment, never from a command line.
+# the host key, anything named like a secret (TOKEN, SECRET, KEY, PASSW,
+# CREDENTIAL, *_PASS, *_PWD, DATABASE_URL) unless its value is public keys
+# only, or any name listed in OVERBRAINER_SECRET_ENV (commas or spaces).
+# awk reads the values from its own environment, never from a command line.
 job_env_lines() {
   awk '
 function public(v,   n, i, line) {
@@ -314,11 +315,13 @@ function public(v,   n, i, line) {
   return n > 0
 }
 BEGIN {
+  n = split(ENVIRON["OVERBRAINER_SECRET_ENV"], listed, /[ ,]+/)
+  for (i = 1; i <= n; i++) secret[listed[i]] = 1
   for (name in ENVIRON) {
     if (name !~ /^[A-Za-z_][A-Za-z0-9_]*$/) continue
-    if (name ~ /^(_|PWD|OLDPWD|SHLVL|RUNPOD_API_KEY|OVERBRAINER_HOST_KEY)$/) continue
+    if (name ~ /^(_|PWD|OLDPWD|SHLVL|RUNPOD_API_KEY|OVERBRAINER_HOST_KEY)$/ || name in secret) continue
     v = ENVIRON[name]
-    if (toupper(name) ~ /TOKEN|SECRET|KEY|PASSW|CREDENTIAL/ && !public(v)) continue
+    if (toupper(name) ~ /TOKEN|SECRET|KEY|PASSW|CREDENTIAL|_PASS$|_PWD$|^DATABASE_URL$/ && !public(v)) continue
     n = split(v, part, "\047")
     out = part[1]
     for (i = 2; i <= n; i++) out = out "\047\\\047\047" part[i]
@@ -343,7 +346,10 @@ start_sshd() {
   case $listen in
     '' | *[!0-9A-Za-z.:-]*) say "bad listen address" && fail sshd_failed ;;
   esac
-  # The option names are those that OpenSSH 7 to 9 all accept.
+  # The option names are those that OpenSSH 7.4 to 9 all accept. Nothing
+  # is forwarded (a login is for commands and files only), only root may
+  # log in, and unauthenticated connections are few and short, so that a
+  # flood of them cannot lock the client out.
   { mkdir -p /run/sshd && chmod 755 /run/sshd && cat >"$ETC/sshd_config" <<SSHD_END; } || fail sshd_failed
 # Written by the overbrainer bootstrap: root, public keys only.
 Port $port
@@ -358,6 +364,11 @@ PermitEmptyPasswords no
 ChallengeResponseAuthentication no
 HostbasedAuthentication no
 PermitRootLogin prohibit-password
+AllowUsers root
+MaxAuthTries 3
+LoginGraceTime 30
+MaxStartups 10:30:60
+DisableForwarding yes
 PermitUserEnvironment no
 StrictModes yes
 UsePAM no

@@ -28,10 +28,13 @@
 //   - writes OVERBRAINER_AUTHORIZED_KEY as root's only authorized key;
 //   - writes the job environment (podenv.JobEnv, 0600): every variable as an
 //     `export NAME='value'` line, without RUNPOD_API_KEY, the host key, or
-//     any variable named like a secret (TOKEN, SECRET, KEY, PASSW, CREDENTIAL)
-//     unless its value is public keys only;
+//     any variable named like a secret (TOKEN, SECRET, KEY, PASSW, CREDENTIAL,
+//     *_PASS, *_PWD, DATABASE_URL) unless its value is public keys only, or
+//     any listed in OVERBRAINER_SECRET_ENV (podenv.Settings.SecretEnv);
 //   - starts sshd with its own /etc/overbrainer/sshd_config: root by public
-//     key only, on OVERBRAINER_SSH_PORT (22) of OVERBRAINER_SSH_LISTEN
+//     key only, no forwarding of any kind, three tries and 30 s per login,
+//     at most 10 unauthenticated connections before it starts dropping
+//     them, on OVERBRAINER_SSH_PORT (22) of OVERBRAINER_SSH_LISTEN
 //     (0.0.0.0), installing openssh-server with apt-get or apk when sshd or
 //     ssh-keygen is missing;
 //   - execs the watchdog as the container's main process.

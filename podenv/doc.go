@@ -15,6 +15,6 @@
 // naming the field ([*FieldError]), never a pod that boots broken. Keys are
 // parsed as sshd reads authorized_keys: the client's key may be of any type
 // sshd takes for a login by default ([AuthorizedKeyTypes]: ed25519, ECDSA,
-// FIDO security keys, RSA of 1024 bits or more; never DSA, options or a
+// FIDO security keys, RSA of 3072 bits or more; never DSA, options or a
 // certificate), the claim is the run's ed25519 host key ([HostKeyType]).
 package podenv

@@ -58,7 +58,7 @@ func parsedLine(t *testing.T, line string) testKey {
 }
 
 // allowedKeys has a freshly made key of every type a client may bring, the
-// RSA one of the smallest size sshd takes.
+// RSA one of the smallest size podenv takes.
 func allowedKeys(t *testing.T) []testKey {
 	t.Helper()
 	pub, _, err := ed25519.GenerateKey(rand.Reader)
@@ -73,7 +73,7 @@ func allowedKeys(t *testing.T) []testKey {
 		}
 		keys = append(keys, keyLine(t, &k.PublicKey))
 	}
-	r, err := rsa.GenerateKey(rand.Reader, 1024)
+	r, err := rsa.GenerateKey(rand.Reader, 3072)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,10 +228,13 @@ func TestRefusedKeys(t *testing.T) {
 	if k := parsedLine(t, dssLine); k.pub.Type() != keyAlgoDSA {
 		t.Fatalf("the DSA line parses as %s", k.pub.Type())
 	}
-	// An RSA key smaller than sshd's RequiredRSASize (1024 bits).
-	small := &rsa.PublicKey{N: new(big.Int).SetBytes(append([]byte{0xc1}, make([]byte, 63)...)), E: 65537}
-	small.N.SetBit(small.N, 0, 1)
-	smallRSA := keyLine(t, small).line
+	// RSA keys smaller than sshd's RequiredRSASize (1024 bits), and than
+	// podenv's 3072 bits.
+	rsaOf := func(bits int) string {
+		k := &rsa.PublicKey{N: new(big.Int).SetBytes(append([]byte{0xc1}, make([]byte, bits/8-1)...)), E: 65537}
+		k.N.SetBit(k.N, 0, 1)
+		return keyLine(t, k).line
+	}
 	// A certificate: authorized_keys would need cert-authority for it.
 	signer, err := ssh.NewSignerFromKey(mustEd25519Private(t))
 	if err != nil {
@@ -250,7 +253,9 @@ func TestRefusedKeys(t *testing.T) {
 	}{
 		{"dsa", dssLine, `key type "ssh-dss" is not one of`},
 		{"certificate", certLine, "is not one of"},
-		{"rsa of 512 bits", smallRSA, "fewer than 1024 bits"},
+		{"rsa of 512 bits", rsaOf(512), "fewer than 3072 bits"},
+		{"rsa of 2048 bits", rsaOf(2048), "fewer than 3072 bits"},
+		{"rsa of 3064 bits", rsaOf(3064), "fewer than 3072 bits"},
 		{"type word is not the blob's", "ssh-rsa " + edBlob, "does not hold a valid ssh-rsa public key"},
 		{"other curve", "ecdsa-sha2-nistp384 " + p256Blob, "does not hold a valid ecdsa-sha2-nistp384"},
 		{"truncated blob", "ssh-ed25519 " + edBlob[:40], "does not hold a valid ssh-ed25519"},

@@ -147,28 +147,38 @@ func TestTheWatchdogReadsTheKnobs(t *testing.T) {
 		if gap := gets[1].Time.Sub(gets[0].Time); gap < 900*time.Millisecond || gap > 8*time.Second {
 			t.Errorf("probes %s apart, want ProbeWait (%s)", gap, s.ProbeWait)
 		}
-		b, err := os.ReadFile(filepath.Join(dir, watchdog.Log))
-		if err != nil {
-			t.Fatal(err)
-		}
-		events, err := watchdog.ParseLog(strings.NewReader(string(b)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		started := false
-		for _, ev := range events {
-			switch ev.Kind {
-			case watchdog.KindBadSetting:
-				t.Errorf("the watchdog refused %s = %q", ev.Fields["name"], env[ev.Fields["name"]])
-			case watchdog.KindStart:
-				started = true
-				if ev.Fields["interval"] != "7" || ev.Fields["lease_ttl"] != "11" {
-					t.Errorf("start line %v, want interval=7 lease_ttl=11", ev)
-				}
-			}
-		}
-		if !started {
-			t.Errorf("no start line in the log:\n%s", b)
+		if ev := startLine(t, dir, env); ev.Fields["interval"] != "7" || ev.Fields["lease_ttl"] != "11" {
+			t.Errorf("start line %v, want interval=7 lease_ttl=11", ev)
 		}
 	})
+}
+
+// startLine reads the watchdog's log in dir and returns its start line,
+// failing the test when there is none and for every bad setting it logged
+// (a value of env it could not read).
+func startLine(t *testing.T, dir string, env map[string]string) watchdog.Event {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, watchdog.Log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, err := watchdog.ParseLog(strings.NewReader(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var start *watchdog.Event
+	for i, ev := range events {
+		switch ev.Kind {
+		case watchdog.KindBadSetting:
+			t.Errorf("the watchdog refused %s = %q", ev.Fields["name"], env[ev.Fields["name"]])
+		case watchdog.KindStart:
+			if start == nil {
+				start = &events[i]
+			}
+		}
+	}
+	if start == nil {
+		t.Fatalf("no start line in the log:\n%s", b)
+	}
+	return *start
 }

@@ -57,6 +57,12 @@ const (
 // negative (a snapshot lead past it would even stop the deadline rule).
 const maxKnob = math.MaxInt32
 
+// maxVolumeGB is the largest size the watchdog reads: it takes at most 10
+// digits (and weighs them as a string, so 32 bits do not bound them).
+const maxVolumeGB = 9_999_999_999
+
+var envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
 var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // HostKeySecretName is the name of the Runpod secret that holds the run's
@@ -109,6 +115,13 @@ type Settings struct {
 	// every pod of the run: the bootstrap claims the run directory with it
 	// and checks that the delivered host key matches it.
 	Claim string
+
+	// SecretEnv names variables of the pod's environment (set by the image,
+	// or by Runpod from a secret) that the job's environment must not
+	// carry, besides those the bootstrap already drops by their name
+	// (RUNPOD_API_KEY, *TOKEN*, *SECRET*, *KEY*, *PASSW*, *CREDENTIAL*,
+	// *_PASS, *_PWD, DATABASE_URL). Each is a shell variable name.
+	SecretEnv []string
 
 	// The watchdog's knobs. Zero leaves each to the watchdog's default (the
 	// Default constants); durations go to the pod in whole seconds,
@@ -203,14 +216,37 @@ func (s Settings) Validate() error {
 	case !path.IsAbs(s.Workdir):
 		bad("Workdir", "%q is not an absolute path", s.Workdir)
 	}
-	if !s.Deadline.IsZero() && s.Deadline.Before(time.Unix(0, 0)) {
-		bad("Deadline", "%s is before 1970", s.Deadline.UTC().Format(time.RFC3339))
+	for _, g := range []struct {
+		field string
+		d     time.Duration
+	}{{"BootGrace", s.BootGrace}, {"RetrieveGrace", s.RetrieveGrace}} {
+		switch {
+		case g.d < 0:
+			bad(g.field, "%s is negative", g.d)
+		case seconds(g.d) > maxKnob:
+			bad(g.field, "%s is more than the watchdog can count (%d s: mksh computes with 32 bits)", g.d, maxKnob)
+		}
 	}
-	if s.BootGrace < 0 {
-		bad("BootGrace", "%s is negative", s.BootGrace)
-	}
-	if s.RetrieveGrace < 0 {
-		bad("RetrieveGrace", "%s is negative", s.RetrieveGrace)
+	if !s.Deadline.IsZero() {
+		// The watchdog compares the deadline, and the deadline plus the
+		// retrieve grace, with the pod's clock: under mksh in 32 bits,
+		// where a later time wraps negative and reads as long passed.
+		// (The script's own limit, 10 digits, is the year 2286.)
+		retrieve := s.RetrieveGrace
+		if retrieve <= 0 {
+			retrieve = DefaultRetrieveGrace
+		}
+		at := s.Deadline.UTC().Format(time.RFC3339)
+		switch u := s.Deadline.Unix(); {
+		case s.Deadline.Before(time.Unix(0, 0)):
+			bad("Deadline", "%s is before 1970", at)
+		case u > maxKnob:
+			bad("Deadline", "%s is past %s, the last second the watchdog can count (mksh computes with 32 bits)",
+				at, time.Unix(maxKnob, 0).UTC().Format(time.RFC3339))
+		case seconds(retrieve) <= maxKnob && u+seconds(retrieve) > maxKnob:
+			bad("Deadline", "%s plus the retrieve grace (%s) is past %s, the last second the watchdog can count",
+				at, retrieve, time.Unix(maxKnob, 0).UTC().Format(time.RFC3339))
+		}
 	}
 	if s.VolumeDir != "" && !path.IsAbs(s.VolumeDir) {
 		bad("VolumeDir", "%q is not an absolute path", s.VolumeDir)
@@ -218,6 +254,8 @@ func (s Settings) Validate() error {
 	switch {
 	case s.VolumeGB < 0:
 		bad("VolumeGB", "%d is negative", s.VolumeGB)
+	case int64(s.VolumeGB) > maxVolumeGB:
+		bad("VolumeGB", "%d has more than the 10 digits the watchdog reads", s.VolumeGB)
 	case s.VolumeGB > 0 && s.VolumeDir == "":
 		bad("VolumeGB", "is set without VolumeDir")
 	}
@@ -234,6 +272,11 @@ func (s Settings) Validate() error {
 			// Credentials or a query would end up in the watchdog's curl
 			// command line.
 			bad("APIURL", "must not carry user info, a query or a fragment")
+		}
+	}
+	for _, name := range s.SecretEnv {
+		if !envNamePattern.MatchString(name) {
+			bad("SecretEnv", "%q is not a variable name", clip(name))
 		}
 	}
 	if err := checkPublicKey(s.AuthorizedKey, authorizedKeyTypes); err != nil {
@@ -266,9 +309,11 @@ var authorizedKeyTypes = []string{
 	ssh.KeyAlgoRSA,
 }
 
-// minRSABits is sshd's RequiredRSASize default (OpenSSH 9.1 on): it refuses
-// a smaller RSA key at login.
-const minRSABits = 1024
+// minRSABits is the smallest RSA client key accepted. sshd itself takes
+// 1024 bits (its RequiredRSASize default, OpenSSH 9.1 on), but a key of
+// fewer than 3072 bits is below what NIST counts as 128-bit strength, and
+// this key logs in as root.
+const minRSABits = 3072
 
 // HostKeyType is the only key type of [Settings.Claim]. The bootstrap
 // installs the run's host key as sshd's ssh_host_ed25519_key, and the
@@ -316,7 +361,7 @@ func checkPublicKey(line string, types []string) error {
 	if typ == ssh.KeyAlgoRSA {
 		rsaKey, ok := pub.(ssh.CryptoPublicKey).CryptoPublicKey().(*rsa.PublicKey)
 		if !ok || rsaKey.N.BitLen() < minRSABits {
-			return fmt.Errorf("is an RSA key of fewer than %d bits, which sshd refuses", minRSABits)
+			return fmt.Errorf("is an RSA key of fewer than %d bits", minRSABits)
 		}
 	}
 	return nil
@@ -392,6 +437,9 @@ func (s Settings) Env() (map[string]string, error) {
 	}
 	if !s.Deadline.IsZero() {
 		env["OVERBRAINER_DEADLINE"] = strconv.FormatInt(s.Deadline.Unix(), 10)
+	}
+	if len(s.SecretEnv) > 0 {
+		env["OVERBRAINER_SECRET_ENV"] = strings.Join(s.SecretEnv, ",")
 	}
 	if s.VolumeDir != "" {
 		env["OVERBRAINER_VOLUME_DIR"] = path.Clean(s.VolumeDir)

@@ -143,6 +143,10 @@ func TestHostKeyPlaceholder(t *testing.T) {
 	}
 }
 
+// elevenDigits is a variable, so that the test still builds where int has 32
+// bits.
+var elevenDigits int64 = 10_000_000_000
+
 func TestBadSettingsNameTheField(t *testing.T) {
 	const privateKey = "-----BEGIN OPENSSH PRIVATE KEY-----b3BlbnNzaC1rZXktdjE-----END OPENSSH PRIVATE KEY-----"
 	cases := []struct {
@@ -162,6 +166,15 @@ func TestBadSettingsNameTheField(t *testing.T) {
 		{"negative boot grace", func(s *podenv.Settings) { s.BootGrace = -time.Second }, "BootGrace"},
 		{"negative retrieve grace", func(s *podenv.Settings) { s.RetrieveGrace = -time.Minute }, "RetrieveGrace"},
 		{"deadline before 1970", func(s *podenv.Settings) { s.Deadline = time.Date(1969, 12, 31, 0, 0, 0, 0, time.UTC) }, "Deadline"},
+		{"deadline past the year 2286 (11 digits)", func(s *podenv.Settings) { s.Deadline = time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC) }, "Deadline"},
+		{"deadline past 32 bits", func(s *podenv.Settings) { s.Deadline = time.Unix(math.MaxInt32+1, 0) }, "Deadline"},
+		{"deadline plus retrieve grace past 32 bits", func(s *podenv.Settings) { s.Deadline = time.Unix(math.MaxInt32-60, 0) }, "Deadline"},
+		{"boot grace past 32 bits", func(s *podenv.Settings) { s.BootGrace = (math.MaxInt32 + 1) * time.Second }, "BootGrace"},
+		{"retrieve grace past 32 bits, by a nanosecond", func(s *podenv.Settings) { s.RetrieveGrace = math.MaxInt32*time.Second + 1 }, "RetrieveGrace"},
+		{"volume size of 11 digits", func(s *podenv.Settings) { s.VolumeDir = "/data"; s.VolumeGB = int(elevenDigits) }, "VolumeGB"},
+		{"secret env name with a dash", func(s *podenv.Settings) { s.SecretEnv = []string{"WANDB_DSN", "MY-CONN"} }, "SecretEnv"},
+		{"empty secret env name", func(s *podenv.Settings) { s.SecretEnv = []string{""} }, "SecretEnv"},
+		{"secret env names in one string", func(s *podenv.Settings) { s.SecretEnv = []string{"A,B"} }, "SecretEnv"},
 		{"relative volume dir", func(s *podenv.Settings) { s.VolumeDir = "data" }, "VolumeDir"},
 		{"negative volume size", func(s *podenv.Settings) { s.VolumeDir = "/data"; s.VolumeGB = -1 }, "VolumeGB"},
 		{"volume size without dir", func(s *podenv.Settings) { s.VolumeGB = 10 }, "VolumeGB"},

@@ -101,6 +101,14 @@ func (p *pod) setDisk(used, avail int) {
 	writeAtomic(p.t, p.df, fmt.Sprintf("/dev/vda1 %d %d %d %d%% /\n", used+avail, used, avail, used*100/(used+avail)))
 }
 
+// onVolume gives the pod a network volume of 1 GB, measured by a du stub
+// that runs body.
+func (p *pod) onVolume(body string) {
+	p.t.Helper()
+	du := p.bin.Stub("du", body)
+	p.setEnv("OVERBRAINER_VOLUME_DIR", p.t.TempDir(), "OVERBRAINER_VOLUME_GB", "1", "OVERBRAINER_DU", du)
+}
+
 func (p *pod) setEnv(kv ...string) {
 	for i := 0; i+1 < len(kv); i += 2 {
 		p.env[kv[i]] = kv[i+1]

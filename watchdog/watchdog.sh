@@ -60,6 +60,10 @@ AGENT="overbrainer-watchdog/${OVERBRAINER_VERSION:-unknown}"
 POD_ID=${RUNPOD_POD_ID:-}
 API_KEY=${RUNPOD_API_KEY:-}
 unset RUNPOD_API_KEY
+# A proxy the job configured for its own downloads must not turn every
+# delete into 000: no child of the watchdog inherits one (curl is also told
+# --noproxy '*', and -q keeps it from reading a .curlrc).
+unset http_proxy HTTP_PROXY https_proxy HTTPS_PROXY all_proxy ALL_PROXY no_proxy NO_PROXY
 KEEP=${OVERBRAINER_KEEP_POD:-0}
 BOOT_FAILED=${OVERBRAINER_BOOT_FAILED:-0}
 VOLUME_DIR=${OVERBRAINER_VOLUME_DIR:-}
@@ -70,10 +74,10 @@ VOLUME_USABLE=94
 DF=${OVERBRAINER_DF:-df}
 DU=${OVERBRAINER_DU:-du}
 
-# log MSG: appends "<unix time> MSG" to the watchdog log. It never fails, so a
-# full disk cannot stop the loop.
+# log MSG: appends "<unix time> MSG" to the watchdog log, on the descriptor
+# opened once below (7). It never fails, so a full disk cannot stop the loop.
 log() {
-  printf '%s %s\n' "$(date +%s)" "$1" >>"$POD_DIR/watchdog.log" 2>/dev/null || :
+  printf '%s %s\n' "$(date +%s)" "$1" 2>/dev/null >&7 || :
 }
 
 # number VALUE: sets $number to VALUE without leading zeros (which sh
@@ -122,14 +126,19 @@ setting() {
   number=$3
 }
 
-# small_read FILE: sets $raw to the first bytes of FILE when it is a regular
-# file, empty otherwise. The client and the job write these files; a FIFO, a
-# device or a huge file put there must never stall the loop, so only a
-# regular file is read, and only its first 32 bytes (one process: head).
+# small_read FILE [BYTES]: sets $raw to the first line of the first BYTES
+# (32) bytes of FILE when it is a regular file, empty otherwise. The client
+# and the job write these files; a FIFO, a device or a huge file put there
+# must never stall the loop, so only a regular file is read, and only its
+# first bytes (one process: head). A FIFO swapped in after the test must not
+# block either: the subshell opens the path read-write, which never blocks
+# on a FIFO, and reads only when what it opened is a regular file. (Should
+# the file vanish in between, that open leaves an empty one, which reads as
+# no value.)
 small_read() {
   raw=
   [ -f "$1" ] || return 0
-  { raw=$(head -c 32 -- "$1"); } 2>/dev/null
+  { raw=$(exec 8<>"$1" && [ -f /proc/self/fd/8 ] && exec head -c "${2:-32}" <&8); } 2>/dev/null
   raw=${raw%%"$NL"*}
 }
 NL='
@@ -158,7 +167,21 @@ if [ -h "$POD_DIR" ]; then
   POD_DIR_UNSAFE=1
 fi
 mkdir -p "$POD_DIR" 2>/dev/null
-if [ -h "$POD_DIR/watchdog.log" ]; then rm -f -- "$POD_DIR/watchdog.log" 2>/dev/null; fi
+# The log is opened once and kept on descriptor 7: every rule logs before it
+# deletes (the TERM trap too), so a FIFO there would hang the watchdog for
+# ever. Anything but a regular file is replaced. The open is read-write,
+# which never blocks, even on a FIFO made since the test; only a regular
+# file is then reopened for appending, through /proc (same file, whatever
+# the path names by then). `command` keeps a failed open from ending the
+# script.
+LOG=$POD_DIR/watchdog.log
+if [ -h "$LOG" ] || [ ! -f "$LOG" ]; then rm -rf -- "$LOG" 2>/dev/null; fi
+command exec 7<>"$LOG" 2>/dev/null
+if [ -f /proc/self/fd/7 ]; then
+  command exec 7>>/proc/self/fd/7 2>/dev/null
+else
+  command exec 7>&- 2>/dev/null
+fi
 
 setting OVERBRAINER_INTERVAL "${OVERBRAINER_INTERVAL:-}" 60 && INTERVAL=$number
 [ "$INTERVAL" -ge 1 ] || INTERVAL=1
@@ -247,17 +270,18 @@ lease_check() {
 
 # request_snapshot REASON: asks the job to checkpoint and stop. A request that
 # is already there (the client's own, e.g. `train stop`) is adopted, never
-# overwritten; either way the wait for it starts now.
+# overwritten; either way the wait for it starts now, at the first request
+# only: a repeated disk request must not hold the deadline off for ever.
 request_snapshot() {
   if [ -f "$RUN_DIR/snapshot.request" ]; then
-    requested_at=$n
+    [ -n "$requested_at" ] || requested_at=$n
     log "snapshot_requested reason=$1 adopted=1${2:+ $2}"
     return 0
   fi
   tmp=$RUN_DIR/snapshot.request.$$.tmp
   fresh_file "$tmp"
   if printf '%s\n' "$1" >"$tmp" 2>/dev/null && mv -f "$tmp" "$RUN_DIR/snapshot.request" 2>/dev/null; then
-    requested_at=$n
+    [ -n "$requested_at" ] || requested_at=$n
     log "snapshot_requested reason=$1 adopted=0${2:+ $2}"
     return 0
   fi
@@ -268,22 +292,48 @@ request_snapshot() {
 # measure_volume: keeps one background `du -sk` of the network volume going,
 # never more: du on a network mount may hang, and this loop must never wait
 # for it. The result is picked up by a later tick into .pod/du; .pod/du.running
-# marks a measurement in progress. A measurement still running after 60 s is
-# killed (timeout, when there is one, has killed du long before).
+# marks a measurement in progress. timeout, when there is one, ends du after
+# 30 s and waits for it; without it, du is killed after 60 s. Either way no
+# other du starts before that one is really gone (one stuck on a hung mount
+# may never go: then the last measure stands), so they cannot pile up.
 TIMEOUT=
 du_pid=
+du_start=
+# proc_stat PID: sets $proc_state and $proc_start (the state letter and the
+# start time, in clock ticks since boot) of process PID from /proc, without
+# a process; fails when there is none. The command name, which may hold
+# spaces, ends at the last parenthesis.
+proc_stat() {
+  proc_state=
+  proc_start=
+  read -r proc_line 2>/dev/null <"/proc/$1/stat" || return 1
+  # shellcheck disable=SC2086 # the fields are numbers and a state letter
+  set -- ${proc_line##*) }
+  [ "$#" -ge 20 ] || return 1
+  proc_state=$1
+  proc_start=${20}
+}
+
+# du_running: the background du of measure_volume has not ended. Its pid
+# alone cannot tell: once the shell reaped it, the number may name another
+# process. The same pid with the same start time, and not a zombie, can.
+du_running() {
+  proc_stat "$du_pid" && [ "$proc_state" != Z ] && [ -n "$du_start" ] && [ "$proc_start" = "$du_start" ]
+}
 if [ -n "$VOLUME_DIR" ] && command -v timeout >/dev/null 2>&1 && timeout -k 5 30 true 2>/dev/null; then
   TIMEOUT=timeout
 fi
 measure_volume() {
   if [ -n "$du_pid" ]; then
-    if kill -s 0 "$du_pid" 2>/dev/null; then
-      [ $((n - du_started)) -lt 60 ] || kill -s KILL "$du_pid" 2>/dev/null
+    if du_running; then
+      # With timeout, $du_pid is timeout: killing it would leave its du
+      # behind, and the next tick would start another.
+      [ -n "$TIMEOUT" ] || [ $((n - du_started)) -lt 60 ] || kill -s KILL "$du_pid" 2>/dev/null
       return 0
     fi
     du_pid=
-    kib=
-    read -r kib _ 2>/dev/null <"$POD_DIR/du.out" || :
+    small_read "$POD_DIR/du.out"
+    kib=${raw%%[!0-9]*}
     if shrink "$kib" 0; then
       mv -f "$POD_DIR/du.out" "$POD_DIR/du" 2>/dev/null
       measured=$kib
@@ -293,7 +343,10 @@ measure_volume() {
   fi
   fresh_file "$POD_DIR/du.running"
   fresh_file "$POD_DIR/du.out"
-  : >"$POD_DIR/du.running" 2>/dev/null
+  # Not `:`: a failing redirection of a special builtin (a directory put
+  # there, .pod removed) ends the script under dash, busybox, posh and mksh;
+  # on a regular builtin it only fails the command.
+  true 2>/dev/null >"$POD_DIR/du.running"
   if [ -n "$TIMEOUT" ]; then
     timeout -k 5 30 "$DU" -sk -- "$VOLUME_DIR" >"$POD_DIR/du.out" 2>/dev/null </dev/null &
   else
@@ -301,6 +354,10 @@ measure_volume() {
   fi
   du_pid=$!
   du_started=$n
+  # Read at once: a du that already ended (and was reaped) leaves nothing
+  # to read, and du_running then reads it as ended.
+  proc_stat "$du_pid" || :
+  du_start=$proc_start
 }
 
 # disk_full: the run's storage is at least DISK_ACT percent full. A network
@@ -379,17 +436,18 @@ retrieval_held() {
 }
 
 # api METHOD PATH [BODY]: sets $code to the HTTP status of the call, 000 when
-# there was no answer. The Authorization header reaches curl on its standard
+# there was no answer. -q must come first: it is what stops curl reading a
+# config file the job wrote. The Authorization header reaches curl on its standard
 # input, written by the shell's builtin echo (printf is an external command in
 # posh and mksh, whose command line anyone can read).
 api() {
   if [ -n "${3:-}" ]; then
     code=$(echo "Authorization: Bearer $API_KEY" |
-      curl -s -o /dev/null -w '%{http_code}' --max-time "$CURL_TIMEOUT" -A "$AGENT" -H @- \
+      curl -q --noproxy '*' -s -o /dev/null -w '%{http_code}' --max-time "$CURL_TIMEOUT" -A "$AGENT" -H @- \
         -H 'Content-Type: application/json' -X "$1" --data "$3" "$API$2" 2>/dev/null)
   else
     code=$(echo "Authorization: Bearer $API_KEY" |
-      curl -s -o /dev/null -w '%{http_code}' --max-time "$CURL_TIMEOUT" -A "$AGENT" -H @- \
+      curl -q --noproxy '*' -s -o /dev/null -w '%{http_code}' --max-time "$CURL_TIMEOUT" -A "$AGENT" -H @- \
         -X "$1" "$API$2" 2>/dev/null)
   fi
   case $code in
@@ -526,8 +584,8 @@ log "start deadline=${DEADLINE:-none} interval=$INTERVAL boot_grace=$BOOT_GRACE 
 if [ "$BOOT_FAILED" = 1 ]; then
   # The client learns of the failure at once; one probe only tells the log
   # whether the key works, before the pod is deleted.
-  boot_reason=
-  read -r boot_reason 2>/dev/null <"$POD_DIR/bootstrap_failed" || :
+  small_read "$POD_DIR/bootstrap_failed" 512
+  boot_reason=$raw
   verdict "failed bootstrap: ${boot_reason:-unknown}"
   probe 1
   log "probe result=failed reason=bootstrap key=${result#failed } msg=${boot_reason:-unknown}"
@@ -592,8 +650,8 @@ while :; do
     fi
   fi
 
-  if [ "$started" = 1 ] && [ -z "$ended_at" ] && [ -z "$requested_at" ]; then
-    if [ "$KEEP" != 1 ]; then
+  if [ "$started" = 1 ] && [ -z "$ended_at" ]; then
+    if [ "$KEEP" != 1 ] && [ -z "$requested_at" ]; then
       pod_number snapshot_at
       cost_at=$number
       if [ -n "$cost_cap_at" ]; then
@@ -613,7 +671,9 @@ while :; do
         request_snapshot deadline
       fi
     fi
-    if [ -z "$requested_at" ] && disk_full; then
+    # A full disk asks again whenever the job consumed the last request
+    # (the trainer removes snapshot.request) and kept running.
+    if [ ! -e "$RUN_DIR/snapshot.request" ] && disk_full; then
       request_snapshot disk
     fi
   fi
@@ -639,13 +699,16 @@ while :; do
     elif [ "$retrieved" = 1 ]; then
       reason=retrieved
     elif [ -n "$ended_at" ]; then
-      if [ "$n" -lt $((ended_at + RETRIEVE_GRACE)) ]; then
+      # Elapsed time against the grace: a time plus a grace of up to
+      # 2^31-1 s would wrap negative under mksh's 32 bits (a wrapped due
+      # time is only ignored).
+      if [ $((n - ended_at)) -lt "$RETRIEVE_GRACE" ]; then
         due $((ended_at + RETRIEVE_GRACE))
       elif ! retrieval_held; then
         reason=abandoned
       fi
     elif [ "$started" = 0 ]; then
-      if [ "$n" -ge $((start + BOOT_GRACE)) ]; then reason=never_started; else due $((start + BOOT_GRACE)); fi
+      if [ $((n - start)) -ge "$BOOT_GRACE" ]; then reason=never_started; else due $((start + BOOT_GRACE)); fi
     fi
   fi
 
