@@ -34,6 +34,8 @@ func Script() string {
 	b.WriteString(compact(functions))
 	b.WriteString("\nwrite_watchdog() {\n")
 	b.WriteString("  mkdir -p \"$(dirname \"$1\")\" || return 1\n")
+	// A FIFO left at the temporary name would block the write.
+	b.WriteString("  rm -f \"$1.tmp\" 2>/dev/null\n")
 	b.WriteString("  cat > \"$1.tmp\" <<'" + HeredocEnd + "' || return 1\n")
 	b.WriteString(wd)
 	if !strings.HasSuffix(wd, "\n") {

@@ -9,8 +9,9 @@
 # OVERBRAINER_BOOT_FAILED=1, so it reports `failed bootstrap: REASON` and
 # deletes the pod. A run directory that cannot take the watchdog gets one in
 # $TMPDIR (/tmp) instead; if even that fails, no_watchdog deletes the pod
-# itself. A guard fails the bootstrap with bootstrap_timeout if it hangs
-# (apt-get, a stuck network volume) for OVERBRAINER_BOOT_TIMEOUT seconds.
+# itself. A guard, started before anything touches the run directory, fails
+# the bootstrap with bootstrap_timeout if it hangs (apt-get, a stuck network
+# volume, a FIFO in the run directory) for OVERBRAINER_BOOT_TIMEOUT seconds.
 #
 # A restarted container runs this again on the same run directory: a job of
 # the earlier container that left no exit code is marked cancelled
@@ -85,6 +86,8 @@ run_watchdog() {
 fail() {
   say "failed: $1"
   [ -z "${HOST_KEY:-}" ] || rm -f "$HOST_KEY.tmp"
+  # A FIFO there would block the write.
+  rm -f "$POD_DIR/bootstrap_failed" 2>/dev/null
   printf '%s\n' "$1" >"$POD_DIR/bootstrap_failed" 2>/dev/null ||
     say "cannot write $POD_DIR/bootstrap_failed"
   OVERBRAINER_BOOT_FAILED=1
@@ -113,9 +116,23 @@ no_watchdog() {
   while :; do sleep 3600; done
 }
 
+# prepare_guard: writes the guard's own watchdog into the container's
+# $TMPDIR, before anything touches the run directory: a FIFO there, or a
+# network volume that hangs, may block any step from the first, and only a
+# running guard ends that.
+prepare_guard() {
+  GUARD_DIR=${TMPDIR:-/tmp}/overbrainer-guard
+  rm -rf "$GUARD_DIR" 2>/dev/null
+  { mkdir -p "$GUARD_DIR/.pod" && write_watchdog "$GUARD_DIR/.pod/watchdog.sh"; } 2>/dev/null ||
+    say "cannot write the guard's watchdog in $GUARD_DIR"
+}
+
 # start_guard: fails the bootstrap if it is still running after
 # OVERBRAINER_BOOT_TIMEOUT seconds. The hung bootstrap is left alone: it keeps
-# the container up while the guard's watchdog deletes the pod.
+# the container up while the guard's watchdog deletes the pod. That watchdog
+# is the run directory's once prepare_run_dir has written it there (and
+# named the directory in $GUARD_DIR/run_dir), the guard's own before: the
+# run directory may be what hangs.
 start_guard() {
   limit=${OVERBRAINER_BOOT_TIMEOUT:-900}
   case $limit in '' | *[!0-9]*) limit=900 ;; esac
@@ -130,12 +147,15 @@ start_guard() {
       waited=$((waited + 1))
     done
     say "failed: bootstrap_timeout (still running after ${limit}s)"
-    printf 'bootstrap_timeout\n' >"$POD_DIR/bootstrap_failed"
+    dir=$GUARD_DIR
+    [ ! -f "$GUARD_DIR/run_dir" ] || read -r dir <"$GUARD_DIR/run_dir" || dir=$GUARD_DIR
+    rm -f "$dir/.pod/bootstrap_failed" 2>/dev/null
+    printf 'bootstrap_timeout\n' >"$dir/.pod/bootstrap_failed"
     OVERBRAINER_BOOT_FAILED=1
     RUNPOD_API_KEY=$guard_key
     export OVERBRAINER_BOOT_FAILED RUNPOD_API_KEY
     umask 022
-    exec "${BASH:-sh}" "$WATCHDOG"
+    exec env OVERBRAINER_RUN_DIR="$dir" "${BASH:-sh}" "$dir/.pod/watchdog.sh"
   ) </dev/null &
   GUARD=$!
 }
@@ -168,6 +188,8 @@ prepare_run_dir() {
   fi
   POD_DIR=$RUN_DIR/.pod
   WATCHDOG=$POD_DIR/watchdog.sh
+  # From now on the guard reports from the run directory.
+  printf '%s\n' "$RUN_DIR" >"$GUARD_DIR/run_dir" 2>/dev/null
   [ -z "$why" ] || fail "$why"
 }
 
@@ -408,11 +430,10 @@ bootstrap_main() {
   JOB_ENV=$ETC/job.env
   HOST_KEY=$ETC/ssh_host_ed25519_key
   GUARD=
+  prepare_guard
+  start_guard
   prepare_run_dir
   claim_run_dir
-  # After the claim, which clears an earlier pod's bootstrap_failed; the
-  # volume just took the watchdog, so the claim does not hang.
-  start_guard
   record_lost_job
   install_host_key
   install_authorized_key
@@ -420,7 +441,9 @@ bootstrap_main() {
   start_sshd
   stop_guard
   # The guard may have fired just before it was stopped.
-  [ ! -f "$POD_DIR/bootstrap_failed" ] || fail bootstrap_timeout
+  if [ -f "$POD_DIR/bootstrap_failed" ] || [ -f "$GUARD_DIR/.pod/bootstrap_failed" ]; then
+    fail bootstrap_timeout
+  fi
   say "ready; handing the pod to the watchdog"
   run_watchdog
 }

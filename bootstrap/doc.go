@@ -4,6 +4,12 @@
 //
 // In order, the script (bootstrap.sh, embedded):
 //
+//   - writes a watchdog of its own under $TMPDIR (or /tmp) and starts a guard
+//     that fails the bootstrap with bootstrap_timeout if it is still running
+//     after OVERBRAINER_BOOT_TIMEOUT seconds (default 900), before anything
+//     touches the run directory, since a FIFO there or a hung network volume
+//     may block any step; the guard reports from the run directory once that
+//     took the watchdog, from its own before;
 //   - creates $OVERBRAINER_RUN_DIR/.pod and writes the watchdog there before
 //     anything else can fail; from then on every failure is handed to the
 //     watchdog, which reports `failed bootstrap: REASON` in .pod/watchdog and
@@ -11,8 +17,6 @@
 //   - claims the run directory: .pod/claim holds OVERBRAINER_CLAIM, the run's
 //     public host key; finding the same key (type and base64, comments
 //     ignored) means a resumed run on a network volume, another one fails;
-//   - starts a guard that fails the bootstrap with bootstrap_timeout if it is
-//     still running after OVERBRAINER_BOOT_TIMEOUT seconds (default 900);
 //   - marks a job of an earlier container as lost: when Runpod restarts the
 //     pod's container, the run directory survives but the job died with the
 //     old container, and the process group in its job.pid may name an

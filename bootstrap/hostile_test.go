@@ -1,0 +1,56 @@
+package bootstrap_test
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/overbrainer/overbrainer-go/internal/shtest"
+	"github.com/overbrainer/overbrainer-go/watchdog"
+)
+
+// A FIFO the job (or an earlier pod) left in the run directory never
+// leaves the pod without a watchdog, under every shell: one at the
+// watchdog's temporary file is replaced, and the claim, which must not be
+// replaced, blocks only until the boot guard, already running, gives up
+// and the watchdog deletes the pod.
+func TestFIFOsInTheRunDirNeverHangTheBoot(t *testing.T) {
+	needNamespaces(t)
+	fifo := func(t *testing.T, path string) {
+		t.Helper()
+		mkdir(t, filepath.Dir(path))
+		if err := syscall.Mkfifo(path, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, shell := range shtest.Names {
+		t.Run(shell, func(t *testing.T) {
+			argv := shellArgv(t, shell)
+			t.Run("watchdog_tmp", func(t *testing.T) {
+				t.Parallel()
+				w := newWorld(t)
+				fifo(t, filepath.Join(w.runDir, watchdog.PodDir, "watchdog.sh.tmp"))
+				p := startPod(t, podSpec{shell: argv, env: w.env(), workdir: w.workdir})
+				w.ready(p, func() string { return w.runDir })
+			})
+			t.Run("claim", func(t *testing.T) {
+				t.Parallel()
+				w := newWorld(t)
+				fifo(t, filepath.Join(w.runDir, watchdog.PodDir, "claim"))
+				env := w.env()
+				env["OVERBRAINER_BOOT_TIMEOUT"] = "2"
+				p := startPod(t, podSpec{shell: argv, env: env, workdir: w.workdir})
+				shtest.Eventually(t, bootTimeout, func() bool {
+					return apiCount(w.api, "DELETE", "/pods/"+w.podID, w.apiKey) > 0
+				}, "no DELETE; output:\n%s", p.stderr)
+				if got := readString(filepath.Join(w.runDir, watchdog.BootstrapFailed)); got != "bootstrap_timeout\n" {
+					t.Errorf("%s = %q", watchdog.BootstrapFailed, got)
+				}
+				if _, err := os.Stat(filepath.Join(w.runDir, watchdog.VerdictFile)); err != nil {
+					t.Errorf("no verdict: %v", err)
+				}
+			})
+		})
+	}
+}
