@@ -51,19 +51,13 @@ func (r *Run) collect(ctx context.Context, dir string) (Collected, error) {
 	if !st.Started() {
 		return Collected{Dir: dir, NotCollected: true}, nil
 	}
-	if err := r.liveConn(ctx); err != nil {
-		return Collected{}, &CollectError{err}
-	}
-	release := r.holdLease(ctx)
-	x, err := r.conn.Download(ctx, r.rec.RunDir, resultNames, dir)
-	release()
+	got, err := r.fetch(ctx, dir, true)
 	if err != nil {
 		return Collected{}, &CollectError{err}
 	}
-	got := Collected{Dir: dir, Files: x.Files, Dirs: x.Dirs, Bytes: x.Bytes, Skipped: x.Skipped}
 	r.rec.Collected = r.now()
 	r.save()
-	r.emit(Event{Kind: EventCollected, Dir: dir, Files: got.Files, Bytes: got.Bytes, Skipped: got.Skipped})
+	r.emit(got.event())
 	// The pod may go now: the watchdog deletes it on this marker should
 	// the caller's delete fail. It is the last thing Collect does, so that
 	// a Delete right after it is not raced by the watchdog for longer than
@@ -77,16 +71,34 @@ func (r *Run) collect(ctx context.Context, dir string) (Collected, error) {
 // Download is Collect without the retrieved marker: the results so far,
 // while the job may still run.
 func (r *Run) Download(ctx context.Context, dir string) (Collected, error) {
-	if err := r.liveConn(ctx); err != nil {
-		return Collected{}, err
-	}
-	x, err := r.conn.Download(ctx, r.rec.RunDir, resultNames, dir)
+	got, err := r.fetch(ctx, dir, false)
 	if err != nil {
 		return Collected{}, err
 	}
-	got := Collected{Dir: dir, Files: x.Files, Dirs: x.Dirs, Bytes: x.Bytes, Skipped: x.Skipped}
-	r.emit(Event{Kind: EventCollected, Dir: dir, Files: got.Files, Bytes: got.Bytes, Skipped: got.Skipped})
+	r.emit(got.event())
 	return got, nil
+}
+
+// fetch downloads the result files into dir, holding the lease while it
+// does when hold says so.
+func (r *Run) fetch(ctx context.Context, dir string, hold bool) (Collected, error) {
+	if err := r.liveConn(ctx); err != nil {
+		return Collected{}, err
+	}
+	release := func() {}
+	if hold {
+		release = r.holdLease(ctx)
+	}
+	x, err := r.conn.Download(ctx, r.rec.RunDir, resultNames, dir)
+	release()
+	if err != nil {
+		return Collected{}, err
+	}
+	return Collected{Dir: dir, Files: x.Files, Dirs: x.Dirs, Bytes: x.Bytes, Skipped: x.Skipped}, nil
+}
+
+func (c Collected) event() Event {
+	return Event{Kind: EventCollected, Dir: c.Dir, Files: c.Files, Bytes: c.Bytes, Skipped: c.Skipped}
 }
 
 // Delete deletes the pod (delete, then terminate, then stop as a last

@@ -2,6 +2,7 @@ package guard
 
 import (
 	"archive/tar"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -307,7 +308,7 @@ func (r *Run) enforce(ctx context.Context, st jobctl.State, leaseAt time.Time) e
 	if r.rec.Keep {
 		return nil
 	}
-	now, late := r.now(), or(r.rec.Interval, podenv.DefaultInterval)+enforceMargin
+	now, late := r.now(), cmp.Or(r.rec.Interval, podenv.DefaultInterval)+enforceMargin
 	if r.rec.MaxCostUSD > 0 && r.rec.CostPerHr > 0 {
 		plan, err := costplan.CostCap(r.rec.BillingStart, r.rec.CostPerHr, r.rec.MaxCostUSD, r.rec.SnapshotLead, 0)
 		if err != nil {
@@ -329,8 +330,8 @@ func (r *Run) enforce(ctx context.Context, st jobctl.State, leaseAt time.Time) e
 	}
 	// Past the deadline with a stale lease the watchdog asks for a
 	// snapshot, and deletes the pod once the snapshot had its wait.
-	staleAt := leaseAt.Add(or(r.rec.LeaseTTL, podenv.DefaultLeaseTTL))
-	due := maxTime(r.rec.Deadline, staleAt).Add(or(r.rec.SnapshotWait, podenv.DefaultSnapshotWait) + late)
+	staleAt := leaseAt.Add(cmp.Or(r.rec.LeaseTTL, podenv.DefaultLeaseTTL))
+	due := maxTime(r.rec.Deadline, staleAt).Add(cmp.Or(r.rec.SnapshotWait, podenv.DefaultSnapshotWait) + late)
 	if !r.rec.Deadline.IsZero() && now.After(staleAt) && now.After(due) {
 		return &EnforcedError{Reason: watchdog.DeleteDeadline, Detail: fmt.Sprintf("the deadline %s passed, the lease lapsed",
 			r.rec.Deadline.Local().Format(time.DateTime))}
@@ -346,14 +347,6 @@ func maxTime(a, b time.Time) time.Time {
 		return a
 	}
 	return b
-}
-
-// or is d, or def when d is zero.
-func or(d, def time.Duration) time.Duration {
-	if d == 0 {
-		return def
-	}
-	return d
 }
 
 // endOf is how the job of st ended.
