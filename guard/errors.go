@@ -34,6 +34,9 @@ var (
 	// whose results were not collected, its pod still up (WithForce
 	// deletes it anyway).
 	ErrNotCollected = errors.New("guard: the run's results were not collected")
+	// ErrNoOutputs: Results.RequireOutputs, and the job left no file in
+	// its outputs directory.
+	ErrNoOutputs = errors.New("guard: the job left no outputs")
 	// ErrNotAbandoned: RemoveOrphan left a pod that is not provably
 	// abandoned.
 	ErrNotAbandoned = errors.New("guard: the pod is not provably abandoned")

@@ -68,7 +68,7 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 		BootGrace: spec.BootGrace, RetrieveGrace: spec.RetrieveGrace,
 		Poll: cfg.poll, LeaseEvery: cfg.leaseEvery, SnapshotLead: spec.SnapshotLead,
 		Interval: spec.Interval, LeaseTTL: spec.LeaseTTL, SnapshotWait: spec.SnapshotWait,
-		Phase: PhaseCreating,
+		Results: spec.Results, Phase: PhaseCreating,
 	}
 	ttl := spec.LeaseTTL
 	if ttl == 0 {
