@@ -207,3 +207,20 @@ func TestCorruptedDownloadIsCaught(t *testing.T) {
 		t.Errorf("%d downloads, warnings %v", f.seen, warnings)
 	}
 }
+
+// What a pod wrote reaches a terminal escaped, whichever error or event
+// carries it.
+func TestPodTextIsEscaped(t *testing.T) {
+	evil := "x\x1b]0;owned\x07\x1b[2K\u009b"
+	for _, s := range []string{
+		(&VerdictError{Verdict: watchdog.Verdict{Failed: true, Reason: evil}}).Error(),
+		(&PodGoneError{PodID: "p", Detail: evil, DeleteReason: watchdog.DeleteReason(evil)}).Error(),
+		Event{Kind: EventVerdict, Verdict: watchdog.Verdict{Other: evil}}.String(),
+		Event{Kind: EventDeleteReason, DeleteReason: watchdog.DeleteReason(evil)}.String(),
+		(&CollectError{&podssh.CommandError{Status: 1, Stderr: evil}}).Error(),
+	} {
+		if strings.ContainsAny(s, "\x1b\x07\u009b") || !strings.Contains(s, `\x1b]0;owned`) {
+			t.Errorf("%q is not escaped", s)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/overbrainer/overbrainer-go/internal/termtext"
 	"github.com/overbrainer/overbrainer-go/podssh"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/watchdog"
@@ -78,10 +79,10 @@ func (e *PodGoneError) Error() string {
 		s = fmt.Sprintf("pod %s is %s", e.PodID, e.Status)
 	}
 	if e.Detail != "" {
-		s += " (" + e.Detail + ")"
+		s += " (" + termtext.Escape(e.Detail, false) + ")"
 	}
 	if e.DeleteReason != "" {
-		s += fmt.Sprintf("; its watchdog was deleting it (%s)", e.DeleteReason)
+		s += fmt.Sprintf("; its watchdog was deleting it (%s)", termtext.Escape(string(e.DeleteReason), false))
 	}
 	return s
 }
@@ -94,7 +95,9 @@ type VerdictError struct {
 	Verdict watchdog.Verdict
 }
 
-func (e *VerdictError) Error() string { return "the watchdog's verdict: " + e.Verdict.String() }
+func (e *VerdictError) Error() string {
+	return "the watchdog's verdict: " + termtext.Escape(e.Verdict.String(), false)
+}
 
 func (e *VerdictError) Is(target error) bool { return target == ErrVerdictFailed }
 
