@@ -53,6 +53,7 @@ type Client struct {
 	maxWait     time.Duration
 	debug       bool
 	rc          *resty.Client
+	pace        *pacer // nil when pacing is off
 
 	// Seams for tests: how the client waits and reads the clock.
 	sleep func(ctx context.Context, d time.Duration) error
@@ -72,6 +73,7 @@ type config struct {
 	maxAttempts int
 	maxWait     time.Duration
 	debug       bool
+	noPacing    bool
 }
 
 // WithBaseURL points the client at another REST v2 root, such as a fake
@@ -168,6 +170,19 @@ func WithDebug(on bool) Option {
 	}
 }
 
+// WithPacing turns the client's pacing on (the default) or off. With it
+// on, the client reads the RateLimit and RateLimit-Policy headers of every
+// answer and holds a request back while a window of the quota is used up,
+// rather than send it into a 429. All the clients of one API key and base
+// URL in a process share what they learn, so a program that makes a client
+// per run is paced as one.
+func WithPacing(on bool) Option {
+	return func(c *config) error {
+		c.noPacing = !on
+		return nil
+	}
+}
+
 // New makes a client that authenticates with apiKey (sent only as
 // "Authorization: Bearer <key>", never in a URL, a log line or an error).
 func New(apiKey string, opts ...Option) (*Client, error) {
@@ -214,6 +229,9 @@ func New(apiKey string, opts ...Option) (*Client, error) {
 		debug:       cfg.debug,
 		sleep:       sleepCtx,
 		now:         time.Now,
+	}
+	if !cfg.noPacing {
+		c.pace = pacerFor(c.baseURL, apiKey)
 	}
 	// resty builds and sends each single attempt; the retry loop is ours
 	// (see do). Its own retries stay off (RetryCount 0): they cap

@@ -179,6 +179,12 @@ func (c *Client) once(ctx context.Context, r *call, attempt int) (*response, err
 	if r.graphQL {
 		target = c.graphQLURL
 	}
+	// Runpod's quota covers REST, not GraphQL.
+	if c.pace != nil && !r.graphQL {
+		if err := c.pace.wait(ctx, c, r); err != nil {
+			return nil, err
+		}
+	}
 	start := time.Now()
 	res, err := req.Execute(r.method, target)
 	if err != nil {
@@ -187,6 +193,9 @@ func (c *Client) once(ctx context.Context, r *call, attempt int) (*response, err
 	}
 	raw := res.RawResponse
 	defer raw.Body.Close()
+	if c.pace != nil && !r.graphQL {
+		c.pace.observe(raw.Header, c.now())
+	}
 	code := raw.StatusCode
 	limit := int64(maxSuccessBody)
 	if code < 200 || code > 299 {
