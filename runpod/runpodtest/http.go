@@ -66,7 +66,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	var wait time.Duration
 	// Runpod's quota covers the REST API, not GraphQL.
 	if caller != CallerNone && (r.URL.Path == "/v2" || strings.HasPrefix(r.URL.Path, "/v2/")) {
-		overQuota, wait = s.takeQuotaLocked(w.Header())
+		overQuota, wait = s.takeQuotaLocked(caller, w.Header())
 	}
 	var fault *Fault
 	if !overQuota {
