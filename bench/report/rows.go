@@ -108,6 +108,11 @@ var specs = []Spec{
 		Base: "BenchmarkLaunchConcurrent/1"},
 	{Part: "launcher", Measure: "50 at once: API requests per launch", Bench: "BenchmarkLaunchConcurrent/50", Unit: "requests/launch",
 		Base: "BenchmarkLaunchConcurrent/1"},
+	{Part: "launcher", Measure: "200 runs at once from one program, Runpod-like quota: account requests per run", Bench: "BenchmarkLaunchesUnderQuota/200", Unit: "requests/run",
+		Base: "BenchmarkLaunchesUnderQuota/1", Goal: "≤ 1.1× alone", Limit: 1.1, OnRatio: true},
+	{Part: "launcher", Measure: "200 runs at once, quota: 429s per run", Bench: "BenchmarkLaunchesUnderQuota/200", Unit: "429s/run"},
+	{Part: "launcher", Measure: "200 runs at once, quota, pacing off: account requests per run", Bench: "BenchmarkLaunchesUnderQuota/200-unpaced", Unit: "requests/run",
+		Base: "BenchmarkLaunchesUnderQuota/1"},
 	{Part: "launcher", Measure: "50 at once: pods' own requests per launch", Bench: "BenchmarkLaunchConcurrent/50", Unit: "pod-requests/launch",
 		Base: "BenchmarkLaunchConcurrent/1"},
 
