@@ -3,6 +3,7 @@ package runpod
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -239,11 +240,28 @@ func New(apiKey string, opts ...Option) (*Client, error) {
 	// and would resend POST /pods blindly.
 	// Its debug dump stays off too: it cannot show a body it does not
 	// parse, so the client dumps instead (see dump).
+	// The headers every request carries are set once, here.
 	c.rc = resty.NewWithClient(&hc).
 		SetBaseURL(c.baseURL).
 		SetRetryCount(0).
-		SetLogger(restyLogger{c})
+		SetLogger(restyLogger{c}).
+		SetHeader("Authorization", "Bearer "+apiKey).
+		SetHeader("Accept", "application/json, application/problem+json").
+		SetHeader("User-Agent", c.userAgent).
+		SetPreRequestHook(emptyBody)
 	return c, nil
+}
+
+// emptyBody gives a request without a body (a DELETE, an action without
+// options) http.NoBody again: resty replaces it with a reader of its own,
+// which net/http must probe for data with a timer on every request.
+func emptyBody(_ *resty.Client, req *http.Request) error {
+	if req.ContentLength == 0 && req.Body != nil && req.Body != http.NoBody {
+		req.Body.Close()
+		req.Body = http.NoBody
+		req.GetBody = func() (io.ReadCloser, error) { return http.NoBody, nil }
+	}
+	return nil
 }
 
 // BaseURL returns the REST root the client talks to.
