@@ -113,6 +113,11 @@ var specs = []Spec{
 	{Part: "launcher", Measure: "200 runs at once, quota: 429s per run", Bench: "BenchmarkLaunchesUnderQuota/200", Unit: "429s/run"},
 	{Part: "launcher", Measure: "200 runs at once, quota, pacing off: account requests per run", Bench: "BenchmarkLaunchesUnderQuota/200-unpaced", Unit: "requests/run",
 		Base: "BenchmarkLaunchesUnderQuota/1"},
+	{Part: "launcher", Measure: "following 1 GiB of job output: peak RSS", Bench: "BenchmarkFollowFlood/flood", Unit: "rss-MiB",
+		Base: "BenchmarkFollowFlood/one_line", Goal: "< 100 MB", Limit: 95},
+	{Part: "launcher", Measure: "following 1 GiB of job output: lines lost", Bench: "BenchmarkFollowFlood/flood", Unit: "lines-lost",
+		Goal: "none", Limit: 0.5},
+	{Part: "launcher", Measure: "following 1 GiB of job output: rate", Bench: "BenchmarkFollowFlood/flood", Unit: "MiB/s"},
 	{Part: "launcher", Measure: "50 at once: pods' own requests per launch", Bench: "BenchmarkLaunchConcurrent/50", Unit: "pod-requests/launch",
 		Base: "BenchmarkLaunchConcurrent/1"},
 
