@@ -55,6 +55,9 @@ type Client struct {
 	debug       bool
 	rc          *resty.Client
 	pace        *pacer // nil when pacing is off
+	// stream sends requests whose answer is read for as long as it
+	// lasts (a log stream): hc without its overall timeout.
+	stream *http.Client
 
 	// Seams for tests: how the client waits and reads the clock.
 	sleep func(ctx context.Context, d time.Duration) error
@@ -234,6 +237,9 @@ func New(apiKey string, opts ...Option) (*Client, error) {
 	if !cfg.noPacing {
 		c.pace = pacerFor(c.baseURL, apiKey)
 	}
+	streamHC := hc
+	streamHC.Timeout = 0
+	c.stream = &streamHC
 	// resty builds and sends each single attempt; the retry loop is ours
 	// (see do). Its own retries stay off (RetryCount 0): they cap
 	// Retry-After at RetryMaxWaitTime (2 s by default) without saying so,

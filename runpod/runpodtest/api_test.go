@@ -312,7 +312,7 @@ func TestPodActions(t *testing.T) {
 		t.Errorf("terminate: %d %q", status, body)
 	}
 	checkProblem(t, srv, key, "POST", path, map[string]string{"action": "start"}, 404)
-	checkProblem(t, srv, key, "GET", "/v2/pods/"+p.ID+"/logs", nil, 501)
+	checkProblem(t, srv, key, "GET", "/v2/pods/"+p.ID+"/logs", nil, 404) // terminated: no log
 	checkProblem(t, srv, key, "PUT", "/v2/pods/"+p.ID, nil, 405)
 }
 
