@@ -208,3 +208,15 @@ func TestExtractWritesOnlyWhatItAsked(t *testing.T) {
 		t.Error("the file past the cap was written")
 	}
 }
+
+// The pod's side of a download is POSIX sh that shellcheck accepts.
+func TestTarScriptShellcheck(t *testing.T) {
+	bin := shtest.NeedTool(t, "shellcheck")
+	for name, script := range map[string]string{"tar": tarScript, "untar": untarScript} {
+		cmd := exec.Command(bin, "-s", "sh", "-")
+		cmd.Stdin = strings.NewReader(script)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("shellcheck of the %s script: %v\n%s", name, err, out)
+		}
+	}
+}
