@@ -124,7 +124,9 @@ func (r *Run) collect(ctx context.Context, dir string) (Collected, error) {
 }
 
 // Download is Collect without the retrieved marker: the results so far,
-// while the job may still run.
+// while the job may still run. A file the job rewrites during both tries
+// differs from the pod's manifest: the download then fails with
+// podssh.ErrChecksum, the other files written.
 func (r *Run) Download(ctx context.Context, dir string) (Collected, error) {
 	got, err := r.fetch(ctx, dir, false)
 	if err != nil {
