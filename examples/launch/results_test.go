@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 )
 
 // jobDir is a job whose train.sh is script.
@@ -50,7 +49,7 @@ echo weights > "$o/model"; echo big > "$o/ckpt-1/state"; echo s > "$o/scratch.tm
 	w.assertClean()
 
 	w = newWorld(t)
-	p = w.run(args([]string{"run", "--job", job, "--cmd", "sh train.sh", "--max-results-gb", "0.000000001", "--retrieve-grace", "5s"}, fast)...)
+	p = w.run(args([]string{"run", "--job", job, "--cmd", "sh train.sh", "--max-results-gb", "0.000000001", "--retrieve-grace", "10m"}, fast)...)
 	if p.code != 1 {
 		t.Fatalf("a run past the cap: exit %d, want 1", p.code)
 	}
@@ -59,5 +58,12 @@ echo weights > "$o/model"; echo big > "$o/ckpt-1/state"; echo s > "$o/scratch.tm
 	if pod := w.pod(r); pod.Status == "TERMINATED" {
 		t.Fatal("the pod holding the only copy was deleted by the launcher")
 	}
-	w.waitPodGone(r, 2*time.Minute)
+	// A larger cap on attach collects them.
+	if p = w.run("attach", "--max-results-gb", "1", r.ID); p.code != 0 {
+		t.Fatalf("attach with a larger cap: exit %d: %s", p.code, p.stderr.String())
+	}
+	if b, err := os.ReadFile(filepath.Join(r.OutDir, "outputs", "model")); err != nil || string(b) != "weights\n" {
+		t.Fatalf("outputs/model after the attach: %q, %v", b, err)
+	}
+	w.assertClean()
 }
