@@ -48,12 +48,7 @@ func TestFIFOsInTheRunDirNeverHangTheBoot(t *testing.T) {
 				}
 				w.bin.Stub("mkdir", `for a; do case $a in `+shellQuote(w.runDir)+`*) exec `+sleep+` 100000 ;; esac; done
 exec /bin/mkdir "$@"`)
-				env := w.env()
-				env["OVERBRAINER_BOOT_TIMEOUT"] = "2"
-				p := startPod(t, podSpec{shell: argv, env: env, workdir: w.workdir})
-				shtest.Eventually(t, bootTimeout, func() bool {
-					return apiCount(w.api, "DELETE", "/pods/"+w.podID, w.apiKey) > 0
-				}, "no DELETE; output:\n%s", p.stderr)
+				p := bootUntilDeleted(t, w, argv)
 				// The guard, not a quick failure's fallback, deleted it.
 				failed := p.path(filepath.Join(w.tmpdir, "overbrainer-guard", watchdog.BootstrapFailed))
 				if got := readString(failed); got != "bootstrap_timeout\n" {
@@ -67,12 +62,7 @@ exec /bin/mkdir "$@"`)
 				t.Parallel()
 				w := newWorld(t)
 				fifo(t, filepath.Join(w.runDir, watchdog.PodDir, "claim"))
-				env := w.env()
-				env["OVERBRAINER_BOOT_TIMEOUT"] = "2"
-				p := startPod(t, podSpec{shell: argv, env: env, workdir: w.workdir})
-				shtest.Eventually(t, bootTimeout, func() bool {
-					return apiCount(w.api, "DELETE", "/pods/"+w.podID, w.apiKey) > 0
-				}, "no DELETE; output:\n%s", p.stderr)
+				bootUntilDeleted(t, w, argv)
 				if got := readString(filepath.Join(w.runDir, watchdog.BootstrapFailed)); got != "bootstrap_timeout\n" {
 					t.Errorf("%s = %q", watchdog.BootstrapFailed, got)
 				}
@@ -82,4 +72,17 @@ exec /bin/mkdir "$@"`)
 			})
 		})
 	}
+}
+
+// bootUntilDeleted boots a pod whose boot guard gives up after 2 s, and
+// waits for its DELETE.
+func bootUntilDeleted(t *testing.T, w *world, argv []string) *pod {
+	t.Helper()
+	env := w.env()
+	env["OVERBRAINER_BOOT_TIMEOUT"] = "2"
+	p := startPod(t, podSpec{shell: argv, env: env, workdir: w.workdir})
+	shtest.Eventually(t, bootTimeout, func() bool {
+		return apiCount(w.api, "DELETE", "/pods/"+w.podID, w.apiKey) > 0
+	}, "no DELETE; output:\n%s", p.stderr)
+	return p
 }
