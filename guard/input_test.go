@@ -52,6 +52,8 @@ func TestLaunchRefusesBadInput(t *testing.T) {
 		{"no command", func(s *Spec) { s.Job.Command = " " }, nil, []string{"Spec.Job.Command"}, nil},
 		{"a bad run id", func(s *Spec) { s.RunID = "run 1/.." }, nil, []string{"Spec.RunID"}, nil},
 		{"two at once", func(s *Spec) { s.RunID, s.Deadline = "-/-", time.Time{} }, nil, []string{"Spec.RunID", "Spec.Deadline"}, nil},
+		{"a negative extension", func(s *Spec) { s.MaxExtension = -time.Hour }, nil, []string{"Spec.MaxExtension"}, nil},
+		{"an extension with a hard deadline", func(s *Spec) { s.MaxExtension, s.HardDeadline = time.Hour, true }, nil, []string{"Spec.MaxExtension"}, nil},
 		{"the host key in PodEnv", func(s *Spec) { s.PodEnv = map[string]string{podenv.HostKeyEnv: "x"} }, nil, []string{"Spec.PodEnv"}, nil},
 		{"a cost cap on a GPU type without a price", func(s *Spec) { s.MaxCostUSD, s.GPUTypeID = 5, "NVIDIA Nothing" }, nil,
 			[]string{"Spec.MaxCostUSD"}, []string{"GetGPUType"}},
