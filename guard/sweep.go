@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -115,6 +117,17 @@ func (r SweepRule) String() string {
 // MarshalText writes the rule's name, for JSON.
 func (r SweepRule) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
 
+// UnmarshalText reads a rule's name.
+func (r *SweepRule) UnmarshalText(b []byte) error {
+	for i, n := range ruleNames {
+		if n == string(b) {
+			*r = SweepRule(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("guard: unknown sweep rule %q", b)
+}
+
 // Decision is Sweep's judgment of one pod or one secret, with the numbers
 // it was taken on.
 type Decision struct {
@@ -138,6 +151,7 @@ type Decision struct {
 	Done   bool                `json:"done,omitempty"`
 	Result runpod.DeleteResult `json:"-"`
 	Err    error               `json:"-"`
+	Error  string              `json:"error,omitempty"` // Err's text
 }
 
 // String is the decision in one line, for a person.
@@ -235,6 +249,7 @@ func Sweep(ctx context.Context, c SweepAPI, p SweepPolicy) (Report, error) {
 			}
 		}
 		if d.Err != nil {
+			d.Error = d.Err.Error()
 			errs = append(errs, d.Err)
 		}
 	}
@@ -337,3 +352,51 @@ func judgeSecret(s runpod.Secret, live map[string]bool, now time.Time, p SweepPo
 }
 
 func short(d time.Duration) string { return d.Round(time.Second).String() }
+
+// MinSweepPeriod is the shortest period a sweeper loop may have against a
+// non-local API: each pass lists the whole account.
+const MinSweepPeriod = time.Minute
+
+// CheckSweepPeriod refuses a period under MinSweepPeriod against an API
+// that is not on a loopback address (a local emulator may be swept as
+// often as a test likes), and a negative one.
+func CheckSweepPeriod(every time.Duration, baseURL string) error {
+	if every < 0 {
+		return &FieldError{Field: "every", Reason: fmt.Sprintf("%s is negative", every)}
+	}
+	if every == 0 || every >= MinSweepPeriod {
+		return nil
+	}
+	if u, err := url.Parse(baseURL); err == nil {
+		if ip := net.ParseIP(u.Hostname()); (ip != nil && ip.IsLoopback()) || u.Hostname() == "localhost" {
+			return nil
+		}
+	}
+	return &FieldError{Field: "every", Reason: fmt.Sprintf("%s is under %s against %s: each pass lists the whole account", every, MinSweepPeriod, baseURL)}
+}
+
+// SweepEvery sweeps now and then every period until ctx ends, handing each
+// pass's Report and error to each; a failed pass does not end the loop. It
+// returns ctx's error.
+func SweepEvery(ctx context.Context, c SweepAPI, p SweepPolicy, every time.Duration, each func(Report, error)) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	if every <= 0 {
+		return &FieldError{Field: "every", Reason: fmt.Sprintf("%s is not positive", every)}
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		rep, err := Sweep(ctx, c, p)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		each(rep, err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}

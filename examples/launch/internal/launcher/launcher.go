@@ -176,6 +176,7 @@ var commands = map[string]func(context.Context, *app, []string) error{
 	"stop":         cmdStop,
 	"ls":           cmdLs,
 	"rm":           cmdRm,
+	"sweep":        cmdSweep,
 	"local-server": cmdLocalServer,
 }
 
@@ -194,6 +195,8 @@ Commands:
   ls             list the runs and their pods
   rm RUN         delete a run's pod and secret (rm --all-orphans: the
                  pods and secrets of runs this machine does not know)
+  sweep          delete every abandoned overbrainer pod of the account,
+                 judged from the API alone (for fleets: no local state)
   local-server   keep a local Runpod emulator running for --local commands
                  from other terminals
 
