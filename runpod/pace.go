@@ -104,12 +104,13 @@ func (p *pacer) take(now time.Time) time.Duration {
 
 // observe reads an answer's RateLimit and RateLimit-Policy headers.
 func (p *pacer) observe(h http.Header, now time.Time) {
-	states := h.Values("RateLimit")
+	// The canonical spellings: any other allocates on every lookup.
+	states := h.Values("Ratelimit")
 	if len(states) == 0 {
 		return
 	}
 	policy := map[string]map[string]uint64{}
-	for _, v := range h.Values("RateLimit-Policy") {
+	for _, v := range h.Values("Ratelimit-Policy") {
 		for _, item := range splitList(v) {
 			name, params := itemParams(item)
 			policy[name] = params
