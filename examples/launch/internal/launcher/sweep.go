@@ -30,7 +30,14 @@ often as you like, any number at once.`)
 	if err := p.Validate(); err != nil {
 		return usagef("%v", err)
 	}
-	if err := a.open(ctx); err != nil {
+	// The state directory only for the local emulator: a sweeper in a
+	// container needs none.
+	if a.g.local || a.getenv(EnvAPIKey) == "" {
+		if err := a.openStore(); err != nil {
+			return err
+		}
+	}
+	if err := a.connectAPI(ctx); err != nil {
 		return err
 	}
 	if err := guard.CheckSweepPeriod(*every, a.apiURL); err != nil {
