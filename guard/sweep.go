@@ -2,8 +2,10 @@ package guard
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"strconv"
@@ -399,4 +401,32 @@ func SweepEvery(ctx context.Context, c SweepAPI, p SweepPolicy, every time.Durat
 		case <-t.C:
 		}
 	}
+}
+
+// Write writes the report for a person, one line per decision that
+// deletes or is unmarked (every decision when all) and a total; or, with
+// asJSON, one JSON line per decision. err is the pass's error, said last.
+func (r Report) Write(w io.Writer, asJSON, all bool, err error) error {
+	enc := json.NewEncoder(w)
+	for _, d := range r.Decisions {
+		var werr error
+		switch {
+		case asJSON:
+			werr = enc.Encode(d)
+		case all || d.Delete || d.Rule == RuleUnmarked:
+			_, werr = fmt.Fprintln(w, d)
+		}
+		if werr != nil {
+			return werr
+		}
+	}
+	if err != nil && !asJSON {
+		_, werr := fmt.Fprintf(w, "sweep: %v\n", err)
+		return werr
+	}
+	if asJSON {
+		return nil
+	}
+	_, werr := fmt.Fprintf(w, "sweep: %d pods, %d secrets, %d deleted\n", r.Pods, r.Secrets, r.Deleted())
+	return werr
 }

@@ -2,6 +2,7 @@ package guard
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strconv"
@@ -239,5 +240,44 @@ func TestSweepPolicyRefusesNegatives(t *testing.T) {
 	_, err := Sweep(context.Background(), &sweepFake{}, SweepPolicy{Margin: -time.Second})
 	if !errors.As(err, &fe) || fe.Field != "SweepPolicy.Margin" {
 		t.Errorf("Sweep with a negative margin: %v", err)
+	}
+}
+
+// Write says the deletes and the unmarked pods (every decision on a dry
+// run) and a total, or writes one JSON line per decision that reads back.
+func TestReportWrite(t *testing.T) {
+	f := &sweepFake{pods: []runpod.Pod{
+		guarded("d", runpod.StatusExited, time.Hour, time.Minute),
+		guarded("a", runpod.StatusRunning, time.Hour, time.Minute),
+		{ID: "pod-x", Name: PodNamePrefix + "x", Status: runpod.StatusRunning},
+	}}
+	rep, err := Sweep(context.Background(), f, SweepPolicy{Now: func() time.Time { return sweepNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := rep.Write(&b, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := "deleted pod pod-d (overbrainer-d, EXITED): exited: EXITED, last started 59m0s ago, past the exited grace of 10m0s\n" +
+		"NOT MARKED, left pod pod-x (overbrainer-x, RUNNING): unmarked: named like a guarded run's pod, but without its run marker OVERBRAINER_RUN_ID=x\n" +
+		"sweep: 3 pods, 0 secrets, 1 deleted\n"
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Errorf("Write (-want +got):\n%s", diff)
+	}
+	b.Reset()
+	if err := rep.Write(&b, true, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	var got []Decision
+	for line := range strings.Lines(b.String()) {
+		var d Decision
+		if err := json.Unmarshal([]byte(line), &d); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		got = append(got, d)
+	}
+	if len(got) != 3 || got[0].Rule != RuleExited || !got[0].Done || got[2].Rule != RuleUnmarked {
+		t.Errorf("JSON decisions %+v", got)
 	}
 }

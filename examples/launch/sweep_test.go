@@ -80,7 +80,7 @@ func TestSweepDryRunLocalAndPeriod(t *testing.T) {
 	if p.code != 0 {
 		t.Fatalf("sweep --dry-run exit %d\n%s", p.code, p.stderr)
 	}
-	mustContain(t, "sweep stderr", p.stderr.String(), "sweep: 0 pods, 0 secrets, 0 deleted")
+	mustContain(t, "sweep stdout", p.stdout.String(), "sweep: 0 pods, 0 secrets, 0 deleted")
 	w := newWorld(t)
 	// Without --api-url: Runpod itself (nothing is called before the refusal).
 	cmd := w.command("sweep", "--every", "30s")
