@@ -124,9 +124,19 @@ func (r *Run) since(t time.Time) time.Duration { return r.now().Sub(t) }
 // often than the poll interval.
 type ramp struct{ next, limit time.Duration }
 
-const firstLook = 250 * time.Millisecond
+// firstLook starts the waits that cost an API request; firstSSHLook those
+// that cost only a round trip on the pod's SSH connection (dialling it,
+// reading the verdict), which Runpod's quota does not count.
+const (
+	firstLook    = 250 * time.Millisecond
+	firstSSHLook = 50 * time.Millisecond
+)
 
-func newRamp(limit time.Duration) *ramp { return &ramp{next: min(firstLook, limit), limit: limit} }
+func newRamp(limit time.Duration) *ramp { return newRampFrom(firstLook, limit) }
+
+func newRampFrom(first, limit time.Duration) *ramp {
+	return &ramp{next: min(first, limit), limit: limit}
+}
 
 // step returns the next wait and doubles the one after it.
 func (p *ramp) step() time.Duration {
@@ -238,7 +248,7 @@ func (r *Run) spent() float64 { return costplan.Spent(r.rec.CostPerHr, r.rec.Bil
 // up. A host key mismatch is final: this is not the run's pod, or someone
 // is in between.
 func (r *Run) dial(ctx context.Context, timeout time.Duration) error {
-	start, checked, pace := r.now(), r.now(), newRamp(time.Second)
+	start, checked, pace := r.now(), r.now(), newRampFrom(firstSSHLook, time.Second)
 	var lastErr error
 	for {
 		c, err := r.cfg.dial(ctx, podssh.Target{Addr: r.addr, Key: r.key, HostKey: r.host, Timeout: 20 * time.Second})
