@@ -72,6 +72,18 @@ func (f GPUFilter) String() string {
 	return strings.Join(parts, ", ")
 }
 
+// SplitList reads a list of GPU types or data centers written "A,B,C",
+// trimming each; empty entries are dropped (nil for "").
+func SplitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 // PickGPUs keeps the types that pass f, cheapest per GPU first; ties go
 // to more VRAM, then to the id.
 func PickGPUs(types []runpod.GPUType, f GPUFilter) []runpod.GPUType {

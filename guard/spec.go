@@ -164,8 +164,8 @@ func hostKeySecretName(id string) string { return podenv.HostKeySecretName(id) }
 
 // withDefaults fills the empty fields.
 func (s Spec) withDefaults() Spec {
-	if s.Image == "" {
-		s.Image = DefaultImage
+	s.Image = cmp.Or(s.Image, DefaultImage)
+	if s.Image == DefaultImage {
 		s.MinCUDA = cmp.Or(s.MinCUDA, DefaultMinCUDA)
 	}
 	if len(s.GPUTypes) == 0 {

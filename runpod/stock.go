@@ -3,6 +3,7 @@ package runpod
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -149,6 +150,27 @@ func (g GPUType) StockedDataCenters() []string {
 	for _, d := range g.DataCenters {
 		if d.Availability.InStock() {
 			out = append(out, d.ID)
+		}
+	}
+	return out
+}
+
+// MaxCount is the most GPUs of the type one pod can have on cloud
+// (SECURE when empty).
+func (g GPUType) MaxCount(cloud CloudType) int {
+	if cloud == CommunityCloud {
+		return g.MaxCommunityCount
+	}
+	return g.MaxSecureCount
+}
+
+// InStock lists the GPU types the data center has in stock, as
+// "id (level)".
+func (d DataCenter) InStock() []string {
+	var out []string
+	for _, g := range d.GPUs {
+		if g.Availability.InStock() {
+			out = append(out, fmt.Sprintf("%s (%s)", g.ID, g.Availability))
 		}
 	}
 	return out
