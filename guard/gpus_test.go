@@ -178,11 +178,12 @@ func TestFallbackOnStartTimeout(t *testing.T) {
 	f.noneBilling(t)
 }
 
-// TestUnknownOutcomeMakesOnePod: a create whose answer is lost after the
-// fake made the pod, or that made none, ends with exactly one pod, and
-// no second type is tried while the first one's pod may exist.
+// TestUnknownOutcomeMakesOnePod: a create whose answer is lost (dropped,
+// or a 500) after the fake made the pod ends with exactly that pod,
+// adopted; one that made none is sent again once the looks found none,
+// and still makes one pod. No second type is tried meanwhile.
 func TestUnknownOutcomeMakesOnePod(t *testing.T) {
-	for _, fault := range []runpodtest.Fault{{Lost: true}, {Drop: true}} {
+	for _, fault := range []runpodtest.Fault{{Lost: true}, {Lost: true, Status: 500}, {Drop: true}} {
 		f := newFallback(t)
 		f.srv.Fail("POST", "/v2/pods", fault)
 		_ = f.launch(t, f.spec(t, a5000, a40), guard.WithStartTimeout(200*time.Millisecond))
@@ -190,8 +191,11 @@ func TestUnknownOutcomeMakesOnePod(t *testing.T) {
 		if len(pods) != 1 || pods[0].GPUTypeID != a5000 {
 			t.Errorf("%+v: pods %+v, want one %s", fault, pods, a5000)
 		}
-		if len(f.rec.Attempts) == 0 || f.rec.Attempts[0].PodID != pods[0].ID {
-			t.Errorf("%+v: attempts %+v", fault, f.rec.Attempts)
+		if len(f.rec.Attempts) != 1 || f.rec.Attempts[0].PodID != pods[0].ID || f.rec.Attempts[0].Outcome != guard.OutcomeCreated {
+			t.Errorf("%+v: attempts %+v, want the pod adopted", fault, f.rec.Attempts)
+		}
+		if want := map[bool]int{true: 1, false: 2}[fault.Lost]; f.creates() != want {
+			t.Errorf("%+v: %d creates, want %d", fault, f.creates(), want)
 		}
 		f.noneBilling(t)
 	}
