@@ -294,3 +294,62 @@ func TestMinCUDASent(t *testing.T) {
 	}
 	f.noneBilling(t)
 }
+
+// TestAutoDataCenters: with auto, each type's create asks for the data
+// centers that stock it; a type stocked nowhere is not sent at all.
+func TestAutoDataCenters(t *testing.T) {
+	f := newFallback(t, runpodtest.WithGPUTypes(
+		runpodtest.GPUType{ID: "GPU N", MemoryGB: 24, SecurePrice: 0.3, MaxCount: 8, Stock: map[string]int{"DC-A": 0}},
+		runpodtest.GPUType{ID: "GPU B", MemoryGB: 48, SecurePrice: 0.9, MaxCount: 8, Stock: map[string]int{"DC-B": 2, "DC-C": 1}},
+	))
+	spec := f.spec(t, "GPU N", "GPU B")
+	spec.DataCenters = []string{guard.AutoDataCenter}
+	_ = f.launch(t, spec, guard.WithStartTimeout(100*time.Millisecond))
+	if diff := cmp.Diff([]string{"GPU N=no_stock", "GPU B=created"}, f.outcomes()); diff != "" {
+		t.Fatalf("attempts (-want +got):\n%s", diff)
+	}
+	if got := f.rec.Attempts[1].DataCenters; !slices.Equal(got, []string{"DC-B", "DC-C"}) {
+		t.Errorf("GPU B asked for %v", got)
+	}
+	var bodies []string
+	for _, r := range f.srv.Requests() {
+		if r.Method == "POST" && r.Path == "/v2/pods" {
+			bodies = append(bodies, string(r.Body))
+		}
+	}
+	if len(bodies) != 1 || !strings.Contains(bodies[0], `"dataCenterIds":["DC-B","DC-C"]`) {
+		t.Errorf("creates %q", bodies)
+	}
+	f.noneBilling(t)
+}
+
+// TestGPUSpecRefused: GPU choices that cannot be met are refused, naming
+// the field, before any request.
+func TestGPUSpecRefused(t *testing.T) {
+	for _, tc := range []struct {
+		field string
+		edit  func(*guard.Spec)
+	}{
+		{"Spec.GPUTypes", func(s *guard.Spec) { s.GPUTypes = []string{guard.AutoGPU, a40} }},
+		{"Spec.GPUTypes", func(s *guard.Spec) { s.GPUTypes = []string{a40, a40} }},
+		{"Spec.GPUTypes", func(s *guard.Spec) { s.GPUTypes = []string{a40, " "} }},
+		{"Spec.GPUTypes", func(s *guard.Spec) { s.GPUTypes, s.GPUTypeID = []string{a40}, a5000 }},
+		{"Spec.GPUTypes", func(s *guard.Spec) { s.GPUTypes, s.MinVRAMGB = []string{a40}, 24 }},
+		{"Spec.MaxPricePerGPU", func(s *guard.Spec) { s.GPUTypes, s.MaxPricePerGPU = []string{guard.AutoGPU}, -1 }},
+		{"Spec.DataCenters", func(s *guard.Spec) { s.DataCenters = []string{"DC-A", guard.AutoDataCenter} }},
+		{"Spec.DataCenters", func(s *guard.Spec) { s.DataCenters = []string{"a/b"} }},
+		{"Spec.MinCUDA", func(s *guard.Spec) { s.MinCUDA = "12" }},
+	} {
+		f := newFallback(t)
+		spec := f.spec(t)
+		tc.edit(&spec)
+		err := f.launch(t, spec)
+		var fe *guard.FieldError
+		if !errors.As(err, &fe) || !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("%s: err %v", tc.field, err)
+		}
+		if n := len(f.srv.Requests()); n != 0 {
+			t.Errorf("%s: %d requests", tc.field, n)
+		}
+	}
+}
