@@ -30,15 +30,7 @@ func (c *Client) GetNetworkVolume(ctx context.Context, id string) (*NetworkVolum
 		return nil, err
 	}
 	r := &call{method: http.MethodGet, path: "/network-volumes/{id}", params: map[string]string{"id": id}}
-	resp, err := c.do(ctx, r, true)
-	if err != nil {
-		return nil, err
-	}
-	var v NetworkVolume
-	if err := decode(r, resp, &v); err != nil {
-		return nil, err
-	}
-	return &v, nil
+	return c.volumeCall(ctx, r, true)
 }
 
 // GrowNetworkVolume grows the volume to sizeGB and returns it. A volume can
@@ -69,15 +61,7 @@ func (c *Client) GrowNetworkVolume(ctx context.Context, id string, sizeGB int) (
 			Size int `json:"size"`
 		}{sizeGB},
 	}
-	resp, err := c.do(ctx, r, true)
-	if err != nil {
-		return nil, err
-	}
-	var v NetworkVolume
-	if err := decode(r, resp, &v); err != nil {
-		return nil, err
-	}
-	return &v, nil
+	return c.volumeCall(ctx, r, true)
 }
 
 // ListNetworkVolumes returns the account's network volumes.
@@ -114,15 +98,7 @@ func (c *Client) CreateNetworkVolume(ctx context.Context, name string, sizeGB in
 		Size       int    `json:"size"`
 		DataCenter string `json:"dataCenter"`
 	}{name, sizeGB, dc}}
-	resp, err := c.do(ctx, r, false)
-	if err != nil {
-		return nil, err
-	}
-	var v NetworkVolume
-	if err := decode(r, resp, &v); err != nil {
-		return nil, err
-	}
-	return &v, nil
+	return c.volumeCall(ctx, r, false)
 }
 
 // DeleteNetworkVolume deletes the volume and its data. A volume already
@@ -137,4 +113,17 @@ func (c *Client) DeleteNetworkVolume(ctx context.Context, id string) error {
 		return nil
 	}
 	return err
+}
+
+// volumeCall sends r and reads the volume it answers.
+func (c *Client) volumeCall(ctx context.Context, r *call, retry bool) (*NetworkVolume, error) {
+	resp, err := c.do(ctx, r, retry)
+	if err != nil {
+		return nil, err
+	}
+	var v NetworkVolume
+	if err := decode(r, resp, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
 }
