@@ -30,6 +30,7 @@ type api interface {
 	DeleteSecret(ctx context.Context, id string) error
 	GetNetworkVolume(ctx context.Context, id string) (*runpod.NetworkVolume, error)
 	GrowNetworkVolume(ctx context.Context, id string, sizeGB int) (*runpod.NetworkVolume, error)
+	StreamPodLogs(ctx context.Context, id string, opts runpod.LogOptions, fn func(runpod.LogLine) error) error
 	BaseURL() string
 }
 
@@ -73,6 +74,8 @@ type Run struct {
 	diskAsked    bool
 	// costAsked says this Run asked for the cost cap's snapshot itself.
 	costAsked bool
+	// plog copies the pod's log (WithPodLog).
+	plog *podLog
 }
 
 // Record returns the run's record as it is now.
@@ -100,6 +103,7 @@ func (r *Run) emit(e Event) {
 		r.cfg.log.Debug("guard: "+e.Kind.String(), "run", e.RunID, "pod", e.PodID, "event", e.String())
 	}
 	r.cfg.events(e)
+	r.podLogEvent(e)
 }
 
 func (r *Run) warn(err error) { r.emit(Event{Kind: EventWarning, Err: err}) }
