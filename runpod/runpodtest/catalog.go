@@ -26,7 +26,28 @@ const DefaultCUDA = "12.8"
 
 // stockState is the fake's refusals, set by RefuseGPU.
 type stockState struct {
-	refuse map[string]int // GPU type id -> status a create answers
+	refuse  map[string]int // GPU type id -> status a create answers
+	balance *float64       // SetBalance's; nil: unlimited
+}
+
+// SetBalance gives the account usd of credit: once its pods have been
+// billed that much, every create answers 402.
+func (s *Server) SetBalance(usd float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stock.balance = &usd
+}
+
+// spentLocked reports whether the balance is spent.
+func (s *Server) spentLocked() bool {
+	if s.stock.balance == nil {
+		return false
+	}
+	now, total := s.cfg.now(), 0.0
+	for _, id := range s.order {
+		total += s.pods[id].snapshot(s, now).Bill.USD
+	}
+	return total >= *s.stock.balance
 }
 
 // RefuseGPU makes every create of GPU type id answer status: 400 with
@@ -135,6 +156,9 @@ func (s *Server) placeLocked(g GPUType, count int, want []string, minCUDA string
 			return "", st, fmt.Sprintf("your account cannot access the pool of %s", g.ID)
 		}
 		return "", st, CapacityDetail
+	}
+	if s.spentLocked() {
+		return "", http.StatusPaymentRequired, InsufficientFundsDetail
 	}
 	if minCUDA != "" && !cudaAtLeast(g.cuda(), minCUDA) {
 		return "", http.StatusBadRequest, CapacityDetail

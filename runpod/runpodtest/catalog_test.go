@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/overbrainer/overbrainer-go/runpod"
@@ -224,4 +225,29 @@ func dataCenterOf(t *testing.T, srv *runpodtest.Server, c *runpod.Client, id str
 		t.Fatal(err)
 	}
 	return p.DataCenterID
+}
+
+// TestBalanceRunsOut: with a balance of $0.01, creates work until the
+// pods have been billed that much, then answer 402.
+func TestBalanceRunsOut(t *testing.T) {
+	clock := runpodtest.NewManualClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	srv := runpodtest.NewTestServer(t, runpodtest.WithClock(clock.Now))
+	srv.SetBalance(0.01)
+	c := newClient(t, srv)
+	ctx := context.Background()
+	p, err := c.CreatePod(ctx, gpuReq("first", "NVIDIA RTX A5000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.WaitStatus(ctx, p.ID, runpodtest.StatusRunning); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Hour) // $0.27 at the A5000's price
+	_, err = c.CreatePod(ctx, gpuReq("second", "NVIDIA RTX A5000"))
+	if !errors.Is(err, runpod.ErrInsufficientFunds) || runpod.ClassifyCreate(err) != runpod.CreateStop {
+		t.Errorf("after the balance: %v, want ErrInsufficientFunds", err)
+	}
+	if _, err := c.DeletePod(ctx, p.ID); err != nil {
+		t.Fatal(err)
+	}
 }
