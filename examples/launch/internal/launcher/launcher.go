@@ -178,6 +178,9 @@ var commands = map[string]func(context.Context, *app, []string) error{
 	"logs":         cmdLogs,
 	"rm":           cmdRm,
 	"local-server": cmdLocalServer,
+	"gpus":         cmdGPUs,
+	"datacenters":  cmdDataCenters,
+	"volumes":      cmdVolumes,
 }
 
 func (a *app) usage(fs *flag.FlagSet) {
@@ -198,6 +201,9 @@ Commands:
                  pods and secrets of runs this machine does not know)
   local-server   keep a local Runpod emulator running for --local commands
                  from other terminals
+  gpus           the GPU catalog with prices and live stock
+  datacenters    the data centers and the GPU types they stock
+  volumes        the network volumes (volumes create NAME: make one)
 
 Without %s, commands use the local emulator (--local).
 "launch COMMAND -h" shows a command's flags.
