@@ -44,6 +44,18 @@
 //     and carrying the numbers. It keeps no state, so any number may run
 //     at once (SweepEvery loops).
 //
+// Getting a GPU: Spec.GPUTypes are tried in order, since Runpod's create
+// neither searches for capacity nor falls back. A capacity 400, a 403 for
+// the type's pool, or a pod not up within the start timeout (deleted
+// first) gives way to the next type; a 402 (runpod.ErrInsufficientFunds),
+// a 422 or another 400 stops, and so does a create whose outcome stays
+// unknown after the client looked for its pod by name for a minute: one
+// launch never makes two pods. AutoGPU picks the types from live stock
+// (PickGPUs, ListGPUs), AutoDataCenter the data centers that stock each,
+// a network volume pins its own data center, and Spec.MinCUDA keeps the
+// pod off older drivers. Every try is in Record.Attempts and told as
+// EventAttempt.
+//
 // Failures once the pod exists end the run by a rule that never leaves a
 // pod without a guard: the pod is deleted, or left to its armed watchdog
 // (WithLeaveOnFailure, or when it holds the only copy of the results), and

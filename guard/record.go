@@ -70,6 +70,10 @@ type Record struct {
 	BootGrace     time.Duration `json:"boot_grace"`
 	RetrieveGrace time.Duration `json:"retrieve_grace"`
 	CostPerHr     float64       `json:"cost_per_hr,omitempty"`
+	// GPU is the GPU type the pod got; Attempts every try at one, in
+	// order.
+	GPU      string    `json:"gpu,omitempty"`
+	Attempts []Attempt `json:"attempts,omitempty"`
 	// BillingStart is when the create call was made: the cost cap counts
 	// from it.
 	BillingStart time.Time `json:"billing_start,omitzero"`

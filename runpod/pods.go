@@ -192,13 +192,23 @@ type CreatePodRequest struct {
 	Command []string
 	// DataCenterIDs are preferred data centers; empty lets Runpod choose.
 	DataCenterIDs []string
+	// MinCUDA, when set, is the lowest CUDA version ("12.4") the host's
+	// driver may have (gpu.minCudaVersion).
+	MinCUDA string
+}
+
+// createGPU is the v2 CreateGpuConfig schema, the subset we use.
+type createGPU struct {
+	ID             string `json:"id"`
+	Count          int    `json:"count,omitempty"`
+	MinCudaVersion string `json:"minCudaVersion,omitempty"`
 }
 
 // createPodBody is the v2 CreatePodRequest schema, the subset we use.
 type createPodBody struct {
 	Name          string            `json:"name"`
 	Image         string            `json:"image"`
-	GPU           *GPUConfig        `json:"gpu"`
+	GPU           *createGPU        `json:"gpu"`
 	Cloud         CloudType         `json:"cloud,omitempty"`
 	Disk          int               `json:"disk,omitempty"`
 	Mounts        *Mounts           `json:"mounts,omitempty"`
@@ -234,9 +244,17 @@ func (req *CreatePodRequest) body() (*createPodBody, error) {
 	if req.ContainerDiskGB < 0 {
 		return nil, bad("ContainerDiskGB %d is negative", req.ContainerDiskGB)
 	}
+	if req.MinCUDA != "" && !cudaPattern.MatchString(req.MinCUDA) {
+		return nil, bad("MinCUDA %q is not major.minor, such as 12.4", req.MinCUDA)
+	}
+	for _, dc := range req.DataCenterIDs {
+		if checkID("CreatePod", "data center", dc) != nil {
+			return nil, bad("DataCenterIDs: %q is not a plain ID", dc)
+		}
+	}
 	b := &createPodBody{
 		Name: req.Name, Image: req.Image,
-		GPU:   &GPUConfig{ID: req.GPUTypeID, Count: count},
+		GPU:   &createGPU{ID: req.GPUTypeID, Count: count, MinCudaVersion: req.MinCUDA},
 		Cloud: req.Cloud, Disk: req.ContainerDiskGB,
 		Ports: req.Ports, Env: req.Env, DataCenterIDs: req.DataCenterIDs,
 	}
@@ -301,11 +319,12 @@ func checkPort(p string) error {
 // name may look (clocks differ) and still be taken for the one it made.
 const reconcileSkew = 10 * time.Minute
 
-// createLooks is how many times CreatePod lists pods, a growing backoff
-// step apart, after a create whose outcome is unknown: a pod made by a
-// create that timed out may show in the list only later, and one look
-// after one step would resend and make a second pod.
-const createLooks = 4
+// DefaultCreateLooks are the waits before each listing CreatePod makes
+// after a create whose outcome is unknown: looks at about 5, 15, 30 and
+// 60 s. A pod made by a create that timed out may show in the list only
+// later, and one look after one short step would resend and make a
+// second pod. See WithCreateLooks.
+var DefaultCreateLooks = []time.Duration{5 * time.Second, 10 * time.Second, 15 * time.Second, 30 * time.Second}
 
 // CreatePod creates a GPU pod and returns it as Runpod reports it (usually
 // PROVISIONING; poll GetPod for RUNNING).
@@ -347,11 +366,11 @@ func (c *Client) CreatePod(ctx context.Context, req CreatePodRequest) (*Pod, err
 		if !c.retryable(err) && !internal {
 			return nil, c.finalError(r, err, attempt)
 		}
-		looks := 1
+		var waits []time.Duration // nil: one look after a backoff step
 		if internal || outcomeUnknown(err) {
-			looks = createLooks
+			waits = c.createLooks
 		}
-		p, lerr := c.lookForPod(ctx, r, req.Name, began.Add(-reconcileSkew), attempt, looks, err)
+		p, lerr := c.lookForPod(ctx, r, req.Name, began.Add(-reconcileSkew), attempt, waits, err)
 		switch {
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
@@ -364,7 +383,7 @@ func (c *Client) CreatePod(ctx context.Context, req CreatePodRequest) (*Pod, err
 			return p, nil
 		case internal:
 			return nil, fmt.Errorf("%w: create: %w; no pod named %q showed up in %d looks, list pods again before creating another",
-				ErrPodMayExist, c.finalError(r, err, attempt), req.Name, looks)
+				ErrPodMayExist, c.finalError(r, err, attempt), req.Name, len(waits))
 		case attempt >= c.maxAttempts:
 			// The listing shows the last attempt made no pod.
 			return nil, c.finalError(r, err, attempt)
@@ -372,12 +391,19 @@ func (c *Client) CreatePod(ctx context.Context, req CreatePodRequest) (*Pod, err
 	}
 }
 
-// lookForPod lists the pods named name up to looks times, pausing before
-// each as a retry after attempt would, and returns the newest one created
-// since since, or nil when none showed up.
-func (c *Client) lookForPod(ctx context.Context, r *call, name string, since time.Time, attempt, looks int, cause error) (*Pod, error) {
+// lookForPod lists the pods named name once after each of waits (once
+// after a retry's backoff step when waits is nil), and returns the newest
+// one created since since, or nil when none showed up.
+func (c *Client) lookForPod(ctx context.Context, r *call, name string, since time.Time, attempt int, waits []time.Duration, cause error) (*Pod, error) {
+	looks := max(len(waits), 1)
 	for i := range looks {
-		if err := c.pause(ctx, r, attempt+i, cause); err != nil {
+		var err error
+		if waits == nil {
+			err = c.pause(ctx, r, attempt, cause)
+		} else {
+			err = c.sleep(ctx, waits[i])
+		}
+		if err != nil {
 			return nil, err
 		}
 		pods, err := c.ListPods(ctx, ListPodsOptions{Name: name})

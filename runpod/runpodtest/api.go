@@ -282,6 +282,11 @@ func (s *Server) createPod(w http.ResponseWriter, r *http.Request) {
 			p.dataCenter = v.DataCenter
 		}
 	}
+	if gt, ok := s.gpuType(p.gpuID); ok {
+		if !s.placePodLocked(w, p, gt, req) {
+			return
+		}
+	}
 	now := s.cfg.now()
 	p.createdAt = now
 	p.log = newPodLog(s)
@@ -547,14 +552,6 @@ func (g GPUType) wire() wireGPUType {
 		out.MaxCount.Community = g.MaxCount
 	}
 	return out
-}
-
-func (s *Server) listGPUTypes(w http.ResponseWriter) {
-	out := wireListGPUTypes{GPUs: []wireGPUType{}}
-	for _, g := range s.cfg.gpus {
-		out.GPUs = append(out.GPUs, g.wire())
-	}
-	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) getGPUType(w http.ResponseWriter, id string) {

@@ -179,6 +179,9 @@ var commands = map[string]func(context.Context, *app, []string) error{
 	"rm":           cmdRm,
 	"sweep":        cmdSweep,
 	"local-server": cmdLocalServer,
+	"gpus":         cmdGPUs,
+	"datacenters":  cmdDataCenters,
+	"volumes":      cmdVolumes,
 }
 
 func (a *app) usage(fs *flag.FlagSet) {
@@ -201,6 +204,9 @@ Commands:
                  judged from the API alone (for fleets: no local state)
   local-server   keep a local Runpod emulator running for --local commands
                  from other terminals
+  gpus           the GPU catalog with prices and live stock
+  datacenters    the data centers and the GPU types they stock
+  volumes        the network volumes (volumes create NAME: make one)
 
 Without %s, commands use the local emulator (--local).
 "launch COMMAND -h" shows a command's flags.
