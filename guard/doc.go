@@ -35,7 +35,14 @@
 //     in between, and Remove deletes a run's pod without connecting to
 //     it (not one whose results were not collected, unless WithForce).
 //     RemoveOrphan deletes another run's pod only when it is provably
-//     abandoned.
+//     abandoned, by Sweep's rules.
+//   - Sweep is the third enforcer, for when both the watchdog and the
+//     client are missing: it judges every guarded pod and host-key secret
+//     of the account from the API alone (the pod's env carries its run
+//     marker, deadline, extension, boot grace and cost cap) and deletes
+//     those with no reason to exist, each Decision typed by its SweepRule
+//     and carrying the numbers. It keeps no state, so any number may run
+//     at once (SweepEvery loops).
 //
 // Getting a GPU: Spec.GPUTypes are tried in order, since Runpod's create
 // neither searches for capacity nor falls back. A capacity 400, a 403 for

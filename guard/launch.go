@@ -68,6 +68,7 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 		BootGrace: spec.BootGrace, RetrieveGrace: spec.RetrieveGrace,
 		Poll: cfg.poll, LeaseEvery: cfg.leaseEvery, SnapshotLead: spec.SnapshotLead,
 		Interval: spec.Interval, LeaseTTL: spec.LeaseTTL, SnapshotWait: spec.SnapshotWait,
+		MaxExtension: spec.MaxExtension, HardDeadline: spec.HardDeadline,
 		Phase: PhaseCreating,
 	}
 	ttl := spec.LeaseTTL
@@ -83,6 +84,7 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 		APIURL: spec.WatchdogAPIURL, Interval: spec.Interval, LeaseTTL: spec.LeaseTTL,
 		SnapshotLead: spec.SnapshotLead, SnapshotWait: spec.SnapshotWait,
 		ProbeWait: spec.ProbeWait, ProbeTries: spec.ProbeTries,
+		MaxExtension: spec.MaxExtension, HardDeadline: spec.HardDeadline, MaxCostUSD: spec.MaxCostUSD,
 	}
 	if settings.APIURL == "" {
 		settings.APIURL = c.BaseURL()

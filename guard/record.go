@@ -88,6 +88,10 @@ type Record struct {
 	Interval     time.Duration `json:"interval,omitempty"`
 	LeaseTTL     time.Duration `json:"lease_ttl,omitempty"`
 	SnapshotWait time.Duration `json:"snapshot_wait,omitempty"`
+	// MaxExtension and HardDeadline as armed: zero without HardDeadline
+	// (a record of before them) is DefaultMaxExtension.
+	MaxExtension time.Duration `json:"max_extension,omitempty"`
+	HardDeadline bool          `json:"hard_deadline,omitempty"`
 
 	// How the run is followed, so that an Attach follows it the same way.
 	Poll         time.Duration `json:"poll"`

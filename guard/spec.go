@@ -27,6 +27,8 @@ const (
 	DefaultSnapshotLead = podenv.DefaultSnapshotLead
 	// DefaultLeaseTTL is the watchdog's: how long a renewed lease holds.
 	DefaultLeaseTTL = podenv.DefaultLeaseTTL
+	// DefaultMaxExtension is how long past the deadline a lease may hold.
+	DefaultMaxExtension = podenv.DefaultMaxExtension
 )
 
 // PodNamePrefix starts every guarded pod's name: the pod of run ID is
@@ -86,6 +88,14 @@ type Spec struct {
 	// 95% (or SnapshotLead before), and the pod is deleted at 100%,
 	// whatever the lease. Zero means no cap.
 	MaxCostUSD float64
+	// MaxExtension is how long past the Deadline a following client's
+	// lease may hold the pod; zero means DefaultMaxExtension (24 h). At the
+	// deadline plus the extension the watchdog deletes the pod whatever
+	// the lease, and so do Follow and Sweep. HardDeadline asks for no
+	// extension at all (MaxExtension must then stay zero); a negative
+	// MaxExtension is refused.
+	MaxExtension time.Duration
+	HardDeadline bool
 	// Keep lifts the watchdog's rules once the job started: only Delete
 	// ends the pod.
 	Keep bool
@@ -195,6 +205,9 @@ func (s Spec) withDefaults() Spec {
 	if s.SnapshotLead == 0 {
 		s.SnapshotLead = DefaultSnapshotLead
 	}
+	if s.MaxExtension == 0 && !s.HardDeadline {
+		s.MaxExtension = DefaultMaxExtension
+	}
 	if s.Job.Dir != "" {
 		if abs, err := filepath.Abs(s.Job.Dir); err == nil {
 			s.Job.Dir = abs
@@ -254,10 +267,14 @@ func (s Spec) check(now time.Time) error {
 		name string
 		v    time.Duration
 	}{{"BootGrace", s.BootGrace}, {"RetrieveGrace", s.RetrieveGrace}, {"SnapshotLead", s.SnapshotLead},
-		{"Interval", s.Interval}, {"LeaseTTL", s.LeaseTTL}, {"SnapshotWait", s.SnapshotWait}, {"ProbeWait", s.ProbeWait}} {
+		{"Interval", s.Interval}, {"LeaseTTL", s.LeaseTTL}, {"SnapshotWait", s.SnapshotWait}, {"ProbeWait", s.ProbeWait},
+		{"MaxExtension", s.MaxExtension}} {
 		if d.v < 0 {
 			bad(d.name, "%s is negative", d.v)
 		}
+	}
+	if s.HardDeadline && s.MaxExtension != 0 {
+		bad("MaxExtension", "%s is set with HardDeadline, which allows no extension", s.MaxExtension)
 	}
 	if s.ProbeTries < 0 {
 		bad("ProbeTries", "%d is negative", s.ProbeTries)

@@ -1,6 +1,7 @@
 package runpod
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -468,24 +469,62 @@ type ListPodsOptions struct {
 }
 
 // ListPods returns the account's pods that match opts, sorted by creation
-// time, oldest first.
+// time, oldest first. It follows Runpod's cursor pagination (limit, cursor,
+// pagination.nextCursor / hasNextPage) to the last page, and takes the
+// unpaged answer too (the pods object without pagination, or a bare
+// array). A failed page fails the whole listing: a caller that deletes
+// what is not listed must never act on part of it.
 func (c *Client) ListPods(ctx context.Context, opts ListPodsOptions) ([]Pod, error) {
-	r := &call{method: http.MethodGet, path: "/pods"}
-	if opts.IncludeClusterPods {
-		r.query = url.Values{"includeClusterPods": {"true"}}
+	var all []Pod
+	cursor := ""
+	for page := 0; ; page++ {
+		if page == maxListPages {
+			return nil, fmt.Errorf("runpod: GET /pods: more than %d pages", maxListPages)
+		}
+		// The first call asks for no limit: REST v2 as documented takes
+		// none, and a server that pages says so in its answer.
+		r := &call{method: http.MethodGet, path: "/pods", query: url.Values{}}
+		if opts.IncludeClusterPods {
+			r.query.Set("includeClusterPods", "true")
+		}
+		if cursor != "" {
+			r.query.Set("cursor", cursor)
+			r.query.Set("limit", strconv.Itoa(listPageSize))
+		}
+		resp, err := c.do(ctx, r, true)
+		if err != nil && page > 0 {
+			return nil, fmt.Errorf("runpod: listing pods, page %d: %w", page+1, err)
+		}
+		if err != nil {
+			return nil, err
+		}
+		var out struct {
+			Pods       []Pod `json:"pods"`
+			Pagination *struct {
+				NextCursor  string `json:"nextCursor"`
+				HasNextPage bool   `json:"hasNextPage"`
+			} `json:"pagination"`
+		}
+		if b := bytes.TrimSpace(resp.body); len(b) > 0 && b[0] == '[' {
+			err = decode(r, resp, &out.Pods)
+		} else {
+			err = decode(r, resp, &out)
+		}
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, out.Pods...)
+		pg := out.Pagination
+		if pg == nil || !pg.HasNextPage {
+			break
+		}
+		if pg.NextCursor == "" || pg.NextCursor == cursor {
+			return nil, fmt.Errorf("runpod: GET /pods: page %d says there is a next page but gives no new cursor", page+1)
+		}
+		cursor = pg.NextCursor
 	}
-	resp, err := c.do(ctx, r, true)
-	if err != nil {
-		return nil, err
-	}
-	var out struct {
-		Pods []Pod `json:"pods"`
-	}
-	if err := decode(r, resp, &out); err != nil {
-		return nil, err
-	}
-	pods := out.Pods[:0]
-	for _, p := range out.Pods {
+	pods := all[:0]
+	for _, p := range all {
 		if opts.Name != "" && p.Name != opts.Name {
 			continue
 		}
@@ -497,6 +536,13 @@ func (c *Client) ListPods(ctx context.Context, opts ListPodsOptions) ([]Pod, err
 	sort.SliceStable(pods, func(i, j int) bool { return pods[i].CreatedAt.Before(pods[j].CreatedAt) })
 	return pods, nil
 }
+
+// Pagination of ListPods: pods per page asked after the first, and a bound on the pages
+// followed (a server whose cursors never end must not loop for ever).
+const (
+	listPageSize = 1000
+	maxListPages = 10000
+)
 
 // PodAction asks for a state transition. start, stop and restart return the
 // updated pod; terminate returns a nil pod (Runpod answers 204). An action

@@ -19,6 +19,7 @@ type config struct {
 	cpuRate        float64
 	allowLeft      bool
 	quota          []QuotaWindow
+	pageSize       int
 }
 
 func defaultConfig() config {
@@ -29,6 +30,10 @@ func defaultConfig() config {
 		cpuRate:    0.03,
 	}
 }
+
+// WithPageSize pages every pod list of the fake by n pods, as if each
+// request asked for that limit (a request's own limit still wins).
+func WithPageSize(n int) Option { return func(c *config) { c.pageSize = n } }
 
 // WithAPIKey sets the account key the fake accepts (default: a generated
 // one, see Server.APIKey).

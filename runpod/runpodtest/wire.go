@@ -86,7 +86,14 @@ type wireRuntimePort struct {
 }
 
 type wireListPods struct {
-	Pods []wirePod `json:"pods"`
+	Pods       []wirePod       `json:"pods"`
+	Pagination *wirePagination `json:"pagination,omitempty"`
+}
+
+// wirePagination is a paged list's cursor: the next page starts after it.
+type wirePagination struct {
+	NextCursor  string `json:"nextCursor,omitempty"`
+	HasNextPage bool   `json:"hasNextPage"`
 }
 
 // wireCreatePod is CreatePodRequest. Decoding rejects unknown fields, as

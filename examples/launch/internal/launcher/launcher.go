@@ -177,6 +177,7 @@ var commands = map[string]func(context.Context, *app, []string) error{
 	"ls":           cmdLs,
 	"logs":         cmdLogs,
 	"rm":           cmdRm,
+	"sweep":        cmdSweep,
 	"local-server": cmdLocalServer,
 	"gpus":         cmdGPUs,
 	"datacenters":  cmdDataCenters,
@@ -199,6 +200,8 @@ Commands:
   logs RUN       show the run's pod log (--follow: stream it from Runpod)
   rm RUN         delete a run's pod and secret (rm --all-orphans: the
                  pods and secrets of runs this machine does not know)
+  sweep          delete every abandoned overbrainer pod of the account,
+                 judged from the API alone (for fleets: no local state)
   local-server   keep a local Runpod emulator running for --local commands
                  from other terminals
   gpus           the GPU catalog with prices and live stock
