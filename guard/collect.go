@@ -458,10 +458,17 @@ func remove(ctx context.Context, c api, rec Record, opts ...Option) (Record, run
 // no longer runs (EXITED or ERROR), nor does its watchdog, and it bills.
 func Abandoned(s runpod.PodStatus) bool { return stillBills(s) }
 
+// orphanPolicy is Sweep's default policy but for the exited grace: a
+// person who asks for orphans to go takes an EXITED or ERROR pod for
+// abandoned at once, as RemoveOrphan always did.
+var orphanPolicy = SweepPolicy{ExitedGrace: time.Nanosecond}
+
 // RemoveOrphan deletes a guarded pod of a run no Record is at hand for,
-// and that run's secret, when the pod is provably Abandoned. Any other is
-// left to its owner: it may be another machine's live run (ErrNotAbandoned
-// says so).
+// and that run's secret, when the pod is provably abandoned: when Sweep's
+// rules (with orphanPolicy) would delete it; never one without the run
+// marker. Any other is left
+// to its owner: it may be another machine's live run (ErrNotAbandoned says
+// so, and why).
 func RemoveOrphan(ctx context.Context, c *runpod.Client, pod runpod.Pod, opts ...Option) (runpod.DeleteResult, error) {
 	return removeOrphan(ctx, c, pod, opts...)
 }
@@ -475,9 +482,9 @@ func removeOrphan(ctx context.Context, c api, pod runpod.Pod, opts ...Option) (r
 	if !ok || CheckRunID(id) != nil {
 		return runpod.NotDeleted, fmt.Errorf("%w: pod %s (%q) is not named as a guarded run's", ErrNotAbandoned, pod.ID, pod.Name)
 	}
-	if !Abandoned(pod.Status) {
-		return runpod.NotDeleted, fmt.Errorf("%w: pod %s (%s) is %s, and only an EXITED or ERROR pod is: another machine's run may own it",
-			ErrNotAbandoned, pod.ID, pod.Name, pod.Status)
+	if d := judgePod(pod, cfg.clock.Now(), orphanPolicy.withDefaults()); !d.Delete {
+		return runpod.NotDeleted, fmt.Errorf("%w: pod %s (%s) is %s: %s; another machine's run may own it",
+			ErrNotAbandoned, pod.ID, pod.Name, pod.Status, d.Why)
 	}
 	r := &Run{api: c, cfg: cfg, rec: Record{ID: id, PodID: pod.ID, PodName: pod.Name, SecretName: hostKeySecretName(id)}}
 	res, err := r.deletePod(ctx)

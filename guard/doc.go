@@ -36,7 +36,26 @@
 //     in between, and Remove deletes a run's pod without connecting to
 //     it (not one whose results were not collected, unless WithForce).
 //     RemoveOrphan deletes another run's pod only when it is provably
-//     abandoned.
+//     abandoned, by Sweep's rules.
+//   - Sweep is the third enforcer, for when both the watchdog and the
+//     client are missing: it judges every guarded pod and host-key secret
+//     of the account from the API alone (the pod's env carries its run
+//     marker, deadline, extension, boot grace and cost cap) and deletes
+//     those with no reason to exist, each Decision typed by its SweepRule
+//     and carrying the numbers. It keeps no state, so any number may run
+//     at once (SweepEvery loops).
+//
+// Getting a GPU: Spec.GPUTypes are tried in order, since Runpod's create
+// neither searches for capacity nor falls back. A capacity 400, a 403 for
+// the type's pool, or a pod not up within the start timeout (deleted
+// first) gives way to the next type; a 402 (runpod.ErrInsufficientFunds),
+// a 422 or another 400 stops, and so does a create whose outcome stays
+// unknown after the client looked for its pod by name for a minute: one
+// launch never makes two pods. AutoGPU picks the types from live stock
+// (PickGPUs, ListGPUs), AutoDataCenter the data centers that stock each,
+// a network volume pins its own data center, and Spec.MinCUDA keeps the
+// pod off older drivers. Every try is in Record.Attempts and told as
+// EventAttempt.
 //
 // Failures once the pod exists end the run by a rule that never leaves a
 // pod without a guard: the pod is deleted, or left to its armed watchdog

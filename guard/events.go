@@ -78,6 +78,9 @@ const (
 	EventSecretDeleted
 	// EventWarning: something failed that the run survives (Err).
 	EventWarning
+	// EventAttempt: a try at a pod of one GPU type ended (GPU, Attempt):
+	// created, or why the next type is tried, or why the launch stops.
+	EventAttempt
 )
 
 var kindNames = map[EventKind]string{
@@ -88,6 +91,7 @@ var kindNames = map[EventKind]string{
 	EventDeleteReason: "delete_reason", EventReconnecting: "reconnecting", EventReconnected: "reconnected",
 	EventJobEnded: "job_ended", EventCollected: "collected", EventFailed: "failed", EventLeft: "left",
 	EventDeleted: "deleted", EventSecretDeleted: "secret_deleted", EventWarning: "warning",
+	EventAttempt: "attempt",
 }
 
 func (k EventKind) String() string {
@@ -153,10 +157,11 @@ type Event struct {
 	Percent      int
 	SecretName   string
 
-	End    End
-	Result runpod.DeleteResult
-	Then   Then
-	Err    error
+	Attempt Attempt
+	End     End
+	Result  runpod.DeleteResult
+	Then    Then
+	Err     error
 }
 
 // String is the event as one line.
@@ -240,6 +245,11 @@ func (e Event) String() string {
 		return fmt.Sprintf("secret %s deleted", e.SecretName)
 	case EventWarning:
 		return fmt.Sprintf("%v", e.Err)
+	case EventAttempt:
+		if e.Attempt.Outcome.next() {
+			return "GPU type " + e.Attempt.String() + "; trying the next type"
+		}
+		return "GPU type " + e.Attempt.String()
 	}
 	return e.Kind.String()
 }

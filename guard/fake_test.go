@@ -542,6 +542,15 @@ func (a *fakeAPI) GetGPUType(ctx context.Context, id string) (*runpod.GPUType, e
 	return &g, nil
 }
 
+func (a *fakeAPI) ListGPUTypes(ctx context.Context, opts ...runpod.CatalogOption) ([]runpod.GPUType, error) {
+	defer a.called("ListGPUTypes")()
+	var out []runpod.GPUType
+	for _, g := range a.gpus {
+		out = append(out, g)
+	}
+	return out, nil
+}
+
 func (a *fakeAPI) CreateSecret(ctx context.Context, name, value string) (runpod.Secret, error) {
 	defer a.called("CreateSecret %s", name)()
 	if a.secrets == nil {

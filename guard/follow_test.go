@@ -144,7 +144,7 @@ func TestCycle(t *testing.T) {
 		t.Errorf("cost %v, want %v", final.CostUSD, want)
 	}
 
-	wantKinds := []string{"created", "running", "verdict", "uploaded", "job_started", "job_ended", "collected", "deleted", "secret_deleted"}
+	wantKinds := []string{"created", "running", "verdict", "attempt", "uploaded", "job_started", "job_ended", "collected", "deleted", "secret_deleted"}
 	if diff := cmp.Diff(wantKinds, h.kinds(progress...)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}

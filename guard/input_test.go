@@ -7,6 +7,7 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -52,6 +53,8 @@ func TestLaunchRefusesBadInput(t *testing.T) {
 		{"no command", func(s *Spec) { s.Job.Command = " " }, nil, []string{"Spec.Job.Command"}, nil},
 		{"a bad run id", func(s *Spec) { s.RunID = "run 1/.." }, nil, []string{"Spec.RunID"}, nil},
 		{"two at once", func(s *Spec) { s.RunID, s.Deadline = "-/-", time.Time{} }, nil, []string{"Spec.RunID", "Spec.Deadline"}, nil},
+		{"a negative extension", func(s *Spec) { s.MaxExtension = -time.Hour }, nil, []string{"Spec.MaxExtension"}, nil},
+		{"an extension with a hard deadline", func(s *Spec) { s.MaxExtension, s.HardDeadline = time.Hour, true }, nil, []string{"Spec.MaxExtension"}, nil},
 		{"the host key in PodEnv", func(s *Spec) { s.PodEnv = map[string]string{podenv.HostKeyEnv: "x"} }, nil, []string{"Spec.PodEnv"}, nil},
 		{"a cost cap on a GPU type without a price", func(s *Spec) { s.MaxCostUSD, s.GPUTypeID = 5, "NVIDIA Nothing" }, nil,
 			[]string{"Spec.MaxCostUSD"}, []string{"GetGPUType"}},
@@ -236,19 +239,25 @@ func TestRemoveRefusesUncollectedResults(t *testing.T) {
 	}
 }
 
-// Only a provably abandoned orphan (EXITED or ERROR) is deleted, with its
-// run's secret; a running one may be another machine's live run.
+// Only a provably abandoned orphan (by Sweep's rules) is deleted, with its
+// run's secret; a running one may be another machine's live run, and one
+// without the run marker is never.
 func TestRemoveOrphan(t *testing.T) {
+	marked := map[string]string{"OVERBRAINER_RUN_ID": "elsewhere-1"}
+	late := map[string]string{"OVERBRAINER_RUN_ID": "elsewhere-1", "OVERBRAINER_DEADLINE": strconv.FormatInt(t0.Add(-25*time.Hour).Unix(), 10)}
 	for _, tc := range []struct {
 		status  runpod.PodStatus
+		env     map[string]string
 		deleted bool
 	}{
-		{runpod.StatusRunning, false}, {runpod.StatusStarting, false},
-		{runpod.StatusExited, true}, {runpod.StatusError, true},
+		{runpod.StatusRunning, marked, false}, {runpod.StatusStarting, marked, false},
+		{runpod.StatusExited, marked, true}, {runpod.StatusError, marked, true},
+		{runpod.StatusExited, nil, false}, {runpod.StatusRunning, late, true},
 	} {
 		h := newHarness(t)
 		h.api.status, h.api.podName = tc.status, PodNamePrefix+"elsewhere-1"
-		pod := runpod.Pod{ID: fakePodID, Name: h.api.podName, Status: tc.status}
+		started := t0.Add(-time.Hour)
+		pod := runpod.Pod{ID: fakePodID, Name: h.api.podName, Status: tc.status, Env: tc.env, CreatedAt: t0.Add(-time.Hour), StartedAt: &started}
 		res, err := removeOrphan(context.Background(), h.api, pod, h.options()...)
 		if tc.deleted {
 			if err != nil || res != runpod.Deleted {

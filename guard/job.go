@@ -344,7 +344,22 @@ func (r *Run) enforce(ctx context.Context, st jobctl.State, leaseAt time.Time) e
 		return &EnforcedError{Reason: watchdog.DeleteDeadline, Detail: fmt.Sprintf("the deadline %s passed, the lease lapsed",
 			r.rec.Deadline.Local().Format(time.DateTime))}
 	}
+	// The extension's end takes the pod whatever the lease, this client's
+	// own included: the backup of the watchdog's max_extension rule.
+	if ext := extensionOf(r.rec.MaxExtension, r.rec.HardDeadline); !r.rec.Deadline.IsZero() && now.After(r.rec.Deadline.Add(ext+late)) {
+		return &EnforcedError{Reason: watchdog.DeleteMaxExtension, Detail: fmt.Sprintf("the deadline %s plus its extension of %s passed",
+			r.rec.Deadline.Local().Format(time.DateTime), ext)}
+	}
 	return nil
+}
+
+// extensionOf is the extension a run was armed with: none for a hard
+// deadline, DefaultMaxExtension for zero.
+func extensionOf(ext time.Duration, hard bool) time.Duration {
+	if hard {
+		return 0
+	}
+	return cmp.Or(ext, DefaultMaxExtension)
 }
 
 // enforceMargin is how much later than its watchdog a client enforces.

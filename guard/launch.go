@@ -68,6 +68,7 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 		BootGrace: spec.BootGrace, RetrieveGrace: spec.RetrieveGrace,
 		Poll: cfg.poll, LeaseEvery: cfg.leaseEvery, SnapshotLead: spec.SnapshotLead,
 		Interval: spec.Interval, LeaseTTL: spec.LeaseTTL, SnapshotWait: spec.SnapshotWait,
+		MaxExtension: spec.MaxExtension, HardDeadline: spec.HardDeadline,
 		Results: spec.Results, Phase: PhaseCreating,
 	}
 	ttl := spec.LeaseTTL
@@ -83,17 +84,12 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 		APIURL: spec.WatchdogAPIURL, Interval: spec.Interval, LeaseTTL: spec.LeaseTTL,
 		SnapshotLead: spec.SnapshotLead, SnapshotWait: spec.SnapshotWait,
 		ProbeWait: spec.ProbeWait, ProbeTries: spec.ProbeTries,
+		MaxExtension: spec.MaxExtension, HardDeadline: spec.HardDeadline, MaxCostUSD: spec.MaxCostUSD,
 	}
 	if settings.APIURL == "" {
 		settings.APIURL = c.BaseURL()
 	}
-	if spec.MaxCostUSD > 0 {
-		// The cap is planned on the pod's price: a price that cannot be
-		// known would leave the cap unarmed.
-		if err := checkPrice(ctx, c, spec); err != nil {
-			return nil, err
-		}
-	}
+	var volDC string
 	if spec.NetworkVolumeID != "" {
 		v, err := c.GetNetworkVolume(ctx, spec.NetworkVolumeID)
 		if err != nil {
@@ -102,10 +98,23 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 		settings.VolumeDir, settings.VolumeGB = spec.VolumePath, v.SizeGB
 		r.rec.NetworkVolumeID, r.rec.VolumeDir, r.rec.VolumeGB = spec.NetworkVolumeID, spec.VolumePath, v.SizeGB
 		r.rec.MaxVolumeGB = spec.MaxVolumeGB
+		volDC = v.DataCenterID
+	}
+	cands, err := planGPUs(ctx, c, spec, volDC)
+	if err != nil {
+		return nil, err
+	}
+	if spec.MaxCostUSD > 0 {
+		// The cap is planned on the pod's price: a price that cannot be
+		// known would leave the cap unarmed.
+		for _, cand := range cands {
+			if err := checkPrice(ctx, c, spec, cand.gpu); err != nil {
+				return nil, err
+			}
+		}
 	}
 	r.rec.RunDir = settings.RunDir()
 
-	var err error
 	if r.key, err = podssh.NewKey(); err != nil {
 		return nil, err
 	}
@@ -146,8 +155,8 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 	r.save()
 
 	req := runpod.CreatePodRequest{
-		Name: r.rec.PodName, Image: spec.Image, GPUTypeID: spec.GPUTypeID, GPUCount: spec.GPUCount,
-		Cloud: spec.Cloud, ContainerDiskGB: spec.DiskGB,
+		Name: r.rec.PodName, Image: spec.Image, GPUCount: spec.GPUCount,
+		Cloud: spec.Cloud, ContainerDiskGB: spec.DiskGB, MinCUDA: spec.cudaFloor(),
 		Ports: []string{"22/tcp"}, Env: env, Command: bootstrap.Command(),
 	}
 	if spec.VolumeGB > 0 {
@@ -156,24 +165,22 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 	if spec.NetworkVolumeID != "" {
 		req.NetworkVolume = &runpod.NetworkMount{VolumeID: spec.NetworkVolumeID, Path: spec.VolumePath}
 	}
-	// Billing starts no earlier than the create call: the cost cap counts
-	// from here, on this machine's clock, which errs on the safe side.
-	r.rec.BillingStart = r.now()
-	pod, err := c.CreatePod(ctx, req)
-	if err != nil {
-		return nil, r.createFailed(ctx, fmt.Errorf("creating the pod: %w", err))
-	}
-	r.rec.PodID, r.rec.CostPerHr = pod.ID, pod.CostPerHr
-	r.rec.Phase = PhaseBooting
-	r.save()
-	r.emit(Event{Kind: EventCreated, GPU: spec.GPUTypeID, GPUCount: spec.GPUCount, CostPerHr: pod.CostPerHr, Deadline: spec.Deadline})
-
-	if err := r.ensure(ctx); err != nil {
-		if ctx.Err() != nil && cfg.detachOnCancel {
+	for i, cand := range cands {
+		last := i == len(cands)-1
+		err := r.tryGPU(ctx, req, cand, spec, last)
+		switch {
+		case err == nil:
+			return r, nil
+		case errors.Is(err, errNextGPU) && !last:
+			continue
+		case errors.Is(err, errNextGPU):
+			return nil, r.createFailed(ctx, fmt.Errorf("%w: every type was tried: %s", ErrNoGPU, r.attemptsText()))
+		case errors.As(err, new(*createError)):
+			return nil, r.createFailed(ctx, errors.Unwrap(err))
+		case ctx.Err() != nil && cfg.detachOnCancel:
 			r.Detach()
 			return r, err
-		}
-		if ctx.Err() != nil {
+		case ctx.Err() != nil:
 			r.rec.Note = "interrupted"
 			r.teardown(PhaseFailed)
 			return nil, err
@@ -183,7 +190,7 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 		}
 		return nil, err
 	}
-	return r, nil
+	return nil, r.createFailed(ctx, fmt.Errorf("%w: no GPU type to try", ErrNoGPU))
 }
 
 func (c config) check() error {
@@ -201,13 +208,13 @@ func (c config) check() error {
 
 // checkPrice makes sure the GPU type's price is known, so the cost cap
 // can be planned.
-func checkPrice(ctx context.Context, c api, spec Spec) error {
-	g, err := c.GetGPUType(ctx, spec.GPUTypeID)
+func checkPrice(ctx context.Context, c api, spec Spec, gpu string) error {
+	g, err := c.GetGPUType(ctx, gpu)
 	if err != nil {
-		return &FieldError{Field: "Spec.MaxCostUSD", Reason: fmt.Sprintf("the price of GPU type %q is unknown (%v): the cost cap could not be planned", spec.GPUTypeID, err)}
+		return &FieldError{Field: "Spec.MaxCostUSD", Reason: fmt.Sprintf("the price of GPU type %q is unknown (%v): the cost cap could not be planned", gpu, err)}
 	}
 	if price, ok := g.PricePerHour(spec.Cloud, spec.GPUCount); !ok || !(price > 0) || math.IsInf(price, 0) {
-		return &FieldError{Field: "Spec.MaxCostUSD", Reason: fmt.Sprintf("GPU type %q has no price on the %s cloud: the cost cap could not be planned", spec.GPUTypeID, spec.Cloud)}
+		return &FieldError{Field: "Spec.MaxCostUSD", Reason: fmt.Sprintf("GPU type %q has no price on the %s cloud: the cost cap could not be planned", gpu, spec.Cloud)}
 	}
 	return nil
 }

@@ -422,6 +422,37 @@ func TestTheClientEnforcesTheMoneyRules(t *testing.T) {
 			t.Errorf("%d pod deletes", n)
 		}
 	})
+	// ... but only for MaxExtension: then the client deletes the pod
+	// though it holds the lease itself.
+	for _, c := range []struct {
+		name string
+		ext  time.Duration
+		hard bool
+		want time.Duration
+	}{{"extension held", 20 * time.Minute, false, 50 * time.Minute}, {"hard deadline", 0, true, 30 * time.Minute}} {
+		t.Run(c.name, func(t *testing.T) {
+			looks := []look{{st: ready}}
+			for range 600 { // 100 minutes of output
+				looks = append(looks, look{st: running, out: "x"})
+			}
+			h := newHarness(t, append(looks, look{st: exited(0)})...)
+			spec := h.spec()
+			spec.Deadline = t0.Add(30 * time.Minute)
+			spec.MaxExtension, spec.HardDeadline = c.ext, c.hard
+			r := h.mustStart(spec, WithPoll(poll))
+			_, err := r.Follow(context.Background(), io.Discard)
+			var ee *EnforcedError
+			if !errors.As(err, &ee) || ee.Reason != watchdog.DeleteMaxExtension {
+				t.Fatalf("Follow: %v, want the extension's end enforced", err)
+			}
+			if at := h.clk.Now().Sub(t0); at < c.want+late || at > c.want+late+2*poll {
+				t.Errorf("enforced %s after the create, want %s", at, c.want+late)
+			}
+			if n := h.api.count("DeletePod"); n != 1 {
+				t.Errorf("%d pod deletes", n)
+			}
+		})
+	}
 }
 
 // A network volume that hangs under the run directory makes every look

@@ -70,6 +70,10 @@ type Record struct {
 	BootGrace     time.Duration `json:"boot_grace"`
 	RetrieveGrace time.Duration `json:"retrieve_grace"`
 	CostPerHr     float64       `json:"cost_per_hr,omitempty"`
+	// GPU is the GPU type the pod got; Attempts every try at one, in
+	// order.
+	GPU      string    `json:"gpu,omitempty"`
+	Attempts []Attempt `json:"attempts,omitempty"`
 	// BillingStart is when the create call was made: the cost cap counts
 	// from it.
 	BillingStart time.Time `json:"billing_start,omitzero"`
@@ -86,6 +90,10 @@ type Record struct {
 	Interval     time.Duration `json:"interval,omitempty"`
 	LeaseTTL     time.Duration `json:"lease_ttl,omitempty"`
 	SnapshotWait time.Duration `json:"snapshot_wait,omitempty"`
+	// MaxExtension and HardDeadline as armed: zero without HardDeadline
+	// (a record of before them) is DefaultMaxExtension.
+	MaxExtension time.Duration `json:"max_extension,omitempty"`
+	HardDeadline bool          `json:"hard_deadline,omitempty"`
 
 	// How the run is followed, so that an Attach follows it the same way.
 	Poll         time.Duration `json:"poll"`

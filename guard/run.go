@@ -24,6 +24,7 @@ type api interface {
 	DeletePod(ctx context.Context, id string) (runpod.DeleteResult, error)
 	PodCostPerHour(ctx context.Context, id string) (float64, error)
 	GetGPUType(ctx context.Context, id string) (*runpod.GPUType, error)
+	ListGPUTypes(ctx context.Context, opts ...runpod.CatalogOption) ([]runpod.GPUType, error)
 	CreateSecret(ctx context.Context, name, value string) (runpod.Secret, error)
 	FindSecret(ctx context.Context, name string) (runpod.Secret, error)
 	DeleteSecret(ctx context.Context, id string) error
@@ -218,7 +219,7 @@ func (r *Run) waitRunning(ctx context.Context) error {
 			if lastErr != nil {
 				return fmt.Errorf("pod %s: no answer for %s: %w", r.rec.PodID, r.cfg.startTimeout, lastErr)
 			}
-			return fmt.Errorf("pod %s was not running with SSH after %s", r.rec.PodID, r.cfg.startTimeout)
+			return fmt.Errorf("pod %s was not running with SSH after %s: %w", r.rec.PodID, r.cfg.startTimeout, ErrStartTimeout)
 		}
 		if err := r.cfg.clock.Sleep(ctx, pace.step()); err != nil {
 			return err

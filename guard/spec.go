@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -26,6 +27,8 @@ const (
 	DefaultSnapshotLead = podenv.DefaultSnapshotLead
 	// DefaultLeaseTTL is the watchdog's: how long a renewed lease holds.
 	DefaultLeaseTTL = podenv.DefaultLeaseTTL
+	// DefaultMaxExtension is how long past the deadline a lease may hold.
+	DefaultMaxExtension = podenv.DefaultMaxExtension
 )
 
 // PodNamePrefix starts every guarded pod's name: the pod of run ID is
@@ -42,11 +45,29 @@ type Spec struct {
 	// Job is what Start uploads and runs; its directory must exist.
 	Job Job
 
-	Image     string           // DefaultImage when empty
-	GPUTypeID string           // DefaultGPU when empty
-	GPUCount  int              // 1 when 0
-	Cloud     runpod.CloudType // SECURE when empty
-	DiskGB    int              // container disk, DefaultDiskGB when 0
+	Image string // DefaultImage when empty
+	// GPUTypes are the GPU types to try, in order: a type without
+	// capacity (or whose pool the account cannot use, or whose pod does
+	// not come up within the start timeout) gives way to the next. A lone
+	// AutoGPU picks them from live stock, cheapest first, within
+	// MinVRAMGB and MaxPricePerGPU. GPUTypeID is the one-type form; set
+	// one of the two (DefaultGPU when both are empty).
+	GPUTypes       []string
+	GPUTypeID      string
+	MinVRAMGB      int     // AutoGPU only: 0 is any
+	MaxPricePerGPU float64 // AutoGPU only, USD per GPU and hour: 0 is any
+	// DataCenters the pod may be placed in (any when empty); a lone
+	// AutoDataCenter asks, for each type, for those that stock it. A
+	// network volume pins the pod to its own data center: a list without
+	// it is refused before any create.
+	DataCenters []string
+	// MinCUDA is the lowest CUDA version of the host's driver
+	// (gpu.minCudaVersion), DefaultMinCUDA with DefaultImage; NoMinCUDA
+	// sends none.
+	MinCUDA  string
+	GPUCount int              // 1 when 0
+	Cloud    runpod.CloudType // SECURE when empty
+	DiskGB   int              // container disk, DefaultDiskGB when 0
 	// VolumeGB is a pod volume at VolumePath; NetworkVolumeID a network
 	// volume there instead (its size is read from the API).
 	VolumeGB        int
@@ -67,6 +88,14 @@ type Spec struct {
 	// 95% (or SnapshotLead before), and the pod is deleted at 100%,
 	// whatever the lease. Zero means no cap.
 	MaxCostUSD float64
+	// MaxExtension is how long past the Deadline a following client's
+	// lease may hold the pod; zero means DefaultMaxExtension (24 h). At the
+	// deadline plus the extension the watchdog deletes the pod whatever
+	// the lease, and so do Follow and Sweep. HardDeadline asks for no
+	// extension at all (MaxExtension must then stay zero); a negative
+	// MaxExtension is refused.
+	MaxExtension time.Duration
+	HardDeadline bool
 	// Keep lifts the watchdog's rules once the job started: only Delete
 	// ends the pod.
 	Keep bool
@@ -148,11 +177,12 @@ func hostKeySecretName(id string) string { return podenv.HostKeySecretName(id) }
 
 // withDefaults fills the empty fields.
 func (s Spec) withDefaults() Spec {
-	if s.Image == "" {
-		s.Image = DefaultImage
+	s.Image = cmp.Or(s.Image, DefaultImage)
+	if s.Image == DefaultImage {
+		s.MinCUDA = cmp.Or(s.MinCUDA, DefaultMinCUDA)
 	}
-	if s.GPUTypeID == "" {
-		s.GPUTypeID = DefaultGPU
+	if len(s.GPUTypes) == 0 {
+		s.GPUTypes = []string{cmp.Or(s.GPUTypeID, DefaultGPU)}
 	}
 	if s.GPUCount == 0 {
 		s.GPUCount = 1
@@ -178,6 +208,9 @@ func (s Spec) withDefaults() Spec {
 	if s.SnapshotLead == 0 {
 		s.SnapshotLead = DefaultSnapshotLead
 	}
+	if s.MaxExtension == 0 && !s.HardDeadline {
+		s.MaxExtension = DefaultMaxExtension
+	}
 	if s.Job.Dir != "" {
 		if abs, err := filepath.Abs(s.Job.Dir); err == nil {
 			s.Job.Dir = abs
@@ -202,6 +235,7 @@ func (s Spec) check(now time.Time) error {
 	case !s.Deadline.IsZero() && !s.Deadline.After(now):
 		bad("Deadline", "%s has passed", s.Deadline.Format(time.RFC3339))
 	}
+	s.checkGPUs(bad)
 	if s.GPUCount < 1 {
 		bad("GPUCount", "%d is less than 1", s.GPUCount)
 	}
@@ -236,10 +270,14 @@ func (s Spec) check(now time.Time) error {
 		name string
 		v    time.Duration
 	}{{"BootGrace", s.BootGrace}, {"RetrieveGrace", s.RetrieveGrace}, {"SnapshotLead", s.SnapshotLead},
-		{"Interval", s.Interval}, {"LeaseTTL", s.LeaseTTL}, {"SnapshotWait", s.SnapshotWait}, {"ProbeWait", s.ProbeWait}} {
+		{"Interval", s.Interval}, {"LeaseTTL", s.LeaseTTL}, {"SnapshotWait", s.SnapshotWait}, {"ProbeWait", s.ProbeWait},
+		{"MaxExtension", s.MaxExtension}} {
 		if d.v < 0 {
 			bad(d.name, "%s is negative", d.v)
 		}
+	}
+	if s.HardDeadline && s.MaxExtension != 0 {
+		bad("MaxExtension", "%s is set with HardDeadline, which allows no extension", s.MaxExtension)
 	}
 	if s.ProbeTries < 0 {
 		bad("ProbeTries", "%d is negative", s.ProbeTries)

@@ -1,6 +1,7 @@
 package podenv_test
 
 import (
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 var knobVars = []string{
 	"OVERBRAINER_INTERVAL", "OVERBRAINER_LEASE_TTL", "OVERBRAINER_SNAPSHOT_LEAD",
 	"OVERBRAINER_SNAPSHOT_WAIT", "OVERBRAINER_PROBE_TRIES", "OVERBRAINER_PROBE_WAIT",
+	"OVERBRAINER_MAX_EXTENSION",
 }
 
 // Set knobs reach the env in whole seconds, rounded up; unset ones do not
@@ -39,6 +41,7 @@ func TestKnobsReachTheEnv(t *testing.T) {
 	s.SnapshotWait = math.MaxInt32 * time.Second
 	s.ProbeTries = 3
 	s.ProbeWait = podenv.DefaultProbeWait
+	s.MaxExtension = 90 * time.Minute
 	env = mustEnv(t, s)
 	got := map[string]string{}
 	for _, name := range knobVars {
@@ -51,9 +54,44 @@ func TestKnobsReachTheEnv(t *testing.T) {
 		"OVERBRAINER_SNAPSHOT_WAIT": "2147483647",
 		"OVERBRAINER_PROBE_TRIES":   "3",
 		"OVERBRAINER_PROBE_WAIT":    "10", // the default, but asked for
+		"OVERBRAINER_MAX_EXTENSION": "5400",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// HardDeadline passes an extension of zero, which a knob cannot ask for;
+// the cost cap is passed as written, for a sweeper off the pod.
+func TestHardDeadlineAndCostReachTheEnv(t *testing.T) {
+	s := seedSettings()
+	s.HardDeadline = true
+	s.MaxCostUSD = 12.5
+	env := mustEnv(t, s)
+	if env["OVERBRAINER_MAX_EXTENSION"] != "0" || env["OVERBRAINER_MAX_COST_USD"] != "12.5" {
+		t.Errorf("env %v: want OVERBRAINER_MAX_EXTENSION=0, OVERBRAINER_MAX_COST_USD=12.5", env)
+	}
+	if _, ok := mustEnv(t, seedSettings())["OVERBRAINER_MAX_COST_USD"]; ok {
+		t.Error("OVERBRAINER_MAX_COST_USD set without a cap")
+	}
+	for _, c := range []struct {
+		name  string
+		edit  func(*podenv.Settings)
+		field string
+	}{
+		{"hard with extension", func(s *podenv.Settings) { s.HardDeadline, s.MaxExtension = true, time.Hour }, "MaxExtension"},
+		{"negative extension", func(s *podenv.Settings) { s.MaxExtension = -time.Second }, "MaxExtension"},
+		{"huge extension", func(s *podenv.Settings) { s.MaxExtension = (math.MaxInt32 + 1) * time.Second }, "MaxExtension"},
+		{"negative cost", func(s *podenv.Settings) { s.MaxCostUSD = -1 }, "MaxCostUSD"},
+		{"NaN cost", func(s *podenv.Settings) { s.MaxCostUSD = math.NaN() }, "MaxCostUSD"},
+		{"huge cost", func(s *podenv.Settings) { s.MaxCostUSD = 1e10 }, "MaxCostUSD"},
+	} {
+		s := seedSettings()
+		c.edit(&s)
+		var fe *podenv.FieldError
+		if err := s.Validate(); !errors.As(err, &fe) || fe.Field != c.field {
+			t.Errorf("%s: Validate() = %v, want a FieldError on %s", c.name, err, c.field)
+		}
 	}
 }
 
@@ -94,6 +132,7 @@ func TestDefaultsAreTheWatchdogs(t *testing.T) {
 	s.Interval, s.LeaseTTL = podenv.DefaultInterval, podenv.DefaultLeaseTTL
 	s.SnapshotLead, s.SnapshotWait = podenv.DefaultSnapshotLead, podenv.DefaultSnapshotWait
 	s.ProbeTries, s.ProbeWait = podenv.DefaultProbeTries, podenv.DefaultProbeWait
+	s.MaxExtension = podenv.DefaultMaxExtension
 	env := mustEnv(t, s)
 	for name, def := range defaults {
 		v, ok := env[name]

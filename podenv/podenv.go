@@ -50,6 +50,10 @@ const (
 	DefaultSnapshotWait = 15 * time.Minute
 	DefaultProbeTries   = 5
 	DefaultProbeWait    = 10 * time.Second
+	// DefaultMaxExtension is how long past the deadline a fresh lease may
+	// hold the pod: after it, the watchdog deletes the pod whatever the
+	// lease, so a client that keeps touching it cannot keep it for ever.
+	DefaultMaxExtension = 24 * time.Hour
 )
 
 // maxKnob is the largest knob the watchdog can count: under mksh its
@@ -146,6 +150,21 @@ type Settings struct {
 	ProbeTries int
 	// ProbeWait is the pause between those tries.
 	ProbeWait time.Duration
+	// MaxExtension is how long past the Deadline a fresh lease may hold
+	// the pod; zero means DefaultMaxExtension. The watchdog deletes the
+	// pod at Deadline plus MaxExtension whatever the lease (asking the job
+	// for a snapshot SnapshotLead before), and so does a sweeper off the
+	// pod, which reads it from the env.
+	MaxExtension time.Duration
+	// HardDeadline makes the deadline hard: no lease holds the pod past
+	// it (an extension of zero). MaxExtension must then be zero.
+	HardDeadline bool
+
+	// MaxCostUSD is the run's cost cap in dollars, zero for none. The
+	// watchdog does not read it (the client writes .pod/cost_cap_at);
+	// it is in the env so that a sweeper, which sees only the API, can
+	// judge a pod's spend.
+	MaxCostUSD float64
 }
 
 // knob is one of the watchdog's knobs as Env passes it.
@@ -168,6 +187,7 @@ func (s Settings) knobs() []knob {
 		d("SnapshotWait", "OVERBRAINER_SNAPSHOT_WAIT", s.SnapshotWait),
 		{"ProbeTries", "OVERBRAINER_PROBE_TRIES", int64(s.ProbeTries), strconv.Itoa(s.ProbeTries), ""},
 		d("ProbeWait", "OVERBRAINER_PROBE_WAIT", s.ProbeWait),
+		d("MaxExtension", "OVERBRAINER_MAX_EXTENSION", s.MaxExtension),
 	}
 }
 
@@ -292,6 +312,17 @@ func (s Settings) Validate() error {
 		case k.n > maxKnob:
 			bad(k.field, "%s is more than the watchdog can count (%d%s: mksh computes with 32 bits)", k.set, maxKnob, k.unit)
 		}
+	}
+	if s.HardDeadline && s.MaxExtension != 0 {
+		bad("MaxExtension", "%s is set with HardDeadline, which means no extension", s.MaxExtension)
+	}
+	switch c := s.MaxCostUSD; {
+	case math.IsNaN(c) || math.IsInf(c, 0):
+		bad("MaxCostUSD", "%v is not a number of dollars", c)
+	case c < 0:
+		bad("MaxCostUSD", "%v is negative", c)
+	case c > maxKnob:
+		bad("MaxCostUSD", "%v is more than %d dollars", c, maxKnob)
 	}
 	return errors.Join(errs...)
 }
@@ -451,6 +482,12 @@ func (s Settings) Env() (map[string]string, error) {
 		if k.n > 0 {
 			env[k.env] = strconv.FormatInt(k.n, 10)
 		}
+	}
+	if s.HardDeadline {
+		env["OVERBRAINER_MAX_EXTENSION"] = "0"
+	}
+	if s.MaxCostUSD > 0 {
+		env["OVERBRAINER_MAX_COST_USD"] = strconv.FormatFloat(s.MaxCostUSD, 'f', -1, 64)
 	}
 	return env, nil
 }

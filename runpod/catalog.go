@@ -21,6 +21,11 @@ type GPUType struct {
 	// MaxSecureCount and MaxCommunityCount are the most GPUs of this type
 	// one pod can have on each cloud.
 	MaxSecureCount, MaxCommunityCount int
+	// Availability and DataCenters are the stock, overall and per data
+	// center, when asked for (see CatalogOption); DataCenters lists only
+	// the data centers that offer the type.
+	Availability Availability
+	DataCenters  []DataCenterStock
 }
 
 // PricePerHour is the list price in USD per hour of count GPUs of this
@@ -56,6 +61,8 @@ type gpuTypeJSON struct {
 		Secure    int `json:"secure"`
 		Community int `json:"community"`
 	} `json:"maxCount"`
+	Availability Availability      `json:"availability,omitempty"`
+	DataCenters  []DataCenterStock `json:"dataCenters,omitempty"`
 }
 
 // UnmarshalJSON reads the v2 GpuType object, whose prices and counts are
@@ -70,6 +77,7 @@ func (g *GPUType) UnmarshalJSON(b []byte) error {
 		Secure: j.Secure, Community: j.Community,
 		SecurePrice: j.Price.Secure, CommunityPrice: j.Price.Community,
 		MaxSecureCount: j.MaxCount.Secure, MaxCommunityCount: j.MaxCount.Community,
+		Availability: j.Availability, DataCenters: j.DataCenters,
 	}
 	return nil
 }
@@ -81,12 +89,18 @@ func (g GPUType) MarshalJSON() ([]byte, error) {
 	j.Secure, j.Community = g.Secure, g.Community
 	j.Price.Secure, j.Price.Community = g.SecurePrice, g.CommunityPrice
 	j.MaxCount.Secure, j.MaxCount.Community = g.MaxSecureCount, g.MaxCommunityCount
+	j.Availability, j.DataCenters = g.Availability, g.DataCenters
 	return json.Marshal(j)
 }
 
-// ListGPUTypes returns Runpod's GPU catalog with list prices.
-func (c *Client) ListGPUTypes(ctx context.Context) ([]GPUType, error) {
-	r := &call{method: http.MethodGet, path: "/catalog/gpus"}
+// ListGPUTypes returns Runpod's GPU catalog with list prices, and with
+// live stock when opts ask for it.
+func (c *Client) ListGPUTypes(ctx context.Context, opts ...CatalogOption) ([]GPUType, error) {
+	cfg, q, err := catalogQuery(opts)
+	if err != nil {
+		return nil, err
+	}
+	r := &call{method: http.MethodGet, path: "/catalog/gpus", query: q}
 	resp, err := c.do(ctx, r, true)
 	if err != nil {
 		return nil, err
@@ -97,7 +111,16 @@ func (c *Client) ListGPUTypes(ctx context.Context) ([]GPUType, error) {
 	if err := decode(r, resp, &out); err != nil {
 		return nil, err
 	}
-	return out.GPUs, nil
+	if cfg.dc == "" {
+		return out.GPUs, nil
+	}
+	var in []GPUType
+	for _, g := range out.GPUs {
+		if g.StockIn(cfg.dc).InStock() {
+			in = append(in, g)
+		}
+	}
+	return in, nil
 }
 
 // GetGPUType returns one GPU type of the catalog by its ID.

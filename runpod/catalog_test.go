@@ -47,7 +47,7 @@ func TestGetGPUType(t *testing.T) {
 		writeJSON(w, http.StatusOK, rtx4090)
 	})
 	g, err := c.GetGPUType(context.Background(), rtx4090.ID)
-	if err != nil || *g != rtx4090 {
+	if err != nil || !cmp.Equal(*g, rtx4090) {
 		t.Fatalf("%+v %v", g, err)
 	}
 	if got := fs.last().path; got != apiBase+"/catalog/gpus/NVIDIA%20GeForce%20RTX%204090" {

@@ -53,6 +53,7 @@ type Client struct {
 	maxAttempts int
 	maxWait     time.Duration
 	debug       bool
+	createLooks []time.Duration
 	rc          *resty.Client
 	pace        *pacer // nil when pacing is off
 	// stream sends requests whose answer is read for as long as it
@@ -77,7 +78,28 @@ type config struct {
 	maxAttempts int
 	maxWait     time.Duration
 	debug       bool
+	createLooks []time.Duration
 	noPacing    bool
+}
+
+// WithCreateLooks sets the waits before each listing CreatePod makes to
+// find the pod of a create whose outcome is unknown (default
+// DefaultCreateLooks): 1 to 20 waits, each positive and at most 10
+// minutes. Only once the last listing shows no pod may the create be sent
+// again.
+func WithCreateLooks(waits ...time.Duration) Option {
+	return func(c *config) error {
+		if len(waits) < 1 || len(waits) > 20 {
+			return invalidf("WithCreateLooks: %d waits not in 1..20", len(waits))
+		}
+		for _, w := range waits {
+			if w <= 0 || w > 10*time.Minute {
+				return invalidf("WithCreateLooks: wait %s not in (0, 10m]", w)
+			}
+		}
+		c.createLooks = append([]time.Duration(nil), waits...)
+		return nil
+	}
 }
 
 // WithBaseURL points the client at another REST v2 root, such as a fake
@@ -203,6 +225,7 @@ func New(apiKey string, opts ...Option) (*Client, error) {
 		log:         slog.New(slog.DiscardHandler),
 		maxAttempts: DefaultMaxAttempts,
 		maxWait:     DefaultMaxWait,
+		createLooks: DefaultCreateLooks,
 	}
 	for _, o := range opts {
 		if o == nil {
@@ -231,6 +254,7 @@ func New(apiKey string, opts ...Option) (*Client, error) {
 		maxAttempts: cfg.maxAttempts,
 		maxWait:     cfg.maxWait,
 		debug:       cfg.debug,
+		createLooks: cfg.createLooks,
 		sleep:       sleepCtx,
 		now:         time.Now,
 	}

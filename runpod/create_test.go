@@ -90,7 +90,7 @@ func TestCreatePodRetriesWhenNothingWasMade(t *testing.T) {
 	if diff := cmp.Diff(want, fs.requests()); diff != "" {
 		t.Errorf("requests (-want +got):\n%s", diff)
 	}
-	if w := fs.recordedWaits(); len(w) != 1+createLooks || w[0] != 4*time.Second {
+	if w := fs.recordedWaits(); len(w) != 1+len(DefaultCreateLooks) || w[0] != 4*time.Second {
 		t.Errorf("waits %v: the first must honour Retry-After", w)
 	}
 }
@@ -240,8 +240,8 @@ func TestCreatePod500IsAnUnknownOutcome(t *testing.T) {
 		if n := store.posts.Load(); n != 1 {
 			t.Errorf("not made: %d creates, want 1", n)
 		}
-		if n := fs.count("GET /pods"); n != createLooks {
-			t.Errorf("not made: %d listings, want %d", n, createLooks)
+		if n := fs.count("GET /pods"); n != len(DefaultCreateLooks) {
+			t.Errorf("not made: %d listings, want %d", n, len(DefaultCreateLooks))
 		}
 	}
 }

@@ -29,6 +29,9 @@ var (
 	// ErrConflict matches a 409, e.g. an action not valid in the pod's
 	// current status, or a cluster pod that cannot be deleted alone.
 	ErrConflict = errors.New("runpod: conflict")
+	// ErrInsufficientFunds matches a 402: the account's balance is spent;
+	// it needs credits before any pod can be made.
+	ErrInsufficientFunds = errors.New("runpod: insufficient funds: the account needs credits")
 
 	// ErrRedirect is wrapped by the error of a call whose answer was a
 	// redirect (3xx). The client follows none, so the API key and request
@@ -134,6 +137,10 @@ func (e *APIError) Is(target error) bool {
 		return e.StatusCode == http.StatusTooManyRequests
 	case ErrConflict:
 		return e.StatusCode == http.StatusConflict
+	case ErrInsufficientFunds:
+		return e.StatusCode == http.StatusPaymentRequired
+	case ErrNoCapacity:
+		return e.isCapacity()
 	}
 	return false
 }

@@ -1,6 +1,7 @@
 package runpod
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -191,13 +192,23 @@ type CreatePodRequest struct {
 	Command []string
 	// DataCenterIDs are preferred data centers; empty lets Runpod choose.
 	DataCenterIDs []string
+	// MinCUDA, when set, is the lowest CUDA version ("12.4") the host's
+	// driver may have (gpu.minCudaVersion).
+	MinCUDA string
+}
+
+// createGPU is the v2 CreateGpuConfig schema, the subset we use.
+type createGPU struct {
+	ID             string `json:"id"`
+	Count          int    `json:"count,omitempty"`
+	MinCudaVersion string `json:"minCudaVersion,omitempty"`
 }
 
 // createPodBody is the v2 CreatePodRequest schema, the subset we use.
 type createPodBody struct {
 	Name          string            `json:"name"`
 	Image         string            `json:"image"`
-	GPU           *GPUConfig        `json:"gpu"`
+	GPU           *createGPU        `json:"gpu"`
 	Cloud         CloudType         `json:"cloud,omitempty"`
 	Disk          int               `json:"disk,omitempty"`
 	Mounts        *Mounts           `json:"mounts,omitempty"`
@@ -233,9 +244,17 @@ func (req *CreatePodRequest) body() (*createPodBody, error) {
 	if req.ContainerDiskGB < 0 {
 		return nil, bad("ContainerDiskGB %d is negative", req.ContainerDiskGB)
 	}
+	if req.MinCUDA != "" && !cudaPattern.MatchString(req.MinCUDA) {
+		return nil, bad("MinCUDA %q is not major.minor, such as 12.4", req.MinCUDA)
+	}
+	for _, dc := range req.DataCenterIDs {
+		if checkID("CreatePod", "data center", dc) != nil {
+			return nil, bad("DataCenterIDs: %q is not a plain ID", dc)
+		}
+	}
 	b := &createPodBody{
 		Name: req.Name, Image: req.Image,
-		GPU:   &GPUConfig{ID: req.GPUTypeID, Count: count},
+		GPU:   &createGPU{ID: req.GPUTypeID, Count: count, MinCudaVersion: req.MinCUDA},
 		Cloud: req.Cloud, Disk: req.ContainerDiskGB,
 		Ports: req.Ports, Env: req.Env, DataCenterIDs: req.DataCenterIDs,
 	}
@@ -300,11 +319,12 @@ func checkPort(p string) error {
 // name may look (clocks differ) and still be taken for the one it made.
 const reconcileSkew = 10 * time.Minute
 
-// createLooks is how many times CreatePod lists pods, a growing backoff
-// step apart, after a create whose outcome is unknown: a pod made by a
-// create that timed out may show in the list only later, and one look
-// after one step would resend and make a second pod.
-const createLooks = 4
+// DefaultCreateLooks are the waits before each listing CreatePod makes
+// after a create whose outcome is unknown: looks at about 5, 15, 30 and
+// 60 s. A pod made by a create that timed out may show in the list only
+// later, and one look after one short step would resend and make a
+// second pod. See WithCreateLooks.
+var DefaultCreateLooks = []time.Duration{5 * time.Second, 10 * time.Second, 15 * time.Second, 30 * time.Second}
 
 // CreatePod creates a GPU pod and returns it as Runpod reports it (usually
 // PROVISIONING; poll GetPod for RUNNING).
@@ -346,11 +366,11 @@ func (c *Client) CreatePod(ctx context.Context, req CreatePodRequest) (*Pod, err
 		if !c.retryable(err) && !internal {
 			return nil, c.finalError(r, err, attempt)
 		}
-		looks := 1
+		var waits []time.Duration // nil: one look after a backoff step
 		if internal || outcomeUnknown(err) {
-			looks = createLooks
+			waits = c.createLooks
 		}
-		p, lerr := c.lookForPod(ctx, r, req.Name, began.Add(-reconcileSkew), attempt, looks, err)
+		p, lerr := c.lookForPod(ctx, r, req.Name, began.Add(-reconcileSkew), attempt, waits, err)
 		switch {
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
@@ -363,7 +383,7 @@ func (c *Client) CreatePod(ctx context.Context, req CreatePodRequest) (*Pod, err
 			return p, nil
 		case internal:
 			return nil, fmt.Errorf("%w: create: %w; no pod named %q showed up in %d looks, list pods again before creating another",
-				ErrPodMayExist, c.finalError(r, err, attempt), req.Name, looks)
+				ErrPodMayExist, c.finalError(r, err, attempt), req.Name, len(waits))
 		case attempt >= c.maxAttempts:
 			// The listing shows the last attempt made no pod.
 			return nil, c.finalError(r, err, attempt)
@@ -371,12 +391,19 @@ func (c *Client) CreatePod(ctx context.Context, req CreatePodRequest) (*Pod, err
 	}
 }
 
-// lookForPod lists the pods named name up to looks times, pausing before
-// each as a retry after attempt would, and returns the newest one created
-// since since, or nil when none showed up.
-func (c *Client) lookForPod(ctx context.Context, r *call, name string, since time.Time, attempt, looks int, cause error) (*Pod, error) {
+// lookForPod lists the pods named name once after each of waits (once
+// after a retry's backoff step when waits is nil), and returns the newest
+// one created since since, or nil when none showed up.
+func (c *Client) lookForPod(ctx context.Context, r *call, name string, since time.Time, attempt int, waits []time.Duration, cause error) (*Pod, error) {
+	looks := max(len(waits), 1)
 	for i := range looks {
-		if err := c.pause(ctx, r, attempt+i, cause); err != nil {
+		var err error
+		if waits == nil {
+			err = c.pause(ctx, r, attempt, cause)
+		} else {
+			err = c.sleep(ctx, waits[i])
+		}
+		if err != nil {
 			return nil, err
 		}
 		pods, err := c.ListPods(ctx, ListPodsOptions{Name: name})
@@ -442,24 +469,62 @@ type ListPodsOptions struct {
 }
 
 // ListPods returns the account's pods that match opts, sorted by creation
-// time, oldest first.
+// time, oldest first. It follows Runpod's cursor pagination (limit, cursor,
+// pagination.nextCursor / hasNextPage) to the last page, and takes the
+// unpaged answer too (the pods object without pagination, or a bare
+// array). A failed page fails the whole listing: a caller that deletes
+// what is not listed must never act on part of it.
 func (c *Client) ListPods(ctx context.Context, opts ListPodsOptions) ([]Pod, error) {
-	r := &call{method: http.MethodGet, path: "/pods"}
-	if opts.IncludeClusterPods {
-		r.query = url.Values{"includeClusterPods": {"true"}}
+	var all []Pod
+	cursor := ""
+	for page := 0; ; page++ {
+		if page == maxListPages {
+			return nil, fmt.Errorf("runpod: GET /pods: more than %d pages", maxListPages)
+		}
+		// The first call asks for no limit: REST v2 as documented takes
+		// none, and a server that pages says so in its answer.
+		r := &call{method: http.MethodGet, path: "/pods", query: url.Values{}}
+		if opts.IncludeClusterPods {
+			r.query.Set("includeClusterPods", "true")
+		}
+		if cursor != "" {
+			r.query.Set("cursor", cursor)
+			r.query.Set("limit", strconv.Itoa(listPageSize))
+		}
+		resp, err := c.do(ctx, r, true)
+		if err != nil && page > 0 {
+			return nil, fmt.Errorf("runpod: listing pods, page %d: %w", page+1, err)
+		}
+		if err != nil {
+			return nil, err
+		}
+		var out struct {
+			Pods       []Pod `json:"pods"`
+			Pagination *struct {
+				NextCursor  string `json:"nextCursor"`
+				HasNextPage bool   `json:"hasNextPage"`
+			} `json:"pagination"`
+		}
+		if b := bytes.TrimSpace(resp.body); len(b) > 0 && b[0] == '[' {
+			err = decode(r, resp, &out.Pods)
+		} else {
+			err = decode(r, resp, &out)
+		}
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, out.Pods...)
+		pg := out.Pagination
+		if pg == nil || !pg.HasNextPage {
+			break
+		}
+		if pg.NextCursor == "" || pg.NextCursor == cursor {
+			return nil, fmt.Errorf("runpod: GET /pods: page %d says there is a next page but gives no new cursor", page+1)
+		}
+		cursor = pg.NextCursor
 	}
-	resp, err := c.do(ctx, r, true)
-	if err != nil {
-		return nil, err
-	}
-	var out struct {
-		Pods []Pod `json:"pods"`
-	}
-	if err := decode(r, resp, &out); err != nil {
-		return nil, err
-	}
-	pods := out.Pods[:0]
-	for _, p := range out.Pods {
+	pods := all[:0]
+	for _, p := range all {
 		if opts.Name != "" && p.Name != opts.Name {
 			continue
 		}
@@ -471,6 +536,13 @@ func (c *Client) ListPods(ctx context.Context, opts ListPodsOptions) ([]Pod, err
 	sort.SliceStable(pods, func(i, j int) bool { return pods[i].CreatedAt.Before(pods[j].CreatedAt) })
 	return pods, nil
 }
+
+// Pagination of ListPods: pods per page asked after the first, and a bound on the pages
+// followed (a server whose cursors never end must not loop for ever).
+const (
+	listPageSize = 1000
+	maxListPages = 10000
+)
 
 // PodAction asks for a state transition. start, stop and restart return the
 // updated pod; terminate returns a nil pod (Runpod answers 204). An action

@@ -425,7 +425,7 @@ func (s *podStore) serve(fs *fakeServer) {
 			return
 		}
 		mk := func() Pod {
-			p := Pod{Name: b.Name, Image: b.Image, Args: b.Args, Env: b.Env, Ports: b.Ports, GPU: b.GPU,
+			p := Pod{Name: b.Name, Image: b.Image, Args: b.Args, Env: b.Env, Ports: b.Ports, GPU: &GPUConfig{ID: b.GPU.ID, Count: b.GPU.Count},
 				Cloud: b.Cloud, ContainerDiskGB: b.Disk, Status: StatusProvisioning, CostPerHr: 0.44,
 				Actions: []Action{ActionStop, ActionTerminate}}
 			if b.Mounts != nil {

@@ -2,7 +2,9 @@ package runpod
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"strings"
 )
 
 // NetworkVolume is a network volume: storage that outlives pods, billed by
@@ -28,15 +30,7 @@ func (c *Client) GetNetworkVolume(ctx context.Context, id string) (*NetworkVolum
 		return nil, err
 	}
 	r := &call{method: http.MethodGet, path: "/network-volumes/{id}", params: map[string]string{"id": id}}
-	resp, err := c.do(ctx, r, true)
-	if err != nil {
-		return nil, err
-	}
-	var v NetworkVolume
-	if err := decode(r, resp, &v); err != nil {
-		return nil, err
-	}
-	return &v, nil
+	return c.volumeCall(ctx, r, true)
 }
 
 // GrowNetworkVolume grows the volume to sizeGB and returns it. A volume can
@@ -67,7 +61,63 @@ func (c *Client) GrowNetworkVolume(ctx context.Context, id string, sizeGB int) (
 			Size int `json:"size"`
 		}{sizeGB},
 	}
+	return c.volumeCall(ctx, r, true)
+}
+
+// ListNetworkVolumes returns the account's network volumes.
+func (c *Client) ListNetworkVolumes(ctx context.Context) ([]NetworkVolume, error) {
+	r := &call{method: http.MethodGet, path: "/network-volumes"}
 	resp, err := c.do(ctx, r, true)
+	if err != nil {
+		return nil, err
+	}
+	var out struct {
+		Volumes []NetworkVolume `json:"networkVolumes"`
+	}
+	if err := decode(r, resp, &out); err != nil {
+		return nil, err
+	}
+	return out.Volumes, nil
+}
+
+// CreateNetworkVolume makes a network volume of sizeGB in data center dc.
+// It bills every month until deleted. It is sent once: a lost answer is
+// not resent (list the volumes to see whether it was made).
+func (c *Client) CreateNetworkVolume(ctx context.Context, name string, sizeGB int, dc string) (*NetworkVolume, error) {
+	if strings.TrimSpace(name) == "" {
+		return nil, invalidf("CreateNetworkVolume: empty name")
+	}
+	if sizeGB < MinVolumeGB || sizeGB > MaxVolumeGB {
+		return nil, invalidf("CreateNetworkVolume: size %d GB not in %d..%d", sizeGB, MinVolumeGB, MaxVolumeGB)
+	}
+	if err := checkID("CreateNetworkVolume", "data center", dc); err != nil {
+		return nil, err
+	}
+	r := &call{method: http.MethodPost, path: "/network-volumes", body: struct {
+		Name       string `json:"name"`
+		Size       int    `json:"size"`
+		DataCenter string `json:"dataCenter"`
+	}{name, sizeGB, dc}}
+	return c.volumeCall(ctx, r, false)
+}
+
+// DeleteNetworkVolume deletes the volume and its data. A volume already
+// gone is not an error.
+func (c *Client) DeleteNetworkVolume(ctx context.Context, id string) error {
+	if err := checkID("DeleteNetworkVolume", "volume", id); err != nil {
+		return err
+	}
+	r := &call{method: http.MethodDelete, path: "/network-volumes/{id}", params: map[string]string{"id": id}}
+	_, err := c.do(ctx, r, true)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+// volumeCall sends r and reads the volume it answers.
+func (c *Client) volumeCall(ctx context.Context, r *call, retry bool) (*NetworkVolume, error) {
+	resp, err := c.do(ctx, r, retry)
 	if err != nil {
 		return nil, err
 	}

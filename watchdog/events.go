@@ -42,6 +42,9 @@ const (
 	DeletePodDirUnsafe DeleteReason = "pod_dir_unsafe"
 	DeleteCostCap      DeleteReason = "cost_cap"
 	DeleteDeadline     DeleteReason = "deadline"
+	// DeleteMaxExtension: the deadline plus its extension passed, which
+	// no lease holds off.
+	DeleteMaxExtension DeleteReason = "max_extension"
 	DeleteRetrieved    DeleteReason = "retrieved"
 	DeleteAbandoned    DeleteReason = "abandoned"
 	DeleteNeverStarted DeleteReason = "never_started"
@@ -52,7 +55,7 @@ const (
 func DeleteReasons() []DeleteReason {
 	return []DeleteReason{
 		DeleteBootstrapFailed, DeletePodDirUnsafe, DeleteCostCap, DeleteDeadline,
-		DeleteRetrieved, DeleteAbandoned, DeleteNeverStarted,
+		DeleteMaxExtension, DeleteRetrieved, DeleteAbandoned, DeleteNeverStarted,
 	}
 }
 

@@ -30,6 +30,10 @@ var reasonTexts = map[DeleteReason]reasonText{
 		"the deadline (--max-hours) passed with no launcher following the run",
 		"the run's deadline (--max-hours) passed while no client followed the run (the lease was not renewed), so the watchdog asked the job for a snapshot and deleted the pod",
 	},
+	DeleteMaxExtension: {
+		"the deadline (--max-hours) plus its extension (--max-extension) passed, which no launcher can hold off",
+		"the run's deadline (--max-hours) plus its extension (--max-extension) passed: a following client holds the pod past the deadline only that long, so the watchdog asked the job for a snapshot and deleted the pod, whether or not a client still followed the run",
+	},
 	DeleteRetrieved: {
 		"the results were collected",
 		"the job's results were collected (the retrieved marker), so the pod had nothing left to do",

@@ -15,6 +15,9 @@
 #    lease;
 #  - OVERBRAINER_DEADLINE passed while the client's lease (.pod/lease mtime) is
 #    LEASE_TTL old, unless a snapshot is still awaited (deadline_due): delete;
+#  - OVERBRAINER_DEADLINE plus MAX_EXTENSION passed: delete, whatever the
+#    lease (0 makes the deadline hard), so a client that keeps touching the
+#    lease cannot keep the pod for ever;
 #  - .pod/retrieved exists: the results are collected, delete;
 #  - the job ended and nobody retrieved it within RETRIEVE_GRACE: delete,
 #    once the lease is LEASE_TTL old too (a client still downloading the
@@ -24,7 +27,8 @@
 # Before a rule takes the job away, the job is asked to checkpoint and stop
 # (snapshot.request, read by the trainer): at .pod/snapshot_at (95% of
 # max_cost_usd) or SNAPSHOT_LEAD before .pod/cost_cap_at when that comes
-# first; SNAPSHOT_LEAD before the deadline while the lease is stale; and when
+# first; SNAPSHOT_LEAD before the deadline while the lease is stale, and
+# before the deadline plus MAX_EXTENSION whatever the lease; and when
 # the disk is DISK_ACT percent full, kept pod or not. A request the watchdog
 # made holds the deadline off for SNAPSHOT_WAIT; once a snapshot ended the job,
 # the deadline gives way to the retrieve grace (counted from the end of the
@@ -192,6 +196,7 @@ setting OVERBRAINER_RETRIEVE_GRACE "${OVERBRAINER_RETRIEVE_GRACE:-}" 3600 && RET
 setting OVERBRAINER_LEASE_TTL "${OVERBRAINER_LEASE_TTL:-}" 900 && LEASE_TTL=$number
 setting OVERBRAINER_SNAPSHOT_LEAD "${OVERBRAINER_SNAPSHOT_LEAD:-}" 900 && SNAPSHOT_LEAD=$number
 setting OVERBRAINER_SNAPSHOT_WAIT "${OVERBRAINER_SNAPSHOT_WAIT:-}" 900 && SNAPSHOT_WAIT=$number
+setting OVERBRAINER_MAX_EXTENSION "${OVERBRAINER_MAX_EXTENSION:-}" 86400 && MAX_EXTENSION=$number
 setting OVERBRAINER_CURL_TIMEOUT "${OVERBRAINER_CURL_TIMEOUT:-}" 10 && CURL_TIMEOUT=$number
 [ "$CURL_TIMEOUT" -ge 1 ] || CURL_TIMEOUT=1
 VOLUME_GB=
@@ -670,6 +675,16 @@ while :; do
       if [ -z "$requested_at" ] && [ "$lease" = stale ]; then
         request_snapshot deadline
       fi
+      # The extension's end takes the pod whatever the lease: the job is
+      # asked SNAPSHOT_LEAD before, as for the cost cap.
+      if [ -z "$requested_at" ] && [ -n "$DEADLINE" ]; then
+        ext_left=$((MAX_EXTENSION - (n - DEADLINE)))
+        if [ "$ext_left" -le "$SNAPSHOT_LEAD" ]; then
+          request_snapshot deadline "hard_in_min=$(((ext_left + 59) / 60))"
+        else
+          due $((n + ext_left - SNAPSHOT_LEAD))
+        fi
+      fi
     fi
     # A full disk asks again whenever the job consumed the last request
     # (the trainer removes snapshot.request) and kept running.
@@ -692,6 +707,16 @@ while :; do
         due "$DEADLINE"
       elif [ "$lease" = stale ] && deadline_due; then
         reason=deadline
+      fi
+      # Elapsed time against the extension, which may be up to 2^31-1 s
+      # (a deadline plus it would wrap under mksh; a wrapped due time is
+      # only ignored).
+      if [ -z "$reason" ]; then
+        if [ $((n - DEADLINE)) -ge "$MAX_EXTENSION" ]; then
+          reason=max_extension
+        else
+          due $((n + MAX_EXTENSION - (n - DEADLINE)))
+        fi
       fi
     fi
     if [ -n "$reason" ]; then

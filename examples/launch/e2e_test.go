@@ -406,6 +406,7 @@ func TestRmAndOrphans(t *testing.T) {
 	newOrphan := func(id, script string) *runpod.Pod {
 		p, err := api.CreatePod(context.Background(), runpod.CreatePodRequest{
 			Name: "overbrainer-" + id, Image: "x", GPUTypeID: "NVIDIA GeForce RTX 4090", Command: []string{"sh", "-c", script},
+			Env: map[string]string{"OVERBRAINER_RUN_ID": id}, // the run marker: unmarked pods are never removed
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"path"
 	"regexp"
 	"slices"
+	"strconv"
 )
 
 var (
@@ -28,19 +29,49 @@ func decodeStrict(r *http.Request, v any) error {
 	return nil
 }
 
-func (s *Server) listPods(w http.ResponseWriter, _ *http.Request) {
+// listPods answers the whole list, or one page of it when the request
+// has a limit (or WithPageSize pages every answer): the cursor is the id
+// of the last pod of the page before.
+func (s *Server) listPods(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit := s.cfg.pageSize
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			writeProblem(w, http.StatusBadRequest, "limit must be a positive number")
+			return
+		}
+		limit = n
+	}
+	cursor := q.Get("cursor")
 	s.mu.Lock()
 	now := s.cfg.now()
 	out := wireListPods{Pods: []wirePod{}}
+	after := cursor == ""
 	for _, id := range s.order {
+		if !after {
+			after = id == cursor
+			continue
+		}
 		p := s.pods[id]
 		s.refreshLocked(p, now)
 		if p.status == StatusTerminated {
 			continue // terminated pods leave the list
 		}
+		if limit > 0 && len(out.Pods) == limit {
+			out.Pagination = &wirePagination{NextCursor: out.Pods[len(out.Pods)-1].ID, HasNextPage: true}
+			break
+		}
 		out.Pods = append(out.Pods, p.wire(now))
 	}
 	s.mu.Unlock()
+	if !after {
+		writeProblem(w, http.StatusBadRequest, "unknown cursor")
+		return
+	}
+	if limit > 0 && out.Pagination == nil {
+		out.Pagination = &wirePagination{}
+	}
 	writeJSON(w, http.StatusOK, out)
 }
 
@@ -249,6 +280,11 @@ func (s *Server) createPod(w http.ResponseWriter, r *http.Request) {
 			}
 			p.netVolID, p.netVolPath = v.ID, path.Clean(m.Network[0].Path)
 			p.dataCenter = v.DataCenter
+		}
+	}
+	if gt, ok := s.gpuType(p.gpuID); ok {
+		if !s.placePodLocked(w, p, gt, req) {
+			return
 		}
 	}
 	now := s.cfg.now()
@@ -516,14 +552,6 @@ func (g GPUType) wire() wireGPUType {
 		out.MaxCount.Community = g.MaxCount
 	}
 	return out
-}
-
-func (s *Server) listGPUTypes(w http.ResponseWriter) {
-	out := wireListGPUTypes{GPUs: []wireGPUType{}}
-	for _, g := range s.cfg.gpus {
-		out.GPUs = append(out.GPUs, g.wire())
-	}
-	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) getGPUType(w http.ResponseWriter, id string) {

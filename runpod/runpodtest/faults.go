@@ -26,6 +26,8 @@ type Fault struct {
 	Drop bool
 	// Lost runs the call as the API would, then closes the connection
 	// without its answer: the change is made but the client cannot know.
+	// With Status too, it answers that status instead (a 500 after the
+	// pod was made).
 	Lost bool
 	// Caller, when set, limits the fault to calls made with that key:
 	// CallerAccount, or a pod id for the pod's own key.
@@ -98,7 +100,7 @@ func (s *Server) serveFault(w http.ResponseWriter, r *http.Request, f *Fault, ca
 		// The handler's answer goes nowhere; the connection closes as
 		// Drop's does.
 		s.route(discardWriter{h: http.Header{}}, r, caller)
-		s.serveFault(w, r, &Fault{Drop: true}, caller)
+		s.serveFault(w, r, &Fault{Drop: f.Status == 0, Status: f.Status, Detail: f.Detail}, caller)
 	case f.Drop:
 		if hj, ok := w.(http.Hijacker); ok {
 			if conn, _, err := hj.Hijack(); err == nil {

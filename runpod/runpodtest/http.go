@@ -202,6 +202,21 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, caller string) {
 		s.podLogs(w, r, parts[1])
 	case podScoped:
 		writeProblem(w, http.StatusForbidden, "access denied")
+	case len(parts) == 1 && parts[0] == "network-volumes":
+		switch r.Method {
+		case http.MethodGet:
+			s.listNetworkVolumes(w)
+		case http.MethodPost:
+			s.createNetworkVolume(w, r)
+		default:
+			methodNotAllowed(w, "GET, POST")
+		}
+	case len(parts) == 2 && parts[0] == "catalog" && parts[1] == "datacenters":
+		if r.Method != http.MethodGet {
+			methodNotAllowed(w, "GET")
+			return
+		}
+		s.listDataCenters(w, r)
 	case len(parts) == 2 && parts[0] == "network-volumes":
 		switch r.Method {
 		case http.MethodGet:
@@ -209,7 +224,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, caller string) {
 		case http.MethodPatch:
 			s.patchNetworkVolume(w, r, parts[1])
 		case http.MethodDelete:
-			writeProblem(w, http.StatusNotImplemented, "runpodtest does not implement DELETE /v2/network-volumes/{id}")
+			s.deleteNetworkVolume(w, parts[1])
 		default:
 			methodNotAllowed(w, "GET, PATCH, DELETE")
 		}
@@ -218,7 +233,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, caller string) {
 			methodNotAllowed(w, "GET")
 			return
 		}
-		s.listGPUTypes(w)
+		s.listGPUTypesQuery(w, r)
 	case len(parts) == 3 && parts[0] == "catalog" && parts[1] == "gpus":
 		if r.Method != http.MethodGet {
 			methodNotAllowed(w, "GET")

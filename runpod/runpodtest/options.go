@@ -19,6 +19,7 @@ type config struct {
 	cpuRate        float64
 	allowLeft      bool
 	quota          []QuotaWindow
+	pageSize       int
 }
 
 func defaultConfig() config {
@@ -29,6 +30,10 @@ func defaultConfig() config {
 		cpuRate:    0.03,
 	}
 }
+
+// WithPageSize pages every pod list of the fake by n pods, as if each
+// request asked for that limit (a request's own limit still wins).
+func WithPageSize(n int) Option { return func(c *config) { c.pageSize = n } }
 
 // WithAPIKey sets the account key the fake accepts (default: a generated
 // one, see Server.APIKey).
@@ -90,6 +95,12 @@ type GPUType struct {
 	SecurePrice    float64
 	CommunityPrice float64
 	MaxCount       int
+	// Stock is how many GPUs of the type each data center has, taken by
+	// live pods and given back as they end; nil is plenty in the fake's
+	// own data center (FAKE-LOCAL-1) and none elsewhere.
+	Stock map[string]int
+	// CUDA is its machines' CUDA version (DefaultCUDA when empty).
+	CUDA string
 }
 
 // DefaultGPUTypes is the fake's built-in catalog. Its prices are in the
@@ -100,7 +111,10 @@ func DefaultGPUTypes() []GPUType {
 		{ID: "NVIDIA RTX A5000", Name: "RTX A5000", Pool: "AMPERE_24", MemoryGB: 24, SecurePrice: 0.27, CommunityPrice: 0.16, MaxCount: 8},
 		{ID: "NVIDIA A40", Name: "A40", Pool: "AMPERE_48", MemoryGB: 48, SecurePrice: 0.40, CommunityPrice: 0.35, MaxCount: 8},
 		{ID: "NVIDIA A100 80GB PCIe", Name: "A100 PCIe", Pool: "AMPERE_80", MemoryGB: 80, SecurePrice: 1.64, CommunityPrice: 1.19, MaxCount: 8},
-		{ID: "NVIDIA H100 80GB HBM3", Name: "H100 SXM", Pool: "HOPPER_141", MemoryGB: 80, SecurePrice: 2.69, CommunityPrice: 0, MaxCount: 8},
+		{ID: "NVIDIA H100 80GB HBM3", Name: "H100 SXM", Pool: "HOPPER_141", MemoryGB: 80, SecurePrice: 2.69, CommunityPrice: 0, MaxCount: 8,
+			// Out of stock, so that a fallback from it shows on a fresh
+			// machine.
+			Stock: map[string]int{fakeDataCenter: 0}},
 	}
 }
 

@@ -46,6 +46,7 @@ type Server struct {
 	volOrder []string
 	faults   []*faultRule
 	quota    map[string]*quotaState // by caller
+	stock    stockState
 	closed   bool
 
 	// logMu guards the request log on its own, so that an answer written

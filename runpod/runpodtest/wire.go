@@ -86,7 +86,14 @@ type wireRuntimePort struct {
 }
 
 type wireListPods struct {
-	Pods []wirePod `json:"pods"`
+	Pods       []wirePod       `json:"pods"`
+	Pagination *wirePagination `json:"pagination,omitempty"`
+}
+
+// wirePagination is a paged list's cursor: the next page starts after it.
+type wirePagination struct {
+	NextCursor  string `json:"nextCursor,omitempty"`
+	HasNextPage bool   `json:"hasNextPage"`
 }
 
 // wireCreatePod is CreatePodRequest. Decoding rejects unknown fields, as
@@ -149,6 +156,8 @@ type wireGPUType struct {
 	Community    bool          `json:"community"`
 	Price        wireGPUPrice  `json:"price"`
 	MaxCount     wireGPUCounts `json:"maxCount"`
+	Availability *string       `json:"availability,omitempty"`
+	DataCenters  []wireDCStock `json:"dataCenters,omitempty"`
 }
 
 type wireGPUPrice struct {
@@ -171,4 +180,35 @@ type wireProblem struct {
 	Status int      `json:"status"`
 	Detail string   `json:"detail"`
 	Errors []string `json:"errors,omitempty"`
+}
+
+type wireDCStock struct {
+	ID           string `json:"id"`
+	Name         string `json:"name"`
+	Availability string `json:"availability"`
+}
+
+type wireDataCenter struct {
+	ID                 string        `json:"id"`
+	Name               string        `json:"name"`
+	Region             string        `json:"region"`
+	GlobalNetwork      bool          `json:"globalNetwork"`
+	NetworkVolumeTypes []string      `json:"networkVolumeTypes"`
+	Compliance         []string      `json:"compliance"`
+	GPUAvailability    []wireDCStock `json:"gpuAvailability,omitempty"`
+}
+
+type wireListDataCenters struct {
+	DataCenters []wireDataCenter `json:"dataCenters"`
+}
+
+type wireListNetworkVolumes struct {
+	NetworkVolumes []wireNetworkVolume `json:"networkVolumes"`
+}
+
+type wireCreateNetworkVolume struct {
+	Name       string `json:"name"`
+	Size       int    `json:"size"`
+	DataCenter string `json:"dataCenter"`
+	Type       string `json:"type"`
 }

@@ -177,7 +177,11 @@ var commands = map[string]func(context.Context, *app, []string) error{
 	"ls":           cmdLs,
 	"logs":         cmdLogs,
 	"rm":           cmdRm,
+	"sweep":        cmdSweep,
 	"local-server": cmdLocalServer,
+	"gpus":         cmdGPUs,
+	"datacenters":  cmdDataCenters,
+	"volumes":      cmdVolumes,
 }
 
 func (a *app) usage(fs *flag.FlagSet) {
@@ -196,8 +200,13 @@ Commands:
   logs RUN       show the run's pod log (--follow: stream it from Runpod)
   rm RUN         delete a run's pod and secret (rm --all-orphans: the
                  pods and secrets of runs this machine does not know)
+  sweep          delete every abandoned overbrainer pod of the account,
+                 judged from the API alone (for fleets: no local state)
   local-server   keep a local Runpod emulator running for --local commands
                  from other terminals
+  gpus           the GPU catalog with prices and live stock
+  datacenters    the data centers and the GPU types they stock
+  volumes        the network volumes (volumes create NAME: make one)
 
 Without %s, commands use the local emulator (--local).
 "launch COMMAND -h" shows a command's flags.

@@ -55,18 +55,22 @@ func (f *followFlags) check() error {
 type runFlags struct {
 	follow followFlags
 
-	job, cmd, out      string
-	image, gpu, cloud  string
-	gpuCount, diskGB   int
-	volumeGB, maxVolGB int
-	networkVolume      string
-	volumePath         string
-	workdir            string
-	maxHours           float64
-	maxCostUSD         float64
-	keep               bool
-	bootGrace          time.Duration
-	retrieveGrace      time.Duration
+	job, cmd, out       string
+	image, gpu, cloud   string
+	gpuCount, diskGB    int
+	minVRAM             int
+	maxPrice            float64
+	dataCenter, minCUDA string
+	volumeGB, maxVolGB  int
+	networkVolume       string
+	volumePath          string
+	workdir             string
+	maxHours            float64
+	maxCostUSD          float64
+	maxExtension        time.Duration
+	keep                bool
+	bootGrace           time.Duration
+	retrieveGrace       time.Duration
 
 	poll, leaseEvery time.Duration
 	snapshotLead     time.Duration
@@ -106,7 +110,11 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.cmd, "cmd", "", "the job's command, run by sh in the job's directory (default with the demo: "+demo.Command+")")
 	fs.StringVar(&f.out, "out", "", "where to download the results (default: the run's state directory)")
 	fs.StringVar(&f.image, "image", guard.DefaultImage, "the pod's container image")
-	fs.StringVar(&f.gpu, "gpu", guard.DefaultGPU, "GPU type id")
+	fs.StringVar(&f.gpu, "gpu", guard.DefaultGPU, "GPU type ids to try in order, 'A,B,C', or auto: those in stock, cheapest first (see launch gpus)")
+	fs.IntVar(&f.minVRAM, "min-vram", 0, "with --gpu auto: at least this many GB of VRAM")
+	fs.Float64Var(&f.maxPrice, "max-price", 0, "with --gpu auto: at most this USD/h per GPU")
+	fs.StringVar(&f.dataCenter, "data-center", "", "data center ids 'A,B', or auto: those that stock the type (default: any)")
+	fs.StringVar(&f.minCUDA, "min-cuda", "", "lowest CUDA version of the host's driver, or none (default: "+guard.DefaultMinCUDA+" with the default image)")
 	fs.IntVar(&f.gpuCount, "gpu-count", 1, "number of GPUs")
 	fs.StringVar(&f.cloud, "cloud", "SECURE", "SECURE or COMMUNITY")
 	fs.IntVar(&f.diskGB, "disk-gb", 50, "container disk in GB")
@@ -116,6 +124,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.volumePath, "volume-path", guard.DefaultVolumePath, "where the volume is mounted")
 	fs.StringVar(&f.workdir, "workdir", "", "directory of run directories on the pod (default: --volume-path/overbrainer)")
 	fs.Float64Var(&f.maxHours, "max-hours", 4, "deadline, in hours from now: the watchdog deletes the pod then unless this launcher still holds the lease")
+	fs.DurationVar(&f.maxExtension, "max-extension", guard.DefaultMaxExtension, "how long past the deadline this launcher's lease may hold the pod (0: the deadline is hard)")
 	fs.Float64Var(&f.maxCostUSD, "max-cost-usd", 0, "cost cap in USD: a snapshot is asked at 95% (or --snapshot-lead before), the pod is deleted at 100% (0: none)")
 	fs.BoolVar(&f.keep, "keep-pod", false, "once the job started, the watchdog never deletes the pod, and neither does the launcher: remove it with launch rm")
 	fs.DurationVar(&f.bootGrace, "boot-grace", podenv.DefaultBootGrace, "the watchdog deletes the pod if no job started this long after it booted")
@@ -222,9 +231,11 @@ the pod ends with the launcher.`)
 	}
 	spec := guard.Spec{
 		RunID: id, Job: guard.Job{Dir: jobDir, Command: f.cmd},
-		Image: f.image, GPUTypeID: f.gpu, GPUCount: f.gpuCount, Cloud: runpod.CloudType(f.cloud),
+		Image: f.image, GPUTypes: guard.SplitList(f.gpu), GPUCount: f.gpuCount, Cloud: runpod.CloudType(f.cloud),
+		MinVRAMGB: f.minVRAM, MaxPricePerGPU: f.maxPrice, DataCenters: guard.SplitList(f.dataCenter), MinCUDA: f.minCUDA,
 		DiskGB: f.diskGB, VolumeGB: f.volumeGB, NetworkVolumeID: f.networkVolume, MaxVolumeGB: f.maxVolGB,
 		VolumePath: f.volumePath, Workdir: f.workdir,
+		MaxExtension: f.maxExtension, HardDeadline: f.maxExtension == 0,
 		MaxCostUSD: f.maxCostUSD, Keep: f.keep, BootGrace: f.bootGrace, RetrieveGrace: f.retrieveGrace,
 		SnapshotLead: f.snapshotLead, Interval: f.wdInterval, LeaseTTL: f.leaseTTL,
 		SnapshotWait: f.snapshotWait, ProbeWait: f.probeWait, ProbeTries: f.probeTries,

@@ -1,0 +1,114 @@
+package launcher
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/overbrainer/overbrainer-go/guard"
+	"github.com/overbrainer/overbrainer-go/runpod"
+)
+
+// parseOpen parses a catalog command's flags and opens the API.
+func (a *app) parseOpen(ctx context.Context, fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	return a.open(ctx)
+}
+
+// table prints rows under head, aligned, or one line when there are none.
+func (a *app) table(empty, head string, rows [][]any) {
+	if len(rows) == 0 {
+		fmt.Fprintln(a.stdout, empty)
+		return
+	}
+	tw := tabwriter.NewWriter(a.stdout, 2, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, head)
+	for _, r := range rows {
+		fmt.Fprintf(tw, strings.TrimSuffix(strings.Repeat("%v\t", len(r)), "\t")+"\n", r...)
+	}
+	tw.Flush()
+}
+
+func cmdGPUs(ctx context.Context, a *app, args []string) error {
+	f, cloud, dc := guard.GPUFilter{}, "", ""
+	fs := a.newFlags("gpus", "", "Lists the GPU types of the catalog with their price and live stock, cheapest first.")
+	fs.IntVar(&f.MinVRAMGB, "min-vram", 0, "at least this many GB of VRAM")
+	fs.Float64Var(&f.MaxPricePerGPU, "max-price", 0, "at most this USD/h per GPU")
+	fs.BoolVar(&f.InStock, "in-stock", false, "only the types in stock")
+	fs.StringVar(&dc, "data-center", "", "only the types in stock in these data centers 'A,B'")
+	fs.StringVar(&cloud, "cloud", "SECURE", "SECURE or COMMUNITY")
+	fs.IntVar(&f.Count, "count", 1, "GPUs per pod")
+	if err := a.parseOpen(ctx, fs, args); err != nil {
+		return err
+	}
+	f.Cloud, f.DataCenters, f.InStock = runpod.CloudType(cloud), guard.SplitList(dc), f.InStock || dc != ""
+	types, err := guard.ListGPUs(ctx, a.api, f)
+	if err != nil {
+		return err
+	}
+	var rows [][]any
+	for _, g := range types {
+		price, _ := g.PricePerHour(f.Cloud, 1)
+		rows = append(rows, []any{g.ID, fmt.Sprintf("%d GB", g.MemoryGB), money(price), g.MaxCount(f.Cloud), g.Availability})
+	}
+	a.table("no GPU type matches "+f.String(), "ID\tVRAM\t$/H\tMAX COUNT\tSTOCK", rows)
+	return nil
+}
+
+func cmdDataCenters(ctx context.Context, a *app, args []string) error {
+	if err := a.parseOpen(ctx, a.newFlags("datacenters", "", "Lists the data centers with the GPU types they have in stock."), args); err != nil {
+		return err
+	}
+	dcs, err := a.api.ListDataCenters(ctx, true)
+	if err != nil {
+		return err
+	}
+	var rows [][]any
+	for _, d := range dcs {
+		rows = append(rows, []any{d.ID, d.Region, dash(strings.Join(d.InStock(), ", "))})
+	}
+	a.table("no data centers", "ID\tREGION\tGPU TYPES IN STOCK", rows)
+	return nil
+}
+
+func cmdVolumes(ctx context.Context, a *app, args []string) error {
+	size, dc := 0, ""
+	fs := a.newFlags("volumes", "[create NAME]", "Lists the network volumes, or creates one (it bills every month until deleted).")
+	fs.IntVar(&size, "size", 0, "create: size in GB")
+	fs.StringVar(&dc, "data-center", "", "create: data center id")
+	err := fs.Parse(args)
+	sub, name := fs.Arg(0), fs.Arg(1)
+	if err == nil && sub == "create" {
+		err = fs.Parse(fs.Args()[min(2, fs.NArg()):]) // the flags after NAME
+	}
+	if err != nil {
+		return err
+	} else if fs.NArg() > 0 || (sub != "" && name == "") {
+		return usagef("volumes takes no arguments, or create NAME --size GB --data-center ID")
+	}
+	if err := a.open(ctx); err != nil {
+		return err
+	}
+	if name != "" {
+		v, err := a.api.CreateNetworkVolume(ctx, name, size, dc)
+		if err != nil {
+			return err
+		}
+		a.say("network volume %s (%s) created: %d GB in %s", v.ID, v.Name, v.SizeGB, v.DataCenterID)
+		return nil
+	}
+	vols, err := a.api.ListNetworkVolumes(ctx)
+	if err != nil {
+		return err
+	}
+	var rows [][]any
+	for _, v := range vols {
+		rows = append(rows, []any{v.ID, v.Name, fmt.Sprintf("%d GB", v.SizeGB), v.DataCenterID})
+	}
+	a.table("no network volumes", "ID\tNAME\tSIZE\tDATA CENTER", rows)
+	return nil
+}

@@ -1,0 +1,95 @@
+package main_test
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/overbrainer/overbrainer-go/guard"
+)
+
+// With the launcher SIGKILLed and the pod's watchdog killed by the job, no
+// enforcer is left on either side: two sweepers running at once delete the
+// pod (at its hard deadline plus the margin, or as EXITED when the
+// watchdog's death ended the container), once.
+func TestSweepDeletesWhatNobodyGuards(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	began := time.Now()
+	// The job kills the watchdog once the launcher is gone (step 4).
+	job := `DEMO_STEPS=600 sh train.sh & sleep 4; kill -KILL "$(cat ../.pod/watchdog.pid)"; wait`
+	p := w.start(append([]string{"run"}, append(fast, "--max-hours", "0.005", "--max-extension", "0", "--cmd", job)...)...)
+	p.waitOutput("step 2/600", patience)
+	p.signal(syscall.SIGKILL)
+	p.wait(patience)
+	r := w.onlyRun()
+
+	sweep := []string{"sweep", "--every", "2s", "--margin", "1s", "--exited-grace", "1s", "--json"}
+	a, b := w.start(sweep...), w.start(sweep...)
+	pod := w.waitPodGone(r, patience)
+	time.Sleep(3 * time.Second) // one more period of each sweeper
+	a.signal(syscall.SIGINT)
+	b.signal(syscall.SIGINT)
+	a.wait(patience)
+	b.wait(patience)
+
+	deletes := 0
+	for _, req := range w.srv.Requests() {
+		if req.Method == "DELETE" && strings.HasSuffix(req.Path, "/pods/"+pod.ID) {
+			if req.Caller == pod.ID {
+				t.Fatal("the pod's watchdog deleted it: it was meant to be dead")
+			}
+			if req.Status == 200 || req.Status == 204 {
+				deletes++
+			}
+		}
+	}
+	if deletes != 1 {
+		t.Errorf("%d successful deletes of the pod, want 1 (two sweepers, one delete)", deletes)
+	}
+	var done []guard.Decision
+	for _, out := range []string{a.stdout.String(), b.stdout.String()} {
+		for line := range strings.Lines(out) {
+			var d guard.Decision
+			if err := json.Unmarshal([]byte(line), &d); err != nil {
+				t.Fatalf("a --json line that is not a decision: %q: %v", line, err)
+			}
+			if d.PodID == pod.ID && d.Done {
+				done = append(done, d)
+			}
+		}
+	}
+	if len(done) == 0 || (done[0].Rule != guard.RuleDeadline && done[0].Rule != guard.RuleExited) {
+		t.Fatalf("the sweepers' decisions on the pod: %+v\n%s\n%s", done, a.stderr, b.stderr)
+	}
+	t.Logf("deleted by rule %s: %s", done[0].Rule, done[0].Why)
+	if max := price * time.Since(began).Hours(); pod.Bill.USD > max {
+		t.Fatalf("bill %v > %v", pod.Bill.USD, max)
+	}
+}
+
+// On a fresh machine, without a key, sweep runs against the local
+// emulator; a period under a minute against Runpod itself is refused.
+func TestSweepDryRunLocalAndPeriod(t *testing.T) {
+	t.Parallel()
+	l := newLocal(t)
+	p := l.run("--local", "sweep", "--dry-run")
+	if p.code != 0 {
+		t.Fatalf("sweep --dry-run exit %d\n%s", p.code, p.stderr)
+	}
+	mustContain(t, "sweep stdout", p.stdout.String(), "sweep: 0 pods, 0 secrets, 0 deleted")
+	w := newWorld(t)
+	// Without --api-url: Runpod itself (nothing is called before the refusal).
+	cmd := w.command("sweep", "--every", "30s")
+	cmd.Args = slices.DeleteFunc(cmd.Args, func(a string) bool {
+		return strings.HasPrefix(a, "--api-url") || strings.Contains(a, "127.0.0.1") && strings.HasSuffix(a, "/v2")
+	})
+	q := startProc(t, cmd, cmd.Args[1:])
+	if q.wait(patience); q.code != 2 {
+		t.Fatalf("sweep --every 30s against Runpod: exit %d, want 2 (usage)\n%s", q.code, q.stderr)
+	}
+	mustContain(t, "sweep stderr", q.stderr.String(), "every: 30s is under 1m0s")
+}

@@ -1,0 +1,92 @@
+package guard_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/overbrainer/overbrainer-go/guard"
+	"github.com/overbrainer/overbrainer-go/runpod"
+	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
+)
+
+// Sweep against the fake Runpod, its clock moved by hand, its list paged:
+// pods of every age judged by their env as the launcher arms it, and an
+// account key that cannot list is a clear error with nothing deleted.
+func TestSweepOnTheFake(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	srv := runpodtest.NewTestServer(t, runpodtest.WithClock(clock), runpodtest.WithPageSize(2), runpodtest.AllowPodsLeft())
+	c, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()), runpod.WithGraphQLURL(srv.GraphQLURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	create := func(id string, kv ...string) string {
+		env := map[string]string{"OVERBRAINER_RUN_ID": id}
+		for i := 0; i+1 < len(kv); i += 2 {
+			env[kv[i]] = kv[i+1]
+		}
+		p, err := c.CreatePod(context.Background(), runpod.CreatePodRequest{Name: guard.PodNamePrefix + id, Image: "x",
+			GPUTypeID: "NVIDIA GeForce RTX 4090", Env: env})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.ID
+	}
+	unix := func(d time.Duration) string { return strconv.FormatInt(clock().Add(d).Unix(), 10) }
+	late := create("late", "OVERBRAINER_DEADLINE", unix(time.Hour), "OVERBRAINER_MAX_EXTENSION", "0")
+	young := create("young", "OVERBRAINER_DEADLINE", unix(10*time.Hour))
+	capped := create("capped", "OVERBRAINER_DEADLINE", unix(10*time.Hour), "OVERBRAINER_MAX_COST_USD", "0.5")
+	exited := create("exited", "OVERBRAINER_DEADLINE", unix(10*time.Hour))
+	kept := create("kept", "OVERBRAINER_KEEP_POD", "1")
+	other, err := c.CreatePod(context.Background(), runpod.CreatePodRequest{Name: guard.PodNamePrefix + "other", Image: "x", GPUTypeID: "NVIDIA GeForce RTX 4090"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	advance(time.Minute) // all RUNNING
+	if err := srv.ExitPod(exited, 0); err != nil {
+		t.Fatal(err)
+	}
+	advance(time.Hour + 10*time.Minute)
+	policy := guard.SweepPolicy{Now: clock}
+
+	bad, err := runpod.New("rpa_NOT_THE_KEY", runpod.WithBaseURL(srv.BaseURL()), runpod.WithGraphQLURL(srv.GraphQLURL()), runpod.WithRetry(1, time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ae *runpod.APIError
+	if _, err := guard.Sweep(context.Background(), bad, policy); !errors.As(err, &ae) || ae.StatusCode != 401 {
+		t.Fatalf("Sweep with a key that cannot list: %v, want the 401", err)
+	}
+
+	rep, err := guard.Sweep(context.Background(), c, policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]guard.SweepRule{}
+	for _, d := range rep.Decisions {
+		got[d.PodID] = d.Rule
+	}
+	want := map[string]guard.SweepRule{late: guard.RuleDeadline, young: guard.RuleKeep, capped: guard.RuleCostCap,
+		exited: guard.RuleExited, kept: guard.RuleKeep, other.ID: guard.RuleUnmarked}
+	for id, r := range want {
+		if got[id] != r {
+			t.Errorf("pod %s: rule %s, want %s\n%v", id, got[id], r, rep.Decisions)
+		}
+	}
+	for _, id := range []string{late, capped, exited} {
+		if p, _ := srv.Pod(id); p.Status != runpodtest.StatusTerminated {
+			t.Errorf("pod %s is %s after the sweep", id, p.Status)
+		}
+	}
+	for _, id := range []string{young, kept, other.ID} {
+		if p, _ := srv.Pod(id); p.Status != runpodtest.StatusRunning {
+			t.Errorf("pod %s is %s after the sweep, want RUNNING", id, p.Status)
+		}
+	}
+}

@@ -1,0 +1,283 @@
+package guard
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/overbrainer/overbrainer-go/runpod"
+)
+
+// sweepFake is an account for Sweep: its pods and secrets, the calls made,
+// and a listing that can fail.
+type sweepFake struct {
+	mu       sync.Mutex
+	pods     []runpod.Pod
+	secrets  []runpod.Secret
+	listErr  error
+	calls    []string
+	gone     map[string]bool // deleted pods: a second delete is a 404, Deleted
+	deletion runpod.DeleteResult
+}
+
+func (f *sweepFake) ListPods(_ context.Context, o runpod.ListPodsOptions) ([]runpod.Pod, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "ListPods")
+	if f.listErr != nil {
+		return nil, f.listErr
+	}
+	var out []runpod.Pod
+	for _, p := range f.pods {
+		if strings.HasPrefix(p.Name, o.NamePrefix) && !f.gone[p.ID] {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+func (f *sweepFake) DeletePod(_ context.Context, id string) (runpod.DeleteResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "DeletePod "+id)
+	if f.gone == nil {
+		f.gone = map[string]bool{}
+	}
+	f.gone[id] = true
+	if f.deletion != 0 {
+		return f.deletion, nil
+	}
+	return runpod.Deleted, nil
+}
+
+func (f *sweepFake) ListSecrets(context.Context) ([]runpod.Secret, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "ListSecrets")
+	return f.secrets, nil
+}
+
+func (f *sweepFake) DeleteSecret(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "DeleteSecret "+id)
+	return nil
+}
+
+// sweepNow is the fake clock of the sweep tests.
+var sweepNow = time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
+
+// guarded is a marked pod of run id, created age ago, started after
+// startedAfter when that is not negative, with env added.
+func guarded(id string, st runpod.PodStatus, age, startedAfter time.Duration, kv ...string) runpod.Pod {
+	p := runpod.Pod{ID: "pod-" + id, Name: PodNamePrefix + id, Status: st, CreatedAt: sweepNow.Add(-age), CostPerHr: 2,
+		Env: map[string]string{runIDEnv: id}}
+	if startedAfter >= 0 {
+		s := p.CreatedAt.Add(startedAfter)
+		p.StartedAt = &s
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		p.Env[kv[i]] = kv[i+1]
+	}
+	return p
+}
+
+func unix(t time.Time) string { return strconv.FormatInt(t.Unix(), 10) }
+
+// Every state and age, judged: each pod's rule and whether it goes.
+func TestSweepDecisions(t *testing.T) {
+	h := time.Hour
+	soon := unix(sweepNow.Add(h))
+	for _, tc := range []struct {
+		name string
+		pod  runpod.Pod
+		rule SweepRule
+		del  bool
+	}{
+		{"running, young", guarded("a", runpod.StatusRunning, h, time.Minute, "OVERBRAINER_DEADLINE", soon), RuleKeep, false},
+		{"running, no deadline kept", guarded("b", runpod.StatusRunning, 100*h, time.Minute, "OVERBRAINER_KEEP_POD", "1"), RuleKeep, false},
+		{"exited recently", guarded("c", runpod.StatusExited, h, 55*time.Minute), RuleKeep, false},
+		{"exited long ago", guarded("d", runpod.StatusExited, h, time.Minute), RuleExited, true},
+		{"error long ago", guarded("e", runpod.StatusError, h, time.Minute), RuleExited, true},
+		{"exited, kept", guarded("f", runpod.StatusExited, h, time.Minute, "OVERBRAINER_KEEP_POD", "1"), RuleExited, true},
+		{"terminated", guarded("g", runpod.StatusTerminated, h, time.Minute), RuleKeep, false},
+		{"created, within boot grace", guarded("h", runpod.StatusProvisioning, 30*time.Minute, -1), RuleKeep, false},
+		{"created, past boot grace", guarded("i", runpod.StatusProvisioning, 36*time.Minute, -1), RuleNeverRan, true},
+		{"starting, own boot grace", guarded("j", runpod.StatusStarting, 11*time.Minute, -1, "OVERBRAINER_BOOT_GRACE", "300"), RuleNeverRan, true},
+		{"past deadline, within extension", guarded("k", runpod.StatusRunning, 10*h, time.Minute,
+			"OVERBRAINER_DEADLINE", unix(sweepNow.Add(-2*h))), RuleKeep, false},
+		{"past deadline and default extension", guarded("l", runpod.StatusRunning, 30*h, time.Minute,
+			"OVERBRAINER_DEADLINE", unix(sweepNow.Add(-25*h))), RuleDeadline, true},
+		{"hard deadline, within margin", guarded("m", runpod.StatusRunning, 3*h, time.Minute,
+			"OVERBRAINER_DEADLINE", unix(sweepNow.Add(-4*time.Minute)), "OVERBRAINER_MAX_EXTENSION", "0"), RuleKeep, false},
+		{"hard deadline, past margin", guarded("n", runpod.StatusRunning, 3*h, time.Minute,
+			"OVERBRAINER_DEADLINE", unix(sweepNow.Add(-6*time.Minute)), "OVERBRAINER_MAX_EXTENSION", "0"), RuleDeadline, true},
+		{"under cost cap", guarded("o", runpod.StatusRunning, 2*h, time.Minute, "OVERBRAINER_MAX_COST_USD", "5"), RuleKeep, false},
+		{"past cost cap", guarded("p", runpod.StatusRunning, 3*h, time.Minute, "OVERBRAINER_MAX_COST_USD", "5"), RuleCostCap, true},
+		{"past cost cap, kept", guarded("q", runpod.StatusRunning, 3*h, time.Minute, "OVERBRAINER_MAX_COST_USD", "5", "OVERBRAINER_KEEP_POD", "1"), RuleKeep, false},
+		{"unmarked, exited", runpod.Pod{ID: "pod-x", Name: PodNamePrefix + "x", Status: runpod.StatusExited, CreatedAt: sweepNow.Add(-100 * h)}, RuleUnmarked, false},
+		{"marker of another run", guarded("y", runpod.StatusExited, h, time.Minute, runIDEnv, "z"), RuleUnmarked, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &sweepFake{pods: []runpod.Pod{tc.pod}}
+			rep, err := Sweep(context.Background(), f, SweepPolicy{Now: func() time.Time { return sweepNow }})
+			if err != nil || len(rep.Decisions) != 1 {
+				t.Fatalf("Sweep = %+v, %v", rep, err)
+			}
+			d := rep.Decisions[0]
+			if d.Rule != tc.rule || d.Delete != tc.del || d.Why == "" {
+				t.Errorf("decision %s (rule %s, delete %v), want rule %s, delete %v", d, d.Rule, d.Delete, tc.rule, tc.del)
+			}
+			deleted := slices.Contains(f.calls, "DeletePod "+tc.pod.ID)
+			if deleted != tc.del || d.Done != tc.del {
+				t.Errorf("deleted %v, done %v; want %v (calls %v)", deleted, d.Done, tc.del, f.calls)
+			}
+			if tc.rule == RuleCostCap && (d.SpendUSD != 6 || d.CapUSD != 5) {
+				t.Errorf("spend %v of cap %v, want 6 of 5", d.SpendUSD, d.CapUSD)
+			}
+		})
+	}
+}
+
+// A dry run decides and deletes nothing; a failed listing deletes nothing;
+// two sweeps at once delete each pod and the second sees it gone.
+func TestSweepDryRunPartialAndTwice(t *testing.T) {
+	pods := []runpod.Pod{
+		guarded("d", runpod.StatusExited, time.Hour, time.Minute),
+		guarded("a", runpod.StatusRunning, time.Hour, time.Minute),
+	}
+	clock := SweepPolicy{Now: func() time.Time { return sweepNow }}
+	f := &sweepFake{pods: pods}
+	dry := clock
+	dry.DryRun = true
+	rep, err := Sweep(context.Background(), f, dry)
+	if err != nil || len(rep.Decisions) != 2 || !rep.Decisions[0].Delete || rep.Deleted() != 0 {
+		t.Fatalf("dry run: %+v, %v", rep, err)
+	}
+	if diff := cmp.Diff([]string{"ListPods", "ListSecrets"}, f.calls); diff != "" {
+		t.Errorf("dry run calls (-want +got):\n%s", diff)
+	}
+	if !strings.HasPrefix(rep.Decisions[0].String(), "would delete pod pod-d") {
+		t.Errorf("dry run says %q", rep.Decisions[0])
+	}
+
+	f = &sweepFake{pods: pods, listErr: errors.New("page 3: 500")}
+	if _, err := Sweep(context.Background(), f, clock); err == nil || !strings.Contains(err.Error(), "nothing deleted") {
+		t.Errorf("failed listing: %v", err)
+	}
+	if slices.ContainsFunc(f.calls, func(c string) bool { return strings.HasPrefix(c, "Delete") }) {
+		t.Errorf("a delete on a failed listing: %v", f.calls)
+	}
+
+	f = &sweepFake{pods: pods}
+	var wg sync.WaitGroup
+	reps := make([]Report, 2)
+	for i := range reps {
+		wg.Go(func() {
+			var err error
+			if reps[i], err = Sweep(context.Background(), f, clock); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := reps[0].Deleted() + reps[1].Deleted(); n < 1 || n > 2 {
+		t.Errorf("%d deletes in two sweeps", n)
+	}
+	if rep, _ := Sweep(context.Background(), f, clock); rep.Deleted() != 0 || rep.Pods != 1 {
+		t.Errorf("a third sweep: %+v", rep)
+	}
+
+	f = &sweepFake{pods: pods[:1], deletion: runpod.Stopped}
+	if rep, err := Sweep(context.Background(), f, clock); err == nil || rep.Decisions[0].Err == nil {
+		t.Errorf("a pod only stopped: %+v, %v", rep, err)
+	}
+}
+
+// Host-key secrets: one whose pod exists is kept; one whose pod is gone is
+// deleted once its run is older than the grace; one whose run id tells no
+// time is left; another secret is not judged.
+func TestSweepSecrets(t *testing.T) {
+	f := &sweepFake{
+		pods: []runpod.Pod{guarded("20260302-100000-aaaa", runpod.StatusRunning, time.Hour, time.Minute)},
+		secrets: []runpod.Secret{
+			{ID: "s1", Name: hostKeySecretName("20260302-100000-aaaa")},
+			{ID: "s2", Name: hostKeySecretName("20260302-100000-bbbb")},
+			{ID: "s3", Name: hostKeySecretName("20260302-113000-cccc")},
+			{ID: "s4", Name: hostKeySecretName("my-run")},
+			{ID: "s5", Name: "HF_TOKEN"},
+		},
+	}
+	rep, err := Sweep(context.Background(), f, SweepPolicy{Now: func() time.Time { return sweepNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, d := range rep.Decisions {
+		if d.Secret != "" {
+			got[d.RunID] = d.Delete
+		}
+	}
+	want := map[string]bool{"20260302-100000-aaaa": false, "20260302-100000-bbbb": true, "20260302-113000-cccc": false, "my-run": false}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("secret decisions (-want +got):\n%s", diff)
+	}
+	if !slices.Contains(f.calls, "DeleteSecret s2") || len(f.calls) != 3 {
+		t.Errorf("calls %v, want one DeleteSecret s2", f.calls)
+	}
+}
+
+func TestSweepPolicyRefusesNegatives(t *testing.T) {
+	var fe *FieldError
+	_, err := Sweep(context.Background(), &sweepFake{}, SweepPolicy{Margin: -time.Second})
+	if !errors.As(err, &fe) || fe.Field != "SweepPolicy.Margin" {
+		t.Errorf("Sweep with a negative margin: %v", err)
+	}
+}
+
+// Write says the deletes and the unmarked pods (every decision on a dry
+// run) and a total, or writes one JSON line per decision that reads back.
+func TestReportWrite(t *testing.T) {
+	f := &sweepFake{pods: []runpod.Pod{
+		guarded("d", runpod.StatusExited, time.Hour, time.Minute),
+		guarded("a", runpod.StatusRunning, time.Hour, time.Minute),
+		{ID: "pod-x", Name: PodNamePrefix + "x", Status: runpod.StatusRunning},
+	}}
+	rep, err := Sweep(context.Background(), f, SweepPolicy{Now: func() time.Time { return sweepNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := rep.Write(&b, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := "deleted pod pod-d (overbrainer-d, EXITED): exited: EXITED, last started 59m0s ago, past the exited grace of 10m0s\n" +
+		"NOT MARKED, left pod pod-x (overbrainer-x, RUNNING): unmarked: named like a guarded run's pod, but without its run marker OVERBRAINER_RUN_ID=x\n" +
+		"sweep: 3 pods, 0 secrets, 1 deleted\n"
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Errorf("Write (-want +got):\n%s", diff)
+	}
+	b.Reset()
+	if err := rep.Write(&b, true, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	var got []Decision
+	for line := range strings.Lines(b.String()) {
+		var d Decision
+		if err := json.Unmarshal([]byte(line), &d); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		got = append(got, d)
+	}
+	if len(got) != 3 || got[0].Rule != RuleExited || !got[0].Done || got[2].Rule != RuleUnmarked {
+		t.Errorf("JSON decisions %+v", got)
+	}
+}

@@ -1,0 +1,143 @@
+package runpod_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/overbrainer/overbrainer-go/runpod"
+	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
+)
+
+// pagedServer serves n pods in pages of size by Runpod's cursor
+// pagination; failPage, when positive, answers that page 400.
+func pagedServer(t *testing.T, n, size, failPage int) (*httptest.Server, *atomic.Int32) {
+	t.Helper()
+	var calls atomic.Int32
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		page := int(calls.Add(1))
+		from := 0
+		if c := r.URL.Query().Get("cursor"); c != "" {
+			from, _ = strconv.Atoi(c)
+		}
+		if page == failPage {
+			http.Error(w, `{"error":"bad request"}`, http.StatusBadRequest)
+			return
+		}
+		type pod struct {
+			ID        string    `json:"id"`
+			Name      string    `json:"name"`
+			CreatedAt time.Time `json:"createdAt"`
+		}
+		out := struct {
+			Pods       []pod          `json:"pods"`
+			Pagination map[string]any `json:"pagination"`
+		}{Pods: []pod{}}
+		for i := from; i < min(from+size, n); i++ {
+			out.Pods = append(out.Pods, pod{fmt.Sprint("p", i), fmt.Sprint("overbrainer-r", i), base.Add(time.Duration(i) * time.Second)})
+		}
+		if from+size < n {
+			out.Pagination = map[string]any{"nextCursor": strconv.Itoa(from + size), "hasNextPage": true}
+		} else {
+			out.Pagination = map[string]any{"hasNextPage": false}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(out)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &calls
+}
+
+func pagedClient(t *testing.T, url string) *runpod.Client {
+	t.Helper()
+	c, err := runpod.New("rpa_TEST", runpod.WithBaseURL(url), runpod.WithRetry(1, time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// 10,000 pods over pages of 1,000: every one listed, in order, ten calls.
+func TestListPodsFollowsPages(t *testing.T) {
+	srv, calls := pagedServer(t, 10000, 1000, 0)
+	pods, err := pagedClient(t, srv.URL).ListPods(context.Background(), runpod.ListPodsOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods) != 10000 || calls.Load() != 10 {
+		t.Fatalf("%d pods in %d calls, want 10000 in 10", len(pods), calls.Load())
+	}
+	for i, p := range pods {
+		if p.ID != fmt.Sprint("p", i) {
+			t.Fatalf("pod %d is %s", i, p.ID)
+		}
+	}
+}
+
+// A failed page fails the whole listing: no part of it is returned.
+func TestListPodsFailedPage(t *testing.T) {
+	srv, _ := pagedServer(t, 10000, 1000, 7)
+	pods, err := pagedClient(t, srv.URL).ListPods(context.Background(), runpod.ListPodsOptions{})
+	var ae *runpod.APIError
+	if err == nil || pods != nil || !errors.As(err, &ae) {
+		t.Fatalf("ListPods = %d pods, %v; want no pods and the page's error", len(pods), err)
+	}
+}
+
+// The old answer, a bare array, is read too; a next page without a new
+// cursor is an error, not a loop.
+func TestListPodsUnpagedAndBadCursor(t *testing.T) {
+	arr := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`[{"id":"a","name":"overbrainer-a"},{"id":"b","name":"other"}]`))
+	}))
+	defer arr.Close()
+	pods, err := pagedClient(t, arr.URL).ListPods(context.Background(), runpod.ListPodsOptions{NamePrefix: "overbrainer-"})
+	if err != nil || len(pods) != 1 || pods[0].ID != "a" {
+		t.Fatalf("bare array: %v, %v", pods, err)
+	}
+	stuck := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"pods":[{"id":"a"}],"pagination":{"nextCursor":"x","hasNextPage":true}}`))
+	}))
+	defer stuck.Close()
+	if _, err := pagedClient(t, stuck.URL).ListPods(context.Background(), runpod.ListPodsOptions{}); err == nil {
+		t.Fatal("a cursor that never moves listed without an error")
+	}
+}
+
+// The fake pages when configured to (or asked: a limit), and the client
+// reads every page.
+func TestFakePagesPods(t *testing.T) {
+	srv := runpodtest.NewTestServer(t, runpodtest.WithPageSize(3), runpodtest.AllowPodsLeft())
+	c, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 8 {
+		if _, err := c.CreatePod(context.Background(), runpod.CreatePodRequest{Name: fmt.Sprint("p", i), Image: "x", GPUTypeID: "NVIDIA GeForce RTX 4090"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pods, err := c.ListPods(context.Background(), runpod.ListPodsOptions{})
+	if err != nil || len(pods) != 8 {
+		t.Fatalf("%d pods, %v; want 8", len(pods), err)
+	}
+	gets := 0
+	for _, r := range srv.Requests() {
+		if r.Method == "GET" && r.Path == "/v2/pods" {
+			gets++
+		}
+	}
+	// The first answer is a page of 3; the client then asks for pages
+	// of 1,000, which the fake's own limit gives way to.
+	if gets != 2 {
+		t.Errorf("%d list calls, want 2", gets)
+	}
+}
