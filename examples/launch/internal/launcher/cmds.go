@@ -55,8 +55,7 @@ pod and the secret.`
 	}
 	fs := a.newFlags(name, "RUN", about)
 	ff.register(fs)
-	maxGB := 0.0
-	fs.Float64Var(&maxGB, "max-results-gb", 0, "a new cap on the download of the results, in GB (0: the run's)")
+	maxGB := fs.Float64("max-results-gb", 0, "a new cap on the download of the results, in GB (0: the run's)")
 	if stop {
 		fs.DurationVar(&wait, "wait", wait, "how long to wait for the job to checkpoint and end before collecting anyway")
 	}
@@ -96,9 +95,7 @@ pod and the secret.`
 			return fmt.Errorf("run %s is %s: nothing to %s", id, r.Phase, name)
 		}
 	}
-	if maxGB > 0 {
-		r.Results.MaxGB = maxGB
-	}
+	r.Results.MaxGB = cmp.Or(max(*maxGB, 0), r.Results.MaxGB)
 	if ff.hfTokenEnv == "" {
 		ff.hfTokenEnv = r.HFTokenEnv
 	}

@@ -140,10 +140,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.podEnv, "pod-env", "NAME=VALUE added to the pod's env (repeatable; for tests)")
 	fs.Float64Var(&f.results.MaxGB, "max-results-gb", guard.DefaultMaxResultsGB, "the download of the results stops past this many GB, the pod (the only copy) left to its retrieve grace")
 	fs.BoolVar(&f.results.RequireOutputs, "require-outputs", false, "a job that leaves no file in its outputs directory fails the run (exit 1)")
-	fs.Func("exclude", "a base-name glob of files and directories left on the pod, not downloaded (repeatable; e.g. 'ckpt-*')", func(p string) error {
-		f.results.Exclude = append(f.results.Exclude, p)
-		return nil
-	})
+	fs.Func("exclude", "a base-name glob of files and directories left on the pod, not downloaded (repeatable; e.g. 'ckpt-*')", func(p string) error { f.results.Exclude = append(f.results.Exclude, p); return nil })
 }
 
 func (f *runFlags) check() error {
