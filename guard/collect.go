@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/internal/costplan"
+	"github.com/overbrainer/overbrainer-go/podssh"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 	"github.com/overbrainer/overbrainer-go/watchdog/jobctl"
@@ -18,6 +20,48 @@ import (
 // ended, when it was lost with an earlier container.
 var resultNames = []string{jobctl.OutputsDir, jobctl.JobLog, watchdog.Log, watchdog.ExitCode, watchdog.Cancelled, watchdog.SnapshotRequest}
 
+// DefaultMaxResultsGB caps a download of the results when
+// Results.MaxGB is 0.
+const DefaultMaxResultsGB = 100
+
+// Results says what Collect and Download bring back.
+type Results struct {
+	// MaxGB caps the bytes downloaded (DefaultMaxResultsGB when 0): past
+	// it the download stops with a *CollectError wrapping a
+	// *podssh.TooLargeError, and the pod, which holds the only copy, is
+	// left to its retrieve grace.
+	MaxGB float64 `json:"max_gb,omitempty"`
+	// RequireOutputs makes an outputs directory with no file in it (or
+	// none at all) a failed run: Collect returns ErrNoOutputs, and the pod
+	// is deleted once the rest was collected.
+	RequireOutputs bool `json:"require_outputs,omitempty"`
+	// Exclude are base-name globs (find -name, tar --exclude) of files and
+	// directories left on the pod, e.g. "ckpt-*" for intermediate
+	// checkpoints.
+	Exclude []string `json:"exclude,omitempty"`
+}
+
+func (s Results) check(prefix string) []error {
+	var errs []error
+	if math.IsNaN(s.MaxGB) || math.IsInf(s.MaxGB, 0) || s.MaxGB < 0 {
+		errs = append(errs, &FieldError{Field: prefix + "MaxGB", Reason: fmt.Sprintf("%v is not a positive size or 0", s.MaxGB)})
+	}
+	for _, p := range s.Exclude {
+		if p == "" || strings.ContainsAny(p, "/\n\x00") {
+			errs = append(errs, &FieldError{Field: prefix + "Exclude", Reason: fmt.Sprintf("%q is not a base-name glob (no /, no newline)", p)})
+		}
+	}
+	return errs
+}
+
+func (s Results) maxBytes() int64 {
+	gb := s.MaxGB
+	if gb == 0 {
+		gb = DefaultMaxResultsGB
+	}
+	return int64(gb * (1 << 30))
+}
+
 // Collected is what Collect downloaded.
 type Collected struct {
 	Dir          string
@@ -25,15 +69,23 @@ type Collected struct {
 	Bytes        int64
 	Skipped      []string
 	NotCollected bool // the job never started: there was nothing to fetch
+	// Outputs counts the files of the outputs directory.
+	Outputs int
+	// Unchecked: the pod had no sha256sum (nor busybox), so the files were
+	// not checked against its manifest (an EventWarning says so).
+	Unchecked bool
 }
 
 // Collect downloads the results (the outputs directory, job.log, the
 // watchdog's log, exit_code and the markers) into dir, holding the lease
 // while it downloads, then marks them retrieved so that the watchdog may
 // delete the pod. Only regular files and directories are written, and
-// nothing outside dir. A failed download is a *CollectError: the pod is
-// left to its watchdog, which keeps it for the retrieve grace, unless the
-// pod is gone.
+// nothing outside dir; each file is checked against the SHA-256 manifest
+// the pod made of what it sent, and a mismatch downloads again once. A
+// failed download (a second mismatch, podssh.ErrChecksum; the size cap,
+// podssh.ErrTooLarge) is a *CollectError: the pod is left to its
+// watchdog, which keeps it for the retrieve grace, unless the pod is
+// gone. With Results.RequireOutputs, empty outputs are ErrNoOutputs.
 func (r *Run) Collect(ctx context.Context, dir string) (Collected, error) {
 	got, err := r.collect(ctx, dir)
 	if err != nil && ctx.Err() == nil {
@@ -65,11 +117,16 @@ func (r *Run) collect(ctx context.Context, dir string) (Collected, error) {
 	if err := r.put(ctx, watchdog.Retrieved, ""); err != nil {
 		r.warn(err)
 	}
+	if r.rec.Results.RequireOutputs && got.Outputs == 0 {
+		return got, fmt.Errorf("%w: %s/%s on the pod held no file", ErrNoOutputs, r.rec.RunDir, jobctl.OutputsDir)
+	}
 	return got, nil
 }
 
 // Download is Collect without the retrieved marker: the results so far,
-// while the job may still run.
+// while the job may still run. A file the job rewrites during both tries
+// differs from the pod's manifest: the download then fails with
+// podssh.ErrChecksum, the other files written.
 func (r *Run) Download(ctx context.Context, dir string) (Collected, error) {
 	got, err := r.fetch(ctx, dir, false)
 	if err != nil {
@@ -89,12 +146,24 @@ func (r *Run) fetch(ctx context.Context, dir string, hold bool) (Collected, erro
 	if hold {
 		release = r.holdLease(ctx)
 	}
-	x, err := r.conn.Download(ctx, r.rec.RunDir, resultNames, dir)
+	req := podssh.DownloadRequest{RemoteDir: r.rec.RunDir, Names: resultNames, Exclude: r.rec.Results.Exclude,
+		Dir: dir, MaxBytes: r.rec.Results.maxBytes()}
+	x, err := r.conn.Download(ctx, req)
+	if errors.Is(err, podssh.ErrChecksum) {
+		r.warn(fmt.Errorf("%w: downloading them again", err))
+		if x, err = r.conn.Download(ctx, req); errors.Is(err, podssh.ErrChecksum) {
+			err = fmt.Errorf("a second download still differs: %w", err)
+		}
+	}
 	release()
 	if err != nil {
 		return Collected{}, err
 	}
-	return Collected{Dir: dir, Files: x.Files, Dirs: x.Dirs, Bytes: x.Bytes, Skipped: x.Skipped}, nil
+	if x.Unchecked {
+		r.warn(errors.New("the pod has neither sha256sum nor busybox: the downloaded results were not checked"))
+	}
+	return Collected{Dir: dir, Files: x.Files, Dirs: x.Dirs, Bytes: x.Bytes, Skipped: x.Skipped,
+		Outputs: x.PerName[jobctl.OutputsDir], Unchecked: x.Unchecked}, nil
 }
 
 func (c Collected) event() Event {

@@ -25,8 +25,9 @@
 //     returns how the job ended. It backs up the watchdog's cost cap and
 //     deadline (*EnforcedError), and deletes a pod found EXITED or ERROR,
 //     whose watchdog no longer runs; a 404 is believed after three looks.
-//   - Run.Collect downloads the results with the lease held and marks them
-//     retrieved; Run.Delete deletes the pod and the secret, even after its
+//   - Run.Collect downloads the results with the lease held, checks each
+//     file against the pod's SHA-256 manifest (Spec.Results caps, excludes
+//     and may require outputs) and marks them retrieved; Run.Delete deletes the pod and the secret, even after its
 //     context was cancelled, and waits until the API no longer shows the
 //     pod (else *DeleteUnconfirmedError says how to check).
 //   - Run.Record is a JSON handle (WithSave keeps a file of it) from

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/bootstrap"
+	"github.com/overbrainer/overbrainer-go/internal/termtext"
 	"github.com/overbrainer/overbrainer-go/podssh"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/watchdog"
@@ -35,6 +36,9 @@ var (
 	// whose results were not collected, its pod still up (WithForce
 	// deletes it anyway).
 	ErrNotCollected = errors.New("guard: the run's results were not collected")
+	// ErrNoOutputs: Results.RequireOutputs, and the job left no file in
+	// its outputs directory.
+	ErrNoOutputs = errors.New("guard: the job left no outputs")
 	// ErrNotAbandoned: RemoveOrphan left a pod that is not provably
 	// abandoned.
 	ErrNotAbandoned = errors.New("guard: the pod is not provably abandoned")
@@ -76,10 +80,10 @@ func (e *PodGoneError) Error() string {
 		s = fmt.Sprintf("pod %s is %s", e.PodID, e.Status)
 	}
 	if e.Detail != "" {
-		s += " (" + e.Detail + ")"
+		s += " (" + termtext.Escape(e.Detail, false) + ")"
 	}
 	if e.DeleteReason != "" {
-		s += fmt.Sprintf("; its watchdog was deleting it (%s)", e.DeleteReason)
+		s += fmt.Sprintf("; its watchdog was deleting it (%s)", termtext.Escape(string(e.DeleteReason), false))
 	}
 	return s
 }
@@ -92,7 +96,9 @@ type VerdictError struct {
 	Verdict watchdog.Verdict
 }
 
-func (e *VerdictError) Error() string { return "the watchdog's verdict: " + e.Verdict.String() }
+func (e *VerdictError) Error() string {
+	return "the watchdog's verdict: " + termtext.Escape(e.Verdict.String(), false)
+}
 
 func (e *VerdictError) Is(target error) bool { return target == ErrVerdictFailed }
 

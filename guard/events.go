@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/internal/costplan"
+	"github.com/overbrainer/overbrainer-go/internal/termtext"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
@@ -177,7 +178,7 @@ func (e Event) String() string {
 	case EventRunning:
 		return fmt.Sprintf("pod %s is running; SSH at %s", e.PodID, e.Addr)
 	case EventVerdict:
-		return "watchdog verdict: " + e.Verdict.String()
+		return "watchdog verdict: " + termtext.Escape(e.Verdict.String(), false)
 	case EventCostPlan:
 		return fmt.Sprintf("cost cap %s at %s/h: snapshot asked at %s, pod deleted at %s (pod clock %+.1fs from ours)",
 			Money(e.MaxCostUSD), Money(e.CostPerHr), e.SnapshotAt.Local().Format(time.TimeOnly),
@@ -207,7 +208,7 @@ func (e Event) String() string {
 		return fmt.Sprintf("network volume %s is %d%% full (%.1f GB used of the %.1f GB usable of its %d GB): %s",
 			e.VolumeID, e.Percent, float64(e.UsedBytes)/1e9, costplan.VolumeUsable*float64(e.FromGB), e.FromGB, grow)
 	case EventDeleteReason:
-		return fmt.Sprintf("pod %s's watchdog is deleting it (%s)", e.PodID, e.DeleteReason)
+		return fmt.Sprintf("pod %s's watchdog is deleting it (%s)", e.PodID, termtext.Escape(string(e.DeleteReason), false))
 	case EventReconnecting:
 		return fmt.Sprintf("lost the SSH connection (%v): reconnecting", e.Err)
 	case EventReconnected:

@@ -176,6 +176,10 @@ type fakePod struct {
 	downloaded  podssh.Extracted
 	downloadErr error
 	onDownload  func()
+	// downloadErrs fail the next downloads, in order; downloads are the
+	// requests seen.
+	downloadErrs []error
+	downloads    []podssh.DownloadRequest
 }
 
 type startCall struct{ Cmd, Stdin string }
@@ -324,14 +328,20 @@ func (c *fakeConn) UploadTar(ctx context.Context, remoteDir string, write func(*
 	return nil
 }
 
-func (c *fakeConn) Download(ctx context.Context, remoteDir string, names []string, dir string) (podssh.Extracted, error) {
+func (c *fakeConn) Download(ctx context.Context, req podssh.DownloadRequest) (podssh.Extracted, error) {
 	p := c.pod
-	p.trace.add("download %s", remoteDir)
+	p.trace.add("download %s", req.RemoteDir)
 	if p.onDownload != nil {
 		p.onDownload()
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.downloads = append(p.downloads, req)
+	if len(p.downloadErrs) > 0 {
+		err := p.downloadErrs[0]
+		p.downloadErrs = p.downloadErrs[1:]
+		return podssh.Extracted{}, err
+	}
 	return p.downloaded, p.downloadErr
 }
 

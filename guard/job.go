@@ -240,6 +240,11 @@ func (r *Run) follow(ctx context.Context, w io.Writer) (End, error) {
 			if errors.As(err, &ce) {
 				return End{}, fmt.Errorf("following the job: %w", err)
 			}
+			// A pod that no longer answers (its run directory on a volume
+			// that hangs) is still held to the money rules.
+			if err := r.enforce(ctx, r.last, lastLease); err != nil {
+				return End{}, err
+			}
 			if err := r.reconnect(ctx, err); err != nil {
 				return End{}, err
 			}

@@ -69,7 +69,7 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 		Poll: cfg.poll, LeaseEvery: cfg.leaseEvery, SnapshotLead: spec.SnapshotLead,
 		Interval: spec.Interval, LeaseTTL: spec.LeaseTTL, SnapshotWait: spec.SnapshotWait,
 		MaxExtension: spec.MaxExtension, HardDeadline: spec.HardDeadline,
-		Phase: PhaseCreating,
+		Results: spec.Results, Phase: PhaseCreating,
 	}
 	ttl := spec.LeaseTTL
 	if ttl == 0 {

@@ -454,3 +454,30 @@ func TestTheClientEnforcesTheMoneyRules(t *testing.T) {
 		})
 	}
 }
+
+// A network volume that hangs under the run directory makes every look
+// time out: the client still enforces the cost cap, and the pod is
+// deleted, instead of reconnecting for ever.
+func TestTheClientEnforcesOnAHungVolume(t *testing.T) {
+	h := newHarness(t)
+	hung := look{err: errors.New("fake: the look timed out (a hung volume)"), do: func() {
+		h.clk.mu.Lock()
+		h.clk.now = h.clk.now.Add(shortCommand)
+		h.clk.mu.Unlock()
+	}}
+	h.pod.looks = []look{{st: ready}, {st: ready}, {st: running, out: "a"}}
+	for range 40 { // two hours of looks that time out
+		h.pod.looks = append(h.pod.looks, hung)
+	}
+	spec := h.spec()
+	spec.MaxCostUSD = 0.69 // an hour
+	r := h.mustStart(spec)
+	_, err := r.Follow(context.Background(), io.Discard)
+	var ee *EnforcedError
+	if !errors.As(err, &ee) || ee.Reason != watchdog.DeleteCostCap {
+		t.Fatalf("Follow: %v, want the cost cap enforced", err)
+	}
+	if n := h.api.count("DeletePod"); n != 1 || r.Record().Phase != PhaseFailed {
+		t.Errorf("%d pod deletes, phase %s", n, r.Record().Phase)
+	}
+}

@@ -82,6 +82,8 @@ type Record struct {
 	VolumeDir       string `json:"volume_dir,omitempty"`
 	VolumeGB        int    `json:"volume_gb,omitempty"`
 	MaxVolumeGB     int    `json:"max_volume_gb,omitempty"`
+	// Results is the Spec's, for a Collect from another process.
+	Results Results `json:"results,omitzero"`
 
 	// The watchdog's knobs as they were armed (zero: its defaults), by
 	// which a follower tells when its watchdog should have acted.

@@ -41,6 +41,10 @@ const (
 	// shortCommand bounds a look, a write, the start: one that takes
 	// longer is taken for a broken connection.
 	shortCommand = 3 * time.Minute
+	// writeTimeout bounds the write of one client file (a word): a
+	// network volume that hangs under the run directory holds it, and
+	// with it whatever waits on it, no longer than this.
+	writeTimeout = 30 * time.Second
 	// statusEvery is how often a running job's cost is told.
 	statusEvery = 10 * time.Minute
 	// teardownTimeout bounds a delete made after ctx ended.
@@ -413,7 +417,7 @@ func (r *Run) putOnce(ctx context.Context, name, value string) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, shortCommand)
+	ctx, cancel := context.WithTimeout(ctx, writeTimeout)
 	defer cancel()
 	if err := w.Put(ctx, name, value); err != nil {
 		w.Close()

@@ -116,6 +116,9 @@ type Spec struct {
 	// PodEnv adds variables to the pod's environment. Never a secret: the
 	// environment is visible in Runpod's console and to the job.
 	PodEnv map[string]string
+	// Results says what Collect brings back: a size cap, whether empty
+	// outputs fail the run, what stays on the pod.
+	Results Results
 }
 
 // Job is a job to run on the pod.
@@ -279,6 +282,7 @@ func (s Spec) check(now time.Time) error {
 	if s.ProbeTries < 0 {
 		bad("ProbeTries", "%d is negative", s.ProbeTries)
 	}
+	errs = append(errs, s.Results.check("Spec.Results.")...)
 	for k := range s.PodEnv {
 		if k == podenv.HostKeyEnv || !envName.MatchString(k) {
 			bad("PodEnv", "%q is not a variable a run may set", k)

@@ -17,7 +17,7 @@ type conn interface {
 	Run(ctx context.Context, cmd string, stdin io.Reader, stdout, stderr io.Writer) error
 	Output(ctx context.Context, cmd string, stdin io.Reader) ([]byte, error)
 	UploadTar(ctx context.Context, remoteDir string, write func(*tar.Writer) error) error
-	Download(ctx context.Context, remoteDir string, names []string, dir string) (podssh.Extracted, error)
+	Download(ctx context.Context, req podssh.DownloadRequest) (podssh.Extracted, error)
 	Done() <-chan struct{}
 	Close() error
 }
@@ -31,15 +31,32 @@ type watcher interface {
 
 type dialFunc func(ctx context.Context, t podssh.Target) (conn, error)
 
-// sshConn is a real connection.
-type sshConn struct{ *podssh.Conn }
+// sshConn is a real connection. tap, a test seam, sees a download's
+// stream before it is extracted (to corrupt it in transit).
+type sshConn struct {
+	*podssh.Conn
+	tap func(io.Reader) io.Reader
+}
 
 func (c sshConn) Watch(runDir string) (watcher, error) { return jobctl.Watch(c.Conn, runDir) }
+
+func (c sshConn) Download(ctx context.Context, req podssh.DownloadRequest) (podssh.Extracted, error) {
+	if c.tap == nil {
+		return c.Conn.Download(ctx, req)
+	}
+	var got podssh.Extracted
+	err := c.Fetch(ctx, req, func(r io.Reader) error {
+		var err error
+		got, err = podssh.Extract(c.tap(r), req)
+		return err
+	})
+	return got, err
+}
 
 func dialSSH(ctx context.Context, t podssh.Target) (conn, error) {
 	c, err := podssh.Dial(ctx, t)
 	if err != nil {
 		return nil, err
 	}
-	return sshConn{c}, nil
+	return sshConn{Conn: c}, nil
 }

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/overbrainer/overbrainer-go/internal/termtext"
+
 	"golang.org/x/crypto/ssh"
 )
 
@@ -200,7 +202,8 @@ type CommandError struct {
 func (e *CommandError) Error() string {
 	msg := fmt.Sprintf("podssh: remote command exited %d", e.Status)
 	if e.Stderr != "" {
-		msg += ": " + e.Stderr
+		// The pod wrote it: it may hold terminal escapes.
+		msg += ": " + termtext.Escape(e.Stderr, false)
 	}
 	return msg
 }

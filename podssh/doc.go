@@ -2,7 +2,9 @@
 // OpenSSH formats, a connection whose host key is pinned to the run's (a
 // mismatch is an error, never a question: no trust on first use), commands with their standard streams, and
 // directory upload and download as tar streams over a session, so the pod
-// needs no scp or sftp server, only sh and tar. A transfer in which no byte
+// needs no scp or sftp server, only sh and tar. A download writes through
+// an os.Root only the names it asked for, stops at its cap, and checks
+// every file against the SHA-256 manifest the pod sends first. A transfer in which no byte
 // moved for StallAfter ends with ErrStalled, and a session whose context
 // ended but whose server no longer answers takes its connection down with it:
 // a frozen pod never holds its client.

@@ -218,11 +218,11 @@ func TestUploadAndDownload(t *testing.T) {
 	}
 
 	local := filepath.Join(t.TempDir(), "out")
-	got, err := c.Download(ctx, remote, []string{"sub", "train.sh", "missing", "link"}, local)
+	got, err := c.Download(ctx, DownloadRequest{RemoteDir: remote, Names: []string{"sub", "train.sh", "missing", "link"}, Dir: local})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(Extracted{Files: 2, Dirs: 2, Bytes: int64(100000 + len("echo train\n")), Skipped: []string{"link"}}, got); diff != "" {
+	if diff := cmp.Diff(Extracted{Files: 2, Dirs: 2, Bytes: int64(100000 + len("echo train\n")), Skipped: []string{"link"}, PerName: map[string]int{"sub": 1, "train.sh": 1}}, got); diff != "" {
 		t.Fatalf("download (-want +got):\n%s", diff)
 	}
 	b, err := os.ReadFile(filepath.Join(local, "sub", "deep", "data.txt"))
@@ -234,7 +234,7 @@ func TestUploadAndDownload(t *testing.T) {
 	}
 
 	// Nothing to download is no error.
-	got, err = c.Download(ctx, remote, []string{"nope"}, filepath.Join(t.TempDir(), "empty"))
+	got, err = c.Download(ctx, DownloadRequest{RemoteDir: remote, Names: []string{"nope"}, Dir: filepath.Join(t.TempDir(), "empty")})
 	if err != nil || got.Files != 0 {
 		t.Fatalf("download of nothing = %+v, %v", got, err)
 	}
@@ -268,7 +268,7 @@ func TestUploadAndDownload(t *testing.T) {
 	}
 
 	// A missing remote directory is.
-	_, err = c.Download(ctx, filepath.Join(remote, "absent"), []string{"x"}, t.TempDir())
+	_, err = c.Download(ctx, DownloadRequest{RemoteDir: filepath.Join(remote, "absent"), Names: []string{"x"}, Dir: t.TempDir()})
 	var ce *CommandError
 	if !errors.As(err, &ce) {
 		t.Fatalf("download from a missing directory = %v", err)
@@ -333,27 +333,41 @@ func TestWriteTarRefusesASocketOrFifo(t *testing.T) {
 }
 
 // A login shell's rc file may print before the download's script runs: the
-// stream is read from its start mark on.
+// stream is read from its start mark on, the chatter's lines bounded.
 func TestExtractAfterMarkSkipsNoise(t *testing.T) {
+	extract := func(r io.Reader, dir string) (Extracted, error) {
+		var got Extracted
+		err := afterMark(r, func(r io.Reader) error {
+			var err error
+			got, err = Extract(r, DownloadRequest{Names: []string{"f"}, Dir: dir})
+			return err
+		})
+		return got, err
+	}
 	var b bytes.Buffer
-	b.WriteString("pyenv: warning\nsome banner without newline then\n" + tarMark)
+	b.WriteString("pyenv: warning\n" + strings.Repeat("a banner without an end ", 1000) + "\n" + tarMark + "OVERBRAINER_MANIFEST none 0\n\n")
 	tw := tar.NewWriter(&b)
 	tw.WriteHeader(&tar.Header{Name: "f", Mode: 0o644, Size: 2, Typeflag: tar.TypeReg})
 	tw.Write([]byte("ok"))
 	tw.Close()
 	dir := t.TempDir()
-	got, err := extractAfterMark(&b, dir)
-	if err != nil || got.Files != 1 {
+	got, err := extract(&b, dir)
+	if err != nil || got.Files != 1 || !got.Unchecked {
 		t.Fatalf("%+v %v", got, err)
 	}
 	if f, _ := os.ReadFile(filepath.Join(dir, "f")); string(f) != "ok" {
 		t.Fatalf("f = %q", f)
 	}
-	if _, err := extractAfterMark(strings.NewReader("no mark at all\n"), t.TempDir()); err == nil {
+	if _, err := extract(strings.NewReader("no mark at all\n"), t.TempDir()); err == nil {
 		t.Fatal("a stream without its mark was accepted")
 	}
-	// The mark alone: nothing to download.
-	if got, err := extractAfterMark(strings.NewReader(tarMark), t.TempDir()); err != nil || got.Files != 0 {
+	// Endless chatter is refused, not held in memory.
+	endless := io.MultiReader(strings.NewReader(strings.Repeat("chatter\n", maxPreamble/4)), strings.NewReader(tarMark))
+	if _, err := extract(endless, t.TempDir()); err == nil || !strings.Contains(err.Error(), "no start mark") {
+		t.Fatalf("endless chatter: %v", err)
+	}
+	// The mark and an empty manifest: nothing to download.
+	if got, err := extract(strings.NewReader(tarMark+"OVERBRAINER_MANIFEST sha256 0\n\n"), t.TempDir()); err != nil || got.Files != 0 {
 		t.Fatalf("%+v %v", got, err)
 	}
 }

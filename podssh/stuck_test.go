@@ -165,7 +165,7 @@ func TestTransfersEndWhenNothingMoves(t *testing.T) {
 		t.Errorf("upload to a frozen server = %v, want ErrStalled", err)
 	}
 	err = within("the download", func() error {
-		_, err := dialStuck().Download(context.Background(), "/nonexistent", []string{"x"}, t.TempDir())
+		_, err := dialStuck().Download(context.Background(), DownloadRequest{RemoteDir: "/nonexistent", Names: []string{"x"}, Dir: t.TempDir()})
 		return err
 	})
 	if !errors.Is(err, ErrStalled) {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/overbrainer/overbrainer-go/internal/termtext"
 	"github.com/overbrainer/overbrainer-go/podssh"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
@@ -123,11 +124,15 @@ func (w *Watcher) do(ctx context.Context, exchange func() error) error {
 	return ctx.Err()
 }
 
+// maxLine bounds a line read from watch.sh (an rc file's chatter, the
+// verdict a job may have written): a longer one is cut, never an error.
+const maxLine = 4 << 10
+
 // answer reads the first line of an answer. What a login shell's rc file
 // printed before watch.sh ran is skipped.
 func (w *Watcher) answer() (string, error) {
 	for {
-		line, err := w.br.ReadString('\n')
+		line, _, err := termtext.ReadLine(w.br, maxLine)
 		if err != nil {
 			return "", w.ended(err)
 		}
@@ -153,7 +158,7 @@ func (w *Watcher) look(offset int64, touchLease bool, max int) (State, []byte, e
 	if err != nil {
 		return State{}, nil, err
 	}
-	verdict, err := w.br.ReadString('\n')
+	verdict, _, err := termtext.ReadLine(w.br, maxLine)
 	if err != nil {
 		return State{}, nil, w.ended(err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
+	"github.com/overbrainer/overbrainer-go/internal/termtext"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
@@ -538,4 +539,19 @@ func liveGroup(t testing.TB) int {
 	}
 	t.Cleanup(func() { _ = p.Process.Kill(); _ = p.Wait() })
 	return p.Process.Pid
+}
+
+// A pod's endless line (rc-file chatter, a verdict the job wrote) is cut
+// at a bound and marked; what follows it is read as usual.
+func TestWatcherBoundsItsLines(t *testing.T) {
+	long := strings.Repeat("\x1b[2J", 1<<18)
+	answer := long + "\nob1 42 - - 0 10 1700000000 - 0 - 6\n" + long + "\nbytes\n"
+	w := newWatcher(io.Discard, strings.NewReader(answer), func() {}, func() error { return nil }, func() {})
+	st, b, err := w.Poll(context.Background(), 0, false, 100)
+	if err != nil || string(b) != "bytes\n" {
+		t.Fatalf("%v %q", err, b)
+	}
+	if o := st.Verdict.Other; len(o) > maxLine+len(termtext.CutMark) || !strings.HasSuffix(o, strings.TrimSpace(termtext.CutMark)) {
+		t.Fatalf("verdict of %d bytes, ending %q", len(o), o[max(0, len(o)-20):])
+	}
 }

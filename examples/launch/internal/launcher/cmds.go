@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"github.com/overbrainer/overbrainer-go/examples/launch/internal/state"
 	"github.com/overbrainer/overbrainer-go/guard"
 	"github.com/overbrainer/overbrainer-go/internal/costplan"
+	"github.com/overbrainer/overbrainer-go/internal/termtext"
 	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/watchdog"
@@ -53,6 +55,7 @@ pod and the secret.`
 	}
 	fs := a.newFlags(name, "RUN", about)
 	ff.register(fs)
+	maxGB := fs.Float64("max-results-gb", 0, "a new cap on the download of the results, in GB (0: the run's)")
 	if stop {
 		fs.DurationVar(&wait, "wait", wait, "how long to wait for the job to checkpoint and end before collecting anyway")
 	}
@@ -92,6 +95,7 @@ pod and the secret.`
 			return fmt.Errorf("run %s is %s: nothing to %s", id, r.Phase, name)
 		}
 	}
+	r.Results.MaxGB = cmp.Or(max(*maxGB, 0), r.Results.MaxGB)
 	if ff.hfTokenEnv == "" {
 		ff.hfTokenEnv = r.HFTokenEnv
 	}
@@ -216,7 +220,7 @@ no local run knows (orphans: "launch rm --all-orphans" removes them).`)
 		if !p.CreatedAt.IsZero() {
 			age = since(now.Sub(p.CreatedAt))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s/h\t%s\t%s\n", strings.TrimPrefix(p.Name, PodNamePrefix), "orphan", p.ID, guard.StatusText(p.Status), age, money(p.CostPerHr), "-", "-")
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s/h\t%s\t%s\n", dash(strings.TrimPrefix(p.Name, PodNamePrefix)), "orphan", dash(p.ID), guard.StatusText(p.Status), age, money(p.CostPerHr), "-", "-")
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -231,12 +235,8 @@ no local run knows (orphans: "launch rm --all-orphans" removes them).`)
 	return nil
 }
 
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
+// dash is s, escaped (a pod wrote it), or "-" for nothing.
+func dash(s string) string { return cmp.Or(termtext.Escape(s, false), "-") }
 
 func cmdRm(ctx context.Context, a *app, args []string) error {
 	fs := a.newFlags("rm", "RUN... | --all-orphans", `Deletes a run's pod (delete, then terminate, then stop as a last resort,

@@ -124,7 +124,7 @@ func (d *driver) sayFailure(e guard.Event) {
 		a.say("pod %s is gone: its results were not collected", e.PodID)
 	case errors.As(e.Err, &collect):
 		a.say("error: %v", e.Err)
-		a.say("pod %s is left to its watchdog, which deletes it %s after the job ended if nobody collects the results: retry with \"launch attach %s\" before that",
+		a.say("pod %s is left to its watchdog, which deletes it %s after the job ended if nobody collects the results: retry with \"launch attach %s\" (--max-results-gb for a larger cap) before that",
 			e.PodID, d.retrieveGrace(), d.r.ID)
 	case e.Then == guard.ThenLeave:
 		a.say("error: %v", e.Err)

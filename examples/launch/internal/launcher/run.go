@@ -78,7 +78,8 @@ type runFlags struct {
 	wdInterval, leaseTTL, snapshotWait, probeWait time.Duration
 	probeTries                                    int
 	// podEnv adds variables to the pod's env (tests: OVERBRAINER_SSHD...).
-	podEnv envFlag
+	podEnv  envFlag
+	results guard.Results
 }
 
 // envFlag collects NAME=VALUE flags.
@@ -137,6 +138,9 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.probeTries, "probe-tries", 0, "the watchdog's API probe attempts (default 5)")
 	fs.DurationVar(&f.probeWait, "probe-wait", 0, "the wait between the watchdog's probe attempts (default 10s)")
 	fs.Var(&f.podEnv, "pod-env", "NAME=VALUE added to the pod's env (repeatable; for tests)")
+	fs.Float64Var(&f.results.MaxGB, "max-results-gb", guard.DefaultMaxResultsGB, "the download of the results stops past this many GB, the pod (the only copy) left to its retrieve grace")
+	fs.BoolVar(&f.results.RequireOutputs, "require-outputs", false, "a job that leaves no file in its outputs directory fails the run (exit 1)")
+	fs.Func("exclude", "a base-name glob of files and directories left on the pod, not downloaded (repeatable; e.g. 'ckpt-*')", func(p string) error { f.results.Exclude = append(f.results.Exclude, p); return nil })
 }
 
 func (f *runFlags) check() error {
@@ -232,7 +236,7 @@ the pod ends with the launcher.`)
 		MaxCostUSD: f.maxCostUSD, Keep: f.keep, BootGrace: f.bootGrace, RetrieveGrace: f.retrieveGrace,
 		SnapshotLead: f.snapshotLead, Interval: f.wdInterval, LeaseTTL: f.leaseTTL,
 		SnapshotWait: f.snapshotWait, ProbeWait: f.probeWait, ProbeTries: f.probeTries,
-		WatchdogAPIURL: a.apiURL, PodEnv: f.podEnv,
+		WatchdogAPIURL: a.apiURL, PodEnv: f.podEnv, Results: f.results,
 	}
 	if f.maxHours > 0 {
 		spec.Deadline = now.Add(time.Duration(f.maxHours * float64(time.Hour))).Truncate(time.Second)
@@ -266,12 +270,8 @@ the pod ends with the launcher.`)
 
 // hfToken reads the HF token from the launcher's environment variable name.
 func (a *app) hfToken(name string) (string, error) {
-	if name == "" {
-		return "", nil
+	if v := a.getenv(name); name == "" || v != "" {
+		return v, nil
 	}
-	v := a.getenv(name)
-	if v == "" {
-		return "", usagef("--hf-token-env %s: the variable is empty or not set", name)
-	}
-	return v, nil
+	return "", usagef("--hf-token-env %s: the variable is empty or not set", name)
 }
