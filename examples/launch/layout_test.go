@@ -12,7 +12,10 @@ import (
 
 // The launcher is a command line over guard: what a guarded run does
 // belongs there, where every Go program gets it. These bounds keep it so.
-const maxLauncherLines = 2000
+// The bound was 2,000 for the commands of the guard issue; the catalog
+// (gpus, datacenters, volumes), sweep and logs commands came after, their
+// logic in guard and runpod, their flags and tables here.
+const maxLauncherLines = 2300
 
 func TestTheLauncherStaysThin(t *testing.T) {
 	lines := 0

@@ -11,6 +11,7 @@ import (
 
 	"github.com/overbrainer/overbrainer-go/examples/launch/internal/state"
 	"github.com/overbrainer/overbrainer-go/guard"
+	"github.com/overbrainer/overbrainer-go/internal/termtext"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 	"github.com/overbrainer/overbrainer-go/watchdog/jobctl"
@@ -114,7 +115,7 @@ func (d *driver) sayFailure(e guard.Event) {
 		if d.r.Verdict == "" {
 			// It died before its SSH answered: its log says why.
 			for _, l := range a.lastLines(d.r.ID, 10) {
-				a.say("pod log: %s", escapeText(l))
+				a.say("pod log: %s", termtext.Escape(l, false))
 			}
 		}
 	case errors.As(e.Err, &verdict):

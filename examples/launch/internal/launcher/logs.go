@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/overbrainer/overbrainer-go/examples/launch/internal/state"
+	"github.com/overbrainer/overbrainer-go/internal/termtext"
 	"github.com/overbrainer/overbrainer-go/runpod"
 )
 
@@ -108,7 +108,7 @@ Runpod while the pod lives.`)
 		n = 1 << 30
 	}
 	for _, l := range a.lastLines(r.ID, n) {
-		fmt.Fprintln(a.stdout, escapeText(l))
+		fmt.Fprintln(a.stdout, termtext.Escape(l, false))
 	}
 	if !*follow {
 		return nil
@@ -118,18 +118,7 @@ Runpod while the pod lives.`)
 	}
 	opts := runpod.LogOptions{Source: runpod.LogSource(*source), NoBackfill: true}
 	return a.api.StreamPodLogs(ctx, r.PodID, opts, func(l runpod.LogLine) error {
-		_, err := fmt.Fprintf(a.stdout, "%s %s %s\n", l.Time.UTC().Format("2006-01-02T15:04:05Z"), l.Source, escapeText(l.Line))
+		_, err := fmt.Fprintf(a.stdout, "%s %s %s\n", l.Time.UTC().Format("2006-01-02T15:04:05Z"), l.Source, termtext.Escape(l.Line, false))
 		return err
 	})
-}
-
-// escapeText shows a pod's text without the terminal control characters
-// it may carry.
-func escapeText(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 && r != '\t' || r == 0x7f || r >= 0x80 && r < 0xa0 {
-			return '?'
-		}
-		return r
-	}, s)
 }
