@@ -68,7 +68,9 @@
 // which ends it within its rules' bounds.
 //
 // The package never prints: WithEvents reports every step as an Event, and
-// WithLogger logs them.
+// WithLogger logs them. WithPodLog copies the pod's own log (Runpod's log
+// stream) to a writer of the caller's, for a pod that dies before its SSH
+// answers.
 //
 // Launch and Attach take a *runpod.Client: runpod.New with an account key
 // for Runpod, or one pointed at runpod/runpodtest's emulator, whose pods
