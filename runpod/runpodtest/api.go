@@ -7,6 +7,7 @@ import (
 	"path"
 	"regexp"
 	"slices"
+	"time"
 )
 
 var (
@@ -47,7 +48,7 @@ func (s *Server) listPods(w http.ResponseWriter, _ *http.Request) {
 func (s *Server) getPod(w http.ResponseWriter, id string) {
 	s.mu.Lock()
 	p, ok := s.pods[id]
-	if !ok || p.status == StatusTerminated {
+	if !ok || !s.visibleLocked(p) {
 		s.mu.Unlock()
 		writeProblem(w, http.StatusNotFound, "pod not found")
 		return
@@ -316,6 +317,7 @@ func (s *Server) terminate(id string, answer func()) bool {
 		p.launch = nil
 		p.setSSHPort(0)
 		p.setStatus(StatusTerminated, s.cfg.now())
+		p.goneAt = time.Now()
 	}
 	s.mu.Unlock()
 	// The pod's container disk and persistent volume go with it.
@@ -397,7 +399,7 @@ func (s *Server) podAction(w http.ResponseWriter, r *http.Request, id string) {
 				s.startLaunchLocked(p)
 			} else {
 				p.setStatus(StatusStarting, now) // a restart starts anew
-				p.setStatus(StatusRunning, now)
+				s.refreshLocked(p, now)
 			}
 		}
 		s.notifyLocked()

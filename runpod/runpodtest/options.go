@@ -19,14 +19,20 @@ type config struct {
 	cpuRate        float64
 	allowLeft      bool
 	quota          []QuotaWindow
+	startingDelay  time.Duration
+	exitOnEnd      bool
+	restartDelay   time.Duration
+	goneAfter      time.Duration
 }
 
 func defaultConfig() config {
 	return config{
-		gpus:       DefaultGPUTypes(),
-		stopGrace:  2 * time.Second,
-		volumeRate: 0.20,
-		cpuRate:    0.03,
+		gpus:         DefaultGPUTypes(),
+		stopGrace:    2 * time.Second,
+		volumeRate:   0.20,
+		cpuRate:      0.03,
+		restartDelay: time.Second,
+		goneAfter:    2 * time.Second,
 	}
 }
 
@@ -56,6 +62,36 @@ func WithGPUTypes(types ...GPUType) Option {
 func WithProvisioningDelay(d time.Duration) Option {
 	return func(c *config) { c.provisionDelay = d }
 }
+
+// WithStartingDelay keeps each start of a pod's container (its first boot,
+// a start, a restart) STARTING this long before it turns RUNNING: the
+// pod shows no runtime, no ports and no SSH endpoint yet, as Runpod's does
+// while its container comes up, so that a client must wait for them rather
+// than take RUNNING's. With the pod runner the command already runs then,
+// on the real clock; in API-only mode the delay follows the provisioning
+// delay on the fake's clock. Default 0: RUNNING at once.
+func WithStartingDelay(d time.Duration) Option {
+	return func(c *config) { c.startingDelay = d }
+}
+
+// WithExitedOnEnd makes a pod whose command ends by itself turn EXITED
+// and stay so, the fake's behaviour before it restarted containers.
+// Without it the container is restarted, as Runpod does: the pod shows
+// STARTING for the restart delay (WithRestartDelay, doubled on each quick
+// restart), then runs its command again, for as long as it is not stopped
+// or deleted.
+func WithExitedOnEnd() Option { return func(c *config) { c.exitOnEnd = true } }
+
+// WithRestartDelay sets the wait before a container whose command ended is
+// started again (default 1s). It doubles with each restart of a run that
+// lasted under 10s, up to 32 times, as Docker's restart back-off does.
+func WithRestartDelay(d time.Duration) Option { return func(c *config) { c.restartDelay = d } }
+
+// WithTerminatedVisible sets how long, on the real clock, a deleted pod
+// still answers GET as TERMINATED before it answers 404 (default 2s, as
+// Runpod shows a terminated pod for a short while). 0 answers 404 at once.
+// The list leaves the pod at once either way.
+func WithTerminatedVisible(d time.Duration) Option { return func(c *config) { c.goneAfter = d } }
 
 // WithStopGrace sets how long the stop action waits after SIGTERM before it
 // kills a running pod's processes (default 2s; Docker's is 10s).

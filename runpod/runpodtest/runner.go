@@ -51,6 +51,9 @@ type launch struct {
 	proc        podProcess
 	cancel      chan struct{} // closed by kill: stop waiting to start
 	done        chan struct{} // closed once nothing of the run is left
+	// delay is the wait before the run starts anything: the provisioning
+	// delay, or a container restart's back-off.
+	delay time.Duration
 }
 
 func (l *launch) kill() {
@@ -97,7 +100,13 @@ func (l *launch) stop(grace time.Duration) {
 // startLaunchLocked starts running the pod's command in the background.
 // s.mu must be held and s not closed.
 func (s *Server) startLaunchLocked(p *pod) {
-	l := &launch{cancel: make(chan struct{}), done: make(chan struct{})}
+	s.startLaunchAfterLocked(p, s.cfg.provisionDelay)
+}
+
+// startLaunchAfterLocked is startLaunchLocked with a wait of its own before
+// the run starts. s.mu must be held and s not closed.
+func (s *Server) startLaunchAfterLocked(p *pod, delay time.Duration) {
+	l := &launch{cancel: make(chan struct{}), done: make(chan struct{}), delay: delay}
 	p.launch = l
 	s.runs.Add(1)
 	go s.runLaunch(p, l)
@@ -106,7 +115,7 @@ func (s *Server) startLaunchLocked(p *pod) {
 func (s *Server) runLaunch(p *pod, l *launch) {
 	defer s.runs.Done()
 	defer close(l.done)
-	if d := s.cfg.provisionDelay; d > 0 {
+	if d := l.delay; d > 0 {
 		t := time.NewTimer(d)
 		select {
 		case <-t.C:
@@ -174,7 +183,13 @@ func (s *Server) runLaunch(p *pod, l *launch) {
 	}
 	// The command runs: so does the pod, even when a stop is ending this
 	// run already (p.dying); the stop marks it EXITED once it is gone.
-	p.setStatus(StatusRunning, s.cfg.now())
+	// With a starting delay it first shows STARTING, without its ports.
+	ranAt := time.Now()
+	if s.cfg.startingDelay > 0 {
+		p.setStatus(StatusStarting, s.cfg.now())
+	} else {
+		p.setStatus(StatusRunning, s.cfg.now())
+	}
 	s.notifyLocked()
 	s.mu.Unlock()
 	if termPending {
@@ -183,8 +198,26 @@ func (s *Server) runLaunch(p *pod, l *launch) {
 		// its SIGTERM now, and the stop's grace runs on.
 		proc.terminate()
 	}
-
-	code := proc.wait()
+	exited := make(chan int, 1)
+	go func() { exited <- proc.wait() }()
+	var code int
+	if d := s.cfg.startingDelay; d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+			s.mu.Lock()
+			if (p.launch == l || p.dying == l) && !p.terminating && p.status == StatusStarting {
+				p.setStatus(StatusRunning, s.cfg.now())
+				s.notifyLocked()
+			}
+			s.mu.Unlock()
+			code = <-exited
+		case code = <-exited:
+			t.Stop()
+		}
+	} else {
+		code = <-exited
+	}
 	// Nothing of the pod listens any more: whoever sees it EXITED may see
 	// its port free.
 	releasePortOnce()
@@ -193,9 +226,23 @@ func (s *Server) runLaunch(p *pod, l *launch) {
 	if p.launch == l && !p.terminating {
 		// The command ended by itself: the container exited.
 		p.launch = nil
-		p.setStatus(StatusExited, s.cfg.now())
-		p.exitCode = code
 		p.setSSHPort(0)
+		if s.cfg.exitOnEnd || s.closed {
+			p.setStatus(StatusExited, s.cfg.now())
+			p.exitCode = code
+		} else {
+			// Runpod starts the container again, after a back-off
+			// that grows while it keeps ending at once.
+			if time.Since(ranAt) < 10*time.Second {
+				p.quickRestarts = min(p.quickRestarts+1, 6)
+			} else {
+				p.quickRestarts = 1
+			}
+			p.restarts++
+			p.setStatus(StatusStarting, s.cfg.now())
+			p.exitCode = code
+			s.startLaunchAfterLocked(p, s.cfg.restartDelay<<(p.quickRestarts-1))
+		}
 		s.notifyLocked()
 	}
 	s.mu.Unlock()
