@@ -24,7 +24,7 @@
 //
 //	GET    /v2/pods                  ListPodsResponse {pods: [...]}
 //	POST   /v2/pods                  201 Pod (PROVISIONING)
-//	GET    /v2/pods/{id}             Pod; 404 once terminated
+//	GET    /v2/pods/{id}             Pod; TERMINATED for a while after a delete, then 404
 //	DELETE /v2/pods/{id}             204, terminates the pod
 //	POST   /v2/pods/{id}/action      start|stop|restart 200 Pod, terminate 204, 409 when not valid now
 //	GET    /v2/network-volumes/{id}  NetworkVolume
@@ -58,11 +58,20 @@
 // Secrets, NetworkVolumes and PodLog the rest. WaitPod and WaitStatus wait
 // for a pod's state without polling. Fail makes the next N calls to a path
 // (optionally only a given caller's) answer a status with an optional
-// Retry-After, hang, or drop the connection.
+// Retry-After, hang, drop the connection, or run the call and then lose
+// its answer (Lost).
 //
-// A pod goes PROVISIONING → RUNNING → EXITED (stopped, or its command ended)
-// → RUNNING again (start), or TERMINATED (DELETE or terminate), after which
-// GET answers 404 but Pods still shows it with its final bill. A pod bills
+// A pod goes PROVISIONING → STARTING (for WithStartingDelay, without
+// runtime or ports; default 0) → RUNNING → EXITED (stopped) → STARTING and
+// RUNNING again (start), or TERMINATED (DELETE or terminate). A container
+// whose command ends is started again after a back-off, as Runpod does
+// (STARTING meanwhile, Pod.Restarts counting), unless WithExitedOnEnd
+// makes it EXITED; ExitPod plays an API-only pod that exited by itself.
+// A terminated pod leaves the list at once; GET answers it TERMINATED for
+// WithTerminatedVisible's while (default 2s), then 404, and Pods still
+// shows it with its final bill. Every answer carries an X-Request-Id, the
+// ID of its entry in Requests; with WithQuota, RateLimit and
+// RateLimit-Policy headers and 429s as Runpod's. A pod bills
 // its cost per hour (the GPU type's price for its cloud, times the count;
 // see DefaultGPUTypes and WithGPUTypes) while RUNNING, and its persistent
 // volume's price (WithVolumeRate) while stopped: stop is not delete. The
@@ -119,12 +128,12 @@
 //
 // # Where the fake differs from Runpod
 //
-//   - Provisioning is immediate (or WithProvisioningDelay); there is no
-//     STARTING phase longer than the start of a process, no capacity
-//     shortage unless a fault makes one, and no image: args must hold the
-//     whole command, and the pod runs on the host's files.
-//   - A command that ends leaves the pod EXITED; Runpod may restart the
-//     container instead.
+//   - Provisioning is immediate (or WithProvisioningDelay), STARTING lasts
+//     WithStartingDelay (0 by default); there is no capacity shortage
+//     unless a fault makes one, and no image: args must hold the whole
+//     command, and the pod runs on the host's files.
+//   - A restarted container gets a fresh overlay: only volumes keep files
+//     across it. Time spent STARTING does not bill in Bill.RunSeconds.
 //   - A pod's network is the host's: there is no port mapping, its sshd
 //     listens on the port it reports as public (on every address the
 //     bootstrap asks for), and the pod reaches the fake on 127.0.0.1.
@@ -138,7 +147,7 @@
 //     PATCH and logs, and network volume create/delete/list are not served
 //     (501); volumes are added with AddNetworkVolume. Network volume quotas,
 //     GPU availability, CUDA versions and data-center placement are not
-//     enforced; RateLimit headers are not sent.
+//     enforced; RateLimit headers are sent only with WithQuota.
 //   - Pod-scoped keys are the fake's model of Runpod's scoped keys: own pod
 //     only, including its actions; GraphQL refuses them.
 //   - Prices are illustrative, and billing is continuous (per second), not
