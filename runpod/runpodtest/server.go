@@ -76,10 +76,12 @@ func NewServer(opts ...Option) *Server {
 	if cfg.now == nil {
 		cfg.now = time.Now
 	}
+	removeAbandoned(os.TempDir())
 	tmp, err := os.MkdirTemp("", "runpodtest-")
 	if err != nil {
 		panic(fmt.Sprintf("runpodtest: %v", err))
 	}
+	writeOwner(tmp)
 	s := &Server{
 		cfg:     cfg,
 		tmp:     tmp,
