@@ -82,8 +82,12 @@
 // With WithPodRunner, creating a pod runs its command here, as the pod
 // would. The create's args string is split into words with POSIX shell
 // quoting (SplitArgs) and run, as the container's command, by an init of
-// the fake's own (this binary, re-executed) that is PID 1 of new mount and
-// PID namespaces, in a process group of its own. Its root is an overlay of
+// the fake's own (this binary, re-executed) that is PID 1 of new mount,
+// PID, UTS (its hostname is RUNPOD_POD_HOSTNAME) and IPC namespaces, in a
+// process group of its own. The command runs as root with Docker's default
+// capabilities only (what a Runpod container has: no CAP_SYS_ADMIN, so no
+// mount, no ptrace, no module or network administration), which its sshd
+// needs no more than. Its root is an overlay of
 // the host's / whose writes land in a tmpfs of the pod's disk size, with a
 // /proc of its own, the host's /dev and /sys, a fresh /tmp, and empty tmpfs
 // over /etc/ssh, /etc/overbrainer, /root (mode 0700) and the pod's workdir
@@ -94,6 +98,19 @@
 // would slow every SSH session into the pod). A persistent volume is a host
 // directory of its own, kept across stop and start; a network volume
 // (AddNetworkVolume) is a host directory shared by every pod that mounts it.
+// The fake's own directory (other pods' disks and volumes) and the
+// directories of WithHiddenDirs (a launcher's state) are hidden under empty
+// tmpfs.
+//
+// That is all it isolates: a pod shares the host's network (and so its
+// loopback services), users, cgroups (no CPU or memory limit), /dev and
+// /sys, and reads every host file not named above through the overlay. It
+// keeps a test's pods from changing the host and from each other's files,
+// not a hostile command from the host: run only commands you would run here.
+//
+// The fake keeps its files in a runpodtest-* temporary directory that
+// Close removes; one left by a process that was killed is removed by the
+// next NewServer, once its owner is provably gone.
 //
 // The command's env is PATH and HOME, the pod's env with its
 // {{ RUNPOD_SECRET_<name> }} placeholders resolved from the fake's secrets,

@@ -2,6 +2,9 @@ package runpodtest
 
 import (
 	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -122,5 +125,66 @@ func TestTerminatedShowsThenGoes(t *testing.T) {
 			t.Fatalf("GET of a deleted pod: %d, want 200 then 404", status)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestPodRunnerIsolation: a pod has a hostname and IPC namespace of its
+// own, lacks the capabilities outside Docker's default set (so it cannot
+// mount), and sees neither the fake's directory nor a hidden one, even when
+// they lie outside /tmp.
+func TestPodRunnerIsolation(t *testing.T) {
+	requireRunner(t)
+	base, err := os.MkdirTemp("/var/tmp", "runpodtest-isolation-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(base) })
+	state := filepath.Join(base, "state")
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(state, "local-server.json"), []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", base)
+	srv := NewTestServer(t, WithPodRunner(), WithExitedOnEnd(), WithHiddenDirs(state))
+	if !strings.HasPrefix(srv.tmp, base) {
+		t.Fatalf("the fake's directory %s is not under %s", srv.tmp, base)
+	}
+	script := `echo "hostname=$(hostname)"
+echo "uts=$(readlink /proc/self/ns/uts)"
+echo "ipc=$(readlink /proc/self/ns/ipc)"
+echo "capeff=$(sed -n 's/^CapEff:[[:space:]]*//p' /proc/self/status)"
+echo "fake=$(ls -A "$FAKE_DIR" | wc -l)"
+echo "state=$(ls -A "$STATE_DIR" | wc -l)"
+mkdir -p /mnt/x && if mount -t tmpfs tmpfs /mnt/x 2>/dev/null; then echo mount=ok; else echo mount=refused; fi
+`
+	created := createPod(t, srv, shPod("iso", script, map[string]string{"FAKE_DIR": srv.tmp, "STATE_DIR": state}))
+	if _, err := srv.WaitStatus(waitCtx(t), created.ID, StatusExited); err != nil {
+		t.Fatal(err)
+	}
+	got := facts([]byte(srv.PodLog(created.ID)))
+	hostUTS, _ := os.Readlink("/proc/self/ns/uts")
+	hostIPC, _ := os.Readlink("/proc/self/ns/ipc")
+	host, _ := os.Hostname()
+	if got["hostname"] != created.ID+"-runpodtest" || host == got["hostname"] {
+		t.Errorf("hostname %q (host %q), want the pod's", got["hostname"], host)
+	}
+	if got["uts"] == "" || got["uts"] == hostUTS || got["ipc"] == "" || got["ipc"] == hostIPC {
+		t.Errorf("namespaces uts %q ipc %q, host's %q %q", got["uts"], got["ipc"], hostUTS, hostIPC)
+	}
+	capEff, err := strconv.ParseUint(got["capeff"], 16, 64)
+	if err != nil {
+		t.Fatalf("CapEff %q: %v", got["capeff"], err)
+	}
+	const sysAdmin, sysPtrace, setuid, sysChroot = 21, 19, 7, 18
+	if capEff&(1<<sysAdmin) != 0 || capEff&(1<<sysPtrace) != 0 || capEff&(1<<setuid) == 0 || capEff&(1<<sysChroot) == 0 {
+		t.Errorf("CapEff %s: want no SYS_ADMIN nor SYS_PTRACE, SETUID and SYS_CHROOT kept", got["capeff"])
+	}
+	if got["mount"] != "refused" || got["fake"] != "0" || got["state"] != "0" {
+		t.Errorf("mount %q, fake dir entries %q, state dir entries %q; want refused, 0, 0: %s", got["mount"], got["fake"], got["state"], srv.PodLog(created.ID))
+	}
+	if h, _ := os.Hostname(); h != host {
+		t.Errorf("the host's hostname changed to %q", h)
 	}
 }

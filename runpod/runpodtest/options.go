@@ -23,6 +23,7 @@ type config struct {
 	exitOnEnd      bool
 	restartDelay   time.Duration
 	goneAfter      time.Duration
+	hidden         []string
 }
 
 func defaultConfig() config {
@@ -92,6 +93,14 @@ func WithRestartDelay(d time.Duration) Option { return func(c *config) { c.resta
 // Runpod shows a terminated pod for a short while). 0 answers 404 at once.
 // The list leaves the pod at once either way.
 func WithTerminatedVisible(d time.Duration) Option { return func(c *config) { c.goneAfter = d } }
+
+// WithHiddenDirs names host directories that the pod runner's pods must
+// not see, such as a launcher's state directory: each pod gets an empty
+// tmpfs over each (the fake's own directory always is). A directory that
+// holds one of the pod's mountpoints, or its PATH, is left visible.
+func WithHiddenDirs(dirs ...string) Option {
+	return func(c *config) { c.hidden = append(c.hidden, dirs...) }
+}
 
 // WithStopGrace sets how long the stop action waits after SIGTERM before it
 // kills a running pod's processes (default 2s; Docker's is 10s).

@@ -22,7 +22,7 @@ import (
 // ErrPodRunnerNeedsRoot is what CheckPodRunner returns, and what a pod's
 // Error starts with, when the pod runner cannot run pods on this machine.
 var ErrPodRunnerNeedsRoot = errors.New("runpodtest: the pod runner needs root on Linux: " +
-	"each pod runs in its own mount and PID namespaces, over a private overlay of /, " +
+	"each pod runs in its own mount, PID, UTS and IPC namespaces, over a private overlay of /, " +
 	"so that it never changes the host (run the tests as root, e.g. in a container or with sudo -E go test)")
 
 // podProcess is a started pod: its namespace's init and everything under it.
@@ -270,6 +270,11 @@ type podSpec struct {
 	diskGB  int
 	mounts  []podMount // in mounting order, parents first
 	sshPort int
+	// hostname is the pod's (RUNPOD_POD_HOSTNAME); hidden lists the host
+	// directories it gets an empty tmpfs over (the fake's own, and
+	// WithHiddenDirs').
+	hostname string
+	hidden   []string
 	// portHold keeps sshPort bound until the pod's init closes it, just
 	// before it runs the command (see reservePort). The run closes its
 	// own copy.
@@ -335,7 +340,8 @@ func (s *Server) podSpecLocked(p *pod) (_ *podSpec, err error) {
 	port := strconv.Itoa(spec.sshPort)
 	env["RUNPOD_POD_ID"] = p.id
 	env["RUNPOD_API_KEY"] = p.key
-	env["RUNPOD_POD_HOSTNAME"] = p.id + "-runpodtest"
+	spec.hostname = p.id + "-runpodtest"
+	env["RUNPOD_POD_HOSTNAME"] = spec.hostname
 	env["RUNPOD_PUBLIC_IP"] = "127.0.0.1"
 	env["RUNPOD_TCP_PORT_22"] = port
 	env["RUNPOD_DC_ID"] = p.dataCenter
@@ -406,6 +412,22 @@ func (s *Server) podSpecLocked(p *pod) (_ *podSpec, err error) {
 		if m.Target == "/" || !path.IsAbs(m.Target) {
 			return nil, fmt.Errorf("runpodtest: cannot mount over %q in a pod", m.Target)
 		}
+	}
+	// The fake's directory holds every pod's disk and volumes, and a
+	// launcher's state directory its records and the account key of a
+	// local-server: a pod sees none of them. A directory that holds one
+	// of the pod's own mountpoints (or PATH) stays, as hiding it would
+	// hide what the pod needs.
+	targets := strings.Split(podBasePath, ":")
+	for _, m := range spec.mounts {
+		targets = append(targets, m.Target)
+	}
+	for _, dir := range append([]string{s.tmp}, s.cfg.hidden...) {
+		dir = path.Clean(dir)
+		if !path.IsAbs(dir) || dir == "/" || slices.ContainsFunc(targets, func(t string) bool { return hasPrefixPath(t, dir) }) {
+			continue
+		}
+		spec.hidden = append(spec.hidden, dir)
 	}
 	// Parents before children, so that a volume inside the workdir stays
 	// visible above the workdir's tmpfs.

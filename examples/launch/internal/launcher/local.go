@@ -53,7 +53,7 @@ func (a *app) startLocal(context.Context) (*localEmulator, error) {
 	if err := a.checkLocal(); err != nil {
 		return nil, err
 	}
-	srv := runpodtest.NewServer(runpodtest.WithPodRunner())
+	srv := runpodtest.NewServer(runpodtest.WithPodRunner(), runpodtest.WithHiddenDirs(a.store.Dir))
 	a.local = &localEmulator{srv: srv, key: srv.APIKey(), baseURL: srv.BaseURL(), graphQLURL: srv.GraphQLURL()}
 	return a.local, nil
 }
@@ -116,7 +116,7 @@ terminates every pod of the emulator.`)
 	if err := a.checkLocal(); err != nil {
 		return err
 	}
-	srv := runpodtest.NewServer(runpodtest.WithPodRunner())
+	srv := runpodtest.NewServer(runpodtest.WithPodRunner(), runpodtest.WithHiddenDirs(a.store.Dir))
 	defer srv.Close()
 	info := localServerInfo{URL: srv.URL, Key: srv.APIKey(), PID: os.Getpid()}
 	b, _ := json.Marshal(info)
