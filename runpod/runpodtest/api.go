@@ -536,3 +536,59 @@ func (s *Server) getGPUType(w http.ResponseWriter, id string) {
 	}
 	writeJSON(w, http.StatusOK, g.wire())
 }
+
+// CrashPod ends a running pod's command at once (SIGKILL to all of it), as
+// a crash of its container would: the pod restarts it, or turns EXITED
+// with WithExitedOnEnd. It is for the pod runner; an API-only pod has
+// ExitPod.
+func (s *Server) CrashPod(id string) error {
+	s.mu.Lock()
+	p, ok := s.pods[id]
+	var l *launch
+	if ok {
+		l = p.launch
+	}
+	s.mu.Unlock()
+	if !ok || l == nil {
+		return fmt.Errorf("runpodtest: pod %q has no running command to crash", id)
+	}
+	l.mu.Lock()
+	proc := l.proc
+	l.mu.Unlock()
+	if proc == nil {
+		return fmt.Errorf("runpodtest: pod %q has not started its command yet", id)
+	}
+	proc.kill()
+	return nil
+}
+
+// BreakPod puts a pod in ERROR with reason, as Runpod does with a container
+// in an unrecoverable state: its processes are killed, and it stays so
+// until started or terminated.
+func (s *Server) BreakPod(id, reason string) error {
+	s.mu.Lock()
+	p, ok := s.pods[id]
+	if !ok || p.status == StatusTerminated || p.terminating {
+		s.mu.Unlock()
+		return fmt.Errorf("runpodtest: no live pod %q", id)
+	}
+	l := p.launch
+	p.launch = nil
+	p.stopping, p.dying = true, l
+	s.mu.Unlock()
+	if l != nil {
+		l.kill()
+		<-l.done
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p.stopping, p.dying = false, nil
+	if p.status == StatusTerminated || p.terminating {
+		return nil
+	}
+	p.setSSHPort(0)
+	p.errMsg = reason
+	p.setStatus(StatusError, s.cfg.now())
+	s.notifyLocked()
+	return nil
+}
