@@ -52,3 +52,27 @@ func Reasons() []string {
 		ReasonBootstrapTimeout,
 	}
 }
+
+// reasonTexts is every reason in words; a test checks that each of
+// Reasons has its entry and nothing else does.
+var reasonTexts = map[string]string{
+	ReasonRunDirMissing:        "the pod got no run directory (OVERBRAINER_RUN_DIR is empty)",
+	ReasonRunDirUnwritable:     "the run directory cannot be written (a full or read-only volume?)",
+	ReasonClaimMissing:         "the pod got no valid claim (OVERBRAINER_CLAIM)",
+	ReasonClaimFailed:          "the run directory could not be claimed (.pod/claim could not be created)",
+	ReasonClaimedByOtherRun:    "the run directory on the volume belongs to another run",
+	ReasonHostKeyMissing:       "the host key secret did not reach the pod (was the Runpod secret deleted, or renamed?)",
+	ReasonHostKeyInvalid:       "the host key secret is not an OpenSSH private key",
+	ReasonHostKeyMismatch:      "the host key secret is not the run's host key (another run's secret?)",
+	ReasonHostKeyFailed:        "the host key could not be written on the pod",
+	ReasonAuthorizedKeyInvalid: "the client's public key is not a valid key line",
+	ReasonAuthorizedKeyFailed:  "root's authorized_keys could not be written on the pod",
+	ReasonJobEnvFailed:         "the job's environment file could not be written on the pod",
+	ReasonNoSSHD:               "the image has no sshd and installing openssh-server failed",
+	ReasonSSHDFailed:           "sshd refused its configuration or could not listen on its port",
+	ReasonBootstrapTimeout:     "the setup hung (apt-get, or a stuck volume) past its time limit",
+}
+
+// Explain says in words why a bootstrap failed with reason, or "" for a
+// reason this package does not know (a newer pod side).
+func Explain(reason string) string { return reasonTexts[reason] }

@@ -123,13 +123,17 @@ func (r *Run) endPhase(otherwise Phase) Phase {
 // lease is no longer renewed, so the deadline and every other rule apply.
 // Attach takes the run up again from its Record.
 func (r *Run) Detach() {
+	r.stopPodLog()
 	r.dropConn()
 	r.rec.Phase = PhaseDetached
 	r.save()
 }
 
 // Close closes the connection to the pod, leaving the Record as it is.
-func (r *Run) Close() { r.dropConn() }
+func (r *Run) Close() {
+	r.stopPodLog()
+	r.dropConn()
+}
 
 // fail ends a run that cannot go on: it deletes the pod, or leaves it to
 // its watchdog when that is what the caller asked (and the watchdog is

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/overbrainer/overbrainer-go/bootstrap"
 	"github.com/overbrainer/overbrainer-go/podssh"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/watchdog"
@@ -94,6 +95,18 @@ type VerdictError struct {
 func (e *VerdictError) Error() string { return "the watchdog's verdict: " + e.Verdict.String() }
 
 func (e *VerdictError) Is(target error) bool { return target == ErrVerdictFailed }
+
+// Explain says in words what the failed verdict means for the pod.
+func (e *VerdictError) Explain() string {
+	v := e.Verdict
+	if !v.Bootstrap {
+		return "the pod's watchdog cannot reach the API, so the client deletes the pod"
+	}
+	if text := bootstrap.Explain(v.Reason); text != "" {
+		return "the pod's setup failed: " + text + ". Its watchdog deletes the pod, and so does the client"
+	}
+	return "the pod's setup failed. Its watchdog deletes the pod, and so does the client"
+}
 
 // CollectError is a failed download of the results.
 type CollectError struct{ Err error }

@@ -455,6 +455,12 @@ func (a *fakeAPI) setStatus(s runpod.PodStatus, gone bool) {
 
 func (a *fakeAPI) BaseURL() string { return "https://api.fake/v2" }
 
+// StreamPodLogs: the fake's pods have no log; WithPodLog is tested on the
+// emulator (podlog_test.go).
+func (a *fakeAPI) StreamPodLogs(context.Context, string, runpod.LogOptions, func(runpod.LogLine) error) error {
+	return nil
+}
+
 func (a *fakeAPI) CreatePod(ctx context.Context, req runpod.CreatePodRequest) (*runpod.Pod, error) {
 	defer a.called("CreatePod %s", req.Name)()
 	a.created = append(a.created, req)

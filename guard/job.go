@@ -75,6 +75,9 @@ func (r *Run) start(ctx context.Context, job Job) error {
 	if err := r.upload(ctx, job); err != nil {
 		return err
 	}
+	if r.plog != nil {
+		r.plog.addSecret(job.HFToken)
+	}
 	in, err := jobctl.StartInput(job.HFToken)
 	if err != nil {
 		return err

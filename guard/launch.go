@@ -370,7 +370,7 @@ func (r *Run) ensure(ctx context.Context) error {
 // waitVerdict waits for the watchdog's verdict. Its looks renew the lease:
 // a client that is here holds it, even before the job has output.
 func (r *Run) waitVerdict(ctx context.Context) (st jobctl.State, err error) {
-	start, pace := r.now(), newRamp(r.rec.Poll)
+	start, pace := r.now(), newRampFrom(firstSSHLook, r.rec.Poll)
 	for {
 		st, _, err = r.poll(ctx, true)
 		var ce *podssh.CommandError

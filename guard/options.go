@@ -21,6 +21,7 @@ type config struct {
 	detachOnCancel bool
 	force          bool
 	save           func(Record) error
+	podLog         io.Writer
 
 	// Test seams: the clock and the SSH side.
 	clock clock

@@ -30,6 +30,10 @@ func TestRampDoublesUpToTheLimit(t *testing.T) {
 			t.Errorf("limit %s: waits (-want +got):\n%s", tc.limit, diff)
 		}
 	}
+	// The SSH waits start shorter.
+	if r := newRampFrom(firstSSHLook, time.Second); r.step() != 50*time.Millisecond || r.step() != 100*time.Millisecond {
+		t.Error("the SSH ramp does not start at 50ms and double")
+	}
 	// wait honours a cancelled context at once.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

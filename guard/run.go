@@ -29,6 +29,7 @@ type api interface {
 	DeleteSecret(ctx context.Context, id string) error
 	GetNetworkVolume(ctx context.Context, id string) (*runpod.NetworkVolume, error)
 	GrowNetworkVolume(ctx context.Context, id string, sizeGB int) (*runpod.NetworkVolume, error)
+	StreamPodLogs(ctx context.Context, id string, opts runpod.LogOptions, fn func(runpod.LogLine) error) error
 	BaseURL() string
 }
 
@@ -72,6 +73,8 @@ type Run struct {
 	diskAsked    bool
 	// costAsked says this Run asked for the cost cap's snapshot itself.
 	costAsked bool
+	// plog copies the pod's log (WithPodLog).
+	plog *podLog
 }
 
 // Record returns the run's record as it is now.
@@ -99,6 +102,7 @@ func (r *Run) emit(e Event) {
 		r.cfg.log.Debug("guard: "+e.Kind.String(), "run", e.RunID, "pod", e.PodID, "event", e.String())
 	}
 	r.cfg.events(e)
+	r.podLogEvent(e)
 }
 
 func (r *Run) warn(err error) { r.emit(Event{Kind: EventWarning, Err: err}) }
@@ -123,9 +127,19 @@ func (r *Run) since(t time.Time) time.Duration { return r.now().Sub(t) }
 // often than the poll interval.
 type ramp struct{ next, limit time.Duration }
 
-const firstLook = 250 * time.Millisecond
+// firstLook starts the waits that cost an API request; firstSSHLook those
+// that cost only a round trip on the pod's SSH connection (dialling it,
+// reading the verdict), which Runpod's quota does not count.
+const (
+	firstLook    = 250 * time.Millisecond
+	firstSSHLook = 50 * time.Millisecond
+)
 
-func newRamp(limit time.Duration) *ramp { return &ramp{next: min(firstLook, limit), limit: limit} }
+func newRamp(limit time.Duration) *ramp { return newRampFrom(firstLook, limit) }
+
+func newRampFrom(first, limit time.Duration) *ramp {
+	return &ramp{next: min(first, limit), limit: limit}
+}
 
 // step returns the next wait and doubles the one after it.
 func (p *ramp) step() time.Duration {
@@ -237,7 +251,7 @@ func (r *Run) spent() float64 { return costplan.Spent(r.rec.CostPerHr, r.rec.Bil
 // up. A host key mismatch is final: this is not the run's pod, or someone
 // is in between.
 func (r *Run) dial(ctx context.Context, timeout time.Duration) error {
-	start, checked, pace := r.now(), r.now(), newRamp(time.Second)
+	start, checked, pace := r.now(), r.now(), newRampFrom(firstSSHLook, time.Second)
 	var lastErr error
 	for {
 		c, err := r.cfg.dial(ctx, podssh.Target{Addr: r.addr, Key: r.key, HostKey: r.host, Timeout: 20 * time.Second})

@@ -3,6 +3,7 @@ package runpod
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -53,6 +54,10 @@ type Client struct {
 	maxWait     time.Duration
 	debug       bool
 	rc          *resty.Client
+	pace        *pacer // nil when pacing is off
+	// stream sends requests whose answer is read for as long as it
+	// lasts (a log stream): hc without its overall timeout.
+	stream *http.Client
 
 	// Seams for tests: how the client waits and reads the clock.
 	sleep func(ctx context.Context, d time.Duration) error
@@ -72,6 +77,7 @@ type config struct {
 	maxAttempts int
 	maxWait     time.Duration
 	debug       bool
+	noPacing    bool
 }
 
 // WithBaseURL points the client at another REST v2 root, such as a fake
@@ -168,6 +174,19 @@ func WithDebug(on bool) Option {
 	}
 }
 
+// WithPacing turns the client's pacing on (the default) or off. With it
+// on, the client reads the RateLimit and RateLimit-Policy headers of every
+// answer and holds a request back while a window of the quota is used up,
+// rather than send it into a 429. All the clients of one API key and base
+// URL in a process share what they learn, so a program that makes a client
+// per run is paced as one.
+func WithPacing(on bool) Option {
+	return func(c *config) error {
+		c.noPacing = !on
+		return nil
+	}
+}
+
 // New makes a client that authenticates with apiKey (sent only as
 // "Authorization: Bearer <key>", never in a URL, a log line or an error).
 func New(apiKey string, opts ...Option) (*Client, error) {
@@ -215,17 +234,40 @@ func New(apiKey string, opts ...Option) (*Client, error) {
 		sleep:       sleepCtx,
 		now:         time.Now,
 	}
+	if !cfg.noPacing {
+		c.pace = pacerFor(c.baseURL, apiKey)
+	}
+	streamHC := hc
+	streamHC.Timeout = 0
+	c.stream = &streamHC
 	// resty builds and sends each single attempt; the retry loop is ours
 	// (see do). Its own retries stay off (RetryCount 0): they cap
 	// Retry-After at RetryMaxWaitTime (2 s by default) without saying so,
 	// and would resend POST /pods blindly.
 	// Its debug dump stays off too: it cannot show a body it does not
 	// parse, so the client dumps instead (see dump).
+	// The headers every request carries are set once, here.
 	c.rc = resty.NewWithClient(&hc).
 		SetBaseURL(c.baseURL).
 		SetRetryCount(0).
-		SetLogger(restyLogger{c})
+		SetLogger(restyLogger{c}).
+		SetHeader("Authorization", "Bearer "+apiKey).
+		SetHeader("Accept", "application/json, application/problem+json").
+		SetHeader("User-Agent", c.userAgent).
+		SetPreRequestHook(emptyBody)
 	return c, nil
+}
+
+// emptyBody gives a request without a body (a DELETE, an action without
+// options) http.NoBody again: resty replaces it with a reader of its own,
+// which net/http must probe for data with a timer on every request.
+func emptyBody(_ *resty.Client, req *http.Request) error {
+	if req.ContentLength == 0 && req.Body != nil && req.Body != http.NoBody {
+		req.Body.Close()
+		req.Body = http.NoBody
+		req.GetBody = func() (io.ReadCloser, error) { return http.NoBody, nil }
+	}
+	return nil
 }
 
 // BaseURL returns the REST root the client talks to.

@@ -106,7 +106,6 @@ func (c *Client) DeletePod(ctx context.Context, id string) (DeleteResult, error)
 	if err := checkID("DeletePod", "pod", id); err != nil {
 		return NotDeleted, err
 	}
-	e := &DeleteError{PodID: id, Result: NotDeleted}
 	r := &call{method: http.MethodDelete, path: "/pods/{id}", params: map[string]string{"id": id}}
 	_, err := c.do(ctx, r, true)
 	if gone(err) {
@@ -115,7 +114,7 @@ func (c *Client) DeletePod(ctx context.Context, id string) (DeleteResult, error)
 	if ctx.Err() != nil {
 		return NotDeleted, ctx.Err()
 	}
-	e.Delete = err
+	e := &DeleteError{PodID: id, Result: NotDeleted, Delete: err}
 	c.logFallback(ctx, id, "terminate", err)
 
 	_, err = c.PodAction(ctx, id, ActionTerminate)

@@ -41,6 +41,12 @@
 // makes at most one pod. A cancelled context ends any call at once with
 // ctx.Err(), during a backoff too.
 //
+// Before a 429 comes, the client paces itself (see WithPacing): it counts
+// its requests against the quota that the RateLimit and RateLimit-Policy
+// headers of each answer announce, and holds a request back until its
+// window resets rather than spend it on a 429. The clients of one key in a
+// process share that count.
+//
 // The API key travels only in the Authorization header. It never appears in
 // an error, a log line or a debug dump (see WithDebug), and neither does a
 // secret's value. The client follows no redirect (an error wrapping

@@ -42,6 +42,10 @@ func (r *call) where() string {
 	return p
 }
 
+// noBody is the body of a request that has none (see once), held as an
+// interface value so that passing it allocates nothing.
+var noBody any = []byte{}
+
 // response is a received answer with a 2xx status.
 type response struct {
 	status int
@@ -151,10 +155,7 @@ func (c *Client) once(ctx context.Context, r *call, attempt int) (*response, err
 	}
 	req := c.rc.R().
 		SetContext(ctx).
-		SetDoNotParseResponse(true).
-		SetHeader("Authorization", "Bearer "+c.key).
-		SetHeader("Accept", "application/json, application/problem+json").
-		SetHeader("User-Agent", c.userAgent)
+		SetDoNotParseResponse(true)
 	for k, v := range r.params {
 		// The methods check their IDs; this catches a path parameter that
 		// one of them forgot.
@@ -174,10 +175,20 @@ func (c *Client) once(ctx context.Context, r *call, attempt int) (*response, err
 		}
 		reqBody = b
 		req.SetHeader("Content-Type", "application/json").SetBody(b)
+	} else if r.method != http.MethodGet {
+		// An empty body of bytes, unlike none, reaches net/http as
+		// http.NoBody, which it need not probe for data.
+		req.SetBody(noBody)
 	}
 	target := r.path
 	if r.graphQL {
 		target = c.graphQLURL
+	}
+	// Runpod's quota covers REST, not GraphQL.
+	if c.pace != nil && !r.graphQL {
+		if err := c.pace.wait(ctx, c, r); err != nil {
+			return nil, err
+		}
 	}
 	start := time.Now()
 	res, err := req.Execute(r.method, target)
@@ -187,12 +198,18 @@ func (c *Client) once(ctx context.Context, r *call, attempt int) (*response, err
 	}
 	raw := res.RawResponse
 	defer raw.Body.Close()
+	if c.pace != nil && !r.graphQL {
+		c.pace.observe(raw.Header, c.now())
+	}
 	code := raw.StatusCode
 	limit := int64(maxSuccessBody)
 	if code < 200 || code > 299 {
 		limit = maxErrorBody
 	}
-	body, err := io.ReadAll(io.LimitReader(raw.Body, limit+1))
+	var body []byte
+	if raw.ContentLength != 0 && code != http.StatusNoContent {
+		body, err = io.ReadAll(io.LimitReader(raw.Body, limit+1))
+	}
 	if err != nil {
 		err = fmt.Errorf("reading response body: %w", err)
 		c.logAttempt(ctx, r, attempt, code, start, err)

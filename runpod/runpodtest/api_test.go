@@ -312,7 +312,7 @@ func TestPodActions(t *testing.T) {
 		t.Errorf("terminate: %d %q", status, body)
 	}
 	checkProblem(t, srv, key, "POST", path, map[string]string{"action": "start"}, 404)
-	checkProblem(t, srv, key, "GET", "/v2/pods/"+p.ID+"/logs", nil, 501)
+	checkProblem(t, srv, key, "GET", "/v2/pods/"+p.ID+"/logs", nil, 404) // terminated: no log
 	checkProblem(t, srv, key, "PUT", "/v2/pods/"+p.ID, nil, 405)
 }
 
@@ -738,6 +738,22 @@ func TestQuota(t *testing.T) {
 	if status != 429 || h.Get("Retry-After") != "3540" {
 		t.Errorf("hour used up: %d, Retry-After %q, state %q", status, h.Get("Retry-After"), h.Get("RateLimit"))
 	}
+}
+
+// TestQuotaIsPerKey: a pod's key has a quota of its own, as on Runpod, so
+// that its watchdog's calls do not use up the account's.
+func TestQuotaIsPerKey(t *testing.T) {
+	srv := NewTestServer(t, WithQuota(QuotaWindow{Name: "hour", Limit: 2, Window: time.Hour}))
+	p := createPod(t, srv, gpuPodBody("quota"))
+	mustCall(t, srv, srv.APIKey(), "GET", "/v2/pods", nil, http.StatusOK)
+	mustCall(t, srv, srv.APIKey(), "GET", "/v2/pods", nil, http.StatusTooManyRequests)
+	podKey := srv.PodKey(p.ID)
+	status, h, _ := call(t, srv, podKey, "GET", "/v2/pods/"+p.ID, nil)
+	if status != http.StatusOK || h.Get("RateLimit") != `"hour";r=1;t=3600` {
+		t.Errorf("the pod's first call: %d, state %q; want 200 with its own window", status, h.Get("RateLimit"))
+	}
+	// The pod deletes itself, as its watchdog does, with its own quota.
+	mustCall(t, srv, podKey, "DELETE", "/v2/pods/"+p.ID, nil, http.StatusNoContent)
 }
 
 // TestFaultLost: a Lost fault runs the call, then closes the connection

@@ -161,10 +161,14 @@
 //     other files are the host's, under an overlay.
 //   - A secret the env names but the fake lacks is left as the placeholder.
 //   - Templates, clusters, serverless, registries, billing endpoints, pod
-//     PATCH and logs, and network volume create/delete/list are not served
+//     PATCH, and network volume create/delete/list are not served
 //     (501); volumes are added with AddNetworkVolume. Network volume quotas,
 //     GPU availability, CUDA versions and data-center placement are not
 //     enforced; RateLimit headers are sent only with WithQuota.
+//   - A pod's log stream (GET /v2/pods/{id}/logs, Server-Sent Events)
+//     carries its command's output as container lines; there are no system
+//     lines (source=system streams nothing). It ends when the pod is
+//     terminated.
 //   - Pod-scoped keys are the fake's model of Runpod's scoped keys: own pod
 //     only, including its actions; GraphQL refuses them.
 //   - Prices are illustrative, and billing is continuous (per second), not

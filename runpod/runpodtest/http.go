@@ -33,6 +33,10 @@ func (w *statusRecorder) WriteHeader(code int) {
 	w.ResponseWriter.WriteHeader(code)
 }
 
+// Unwrap lets http.ResponseController reach the connection (the log
+// stream flushes each event).
+func (w *statusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 func (w *statusRecorder) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.WriteHeader(http.StatusOK)
@@ -71,7 +75,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	var wait time.Duration
 	// Runpod's quota covers the REST API, not GraphQL.
 	if caller != CallerNone && (r.URL.Path == "/v2" || strings.HasPrefix(r.URL.Path, "/v2/")) {
-		overQuota, wait = s.takeQuotaLocked(w.Header())
+		overQuota, wait = s.takeQuotaLocked(caller, w.Header())
 	}
 	var fault *Fault
 	if !overQuota {
@@ -191,6 +195,16 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, caller string) {
 			return
 		}
 		s.podAction(w, r, parts[1])
+	case len(parts) == 3 && parts[0] == "pods" && parts[2] == "logs":
+		if podScoped && parts[1] != caller {
+			writeProblem(w, http.StatusForbidden, "access denied")
+			return
+		}
+		if r.Method != http.MethodGet {
+			methodNotAllowed(w, "GET")
+			return
+		}
+		s.podLogs(w, r, parts[1])
 	case podScoped:
 		writeProblem(w, http.StatusForbidden, "access denied")
 	case len(parts) == 2 && parts[0] == "network-volumes":

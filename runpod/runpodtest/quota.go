@@ -30,9 +30,10 @@ func RunpodQuota() []QuotaWindow {
 // every one counts against each window, every authenticated answer carries
 // RateLimit-Policy and RateLimit headers, and while any window is used up
 // the fake answers 429 with a Retry-After of the seconds until the last
-// exhausted window resets. Windows are fixed, the first starting with the
-// first counted request, on the fake's clock (see WithClock). A refused
-// request does not count.
+// exhausted window resets. Each key has its own quota, as on Runpod: the
+// account key's and each pod's. Windows are fixed, the first starting with
+// the key's first counted request, on the fake's clock (see WithClock). A
+// refused request does not count.
 func WithQuota(windows ...QuotaWindow) Option {
 	return func(c *config) { c.quota = append([]QuotaWindow(nil), windows...) }
 }
@@ -47,12 +48,19 @@ type quotaState struct {
 // takeQuotaLocked counts a request against the quota and sets the headers.
 // It returns the wait when a window is used up, and the request must be
 // refused. s.mu must be held.
-func (s *Server) takeQuotaLocked(h http.Header) (refuse bool, wait time.Duration) {
+func (s *Server) takeQuotaLocked(caller string, h http.Header) (refuse bool, wait time.Duration) {
 	windows := s.cfg.quota
 	if len(windows) == 0 {
 		return false, 0
 	}
-	q := &s.quota
+	if s.quota == nil {
+		s.quota = map[string]*quotaState{}
+	}
+	q := s.quota[caller]
+	if q == nil {
+		q = &quotaState{}
+		s.quota[caller] = q
+	}
 	now := s.cfg.now()
 	if q.used == nil {
 		q.start, q.epoch, q.used = now, make([]int64, len(windows)), make([]int, len(windows))

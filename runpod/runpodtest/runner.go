@@ -463,6 +463,10 @@ type podLog struct {
 	mu      sync.Mutex
 	done    bytes.Buffer
 	pending []byte
+	// lines is the log line by line, as GET /v2/pods/{id}/logs serves
+	// it; changed is closed (and replaced) when a line is added.
+	lines   []logLine
+	changed chan struct{}
 }
 
 func newPodLog(s *Server) *podLog { return &podLog{s: s} }
@@ -487,8 +491,10 @@ func (l *podLog) write(b []byte, secrets []string) (int, error) {
 	if i < 0 {
 		i = len(l.pending) - 1
 	}
-	l.done.WriteString(redact(string(l.pending[:i+1]), secrets))
+	text := redact(string(l.pending[:i+1]), secrets)
+	l.done.WriteString(text)
 	l.pending = append(l.pending[:0], l.pending[i+1:]...)
+	l.addLocked(text)
 	return len(b), nil
 }
 

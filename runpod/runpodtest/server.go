@@ -45,7 +45,7 @@ type Server struct {
 	volumes  map[string]*volume
 	volOrder []string
 	faults   []*faultRule
-	quota    quotaState
+	quota    map[string]*quotaState // by caller
 	closed   bool
 
 	// logMu guards the request log on its own, so that an answer written

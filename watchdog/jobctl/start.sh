@@ -77,13 +77,19 @@ fi
 unset HF_TOKEN
 
 # Wait for the job to record itself, so that the caller knows it started.
+# It does within milliseconds: the first looks come 20 ms apart, then
+# 200 ms (about 20 s in all). A sleep without fractions sleeps a second.
 tries=0
 while [ ! -s job.pid ]; do
   tries=$((tries + 1))
-  if [ "$tries" -gt 100 ]; then
+  if [ "$tries" -gt 110 ]; then
     echo "the job did not write job.pid in time" >&2
     exit 1
   fi
-  sleep 0.2 2> /dev/null || sleep 1
+  if [ "$tries" -le 10 ]; then
+    sleep 0.02 2> /dev/null || sleep 1
+  else
+    sleep 0.2 2> /dev/null || sleep 1
+  fi
 done
 cat job.pid

@@ -224,7 +224,7 @@ no local run knows (orphans: "launch rm --all-orphans" removes them).`)
 	// The reasons in words, once each.
 	slices.Sort(reasons)
 	for _, reason := range reasons {
-		if _, err := fmt.Fprintf(a.stdout, "%s: %s\n", reason, shortDelete(reason)); err != nil {
+		if _, err := fmt.Fprintf(a.stdout, "%s: %s\n", reason, reason.Summary()); err != nil {
 			return err
 		}
 	}

@@ -75,7 +75,7 @@ func (d *driver) event(e guard.Event) {
 	case guard.EventOutput, guard.EventLeaseRenewed, guard.EventJobEnded, guard.EventLeft:
 		// Said by the driver, which knows more.
 	case guard.EventDeleteReason:
-		a.say("pod %s's watchdog is deleting it (%s): %s", e.PodID, e.DeleteReason, explainDelete(e.DeleteReason))
+		a.say("pod %s's watchdog is deleting it (%s): %s", e.PodID, e.DeleteReason, e.DeleteReason.Explain())
 	case guard.EventSnapshotRequested:
 		if e.Snapshot != watchdog.ReasonStop || !d.o.stop {
 			a.say("%s", e)
@@ -108,7 +108,7 @@ func (d *driver) sayFailure(e guard.Event) {
 	case errors.As(e.Err, &gone):
 		a.say("%s: the job's results were not collected", goneText(gone))
 	case errors.As(e.Err, &verdict):
-		a.say("error: %v: %s", verdict, explainVerdict(verdict.Verdict))
+		a.say("error: %v: %s", verdict, verdict.Explain())
 	case errors.As(e.Err, &collect) && e.Then == guard.ThenDelete:
 		a.say("error: %v", e.Err)
 		a.say("pod %s is gone: its results were not collected", e.PodID)
@@ -131,7 +131,7 @@ func (d *driver) sayFailure(e guard.Event) {
 func goneText(g *guard.PodGoneError) string {
 	s := g.Error()
 	if g.DeleteReason != "" {
-		s += ": " + explainDelete(g.DeleteReason)
+		s += ": " + g.DeleteReason.Explain()
 	}
 	return s
 }

@@ -1,0 +1,128 @@
+package bench_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/overbrainer/overbrainer-go/guard"
+	"github.com/overbrainer/overbrainer-go/runpod"
+	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
+)
+
+// BenchmarkLaunchesUnderQuota runs N guarded runs at once from one program
+// (a fleet tool: one client, one account key) against the fake in quota
+// mode, each a whole cycle on a real emulator pod: launch, start, follow,
+// collect, delete. It reports the account key's requests per run and the
+// 429s among them, against the same cycle run alone under the same quota,
+// so the ratio is the cost of the crowd.
+//
+// Runpod's quota is 60 requests a minute; the fake keeps its shape (q
+// requests per window) on a shorter window so that the crowd meets it as
+// often as it would on Runpod, in less time: OVERBRAINER_BENCH_QUOTA
+// (default 60) and OVERBRAINER_BENCH_QUOTA_WINDOW (default 10s; 1m is
+// Runpod's own). N is 200 with OVERBRAINER_BENCH_FULL=1, else 8, or
+// OVERBRAINER_BENCH_CROWD. The crowd runs again with the client's pacing
+// off (N-unpaced), to show what the pacing saves.
+//
+//	go test -run '^$' -bench LaunchesUnderQuota -benchtime 1x ./bench
+func BenchmarkLaunchesUnderQuota(b *testing.B) {
+	quota := runpodtest.QuotaWindow{Name: "minute", Limit: envInt("OVERBRAINER_BENCH_QUOTA", 60), Window: 10 * time.Second}
+	if w, err := time.ParseDuration(os.Getenv("OVERBRAINER_BENCH_QUOTA_WINDOW")); err == nil && w > 0 {
+		quota.Window = w
+	}
+	crowd := 8
+	if full() {
+		crowd = 200
+	}
+	crowd = envInt("OVERBRAINER_BENCH_CROWD", crowd)
+	if err := runpodtest.EnsurePodTools(func(string, ...any) {}, io.Discard); err != nil {
+		b.Skipf("the pod runner cannot run pods here: %v", err)
+	}
+	for _, c := range []struct {
+		n      int
+		pacing bool
+	}{{1, true}, {crowd, true}, {crowd, false}} {
+		n, name := c.n, strconv.Itoa(c.n)
+		if !c.pacing {
+			name += "-unpaced"
+		}
+		b.Run(name, func(b *testing.B) {
+			for range b.N {
+				srv := runpodtest.NewTestServer(b, runpodtest.WithPodRunner(), runpodtest.WithQuota(quota))
+				api, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()), runpod.WithGraphQLURL(srv.GraphQLURL()),
+					runpod.WithRetry(10, 2*quota.Window), runpod.WithPacing(c.pacing))
+				if err != nil {
+					b.Fatal(err)
+				}
+				began := time.Now()
+				var g errgroup.Group
+				for i := range n {
+					g.Go(func() error { return quotaRun(b, api, i) })
+				}
+				if err := g.Wait(); err != nil {
+					b.Fatalf("a run failed: %v", err)
+				}
+				account, refused := 0, 0
+				for _, r := range srv.Requests() {
+					if r.Caller == runpodtest.CallerAccount {
+						account++
+						if r.Status == http.StatusTooManyRequests {
+							refused++
+						}
+					}
+				}
+				if left := srv.Billing(); len(left) > 0 {
+					b.Fatalf("%d pods left billing", len(left))
+				}
+				b.ReportMetric(float64(account)/float64(n), "requests/run")
+				b.ReportMetric(float64(refused)/float64(n), "429s/run")
+				b.ReportMetric(time.Since(began).Seconds(), "wall-s")
+			}
+		})
+	}
+}
+
+// quotaRun is one guarded run of a one-line job.
+func quotaRun(b *testing.B, api *runpod.Client, i int) error {
+	dir := b.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "train.sh"), []byte("echo run "+strconv.Itoa(i)+"\n"), 0o644); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	spec := guard.Spec{Job: guard.Job{Dir: dir, Command: "sh train.sh"}, Deadline: time.Now().Add(time.Hour)}
+	run, err := guard.Launch(ctx, api, spec, guard.WithPoll(time.Second))
+	if err != nil {
+		return fmt.Errorf("run %d: launch: %w", i, err)
+	}
+	defer run.Close()
+	if err := run.Start(ctx, guard.Job{}); err != nil {
+		return fmt.Errorf("run %d: start: %w", i, err)
+	}
+	if _, err := run.Follow(ctx, io.Discard); err != nil {
+		return fmt.Errorf("run %d: follow: %w", i, err)
+	}
+	if _, err := run.Collect(ctx, filepath.Join(dir, "results")); err != nil {
+		return fmt.Errorf("run %d: collect: %w", i, err)
+	}
+	if _, err := run.Delete(ctx); err != nil {
+		return fmt.Errorf("run %d: delete: %w", i, err)
+	}
+	return nil
+}
+
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}

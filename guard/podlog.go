@@ -1,0 +1,114 @@
+package guard
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/overbrainer/overbrainer-go/runpod"
+)
+
+// WithPodLog copies the pod's log, as Runpod's log stream carries it (what
+// the pod's command prints: the bootstrap and the watchdog, and Runpod's
+// own lines about the pod), to w from the create until the pod is deleted
+// or the Run is closed or detached. Each line is written as
+// "TIME SOURCE TEXT\n"; the job's HF token, should the job print it, is
+// replaced by [REDACTED]. The log is what shows why a pod died before its
+// SSH answered. w is written from a goroutine of the Run's own, one line
+// per Write, and no more once Delete, Close or Detach returned; a failing
+// w stops the copy. An attached Run starts with Runpod's last lines (100),
+// which w may already have. A nil w copies nothing.
+func WithPodLog(w io.Writer) Option { return func(c *config) { c.podLog = w } }
+
+// podLogDrain is how long the copy may go on after the delete, for the
+// last lines of a pod on its way out.
+const podLogDrain = 2 * time.Second
+
+// podLog is the running copy of a pod's log.
+type podLog struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu      sync.Mutex
+	secrets []string
+}
+
+// podLogEvent starts the copy once the run has a pod, and ends it a little
+// after the pod's delete.
+func (r *Run) podLogEvent(e Event) {
+	if r.cfg.podLog == nil {
+		return
+	}
+	switch {
+	case r.plog == nil && r.rec.PodID != "" && !r.ended && e.Kind != EventDeleted:
+		r.startPodLog()
+	case r.plog != nil && e.Kind == EventDeleted:
+		// The stream ends with the pod; past the drain it is ended here,
+		// so that nothing writes to w once Delete returned.
+		select {
+		case <-r.plog.done:
+		case <-time.After(podLogDrain):
+		}
+		r.stopPodLog()
+	}
+}
+
+func (r *Run) startPodLog() {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &podLog{cancel: cancel, done: make(chan struct{})}
+	r.plog = p
+	opts := runpod.LogOptions{}
+	if !r.rec.BillingStart.IsZero() && r.since(r.rec.BillingStart) < 10*time.Minute {
+		// A new pod: everything from its create on.
+		opts.Since = r.rec.BillingStart.Add(-time.Minute)
+	}
+	w, id, log := r.cfg.podLog, r.rec.PodID, r.cfg.log
+	go func() {
+		defer close(p.done)
+		err := r.api.StreamPodLogs(ctx, id, opts, func(l runpod.LogLine) error {
+			_, err := io.WriteString(w, p.redact(fmt.Sprintf("%s %s %s\n", l.Time.UTC().Format(time.RFC3339), cmpOr(string(l.Source), "-"), l.Line)))
+			return err
+		})
+		if err != nil && ctx.Err() == nil {
+			log.Info("guard: the pod's log stream ended", "pod", id, "err", err)
+		}
+	}()
+}
+
+// stopPodLog ends the copy and waits for it.
+func (r *Run) stopPodLog() {
+	if r.plog == nil {
+		return
+	}
+	r.plog.cancel()
+	<-r.plog.done
+	r.plog = nil
+}
+
+func (p *podLog) addSecret(s string) {
+	if len(s) < 6 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.secrets = append(p.secrets, s)
+}
+
+func (p *podLog) redact(s string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, sec := range p.secrets {
+		s = strings.ReplaceAll(s, sec, "[REDACTED]")
+	}
+	return s
+}
+
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
