@@ -33,28 +33,32 @@ type stateCell struct {
 	// prep sets faults before the launch; event does the cell's thing once
 	// the job runs and returns when it happened.
 	prep  func(e *env)
-	event func(t *testing.T, e *env, id string) time.Time
+	event func(t *testing.T, e *env, id string, l *launcher) time.Time
 	// wantOK says the launcher must exit 0 (the run itself succeeded).
 	wantOK bool
+	// steps is the demo job's length (default 3); need429 says the
+	// launcher itself must have met a 429.
+	steps   int
+	need429 bool
 }
 
 func TestChaosPodStates(t *testing.T) {
 	needPods(t)
 	launcherBinary(t, "")
 	cells := []stateCell{
-		{name: "exited_on_its_own", stubborn: true, event: func(t *testing.T, e *env, id string) time.Time {
+		{name: "exited_on_its_own", stubborn: true, event: func(t *testing.T, e *env, id string, l *launcher) time.Time {
 			// Runpod stopped the pod (a host maintenance, say): EXITED.
 			call(t, e, "POST", "/v2/pods/"+id+"/action", `{"action":"stop"}`)
 			return time.Now()
 		}},
-		{name: "error", stubborn: true, event: func(t *testing.T, e *env, id string) time.Time {
+		{name: "error", stubborn: true, event: func(t *testing.T, e *env, id string, l *launcher) time.Time {
 			if err := e.srv.BreakPod(id, "chaos: unrecoverable container"); err != nil {
 				t.Fatal(err)
 			}
 			return time.Now()
 		}},
 		{name: "restart_loop", stubborn: true, opts: []runpodtest.Option{runpodtest.WithRestartDelay(200 * time.Millisecond)},
-			event: func(t *testing.T, e *env, id string) time.Time {
+			event: func(t *testing.T, e *env, id string, l *launcher) time.Time {
 				// The container crashes, and again once restarted.
 				for i := 1; i <= 3; i++ {
 					waitUntil(t, func() bool { return e.srv.CrashPod(id) == nil }, func() string { return "no command to crash" })
@@ -66,9 +70,11 @@ func TestChaosPodStates(t *testing.T) {
 				}
 				return time.Now()
 			}},
-		{name: "watchdog_killed", stubborn: true, capUSD: podPrice * followCap.Hours(), event: func(t *testing.T, e *env, id string) time.Time {
+		{name: "watchdog_killed", stubborn: true, capUSD: podPrice * followCap.Hours(), event: func(t *testing.T, e *env, id string, l *launcher) time.Time {
+			// The watchdog is the container's main process: killed, the
+			// container restarts and the job is lost.
 			killed := 0
-			for _, pid := range podProcesses(id, "watchdog") {
+			for _, pid := range podProcesses(id, "/.pod/watchdog.sh") {
 				if syscall.Kill(pid, syscall.SIGKILL) == nil {
 					killed++
 				}
@@ -86,8 +92,38 @@ func TestChaosPodStates(t *testing.T) {
 		{name: "delete_answer_lost", wantOK: true, prep: func(e *env) {
 			e.srv.Fail("DELETE", "/v2/pods/*", runpodtest.Fault{Lost: true, Caller: runpodtest.CallerAccount})
 		}},
-		{name: "rate_limit_exhausted", wantOK: true, opts: []runpodtest.Option{
-			runpodtest.WithQuota(runpodtest.QuotaWindow{Name: "10s", Limit: 12, Window: 10 * time.Second}),
+		{name: "rate_limit_exhausted", wantOK: true, steps: 8, need429: true, opts: []runpodtest.Option{
+			runpodtest.WithQuota(runpodtest.QuotaWindow{Name: "3s", Limit: 40, Window: 3 * time.Second}),
+		}, event: func(t *testing.T, e *env, id string, l *launcher) time.Time {
+			// Another tool of the account keeps its quota used up while
+			// the launcher follows, collects and deletes: the launcher's
+			// pacing cannot see it coming.
+			go func() {
+				for !l.exited() {
+					for range 60 {
+						if get(e, "/v2/pods") != http.StatusOK {
+							break
+						}
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+			}()
+			return time.Time{} // no bound: the run must simply succeed
+		}},
+		{name: "watchdog_hung", stubborn: true, capUSD: podPrice * followCap.Hours(), event: func(t *testing.T, e *env, id string, l *launcher) time.Time {
+			// A watchdog that hangs (stopped, not dead: the container
+			// goes on) leaves the cost cap to the launcher.
+			stopped := 0
+			for _, pid := range podProcesses(id, "/.pod/watchdog.sh") {
+				if syscall.Kill(pid, syscall.SIGSTOP) == nil {
+					stopped++
+				}
+			}
+			if stopped == 0 {
+				t.Fatalf("no watchdog process found in pod %s", id)
+			}
+			p, _ := e.srv.Pod(id)
+			return time.Now().Add(time.Duration((podPrice*followCap.Hours() - p.Bill.USD) / podPrice * float64(time.Hour)))
 		}},
 	}
 	for _, sc := range cells {
@@ -111,7 +147,7 @@ func runStateCell(t *testing.T, sc stateCell) {
 		e.job = stubbornJob(t)
 		args = append(args, "--max-hours", "1", "--job", e.job, "--cmd", "sh stubborn.sh")
 	} else {
-		args = append(args, "--max-hours", "1", "--cmd", "DEMO_STEPS=3 sh train.sh")
+		args = append(args, "--max-hours", "1", "--cmd", fmt.Sprintf("DEMO_STEPS=%d sh train.sh", max(sc.steps, 3)))
 	}
 	if sc.capUSD > 0 {
 		args = append(args, "--max-cost-usd", strconv.FormatFloat(sc.capUSD, 'f', -1, 64))
@@ -127,7 +163,7 @@ func runStateCell(t *testing.T, sc stateCell) {
 			t.Fatalf("the job never started (%s)", l.state())
 		}
 		id := e.podID()
-		bound = sc.event(t, e, id)
+		bound = sc.event(t, e, id, l)
 		if p, ok := e.srv.Pod(id); ok {
 			usdAtBound = p.Bill.USD
 		}
@@ -136,14 +172,20 @@ func runStateCell(t *testing.T, sc stateCell) {
 	if sc.wantOK && code != 0 {
 		t.Errorf("launcher exit %d, want 0:\n%s", code, l.output())
 	}
-	served := 0
+	served, launcher429 := 0, 0
 	for _, r := range e.srv.Requests() {
 		if r.Fault || r.Status == http.StatusTooManyRequests {
 			served++
 		}
+		if r.Status == http.StatusTooManyRequests && r.Header.Get("User-Agent") != exhaustAgent {
+			launcher429++
+		}
 	}
 	if sc.event == nil && served == 0 {
 		t.Errorf("no lost answer or 429 was served: the cell tested nothing")
+	}
+	if sc.need429 && launcher429 == 0 {
+		t.Errorf("the launcher never met a 429: the cell tested nothing")
 	}
 	pods := e.srv.Pods()
 	if len(pods) != 1 {
@@ -173,6 +215,26 @@ func runStateCell(t *testing.T, sc stateCell) {
 	record(t, group, sc.name+": pods left running / stopped", "%d / %d", running, stopped)
 	record(t, group, sc.name+": past the bound, dollars past it", "%s, $%.6f", seconds(past), usdPast)
 	e.cleanUp(l)
+}
+
+// exhaustAgent names the requests of the tool that uses up the quota.
+const exhaustAgent = "chaos-quota-eater"
+
+// get makes one GET with the account key as another tool of the account
+// would, and returns the status.
+func get(e *env, path string) int {
+	req, err := http.NewRequest("GET", e.srv.URL+path, nil)
+	if err != nil {
+		return 0
+	}
+	req.Header.Set("Authorization", "Bearer "+e.srv.APIKey())
+	req.Header.Set("User-Agent", exhaustAgent)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }
 
 // podEnd is when the call that terminated the pod was answered.
