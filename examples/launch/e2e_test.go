@@ -583,7 +583,26 @@ func TestFailuresDeleteThePod(t *testing.T) {
 			args: func(*testing.T) []string {
 				return []string{"--start-timeout", "20s", "--pod-env", "OVERBRAINER_SSHD=/bin/false"}
 			},
-			want: []string{"SSH"},
+			want: []string{"SSH", "pod log: "},
+			// The pod died before its SSH answered: its log, kept in
+			// the run's state, shows what it printed.
+			verify: func(t *testing.T, w *world, r *state.Run) {
+				if r.Phase != state.PhaseFailed {
+					t.Fatalf("phase %s", r.Phase)
+				}
+				printed := strings.Fields(w.srv.PodLog(r.PodID))
+				if len(printed) == 0 {
+					t.Fatal("the pod printed nothing")
+				}
+				logs := w.run("logs", "--tail", "0", r.ID)
+				if logs.code != 0 {
+					t.Fatalf("logs: exit %d: %s", logs.code, logs.stderr.String())
+				}
+				mustContain(t, "logs", logs.stdout.String(), " container ", printed[0])
+				if st, err := os.Stat(filepath.Join(w.stateDir, "runs", r.ID, "pod.log")); err != nil || st.Mode().Perm() != 0o600 {
+					t.Errorf("pod.log: %v, want mode 0600", err)
+				}
+			},
 		},
 		{
 			name: "verdict failed",

@@ -58,9 +58,9 @@
 //
 // It writes its URL and account key to local-server.json in the launcher's
 // state directory ($OVERBRAINER_STATE_DIR, else
-// ~/.config/overbrainer/launch), mode 0600. Give them to the cells before
-// the first one runs, with %env RUNPOD_API_KEY <key>, %env
-// OVERBRAINER_API_URL <url>/v2 and %env OVERBRAINER_GRAPHQL_URL
-// <url>/graphql. For Runpod itself, start Jupyter with RUNPOD_API_KEY in its
+// ~/.config/overbrainer/launch), mode 0600, which runpodtest.FindShared
+// reads. Give them to the cells before the first one runs, with %env
+// RUNPOD_API_KEY <key>, %env OVERBRAINER_API_URL <url>/v2 and %env
+// OVERBRAINER_GRAPHQL_URL <url>/graphql. For Runpod itself, start Jupyter with RUNPOD_API_KEY in its
 // environment rather than writing the key into the notebook.
 package main

@@ -40,6 +40,7 @@ type driver struct {
 	// failed is the failure guard reported, once it did.
 	failed    error
 	costShown bool
+	podLog    *cappedLog
 }
 
 // options are the guard options of the driver's run.
@@ -53,6 +54,9 @@ func (d *driver) options() []guard.Option {
 		guard.WithLogger(d.a.logger),
 		guard.WithStartTimeout(d.o.startTimeout),
 		guard.WithVerdictTimeout(d.o.verdictTimeout),
+	}
+	if l := d.openPodLog(); l != nil {
+		opts = append(opts, guard.WithPodLog(l))
 	}
 	if d.o.poll > 0 {
 		opts = append(opts, guard.WithPoll(d.o.poll), guard.WithLeaseEvery(d.o.leaseEvery))
@@ -107,6 +111,12 @@ func (d *driver) sayFailure(e guard.Event) {
 	switch {
 	case errors.As(e.Err, &gone):
 		a.say("%s: the job's results were not collected", goneText(gone))
+		if d.r.Verdict == "" {
+			// It died before its SSH answered: its log says why.
+			for _, l := range a.lastLines(d.r.ID, 10) {
+				a.say("pod log: %s", escapeText(l))
+			}
+		}
 	case errors.As(e.Err, &verdict):
 		a.say("error: %v: %s", verdict, verdict.Explain())
 	case errors.As(e.Err, &collect) && e.Then == guard.ThenDelete:
@@ -160,6 +170,7 @@ func (a *app) saySecret(e guard.Event, runID string) {
 // launch creates the run's pod and drives it to its end.
 func (a *app) launch(ctx context.Context, r *state.Run, spec guard.Spec, o followOpts) error {
 	d := &driver{a: a, r: r, o: o}
+	defer d.closePodLog()
 	run, err := guard.Launch(ctx, a.api, spec, d.options()...)
 	d.run = run
 	if err != nil {
@@ -171,6 +182,7 @@ func (a *app) launch(ctx context.Context, r *state.Run, spec guard.Spec, o follo
 // attach takes a run up again from its state and drives it to its end.
 func (a *app) attach(ctx context.Context, r *state.Run, o followOpts) error {
 	d := &driver{a: a, r: r, o: o}
+	defer d.closePodLog()
 	run, err := guard.Attach(ctx, a.api, r.Record, d.options()...)
 	d.run = run
 	if err != nil {

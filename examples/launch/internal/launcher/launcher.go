@@ -175,6 +175,7 @@ var commands = map[string]func(context.Context, *app, []string) error{
 	"attach":       cmdAttach,
 	"stop":         cmdStop,
 	"ls":           cmdLs,
+	"logs":         cmdLogs,
 	"rm":           cmdRm,
 	"local-server": cmdLocalServer,
 }
@@ -192,6 +193,7 @@ Commands:
   attach RUN     reconnect to a run's pod and resume following it
   stop RUN       ask the job for a checkpoint, wait for it, then collect
   ls             list the runs and their pods
+  logs RUN       show the run's pod log (--follow: stream it from Runpod)
   rm RUN         delete a run's pod and secret (rm --all-orphans: the
                  pods and secrets of runs this machine does not know)
   local-server   keep a local Runpod emulator running for --local commands

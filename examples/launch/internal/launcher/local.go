@@ -2,13 +2,7 @@ package launcher
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net"
-	"net/url"
-	"os"
-	"path/filepath"
-	"syscall"
 
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
@@ -20,16 +14,6 @@ type localEmulator struct {
 	srv                      *runpodtest.Server // nil for a local-server
 	key, baseURL, graphQLURL string
 	shared                   bool
-}
-
-// localServerFile records a running local-server in the state directory,
-// 0600: it holds the emulator's account key.
-const localServerFile = "local-server.json"
-
-type localServerInfo struct {
-	URL string `json:"url"`
-	Key string `json:"key"`
-	PID int    `json:"pid"`
 }
 
 // checkLocal says what stops the pod runner from running pods here, and
@@ -45,9 +29,9 @@ func (a *app) checkLocal() error {
 // startLocal finds a running local-server or starts an emulator in this
 // process.
 func (a *app) startLocal(context.Context) (*localEmulator, error) {
-	if info, ok := a.runningLocalServer(); ok {
+	if info, ok := runpodtest.FindShared(a.store.Dir); ok {
 		a.say("using the local-server at %s (pid %d)", info.URL, info.PID)
-		a.local = &localEmulator{key: info.Key, baseURL: info.URL + "/v2", graphQLURL: info.URL + "/graphql", shared: true}
+		a.local = &localEmulator{key: info.Key, baseURL: info.BaseURL(), graphQLURL: info.GraphQLURL(), shared: true}
 		return a.local, nil
 	}
 	if err := a.checkLocal(); err != nil {
@@ -56,29 +40,6 @@ func (a *app) startLocal(context.Context) (*localEmulator, error) {
 	srv := runpodtest.NewServer(runpodtest.WithPodRunner(), runpodtest.WithHiddenDirs(a.store.Dir))
 	a.local = &localEmulator{srv: srv, key: srv.APIKey(), baseURL: srv.BaseURL(), graphQLURL: srv.GraphQLURL()}
 	return a.local, nil
-}
-
-// runningLocalServer reads local-server.json and checks that its server
-// still answers.
-func (a *app) runningLocalServer() (localServerInfo, bool) {
-	var info localServerInfo
-	b, err := os.ReadFile(filepath.Join(a.store.Dir, localServerFile))
-	if err != nil || json.Unmarshal(b, &info) != nil || info.PID <= 0 {
-		return info, false
-	}
-	if syscall.Kill(info.PID, 0) != nil {
-		return info, false
-	}
-	u, err := url.Parse(info.URL)
-	if err != nil {
-		return info, false
-	}
-	c, err := net.Dial("tcp", u.Host)
-	if err != nil {
-		return info, false
-	}
-	c.Close()
-	return info, true
 }
 
 // close ends an in-process emulator: its pods end with it.
@@ -110,7 +71,7 @@ terminates every pod of the emulator.`)
 	if err := a.openStore(); err != nil {
 		return err
 	}
-	if info, ok := a.runningLocalServer(); ok {
+	if info, ok := runpodtest.FindShared(a.store.Dir); ok {
 		return fmt.Errorf("a local-server is already running at %s (pid %d)", info.URL, info.PID)
 	}
 	if err := a.checkLocal(); err != nil {
@@ -118,30 +79,13 @@ terminates every pod of the emulator.`)
 	}
 	srv := runpodtest.NewServer(runpodtest.WithPodRunner(), runpodtest.WithHiddenDirs(a.store.Dir))
 	defer srv.Close()
-	info := localServerInfo{URL: srv.URL, Key: srv.APIKey(), PID: os.Getpid()}
-	b, _ := json.Marshal(info)
-	file := filepath.Join(a.store.Dir, localServerFile)
-	if err := writePrivateFile(file, b); err != nil {
-		return err
-	}
-	defer os.Remove(file)
 	a.say("local Runpod emulator at %s; state in %s", srv.URL, a.store.Dir)
 	a.say("run \"launch --local run\" in another terminal; Ctrl-C here ends the emulator and its pods")
-	<-ctx.Done()
+	if err := runpodtest.ServeShared(ctx, a.store.Dir, srv); err != nil {
+		return err
+	}
 	if n := len(srv.Billing()); n > 0 {
 		a.say("terminating %d pod(s)", n)
 	}
 	return nil
-}
-
-// writePrivateFile writes b to file, 0600, replacing it.
-func writePrivateFile(file string, b []byte) error {
-	tmp := file + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, file)
 }
