@@ -390,7 +390,7 @@ func lineWith(s, sub string) string {
 // and is provably abandoned, listing the rest.
 func TestRmAndOrphans(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, runpodtest.AllowPodsLeft())
+	w := newWorld(t, runpodtest.AllowPodsLeft(), runpodtest.WithExitedOnEnd()) // the orphan "exit 0" must stay EXITED
 	p := w.start(args([]string{"run", "--volume-gb", "10"}, fast, demo(600))...)
 	p.waitOutput("step 1/600", patience)
 	p.signal(syscall.SIGINT)

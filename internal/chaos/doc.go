@@ -23,7 +23,15 @@
 //     host private key and an HF token during the matrix and the clock
 //     runs, and the hits (zero);
 //   - hostile pod files and a pod clock 10 minutes off the client's: the
-//     delay of the cost cap past its time.
+//     delay of the cost cap past its time;
+//   - pod states: a pod stopped by Runpod, in ERROR, in a container restart
+//     loop, or whose watchdog was killed while the launcher follows; a
+//     create's or a delete's answer lost after the call was done; a quota
+//     used up during a launch. Pods left running and stopped (must be 0),
+//     and the time and dollars past the moment the launcher could end it;
+//   - a careless job (a directory at du.running, a FIFO at the log or
+//     swapped in for a client file, a .curlrc proxy) under dash, busybox
+//     sh and bash: pods left billing (must be 0).
 //
 // Every timed assertion is the rule's own bound plus a slack for a loaded
 // 2-core machine (Slack in the tests; CHAOS_SLACK overrides it), and each

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"time"
 )
 
 var (
@@ -78,7 +79,7 @@ func (s *Server) listPods(w http.ResponseWriter, r *http.Request) {
 func (s *Server) getPod(w http.ResponseWriter, id string) {
 	s.mu.Lock()
 	p, ok := s.pods[id]
-	if !ok || p.status == StatusTerminated {
+	if !ok || !s.visibleLocked(p) {
 		s.mu.Unlock()
 		writeProblem(w, http.StatusNotFound, "pod not found")
 		return
@@ -352,6 +353,7 @@ func (s *Server) terminate(id string, answer func()) bool {
 		p.launch = nil
 		p.setSSHPort(0)
 		p.setStatus(StatusTerminated, s.cfg.now())
+		p.goneAt = time.Now()
 	}
 	s.mu.Unlock()
 	// The pod's container disk and persistent volume go with it.
@@ -433,7 +435,7 @@ func (s *Server) podAction(w http.ResponseWriter, r *http.Request, id string) {
 				s.startLaunchLocked(p)
 			} else {
 				p.setStatus(StatusStarting, now) // a restart starts anew
-				p.setStatus(StatusRunning, now)
+				s.refreshLocked(p, now)
 			}
 		}
 		s.notifyLocked()
@@ -561,4 +563,60 @@ func (s *Server) getGPUType(w http.ResponseWriter, id string) {
 		return
 	}
 	writeJSON(w, http.StatusOK, g.wire())
+}
+
+// CrashPod ends a running pod's command at once (SIGKILL to all of it), as
+// a crash of its container would: the pod restarts it, or turns EXITED
+// with WithExitedOnEnd. It is for the pod runner; an API-only pod has
+// ExitPod.
+func (s *Server) CrashPod(id string) error {
+	s.mu.Lock()
+	p, ok := s.pods[id]
+	var l *launch
+	if ok {
+		l = p.launch
+	}
+	s.mu.Unlock()
+	if !ok || l == nil {
+		return fmt.Errorf("runpodtest: pod %q has no running command to crash", id)
+	}
+	l.mu.Lock()
+	proc := l.proc
+	l.mu.Unlock()
+	if proc == nil {
+		return fmt.Errorf("runpodtest: pod %q has not started its command yet", id)
+	}
+	proc.kill()
+	return nil
+}
+
+// BreakPod puts a pod in ERROR with reason, as Runpod does with a container
+// in an unrecoverable state: its processes are killed, and it stays so
+// until started or terminated.
+func (s *Server) BreakPod(id, reason string) error {
+	s.mu.Lock()
+	p, ok := s.pods[id]
+	if !ok || p.status == StatusTerminated || p.terminating {
+		s.mu.Unlock()
+		return fmt.Errorf("runpodtest: no live pod %q", id)
+	}
+	l := p.launch
+	p.launch = nil
+	p.stopping, p.dying = true, l
+	s.mu.Unlock()
+	if l != nil {
+		l.kill()
+		<-l.done
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p.stopping, p.dying = false, nil
+	if p.status == StatusTerminated || p.terminating {
+		return nil
+	}
+	p.setSSHPort(0)
+	p.errMsg = reason
+	p.setStatus(StatusError, s.cfg.now())
+	s.notifyLocked()
+	return nil
 }

@@ -118,7 +118,7 @@ func createPod(t testing.TB, srv *Server, body map[string]any) wirePod {
 }
 
 func TestPodCreateGetListDelete(t *testing.T) {
-	srv := NewTestServer(t)
+	srv := NewTestServer(t, WithTerminatedVisible(0))
 	key := srv.APIKey()
 	created := createPod(t, srv, gpuPodBody("train-1"))
 	if created.Status != StatusProvisioning || created.Runtime != nil || created.SSH.Direct != nil {

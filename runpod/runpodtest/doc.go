@@ -24,7 +24,7 @@
 //
 //	GET    /v2/pods                  ListPodsResponse {pods: [...]}
 //	POST   /v2/pods                  201 Pod (PROVISIONING)
-//	GET    /v2/pods/{id}             Pod; 404 once terminated
+//	GET    /v2/pods/{id}             Pod; TERMINATED for a while after a delete, then 404
 //	DELETE /v2/pods/{id}             204, terminates the pod
 //	POST   /v2/pods/{id}/action      start|stop|restart 200 Pod, terminate 204, 409 when not valid now
 //	GET    /v2/network-volumes/{id}  NetworkVolume
@@ -58,11 +58,20 @@
 // Secrets, NetworkVolumes and PodLog the rest. WaitPod and WaitStatus wait
 // for a pod's state without polling. Fail makes the next N calls to a path
 // (optionally only a given caller's) answer a status with an optional
-// Retry-After, hang, or drop the connection.
+// Retry-After, hang, drop the connection, or run the call and then lose
+// its answer (Lost).
 //
-// A pod goes PROVISIONING → RUNNING → EXITED (stopped, or its command ended)
-// → RUNNING again (start), or TERMINATED (DELETE or terminate), after which
-// GET answers 404 but Pods still shows it with its final bill. A pod bills
+// A pod goes PROVISIONING → STARTING (for WithStartingDelay, without
+// runtime or ports; default 0) → RUNNING → EXITED (stopped) → STARTING and
+// RUNNING again (start), or TERMINATED (DELETE or terminate). A container
+// whose command ends is started again after a back-off, as Runpod does
+// (STARTING meanwhile, Pod.Restarts counting), unless WithExitedOnEnd
+// makes it EXITED; ExitPod plays an API-only pod that exited by itself.
+// A terminated pod leaves the list at once; GET answers it TERMINATED for
+// WithTerminatedVisible's while (default 2s), then 404, and Pods still
+// shows it with its final bill. Every answer carries an X-Request-Id, the
+// ID of its entry in Requests; with WithQuota, RateLimit and
+// RateLimit-Policy headers and 429s as Runpod's. A pod bills
 // its cost per hour (the GPU type's price for its cloud, times the count;
 // see DefaultGPUTypes and WithGPUTypes) while RUNNING, and its persistent
 // volume's price (WithVolumeRate) while stopped: stop is not delete. The
@@ -73,8 +82,12 @@
 // With WithPodRunner, creating a pod runs its command here, as the pod
 // would. The create's args string is split into words with POSIX shell
 // quoting (SplitArgs) and run, as the container's command, by an init of
-// the fake's own (this binary, re-executed) that is PID 1 of new mount and
-// PID namespaces, in a process group of its own. Its root is an overlay of
+// the fake's own (this binary, re-executed) that is PID 1 of new mount,
+// PID, UTS (its hostname is RUNPOD_POD_HOSTNAME) and IPC namespaces, in a
+// process group of its own. The command runs as root with Docker's default
+// capabilities only (what a Runpod container has: no CAP_SYS_ADMIN, so no
+// mount, no ptrace, no module or network administration), which its sshd
+// needs no more than. Its root is an overlay of
 // the host's / whose writes land in a tmpfs of the pod's disk size, with a
 // /proc of its own, the host's /dev and /sys, a fresh /tmp, and empty tmpfs
 // over /etc/ssh, /etc/overbrainer, /root (mode 0700) and the pod's workdir
@@ -85,6 +98,19 @@
 // would slow every SSH session into the pod). A persistent volume is a host
 // directory of its own, kept across stop and start; a network volume
 // (AddNetworkVolume) is a host directory shared by every pod that mounts it.
+// The fake's own directory (other pods' disks and volumes) and the
+// directories of WithHiddenDirs (a launcher's state) are hidden under empty
+// tmpfs.
+//
+// That is all it isolates: a pod shares the host's network (and so its
+// loopback services), users, cgroups (no CPU or memory limit), /dev and
+// /sys, and reads every host file not named above through the overlay. It
+// keeps a test's pods from changing the host and from each other's files,
+// not a hostile command from the host: run only commands you would run here.
+//
+// The fake keeps its files in a runpodtest-* temporary directory that
+// Close removes; one left by a process that was killed is removed by the
+// next NewServer, once its owner is provably gone.
 //
 // The command's env is PATH and HOME, the pod's env with its
 // {{ RUNPOD_SECRET_<name> }} placeholders resolved from the fake's secrets,
@@ -119,12 +145,12 @@
 //
 // # Where the fake differs from Runpod
 //
-//   - Provisioning is immediate (or WithProvisioningDelay); there is no
-//     STARTING phase longer than the start of a process, no capacity
-//     shortage unless a fault makes one, and no image: args must hold the
-//     whole command, and the pod runs on the host's files.
-//   - A command that ends leaves the pod EXITED; Runpod may restart the
-//     container instead.
+//   - Provisioning is immediate (or WithProvisioningDelay), STARTING lasts
+//     WithStartingDelay (0 by default); there is no capacity shortage
+//     unless a fault makes one, and no image: args must hold the whole
+//     command, and the pod runs on the host's files.
+//   - A restarted container gets a fresh overlay: only volumes keep files
+//     across it. Time spent STARTING does not bill in Bill.RunSeconds.
 //   - A pod's network is the host's: there is no port mapping, its sshd
 //     listens on the port it reports as public (on every address the
 //     bootstrap asks for), and the pod reaches the fake on 127.0.0.1.
@@ -138,7 +164,7 @@
 //     PATCH, and network volume create/delete/list are not served
 //     (501); volumes are added with AddNetworkVolume. Network volume quotas,
 //     GPU availability, CUDA versions and data-center placement are not
-//     enforced; RateLimit headers are not sent.
+//     enforced; RateLimit headers are sent only with WithQuota.
 //   - A pod's log stream (GET /v2/pods/{id}/logs, Server-Sent Events)
 //     carries its command's output as container lines; there are no system
 //     lines (source=system streams nothing). It ends when the pod is

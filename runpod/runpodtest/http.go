@@ -52,11 +52,16 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 
+	// Every answer names its request, as Runpod's do, so that a client
+	// can quote it in a report; the log keeps it too.
+	reqID := newRequestID()
+	w.Header().Set("X-Request-Id", reqID)
 	s.mu.Lock()
 	caller := s.callerLocked(r)
 	s.logMu.Lock()
 	entry := len(s.requests)
 	s.requests = append(s.requests, Request{
+		ID:       reqID,
 		Time:     s.cfg.now(),
 		Method:   r.Method,
 		Path:     r.URL.Path,

@@ -13,6 +13,9 @@ import (
 // TestMain fails the run when goroutines outlive the tests: every server is
 // closed by then, so whatever still runs leaked from the fake.
 func TestMain(m *testing.M) {
+	if os.Getenv(leaveBehindEnv) == "1" {
+		leaveBehind()
+	}
 	code := m.Run()
 	if code == 0 {
 		if leaked := leakedGoroutines(); leaked != "" {

@@ -20,14 +20,21 @@ type config struct {
 	allowLeft      bool
 	quota          []QuotaWindow
 	pageSize       int
+	startingDelay  time.Duration
+	exitOnEnd      bool
+	restartDelay   time.Duration
+	goneAfter      time.Duration
+	hidden         []string
 }
 
 func defaultConfig() config {
 	return config{
-		gpus:       DefaultGPUTypes(),
-		stopGrace:  2 * time.Second,
-		volumeRate: 0.20,
-		cpuRate:    0.03,
+		gpus:         DefaultGPUTypes(),
+		stopGrace:    2 * time.Second,
+		volumeRate:   0.20,
+		cpuRate:      0.03,
+		restartDelay: time.Second,
+		goneAfter:    2 * time.Second,
 	}
 }
 
@@ -60,6 +67,44 @@ func WithGPUTypes(types ...GPUType) Option {
 // the fake's clock, so a ManualClock decides when pods start.
 func WithProvisioningDelay(d time.Duration) Option {
 	return func(c *config) { c.provisionDelay = d }
+}
+
+// WithStartingDelay keeps each start of a pod's container (its first boot,
+// a start, a restart) STARTING this long before it turns RUNNING: the
+// pod shows no runtime, no ports and no SSH endpoint yet, as Runpod's does
+// while its container comes up, so that a client must wait for them rather
+// than take RUNNING's. With the pod runner the command already runs then,
+// on the real clock; in API-only mode the delay follows the provisioning
+// delay on the fake's clock. Default 0: RUNNING at once.
+func WithStartingDelay(d time.Duration) Option {
+	return func(c *config) { c.startingDelay = d }
+}
+
+// WithExitedOnEnd makes a pod whose command ends by itself turn EXITED
+// and stay so, the fake's behaviour before it restarted containers.
+// Without it the container is restarted, as Runpod does: the pod shows
+// STARTING for the restart delay (WithRestartDelay, doubled on each quick
+// restart), then runs its command again, for as long as it is not stopped
+// or deleted.
+func WithExitedOnEnd() Option { return func(c *config) { c.exitOnEnd = true } }
+
+// WithRestartDelay sets the wait before a container whose command ended is
+// started again (default 1s). It doubles with each restart of a run that
+// lasted under 10s, up to 32 times, as Docker's restart back-off does.
+func WithRestartDelay(d time.Duration) Option { return func(c *config) { c.restartDelay = d } }
+
+// WithTerminatedVisible sets how long, on the real clock, a deleted pod
+// still answers GET as TERMINATED before it answers 404 (default 2s, as
+// Runpod shows a terminated pod for a short while). 0 answers 404 at once.
+// The list leaves the pod at once either way.
+func WithTerminatedVisible(d time.Duration) Option { return func(c *config) { c.goneAfter = d } }
+
+// WithHiddenDirs names host directories that the pod runner's pods must
+// not see, such as a launcher's state directory: each pod gets an empty
+// tmpfs over each (the fake's own directory always is). A directory that
+// holds one of the pod's mountpoints, or its PATH, is left visible.
+func WithHiddenDirs(dirs ...string) Option {
+	return func(c *config) { c.hidden = append(c.hidden, dirs...) }
 }
 
 // WithStopGrace sets how long the stop action waits after SIGTERM before it

@@ -61,6 +61,10 @@ type Pod struct {
 	ExitCode int
 	// Error says why the pod is in ERROR (the pod runner could not run it).
 	Error string
+	// Restarts counts the times the container was started again after
+	// its command ended by itself (see WithExitedOnEnd); ExitCode is then
+	// the last run's status while the pod restarts.
+	Restarts int
 	// Bill is what the pod has cost so far on the fake's clock.
 	Bill Bill
 	// Billing is true while the pod still costs money: provisioning,
@@ -112,6 +116,10 @@ type pod struct {
 	sshPort       int
 	exitCode      int
 	errMsg        string
+	startingAt    time.Time // when it last turned STARTING, fake's clock
+	restarts      int
+	quickRestarts int       // restarts in a row of runs under 10s
+	goneAt        time.Time // when it was terminated, real clock
 
 	log         *podLog
 	launch      *launch // the current run of the pod runner, if any
@@ -135,6 +143,8 @@ func (p *pod) setStatus(status string, now time.Time) {
 	}
 	p.status = status
 	switch status {
+	case StatusStarting:
+		p.startingAt = now
 	case StatusRunning:
 		p.runningSince = now
 		p.startedAt = now
@@ -182,15 +192,30 @@ func (p *pod) bill(now time.Time, volumeRate float64) Bill {
 }
 
 // refreshLocked moves an API-only pod out of PROVISIONING once the
-// provisioning delay has passed on the fake's clock. s.mu must be held.
+// provisioning delay has passed on the fake's clock, and out of STARTING
+// once the starting delay has too. s.mu must be held.
 func (s *Server) refreshLocked(p *pod, now time.Time) {
-	if s.cfg.runner || p.status != StatusProvisioning {
+	if s.cfg.runner {
 		return
 	}
-	ready := p.createdAt.Add(s.cfg.provisionDelay)
-	if !now.Before(ready) {
-		p.setStatus(StatusRunning, ready)
+	if p.status == StatusProvisioning {
+		ready := p.createdAt.Add(s.cfg.provisionDelay)
+		if now.Before(ready) {
+			return
+		}
+		p.setStatus(StatusStarting, ready)
 	}
+	if p.status == StatusStarting {
+		if up := p.startingAt.Add(s.cfg.startingDelay); !now.Before(up) {
+			p.setStatus(StatusRunning, up)
+		}
+	}
+}
+
+// visibleLocked says whether GET still shows the pod: any pod but a
+// terminated one, which shows for WithTerminatedVisible's while.
+func (s *Server) visibleLocked(p *pod) bool {
+	return p.status != StatusTerminated || time.Since(p.goneAt) < s.cfg.goneAfter
 }
 
 func (p *pod) snapshot(s *Server, now time.Time) Pod {
@@ -221,6 +246,7 @@ func (p *pod) snapshot(s *Server, now time.Time) Pod {
 		EndedAt:           p.endedAt,
 		ExitCode:          p.exitCode,
 		Error:             p.errMsg,
+		Restarts:          p.restarts,
 		Bill:              p.bill(now, s.cfg.volumeRate),
 		Billing:           p.billing(),
 	}

@@ -9,12 +9,14 @@ import (
 	"os"
 	"os/signal"
 	"path"
+	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 )
 
 // A pod's init is this very binary, re-executed by the runner with
-// RUNPODTEST_POD_INIT=1 as PID 1 of new mount and PID namespaces. It takes
+// RUNPODTEST_POD_INIT=1 as PID 1 of new mount, PID, UTS and IPC namespaces. It takes
 // over before main, as docker's reexec does: any binary that imports this
 // package (a test binary, examples/launch --local) can run pods.
 func init() {
@@ -56,6 +58,16 @@ func podInit() int {
 		report(initStatus{Error: "build the pod's root: " + err.Error()})
 		return 125
 	}
+	if cfg.Hostname != "" {
+		if err := syscall.Sethostname([]byte(cfg.Hostname)); err != nil {
+			report(initStatus{Error: "set the pod's hostname: " + err.Error()})
+			return 125
+		}
+	}
+	// The bounding set is per thread, and the command is forked from
+	// this one: keep it.
+	runtime.LockOSThread()
+	dropCapabilities()
 	argv0, err := lookPath(cfg.Words[0], cfg.Env)
 	if err != nil {
 		report(initStatus{Error: err.Error()})
@@ -155,13 +167,22 @@ func buildRoot(cfg *initConfig) error {
 		flags                  uintptr
 		data                   string
 	}
-	mounts := []mnt{
+	var mounts []mnt
+	for _, dir := range cfg.Hidden {
+		if strings.HasPrefix(dir, "/.oldroot") || !path.IsAbs(dir) || dir == "/" {
+			return fmt.Errorf("bad directory to hide %q", dir)
+		}
+		if _, err := os.Stat(dir); err == nil {
+			mounts = append(mounts, mnt{"tmpfs", dir, "tmpfs", syscall.MS_NOSUID | syscall.MS_NODEV | syscall.MS_NOEXEC, "mode=0700,size=1m"})
+		}
+	}
+	mounts = append(mounts, []mnt{
 		{"proc", "/proc", "proc", syscall.MS_NOSUID | syscall.MS_NODEV | syscall.MS_NOEXEC, ""},
 		{"/.oldroot/dev", "/dev", "", syscall.MS_BIND | syscall.MS_REC, ""},
 		{"tmpfs", "/dev/shm", "tmpfs", syscall.MS_NOSUID | syscall.MS_NODEV, "mode=1777"},
 		{"/.oldroot/sys", "/sys", "", syscall.MS_BIND | syscall.MS_REC, ""},
 		{"tmpfs", "/tmp", "tmpfs", syscall.MS_NOSUID | syscall.MS_NODEV, "mode=1777"},
-	}
+	}...)
 	for _, m := range cfg.Mounts {
 		if strings.HasPrefix(m.Target, "/.oldroot") || !path.IsAbs(m.Target) {
 			return fmt.Errorf("bad mountpoint %q", m.Target)
@@ -207,4 +228,33 @@ func lookPath(name string, env []string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%s: command not found in the pod's PATH", name)
+}
+
+// podCaps are the capabilities a pod keeps: Docker's default set, which
+// is what a Runpod container has, and all that the bootstrap, its sshd
+// (setuid, chroot for privilege separation, audit) and a job need. The
+// rest (CAP_SYS_ADMIN above all: mount, and with it a way out of the
+// overlay; CAP_SYS_PTRACE, CAP_SYS_MODULE, CAP_NET_ADMIN...) leave the
+// bounding set, so that nothing the command runs gets them back.
+var podCaps = map[int]bool{
+	0: true, 1: true, 3: true, 4: true, 5: true, 6: true, 7: true, 8: true, // CHOWN DAC_OVERRIDE FOWNER FSETID KILL SETGID SETUID SETPCAP
+	10: true, 13: true, 18: true, 27: true, 29: true, 31: true, // NET_BIND_SERVICE NET_RAW SYS_CHROOT MKNOD AUDIT_WRITE SETFCAP
+}
+
+// dropCapabilities drops the capabilities a pod does not need from the
+// calling thread's bounding set. A kernel that refuses (no CAP_SETPCAP)
+// leaves the pod with what it has: the isolation is best effort there.
+func dropCapabilities() {
+	last := 40
+	if b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap"); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			last = n
+		}
+	}
+	const prCapBSetDrop = 24
+	for c := 0; c <= last; c++ {
+		if !podCaps[c] {
+			_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, prCapBSetDrop, uintptr(c), 0)
+		}
+	}
 }

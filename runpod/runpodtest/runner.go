@@ -22,7 +22,7 @@ import (
 // ErrPodRunnerNeedsRoot is what CheckPodRunner returns, and what a pod's
 // Error starts with, when the pod runner cannot run pods on this machine.
 var ErrPodRunnerNeedsRoot = errors.New("runpodtest: the pod runner needs root on Linux: " +
-	"each pod runs in its own mount and PID namespaces, over a private overlay of /, " +
+	"each pod runs in its own mount, PID, UTS and IPC namespaces, over a private overlay of /, " +
 	"so that it never changes the host (run the tests as root, e.g. in a container or with sudo -E go test)")
 
 // podProcess is a started pod: its namespace's init and everything under it.
@@ -51,6 +51,9 @@ type launch struct {
 	proc        podProcess
 	cancel      chan struct{} // closed by kill: stop waiting to start
 	done        chan struct{} // closed once nothing of the run is left
+	// delay is the wait before the run starts anything: the provisioning
+	// delay, or a container restart's back-off.
+	delay time.Duration
 }
 
 func (l *launch) kill() {
@@ -97,7 +100,13 @@ func (l *launch) stop(grace time.Duration) {
 // startLaunchLocked starts running the pod's command in the background.
 // s.mu must be held and s not closed.
 func (s *Server) startLaunchLocked(p *pod) {
-	l := &launch{cancel: make(chan struct{}), done: make(chan struct{})}
+	s.startLaunchAfterLocked(p, s.cfg.provisionDelay)
+}
+
+// startLaunchAfterLocked is startLaunchLocked with a wait of its own before
+// the run starts. s.mu must be held and s not closed.
+func (s *Server) startLaunchAfterLocked(p *pod, delay time.Duration) {
+	l := &launch{cancel: make(chan struct{}), done: make(chan struct{}), delay: delay}
 	p.launch = l
 	s.runs.Add(1)
 	go s.runLaunch(p, l)
@@ -106,7 +115,7 @@ func (s *Server) startLaunchLocked(p *pod) {
 func (s *Server) runLaunch(p *pod, l *launch) {
 	defer s.runs.Done()
 	defer close(l.done)
-	if d := s.cfg.provisionDelay; d > 0 {
+	if d := l.delay; d > 0 {
 		t := time.NewTimer(d)
 		select {
 		case <-t.C:
@@ -174,7 +183,13 @@ func (s *Server) runLaunch(p *pod, l *launch) {
 	}
 	// The command runs: so does the pod, even when a stop is ending this
 	// run already (p.dying); the stop marks it EXITED once it is gone.
-	p.setStatus(StatusRunning, s.cfg.now())
+	// With a starting delay it first shows STARTING, without its ports.
+	ranAt := time.Now()
+	if s.cfg.startingDelay > 0 {
+		p.setStatus(StatusStarting, s.cfg.now())
+	} else {
+		p.setStatus(StatusRunning, s.cfg.now())
+	}
 	s.notifyLocked()
 	s.mu.Unlock()
 	if termPending {
@@ -183,8 +198,26 @@ func (s *Server) runLaunch(p *pod, l *launch) {
 		// its SIGTERM now, and the stop's grace runs on.
 		proc.terminate()
 	}
-
-	code := proc.wait()
+	exited := make(chan int, 1)
+	go func() { exited <- proc.wait() }()
+	var code int
+	if d := s.cfg.startingDelay; d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+			s.mu.Lock()
+			if (p.launch == l || p.dying == l) && !p.terminating && p.status == StatusStarting {
+				p.setStatus(StatusRunning, s.cfg.now())
+				s.notifyLocked()
+			}
+			s.mu.Unlock()
+			code = <-exited
+		case code = <-exited:
+			t.Stop()
+		}
+	} else {
+		code = <-exited
+	}
 	// Nothing of the pod listens any more: whoever sees it EXITED may see
 	// its port free.
 	releasePortOnce()
@@ -193,9 +226,23 @@ func (s *Server) runLaunch(p *pod, l *launch) {
 	if p.launch == l && !p.terminating {
 		// The command ended by itself: the container exited.
 		p.launch = nil
-		p.setStatus(StatusExited, s.cfg.now())
-		p.exitCode = code
 		p.setSSHPort(0)
+		if s.cfg.exitOnEnd || s.closed {
+			p.setStatus(StatusExited, s.cfg.now())
+			p.exitCode = code
+		} else {
+			// Runpod starts the container again, after a back-off
+			// that grows while it keeps ending at once.
+			if time.Since(ranAt) < 10*time.Second {
+				p.quickRestarts = min(p.quickRestarts+1, 6)
+			} else {
+				p.quickRestarts = 1
+			}
+			p.restarts++
+			p.setStatus(StatusStarting, s.cfg.now())
+			p.exitCode = code
+			s.startLaunchAfterLocked(p, s.cfg.restartDelay<<(p.quickRestarts-1))
+		}
 		s.notifyLocked()
 	}
 	s.mu.Unlock()
@@ -223,6 +270,11 @@ type podSpec struct {
 	diskGB  int
 	mounts  []podMount // in mounting order, parents first
 	sshPort int
+	// hostname is the pod's (RUNPOD_POD_HOSTNAME); hidden lists the host
+	// directories it gets an empty tmpfs over (the fake's own, and
+	// WithHiddenDirs').
+	hostname string
+	hidden   []string
 	// portHold keeps sshPort bound until the pod's init closes it, just
 	// before it runs the command (see reservePort). The run closes its
 	// own copy.
@@ -288,7 +340,8 @@ func (s *Server) podSpecLocked(p *pod) (_ *podSpec, err error) {
 	port := strconv.Itoa(spec.sshPort)
 	env["RUNPOD_POD_ID"] = p.id
 	env["RUNPOD_API_KEY"] = p.key
-	env["RUNPOD_POD_HOSTNAME"] = p.id + "-runpodtest"
+	spec.hostname = p.id + "-runpodtest"
+	env["RUNPOD_POD_HOSTNAME"] = spec.hostname
 	env["RUNPOD_PUBLIC_IP"] = "127.0.0.1"
 	env["RUNPOD_TCP_PORT_22"] = port
 	env["RUNPOD_DC_ID"] = p.dataCenter
@@ -359,6 +412,22 @@ func (s *Server) podSpecLocked(p *pod) (_ *podSpec, err error) {
 		if m.Target == "/" || !path.IsAbs(m.Target) {
 			return nil, fmt.Errorf("runpodtest: cannot mount over %q in a pod", m.Target)
 		}
+	}
+	// The fake's directory holds every pod's disk and volumes, and a
+	// launcher's state directory its records and the account key of a
+	// local-server: a pod sees none of them. A directory that holds one
+	// of the pod's own mountpoints (or PATH) stays, as hiding it would
+	// hide what the pod needs.
+	targets := strings.Split(podBasePath, ":")
+	for _, m := range spec.mounts {
+		targets = append(targets, m.Target)
+	}
+	for _, dir := range append([]string{s.tmp}, s.cfg.hidden...) {
+		dir = path.Clean(dir)
+		if !path.IsAbs(dir) || dir == "/" || slices.ContainsFunc(targets, func(t string) bool { return hasPrefixPath(t, dir) }) {
+			continue
+		}
+		spec.hidden = append(spec.hidden, dir)
 	}
 	// Parents before children, so that a volume inside the workdir stays
 	// visible above the workdir's tmpfs.

@@ -29,6 +29,11 @@ type initConfig struct {
 	NSDir  string     `json:"nsDir"`
 	DiskGB int        `json:"diskGB"`
 	Mounts []podMount `json:"mounts"`
+	// Hostname is the pod's, set in its own UTS namespace.
+	Hostname string `json:"hostname,omitempty"`
+	// Hidden are host directories the pod must not see: each gets an
+	// empty tmpfs over it before the pod's own mounts.
+	Hidden []string `json:"hidden,omitempty"`
 	// HoldsPort says that fd 5 is the socket that keeps the pod's ssh
 	// port bound: the init closes it just before it runs the command.
 	HoldsPort bool `json:"holdsPort,omitempty"`
@@ -78,6 +83,8 @@ func startPodProcess(spec *podSpec, out io.Writer) (podProcess, error) {
 		NSDir:     spec.nsDir,
 		DiskGB:    spec.diskGB,
 		Mounts:    spec.mounts,
+		Hostname:  spec.hostname,
+		Hidden:    spec.hidden,
 		HoldsPort: spec.portHold != nil,
 	})
 	if err != nil {
@@ -124,7 +131,9 @@ func (lp *linuxPod) run(podID string, payload []byte, portHold *os.File, out io.
 		cmd.ExtraFiles = append(cmd.ExtraFiles, portHold) // portHoldFD
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWPID,
+		// Mounts, processes, hostname and System V IPC of its own; the
+		// network stays the host's (see the package doc).
+		Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWUTS | syscall.CLONE_NEWIPC,
 		Setpgid:    true,
 		Pdeathsig:  syscall.SIGKILL,
 	}

@@ -333,7 +333,7 @@ while :; do sleep 0.1; done`
 
 func TestPodRunnerCommandEndsAndFailures(t *testing.T) {
 	requireRunner(t)
-	srv := NewTestServer(t, WithPodRunner())
+	srv := NewTestServer(t, WithPodRunner(), WithExitedOnEnd())
 	ctx := waitCtx(t)
 
 	exits := createPod(t, srv, shPod("exits", "echo bye; exit 7", nil))
@@ -525,7 +525,7 @@ func TestPodRunnerPodHasItsOwnRoot(t *testing.T) {
 		before[p] = hostTree(t, p)
 	}
 
-	srv := NewTestServer(t, WithPodRunner())
+	srv := NewTestServer(t, WithPodRunner(), WithExitedOnEnd())
 	script := `set -eu
 echo "home=$HOME entries=[$(ls -A /root | tr '\n' ' ')] mode=$(stat -c '%a %U' /root)"
 mkdir -p /root/.ssh && echo pod > /root/.ssh/authorized_keys
@@ -596,7 +596,7 @@ func TestURLIsSetBeforeTheServerServes(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	srv := NewTestServer(t, WithPodRunner(), WithAPIKey(key))
+	srv := NewTestServer(t, WithPodRunner(), WithExitedOnEnd(), WithAPIKey(key))
 	out, err := exec.Command(curl, "-sS", "-o", "/dev/null", "-w", "%{http_code}",
 		"-K", cfg, "--data-binary", "@"+bodyFile, srv.BaseURL()+"/pods").Output()
 	if err != nil || string(out) != "201" {
@@ -624,7 +624,7 @@ func TestURLIsSetBeforeTheServerServes(t *testing.T) {
 func TestPodRunnerCommandListensOnItsPort(t *testing.T) {
 	requireRunner(t)
 	shtest.NeedTool(t, "busybox")
-	srv := NewTestServer(t, WithPodRunner())
+	srv := NewTestServer(t, WithPodRunner(), WithExitedOnEnd())
 	// An echo server on the pod's port, for one connection.
 	p := createPod(t, srv, shPod("listener", `exec busybox nc -l -p "$OVERBRAINER_SSH_PORT" -e cat`, nil))
 	running, err := srv.WaitStatus(waitCtx(t), p.ID, StatusRunning)

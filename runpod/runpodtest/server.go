@@ -77,10 +77,12 @@ func NewServer(opts ...Option) *Server {
 	if cfg.now == nil {
 		cfg.now = time.Now
 	}
+	removeAbandoned(os.TempDir())
 	tmp, err := os.MkdirTemp("", "runpodtest-")
 	if err != nil {
 		panic(fmt.Sprintf("runpodtest: %v", err))
 	}
+	writeOwner(tmp)
 	s := &Server{
 		cfg:     cfg,
 		tmp:     tmp,
@@ -262,6 +264,8 @@ func (s *Server) notifyLocked() {
 
 // Request is one call the fake received, in the order received.
 type Request struct {
+	// ID is the X-Request-Id the fake answered it with.
+	ID       string
 	Time     time.Time // on the fake's clock
 	Method   string
 	Path     string
@@ -412,6 +416,13 @@ func randomString(alphabet string, n int) string {
 
 // newKey makes an API key shaped like Runpod's (rpa_ and 40 characters).
 func newKey() string { return "rpa_" + randomString(keyAlphabet, 40) }
+
+// newRequestID makes an X-Request-Id, a UUID-shaped random one.
+func newRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
 
 // newID makes a resource id shaped like Runpod's pod ids.
 func newID() string { return randomString(idAlphabet, 14) }

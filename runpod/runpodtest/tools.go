@@ -43,7 +43,7 @@ func systemTools(out io.Writer) toolCheck {
 				append([]string{"install", "-y", "-qq", "--no-install-recommends"}, pkgs...),
 			} {
 				cmd := exec.Command("apt-get", args...)
-				cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+				cmd.Env = aptEnv()
 				cmd.Stdout, cmd.Stderr = out, out
 				if err := cmd.Run(); err != nil {
 					return fmt.Errorf("apt-get %s: %w", args[0], err)
@@ -53,6 +53,18 @@ func systemTools(out io.Writer) toolCheck {
 		}
 	}
 	return tc
+}
+
+// aptEnv is apt-get's whole env: a fixed PATH and what apt needs to run
+// unattended, never the caller's, which may hold the account key or a
+// token (and whose proxy or apt settings are not ours to pass on).
+func aptEnv() []string {
+	return []string{
+		"PATH=" + podBasePath,
+		"HOME=/root",
+		"LANG=C.UTF-8",
+		"DEBIAN_FRONTEND=noninteractive",
+	}
 }
 
 // missing lists the tools not found and their packages.

@@ -37,7 +37,7 @@ func (a *app) startLocal(context.Context) (*localEmulator, error) {
 	if err := a.checkLocal(); err != nil {
 		return nil, err
 	}
-	srv := runpodtest.NewServer(runpodtest.WithPodRunner())
+	srv := runpodtest.NewServer(runpodtest.WithPodRunner(), runpodtest.WithHiddenDirs(a.store.Dir))
 	a.local = &localEmulator{srv: srv, key: srv.APIKey(), baseURL: srv.BaseURL(), graphQLURL: srv.GraphQLURL()}
 	return a.local, nil
 }
@@ -77,7 +77,7 @@ terminates every pod of the emulator.`)
 	if err := a.checkLocal(); err != nil {
 		return err
 	}
-	srv := runpodtest.NewServer(runpodtest.WithPodRunner())
+	srv := runpodtest.NewServer(runpodtest.WithPodRunner(), runpodtest.WithHiddenDirs(a.store.Dir))
 	defer srv.Close()
 	a.say("local Runpod emulator at %s; state in %s", srv.URL, a.store.Dir)
 	a.say("run \"launch --local run\" in another terminal; Ctrl-C here ends the emulator and its pods")
