@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/guard"
+	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
 
 // With the launcher SIGKILLed and the pod's watchdog killed by the job, no
@@ -17,7 +18,10 @@ import (
 // watchdog's death ended the container), once.
 func TestSweepDeletesWhatNobodyGuards(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t)
+	// Runpod restarts a container whose command ended, and the new boot
+	// starts a new watchdog: the pod here is one that does not come back
+	// (a restart that fails, an image that crash-loops), left EXITED.
+	w := newWorld(t, runpodtest.WithExitedOnEnd())
 	began := time.Now()
 	// The job kills the watchdog once the launcher is gone (step 4).
 	job := `DEMO_STEPS=600 sh train.sh & sleep 4; kill -KILL "$(cat ../.pod/watchdog.pid)"; wait`

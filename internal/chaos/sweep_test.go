@@ -26,7 +26,10 @@ const (
 func TestChaosSweeperIsTheLastEnforcer(t *testing.T) {
 	needPods(t)
 	t.Parallel()
-	srv := runpodtest.NewTestServer(t, runpodtest.WithPodRunner(), runpodtest.AllowPodsLeft())
+	// Runpod would restart the container and its watchdog with it; this
+	// pod is one that does not come back (a failing restart, a crash
+	// loop), so the fake keeps it EXITED.
+	srv := runpodtest.NewTestServer(t, runpodtest.WithPodRunner(), runpodtest.AllowPodsLeft(), runpodtest.WithExitedOnEnd())
 	bin := launcherBinary(t, "")
 	e := &env{t: t, srv: srv, stateDir: filepath.Join(t.TempDir(), "state")}
 	job := `DEMO_STEPS=600 sh train.sh & sleep 4; kill -KILL "$(cat ../.pod/watchdog.pid)"; wait`
