@@ -572,6 +572,16 @@ func TestFollowTellsHowTheJobEnded(t *testing.T) {
 	}
 }
 
+// A nil writer takes no output: Follow still follows the job to its end.
+func TestFollowWithoutAWriter(t *testing.T) {
+	h := newHarness(t, look{st: ready}, look{st: running, out: "x"}, look{st: exited(0)})
+	r := h.mustStart(h.spec())
+	end, err := r.Follow(context.Background(), nil)
+	if err != nil || end.How != Exited || end.ExitCode != 0 {
+		t.Fatalf("Follow(nil) = %+v, %v; want the job's exit 0", end, err)
+	}
+}
+
 // A process that stopped following leaves a saved Record; Attach in
 // another takes the run up from it, and the follow goes on from the saved
 // offset with the pinned host key.

@@ -205,8 +205,11 @@ func (r *Run) Exec(ctx context.Context, cmd string, stdin io.Reader, stdout, std
 // watchdog. A watchdog that missed its cost cap or its deadline (it died
 // or hangs) is backed up: the cost snapshot is asked, and past the cap, or
 // past the deadline with the lease stale, the run ends with an
-// *EnforcedError and the pod is deleted.
+// *EnforcedError and the pod is deleted. A nil w discards the output.
 func (r *Run) Follow(ctx context.Context, w io.Writer) (End, error) {
+	if w == nil {
+		w = io.Discard
+	}
 	end, err := r.follow(ctx, w)
 	switch {
 	case err == nil:
