@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -69,7 +70,7 @@ func (r *Run) startPodLog() {
 	go func() {
 		defer close(p.done)
 		err := r.api.StreamPodLogs(ctx, id, opts, func(l runpod.LogLine) error {
-			_, err := io.WriteString(w, p.redact(fmt.Sprintf("%s %s %s\n", l.Time.UTC().Format(time.RFC3339), cmpOr(string(l.Source), "-"), l.Line)))
+			_, err := io.WriteString(w, p.redact(fmt.Sprintf("%s %s %s\n", l.Time.UTC().Format(time.RFC3339), cmp.Or(string(l.Source), "-"), l.Line)))
 			return err
 		})
 		if err != nil && ctx.Err() == nil {
@@ -102,13 +103,6 @@ func (p *podLog) redact(s string) string {
 	defer p.mu.Unlock()
 	for _, sec := range p.secrets {
 		s = strings.ReplaceAll(s, sec, "[REDACTED]")
-	}
-	return s
-}
-
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
 	}
 	return s
 }
