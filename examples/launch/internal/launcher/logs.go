@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/overbrainer/overbrainer-go/examples/launch/internal/state"
 	"github.com/overbrainer/overbrainer-go/internal/termtext"
@@ -69,14 +70,20 @@ func (a *app) lastLines(id string, n int) []string {
 	}
 	defer f.Close()
 	var lines []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		if lines = append(lines, sc.Text()); len(lines) > n {
-			lines = lines[1:]
+	br := bufio.NewReader(f)
+	for {
+		// Bounded: a line past 1 MiB is cut, and the lines after it,
+		// the last ones the pod printed, are still read.
+		l, _, err := termtext.ReadLine(br, 1<<20)
+		if l != "" {
+			if lines = append(lines, strings.TrimSuffix(l, "\n")); len(lines) > n {
+				lines = lines[1:]
+			}
+		}
+		if err != nil {
+			return lines
 		}
 	}
-	return lines
 }
 
 func cmdLogs(ctx context.Context, a *app, args []string) error {
