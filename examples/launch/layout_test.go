@@ -14,8 +14,9 @@ import (
 // belongs there, where every Go program gets it. These bounds keep it so.
 // The bound was 2,000 for the commands of the guard issue; the catalog
 // (gpus, datacenters, volumes), sweep and logs commands came after, their
-// logic in guard and runpod, their flags and tables here.
-const maxLauncherLines = 2300
+// logic in guard and runpod, their flags and tables here; then ssh,
+// cancel and --resume-from, with progress drawn from guard's events.
+const maxLauncherLines = 2400
 
 func TestTheLauncherStaysThin(t *testing.T) {
 	lines := 0
