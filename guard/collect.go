@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/overbrainer/overbrainer-go/internal/costplan"
 	"github.com/overbrainer/overbrainer-go/podssh"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/watchdog"
@@ -268,7 +267,7 @@ func (r *Run) leave(err error) {
 // end records the run's end and its cost.
 func (r *Run) end(phase Phase, note string) {
 	r.rec.Ended = r.now()
-	r.rec.CostUSD = costplan.Spent(r.rec.CostPerHr, r.rec.BillingStart, r.rec.Ended)
+	r.rec.CostUSD = r.rec.costTo(r.rec.Ended)
 	r.rec.Phase = phase
 	if note != "" {
 		r.rec.Note = note
@@ -445,7 +444,7 @@ func remove(ctx context.Context, c api, rec Record, opts ...Option) (Record, run
 		r.rec.Phase = r.endPhase(PhaseRemoved)
 		if r.rec.Ended.IsZero() && !r.rec.BillingStart.IsZero() {
 			r.rec.Ended = r.now()
-			r.rec.CostUSD = costplan.Spent(r.rec.CostPerHr, r.rec.BillingStart, r.rec.Ended)
+			r.rec.CostUSD = r.rec.costTo(r.rec.Ended)
 		}
 	case runpod.Stopped:
 		r.rec.Phase = PhaseStopped

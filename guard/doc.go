@@ -55,7 +55,10 @@
 // (PickGPUs, ListGPUs), AutoDataCenter the data centers that stock each,
 // a network volume pins its own data center, and Spec.MinCUDA keeps the
 // pod off older drivers. Every try is in Record.Attempts and told as
-// EventAttempt.
+// EventAttempt. The cost cap is the run's, not each pod's: what a pod
+// deleted for not coming up may have billed comes out of the next pod's
+// budget (and its env, for the sweeper), and ErrCapSpent ends a launch
+// whose cap went that way.
 //
 // Failures once the pod exists end the run by a rule that never leaves a
 // pod without a guard: the pod is deleted, or left to its armed watchdog

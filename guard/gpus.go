@@ -5,12 +5,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/overbrainer/overbrainer-go/internal/costplan"
+	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
 )
 
@@ -31,6 +35,10 @@ const DefaultMinCUDA = "12.4"
 // not be had: none matched the filters, or each was refused or out of
 // stock.
 var ErrNoGPU = errors.New("guard: no GPU type could be had")
+
+// ErrCapSpent is wrapped by the error of a launch whose pods that never
+// came up billed the whole cost cap: no other type is tried.
+var ErrCapSpent = errors.New("guard: the cost cap was spent before a pod came up")
 
 // ErrStartTimeout is wrapped by the error of a pod that was not running
 // with its SSH port within the start timeout (WithStartTimeout).
@@ -153,6 +161,32 @@ type Attempt struct {
 	// DataCenters are those the create asked for (none: any).
 	DataCenters []string `json:"data_centers,omitempty"`
 	Detail      string   `json:"detail,omitempty"`
+	// CostUSD is what a pod deleted for not coming up in time may have
+	// billed, from its create to its confirmed delete: the cost cap is
+	// the run's, so the next pod's budget is the cap less this.
+	CostUSD float64 `json:"cost_usd,omitempty"`
+}
+
+// earlierCost is what the run's earlier pods may have billed.
+func (r Record) earlierCost() float64 {
+	var usd float64
+	for _, a := range r.Attempts {
+		usd += a.CostUSD
+	}
+	return usd
+}
+
+// costTo is what the run may have billed until t, its earlier pods too.
+func (r Record) costTo(t time.Time) float64 {
+	return costplan.Spent(r.CostPerHr, r.BillingStart, t) + r.earlierCost()
+}
+
+// budget is the cost cap left for the run's current pod; 0 is no cap.
+func (r Record) budget() float64 {
+	if r.MaxCostUSD <= 0 {
+		return 0
+	}
+	return r.MaxCostUSD - r.earlierCost()
 }
 
 // Outcome is how an Attempt ended.
@@ -337,6 +371,16 @@ func (r *Run) tryGPU(ctx context.Context, req runpod.CreatePodRequest, cand cand
 		return errNextGPU
 	}
 	req.GPUTypeID, req.DataCenterIDs = cand.gpu, cand.dcs
+	if r.rec.MaxCostUSD > 0 {
+		left := r.rec.budget()
+		if left <= 0 {
+			return &createError{fmt.Errorf("%w: %s of %s went to pods that never came up (%s)",
+				ErrCapSpent, Money(r.rec.earlierCost()), Money(r.rec.MaxCostUSD), r.attemptsText())}
+		}
+		// The sweeper judges the pod's cap from its env alone.
+		req.Env = maps.Clone(req.Env)
+		req.Env[podenv.MaxCostEnv] = strconv.FormatFloat(left, 'f', -1, 64)
+	}
 	// Billing starts no earlier than the create call: the cost cap counts
 	// from here, on this machine's clock, which errs on the safe side.
 	r.rec.BillingStart = r.now()
@@ -358,8 +402,10 @@ func (r *Run) tryGPU(ctx context.Context, req runpod.CreatePodRequest, cand cand
 	err = r.ensure(ctx)
 	if errors.Is(err, ErrStartTimeout) && !last && ctx.Err() == nil {
 		at.Outcome, at.Detail = OutcomeStartTimeout, err.Error()
+		_, derr := r.deletePod(ctx)
+		at.CostUSD = costplan.Spent(r.rec.CostPerHr, r.rec.BillingStart, r.now())
 		r.attempt(at)
-		if _, derr := r.deletePod(ctx); derr != nil {
+		if derr != nil {
 			// Another pod while this one may still bill: no.
 			return fmt.Errorf("%w; deleting it before trying the next GPU type: %w", err, derr)
 		}

@@ -6,12 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/overbrainer/overbrainer-go/guard"
+	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
@@ -352,4 +354,44 @@ func TestGPUSpecRefused(t *testing.T) {
 			t.Errorf("%s: %d requests", tc.field, n)
 		}
 	}
+}
+
+// TestCostCapCountsEarlierPods: the cost cap is the run's, so a pod
+// deleted for not coming up in time takes what it may have billed out of
+// the next pod's budget (its env carries the rest, for the sweeper), and
+// a cap spent that way stops the launch before another create.
+func TestCostCapCountsEarlierPods(t *testing.T) {
+	f := newFallback(t, runpodtest.WithProvisioningDelay(time.Hour))
+	spec := f.spec(t, a5000, a40)
+	spec.MaxCostUSD = 1
+	if err := f.launch(t, spec); !errors.Is(err, guard.ErrStartTimeout) {
+		t.Fatalf("err %v, want ErrStartTimeout", err)
+	}
+	pods := f.srv.Pods()
+	if len(pods) != 2 || len(f.rec.Attempts) != 2 {
+		t.Fatalf("pods %+v, attempts %+v", pods, f.rec.Attempts)
+	}
+	first := f.rec.Attempts[0]
+	if first.CostUSD <= 0 {
+		t.Fatalf("first attempt %+v: no cost counted", first)
+	}
+	got := pods[0].Env[podenv.MaxCostEnv] + " then " + pods[1].Env[podenv.MaxCostEnv]
+	if want := "1 then " + strconv.FormatFloat(1-first.CostUSD, 'f', -1, 64); got != want {
+		t.Errorf("pods' caps %s, want %s", got, want)
+	}
+	if f.rec.CostUSD < first.CostUSD {
+		t.Errorf("run's cost %v leaves out the first pod's %v", f.rec.CostUSD, first.CostUSD)
+	}
+	f.noneBilling(t)
+
+	f = newFallback(t, runpodtest.WithProvisioningDelay(time.Hour))
+	spec = f.spec(t, a5000, a40)
+	spec.MaxCostUSD = 1e-9
+	if err := f.launch(t, spec); !errors.Is(err, guard.ErrCapSpent) {
+		t.Fatalf("err %v, want ErrCapSpent", err)
+	}
+	if n := f.creates(); n != 1 {
+		t.Errorf("%d creates after the cap was spent, want 1", n)
+	}
+	f.noneBilling(t)
 }

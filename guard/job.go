@@ -134,7 +134,7 @@ func (r *Run) planCost(ctx context.Context) error {
 		return fmt.Errorf("reading the pod's clock: %w", err)
 	}
 	offset := costplan.ClockOffset(sent, received, st.PodNow)
-	plan, err := costplan.CostCap(r.rec.BillingStart, r.rec.CostPerHr, r.rec.MaxCostUSD, r.rec.SnapshotLead, offset)
+	plan, err := costplan.CostCap(r.rec.BillingStart, r.rec.CostPerHr, r.rec.budget(), r.rec.SnapshotLead, offset)
 	if err != nil {
 		return err
 	}
@@ -321,7 +321,7 @@ func (r *Run) enforce(ctx context.Context, st jobctl.State, leaseAt time.Time) e
 	}
 	now, late := r.now(), cmp.Or(r.rec.Interval, podenv.DefaultInterval)+enforceMargin
 	if r.rec.MaxCostUSD > 0 && r.rec.CostPerHr > 0 {
-		plan, err := costplan.CostCap(r.rec.BillingStart, r.rec.CostPerHr, r.rec.MaxCostUSD, r.rec.SnapshotLead, 0)
+		plan, err := costplan.CostCap(r.rec.BillingStart, r.rec.CostPerHr, r.rec.budget(), r.rec.SnapshotLead, 0)
 		if err != nil {
 			return err
 		}

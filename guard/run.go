@@ -8,7 +8,6 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"github.com/overbrainer/overbrainer-go/internal/costplan"
 	"github.com/overbrainer/overbrainer-go/podssh"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/watchdog"
@@ -250,7 +249,7 @@ func (r *Run) lookPod(ctx context.Context) (*runpod.Pod, error) {
 }
 
 // spent is the cost so far, from the pod's price.
-func (r *Run) spent() float64 { return costplan.Spent(r.rec.CostPerHr, r.rec.BillingStart, r.now()) }
+func (r *Run) spent() float64 { return r.rec.costTo(r.now()) }
 
 // dial connects with the run's host key pinned, retrying while sshd comes
 // up. A host key mismatch is final: this is not the run's pod, or someone

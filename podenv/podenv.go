@@ -29,6 +29,10 @@ const JobEnv = "/etc/overbrainer/job.env"
 // Runpod replaces with the run's secret at boot.
 const HostKeyEnv = "OVERBRAINER_HOST_KEY"
 
+// MaxCostEnv carries the pod's cost cap in USD, for a sweeper that judges
+// the pod from the API alone.
+const MaxCostEnv = "OVERBRAINER_MAX_COST_USD"
+
 // DefaultAPIURL is the Runpod REST v2 API the watchdog calls when
 // Settings.APIURL is empty.
 const DefaultAPIURL = "https://api.runpod.io/v2"
@@ -487,7 +491,7 @@ func (s Settings) Env() (map[string]string, error) {
 		env["OVERBRAINER_MAX_EXTENSION"] = "0"
 	}
 	if s.MaxCostUSD > 0 {
-		env["OVERBRAINER_MAX_COST_USD"] = strconv.FormatFloat(s.MaxCostUSD, 'f', -1, 64)
+		env[MaxCostEnv] = strconv.FormatFloat(s.MaxCostUSD, 'f', -1, 64)
 	}
 	return env, nil
 }
