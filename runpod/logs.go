@@ -2,7 +2,6 @@ package runpod
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,7 +11,10 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/overbrainer/overbrainer-go/internal/termtext"
 )
 
 // LogSource selects what a pod's log stream carries.
@@ -205,22 +207,25 @@ func (c *Client) streamOnce(ctx context.Context, id string, opts *LogOptions, co
 }
 
 // readEvents reads a Server-Sent Events stream and calls fn for each event
-// with data. Lines past maxLogLine are cut; comments, event names and
-// retry hints are skipped. It returns nil at the end of the stream.
+// with data. Lines past maxLogLine are cut and marked; comments, event
+// names and retry hints are skipped. It returns nil at the end of the stream.
 func readEvents(r io.Reader, fn func(id string, data []byte) error) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var id string
 	var data []byte
 	has := false
 	for {
-		line, err := readBoundedLine(br)
-		if err != nil {
+		line, _, err := termtext.ReadLine(br, maxLogLine)
+		if line == "" {
 			if errors.Is(err, io.EOF) {
 				return nil
 			}
 			return err
 		}
-		if len(line) == 0 {
+		// A line past the bound keeps termtext's mark, so its reader sees
+		// it was cut.
+		line = strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
+		if line == "" {
 			if has {
 				if err := fn(id, data); err != nil {
 					return err
@@ -229,38 +234,16 @@ func readEvents(r io.Reader, fn func(id string, data []byte) error) error {
 			data, has = data[:0], false
 			continue
 		}
-		field, value, _ := bytes.Cut(line, []byte(":"))
-		value = bytes.TrimPrefix(value, []byte(" "))
-		switch string(field) {
+		field, value, _ := strings.Cut(line, ":")
+		value = strings.TrimPrefix(value, " ")
+		switch field {
 		case "id":
-			id = string(value)
+			id = value
 		case "data":
 			if has {
 				data = append(data, '\n')
 			}
 			data, has = append(data, value...), true
 		}
-	}
-}
-
-// readBoundedLine reads one line without its end (\n or \r\n), at most
-// maxLogLine bytes of it: the rest of a longer line is read and dropped.
-func readBoundedLine(br *bufio.Reader) ([]byte, error) {
-	var line []byte
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if len(line)+len(chunk) <= maxLogLine {
-			line = append(line, chunk...)
-		} else if len(line) < maxLogLine {
-			line = append(line, chunk[:maxLogLine-len(line)]...)
-		}
-		switch {
-		case err == bufio.ErrBufferFull:
-			continue
-		case err != nil && len(line) == 0:
-			return nil, err
-		}
-		line = bytes.TrimSuffix(line, []byte("\n"))
-		return bytes.TrimSuffix(line, []byte("\r")), nil
 	}
 }

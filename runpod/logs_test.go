@@ -10,11 +10,13 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/overbrainer/overbrainer-go/internal/termtext"
 )
 
 // The event reader: fields split on the first colon, several data lines
 // joined, CRLF ends, comments and other fields skipped, a line past the
-// bound cut without losing the events after it.
+// bound cut and marked without losing the events after it.
 func TestReadEvents(t *testing.T) {
 	long := strings.Repeat("x", maxLogLine+100)
 	stream := ": a comment\r\nid: 1\r\ndata: a:b\r\n\r\nevent: x\nretry: 5\nid: 2\ndata: one\ndata: two\n\n\n" +
@@ -28,7 +30,7 @@ func TestReadEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []ev{{"1", "a:b"}, {"2", "one\ntwo"}, {"3", long[:maxLogLine-len("data: ")]}, {"4", "last"}}
+	want := []ev{{"1", "a:b"}, {"2", "one\ntwo"}, {"3", long[:maxLogLine-len("data: ")] + termtext.CutMark}, {"4", "last"}}
 	if !slices.Equal(got, want) {
 		for i := range got {
 			if len(got[i].data) > 40 {
