@@ -18,7 +18,10 @@
 //     the session's standard input only. The job writes its results into
 //     $OVERBRAINER_OUTPUTS, and when the file $OVERBRAINER_SNAPSHOT_REQUEST
 //     appears (a Snapshot, or the watchdog ahead of the cost cap, the
-//     deadline or a full disk) it checkpoints there and exits.
+//     deadline or a full disk) it checkpoints there and exits. A Job with
+//     ResumeFrom (an earlier run's collected outputs) finds them in
+//     $OVERBRAINER_OUTPUTS before it starts, so that it continues from its
+//     checkpoint on a new pod, and Collect brings them back with the new.
 //   - Run.Follow streams the job's output, renews the lease while it
 //     progresses, grows a network volume that fills (up to
 //     Spec.MaxVolumeGB, else a disk snapshot is asked), reconnects, and

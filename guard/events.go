@@ -81,6 +81,9 @@ const (
 	// EventAttempt: a try at a pod of one GPU type ended (GPU, Attempt):
 	// created, or why the next type is tried, or why the launch stops.
 	EventAttempt
+	// EventResumed: the outputs Job.ResumeFrom names were uploaded into
+	// the job's outputs (Dir, Remote, Files, Bytes).
+	EventResumed
 )
 
 var kindNames = map[EventKind]string{
@@ -91,7 +94,7 @@ var kindNames = map[EventKind]string{
 	EventDeleteReason: "delete_reason", EventReconnecting: "reconnecting", EventReconnected: "reconnected",
 	EventJobEnded: "job_ended", EventCollected: "collected", EventFailed: "failed", EventLeft: "left",
 	EventDeleted: "deleted", EventSecretDeleted: "secret_deleted", EventWarning: "warning",
-	EventAttempt: "attempt",
+	EventAttempt: "attempt", EventResumed: "resumed",
 }
 
 func (k EventKind) String() string {
@@ -250,6 +253,8 @@ func (e Event) String() string {
 			return "GPU type " + e.Attempt.String() + "; trying the next type"
 		}
 		return "GPU type " + e.Attempt.String()
+	case EventResumed:
+		return fmt.Sprintf("resuming from %s: %d files (%s) uploaded to %s", e.Dir, e.Files, ByteSize(e.Bytes), e.Remote)
 	}
 	return e.Kind.String()
 }
@@ -265,6 +270,21 @@ func Money(usd float64) string {
 		return fmt.Sprintf("$%.3f", usd)
 	}
 	return fmt.Sprintf("$%.2f", usd)
+}
+
+// ByteSize is n bytes for a person, in powers of 1000 as disks and
+// networks count them.
+func ByteSize(n int64) string {
+	const unit = 1000
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit && exp < 5; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %cB", float64(n)/float64(div), "kMGTPE"[exp])
 }
 
 func roundSecond(d time.Duration) string { return d.Round(time.Second).String() }

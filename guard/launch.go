@@ -63,7 +63,7 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 	r.rec = Record{
 		ID: spec.RunID, APIURL: c.BaseURL(),
 		PodName: PodNamePrefix + spec.RunID, SecretName: hostKeySecretName(spec.RunID),
-		JobDir: spec.Job.Dir, Command: spec.Job.Command,
+		JobDir: spec.Job.Dir, Command: spec.Job.Command, ResumeFrom: spec.Job.ResumeFrom,
 		Deadline: spec.Deadline, MaxCostUSD: spec.MaxCostUSD, Keep: spec.Keep,
 		BootGrace: spec.BootGrace, RetrieveGrace: spec.RetrieveGrace,
 		Poll: cfg.poll, LeaseEvery: cfg.leaseEvery, SnapshotLead: spec.SnapshotLead,
