@@ -71,7 +71,10 @@
 // which ends it within its rules' bounds.
 //
 // The package never prints: WithEvents reports every step as an Event, and
-// WithLogger logs them. WithPodLog copies the pod's own log (Runpod's log
+// WithLogger logs them. Long waits (the pod coming up, its sshd, the
+// verdict) are told at each look with the time and cost since the create
+// call, and uploads and downloads twice a second with their bytes so far
+// and total, for a caller to draw. WithPodLog copies the pod's own log (Runpod's log
 // stream) to a writer of the caller's, for a pod that dies before its SSH
 // answers.
 //

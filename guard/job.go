@@ -109,19 +109,33 @@ func (r *Run) start(ctx context.Context, job Job) error {
 }
 
 // upload sends the job's directory, the outputs it resumes from and its
-// command in one tar stream.
+// command in one tar stream, telling its progress.
 func (r *Run) upload(ctx context.Context, job Job) error {
 	defer r.holdLease(ctx)()
-	err := r.conn.UploadTar(ctx, r.rec.RunDir, func(tw *tar.Writer) error {
-		if err := podssh.AddTree(tw, job.Dir, jobctl.JobDir+"/"); err != nil {
-			return err
+	command := []byte(job.Command + "\n")
+	total := int64(len(command))
+	for _, dir := range []string{job.Dir, job.ResumeFrom} {
+		if dir != "" {
+			_, n, err := podssh.TreeSize(dir)
+			if err != nil {
+				return fmt.Errorf("uploading the job: %w", err)
+			}
+			total += n
 		}
-		if job.ResumeFrom != "" {
-			if err := podssh.AddTree(tw, job.ResumeFrom, jobctl.OutputsDir+"/"); err != nil {
+	}
+	err := r.transfer(EventUploading, func(progress podssh.Progress) error {
+		c := &podssh.Counter{Total: total, Progress: progress}
+		return r.conn.UploadTar(ctx, r.rec.RunDir, func(tw *tar.Writer) error {
+			if err := c.AddTree(tw, job.Dir, jobctl.JobDir+"/"); err != nil {
 				return err
 			}
-		}
-		return podssh.AddFile(tw, jobctl.CommandFile, []byte(job.Command+"\n"), 0o644)
+			if job.ResumeFrom != "" {
+				if err := c.AddTree(tw, job.ResumeFrom, jobctl.OutputsDir+"/"); err != nil {
+					return err
+				}
+			}
+			return c.AddFile(tw, jobctl.CommandFile, command, 0o644)
+		})
 	})
 	if err != nil {
 		return fmt.Errorf("uploading the job: %w", err)

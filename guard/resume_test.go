@@ -54,9 +54,29 @@ func byKind(events []Event, kind EventKind) []Event {
 	return out
 }
 
+// checkGrowth says what is wrong with a transfer's events: they must
+// grow, and the last must carry the bytes that moved, of total.
+func checkGrowth(t *testing.T, what string, events []Event, moved, total int64) {
+	t.Helper()
+	if len(events) == 0 {
+		t.Fatalf("no %s events", what)
+	}
+	var counts []int64
+	for _, e := range events {
+		counts = append(counts, e.Bytes)
+		if e.Total != total {
+			t.Errorf("%s event of total %d, want %d", what, e.Total, total)
+		}
+	}
+	if !slices.IsSorted(counts) || len(slices.Compact(slices.Clone(counts))) != len(counts) || counts[len(counts)-1] != moved {
+		t.Errorf("%s counts %v, want growing to %d", what, counts, moved)
+	}
+}
+
 // A run resumed from earlier outputs finds them in $OVERBRAINER_OUTPUTS
 // before its job starts, on a real pod of the emulator, and its
-// collection brings them back with the new ones.
+// collection brings them back with the new ones; the upload and the
+// download tell growing counts that end at the bytes that moved.
 func TestResumeFromUploadsTheOutputsFirst(t *testing.T) {
 	shtest.NeedPods(t, runpodtest.CheckPodRunner())
 	shtest.NeedTool(t, "sha256sum")
@@ -106,6 +126,9 @@ echo step=8 > "$o/checkpoint.txt"
 	if rec := r.Record(); rec.ResumeFrom != earlier {
 		t.Errorf("Record.ResumeFrom %q", rec.ResumeFrom)
 	}
+	sent := int64(len(script) + len("sh train.sh\n") + len("step=7\n") + len(model))
+	checkGrowth(t, "upload", byKind(events, EventUploading), sent, sent)
+	checkGrowth(t, "download", byKind(events, EventDownloading), got.Bytes, got.Bytes)
 	resumed := byKind(events, EventResumed)
 	if len(resumed) != 1 || resumed[0].Dir != earlier || resumed[0].Files != 2 || resumed[0].Bytes != int64(len("step=7\n")+len(model)) ||
 		resumed[0].Remote != jobctl.RunFile(r.Record().RunDir, jobctl.OutputsDir) {
