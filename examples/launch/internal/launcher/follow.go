@@ -206,7 +206,7 @@ func (d *driver) steps(ctx context.Context, attached bool) error {
 		a.say("the job never started: nothing to checkpoint")
 		return d.end(ctx, guard.End{How: guard.NeverStarted, ExitCode: -1})
 	case !st.Started():
-		if err := run.Start(ctx, guard.Job{Dir: d.r.JobDir, Command: d.r.Command, HFToken: d.o.hfToken}); err != nil {
+		if err := run.Start(ctx, guard.Job{Dir: d.r.JobDir, Command: d.r.Command, HFToken: d.o.hfToken, ResumeFrom: d.r.ResumeFrom}); err != nil {
 			return d.stopped(ctx, err)
 		}
 	case attached && st.Lost():
