@@ -14,7 +14,9 @@ import (
 )
 
 // Run 1 is stopped with a checkpoint and collected; run 2, --resume-from
-// run 1, starts at the checkpointed step on a new pod and finishes.
+// run 1, starts at the checkpointed step on a new pod and finishes. Off a
+// terminal the transfers' progress comes as plain lines, never a carriage
+// return.
 func TestResumeFromACheckpoint(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
@@ -65,7 +67,13 @@ func TestResumeFromACheckpoint(t *testing.T) {
 	if strings.Contains(out, "step 1/") {
 		t.Errorf("run 2 started from the first step:\n%s", out)
 	}
-	mustContain(t, "run 2 stderr", errOut, "resuming from "+filepath.Join(one.OutDir, "outputs"), "results downloaded")
+	mustContain(t, "run 2 stderr", errOut, "resuming from "+filepath.Join(one.OutDir, "outputs"),
+		"launch: uploading: ", "launch: downloading the results: ", "results downloaded")
+	for _, p := range []*proc{first, second} {
+		if strings.Contains(p.stderr.String(), "\r") {
+			t.Errorf("a carriage return off a terminal:\n%q", p.stderr)
+		}
+	}
 	var two string
 	for _, r := range w.runs() {
 		if r.ID != one.ID {
