@@ -147,10 +147,20 @@ func (r *Run) fetch(ctx context.Context, dir string, hold bool) (Collected, erro
 	}
 	req := podssh.DownloadRequest{RemoteDir: r.rec.RunDir, Names: resultNames, Exclude: r.rec.Results.Exclude,
 		Dir: dir, MaxBytes: r.rec.Results.maxBytes()}
-	x, err := r.conn.Download(ctx, req)
+	var x podssh.Extracted
+	download := func() error {
+		return r.transfer(EventDownloading, func(progress podssh.Progress) error {
+			req := req
+			req.Progress = progress
+			var err error
+			x, err = r.conn.Download(ctx, req)
+			return err
+		})
+	}
+	err := download()
 	if errors.Is(err, podssh.ErrChecksum) {
 		r.warn(fmt.Errorf("%w: downloading them again", err))
-		if x, err = r.conn.Download(ctx, req); errors.Is(err, podssh.ErrChecksum) {
+		if err = download(); errors.Is(err, podssh.ErrChecksum) {
 			err = fmt.Errorf("a second download still differs: %w", err)
 		}
 	}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
 	"github.com/overbrainer/overbrainer-go/podssh"
-	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
@@ -141,12 +140,7 @@ func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 func TestCorruptedDownloadIsCaught(t *testing.T) {
 	shtest.NeedPods(t, runpodtest.CheckPodRunner())
 	shtest.NeedTool(t, "sha256sum")
-	srv := runpodtest.NewServer(runpodtest.WithPodRunner())
-	defer srv.Close()
-	api, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()), runpod.WithGraphQLURL(srv.GraphQLURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	api := emulatorAPI(t, runpodtest.WithPodRunner())
 	dir := t.TempDir()
 	job := filepath.Join(dir, "job")
 	if err := os.Mkdir(job, 0o755); err != nil {

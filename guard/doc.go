@@ -18,7 +18,10 @@
 //     the session's standard input only. The job writes its results into
 //     $OVERBRAINER_OUTPUTS, and when the file $OVERBRAINER_SNAPSHOT_REQUEST
 //     appears (a Snapshot, or the watchdog ahead of the cost cap, the
-//     deadline or a full disk) it checkpoints there and exits.
+//     deadline or a full disk) it checkpoints there and exits. A Job with
+//     ResumeFrom (an earlier run's collected outputs) finds them in
+//     $OVERBRAINER_OUTPUTS before it starts, so that it continues from its
+//     checkpoint on a new pod, and Collect brings them back with the new.
 //   - Run.Follow streams the job's output, renews the lease while it
 //     progresses, grows a network volume that fills (up to
 //     Spec.MaxVolumeGB, else a disk snapshot is asked), reconnects, and
@@ -71,7 +74,10 @@
 // which ends it within its rules' bounds.
 //
 // The package never prints: WithEvents reports every step as an Event, and
-// WithLogger logs them. WithPodLog copies the pod's own log (Runpod's log
+// WithLogger logs them. Long waits (the pod coming up, its sshd, the
+// verdict) are told at each look with the time and cost since the create
+// call, and uploads and downloads twice a second with their bytes so far
+// and total, for a caller to draw. WithPodLog copies the pod's own log (Runpod's log
 // stream) to a writer of the caller's, for a pod that dies before its SSH
 // answers.
 //

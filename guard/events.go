@@ -81,6 +81,22 @@ const (
 	// EventAttempt: a try at a pod of one GPU type ended (GPU, Attempt):
 	// created, or why the next type is tried, or why the launch stops.
 	EventAttempt
+	// EventResumed: the outputs Job.ResumeFrom names were uploaded into
+	// the job's outputs (Dir, Remote, Files, Bytes).
+	EventResumed
+	// EventWaitingSSH: a dial of the running pod's sshd found it not
+	// answering yet (Addr, Elapsed and CostUSD since the create call).
+	EventWaitingSSH
+	// EventWaitingVerdict: a look found no watchdog verdict yet (Elapsed,
+	// CostUSD).
+	EventWaitingVerdict
+	// EventUploading: an upload's progress (Bytes so far of Total,
+	// Elapsed since it began), every half second while it moves and once
+	// at its end, with the bytes that moved.
+	EventUploading
+	// EventDownloading: a download's progress, as EventUploading's; Total
+	// is the pod's count, -1 when it had none.
+	EventDownloading
 )
 
 var kindNames = map[EventKind]string{
@@ -91,7 +107,9 @@ var kindNames = map[EventKind]string{
 	EventDeleteReason: "delete_reason", EventReconnecting: "reconnecting", EventReconnected: "reconnected",
 	EventJobEnded: "job_ended", EventCollected: "collected", EventFailed: "failed", EventLeft: "left",
 	EventDeleted: "deleted", EventSecretDeleted: "secret_deleted", EventWarning: "warning",
-	EventAttempt: "attempt",
+	EventAttempt: "attempt", EventResumed: "resumed",
+	EventWaitingSSH: "waiting_ssh", EventWaitingVerdict: "waiting_verdict",
+	EventUploading: "uploading", EventDownloading: "downloading",
 }
 
 func (k EventKind) String() string {
@@ -142,6 +160,7 @@ type Event struct {
 	Command     string
 	Already     bool
 	Bytes       int64
+	Total       int64 // of a transfer, -1 unknown
 	Offset      int64
 	Files       int
 	Skipped     []string
@@ -250,6 +269,16 @@ func (e Event) String() string {
 			return "GPU type " + e.Attempt.String() + "; trying the next type"
 		}
 		return "GPU type " + e.Attempt.String()
+	case EventWaitingSSH:
+		return fmt.Sprintf("pod %s: waiting for its SSH at %s | %s elapsed, ~%s so far", e.PodID, e.Addr, roundSecond(e.Elapsed), Money(e.CostUSD))
+	case EventWaitingVerdict:
+		return fmt.Sprintf("pod %s: waiting for the watchdog's verdict | %s elapsed, ~%s so far", e.PodID, roundSecond(e.Elapsed), Money(e.CostUSD))
+	case EventUploading:
+		return transferText("uploading", e)
+	case EventDownloading:
+		return transferText("downloading the results", e)
+	case EventResumed:
+		return fmt.Sprintf("resuming from %s: %d files (%s) uploaded to %s", e.Dir, e.Files, ByteSize(e.Bytes), e.Remote)
 	}
 	return e.Kind.String()
 }
@@ -265,6 +294,21 @@ func Money(usd float64) string {
 		return fmt.Sprintf("$%.3f", usd)
 	}
 	return fmt.Sprintf("$%.2f", usd)
+}
+
+// ByteSize is n bytes for a person, in powers of 1000 as disks and
+// networks count them.
+func ByteSize(n int64) string {
+	const unit = 1000
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit && exp < 5; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %cB", float64(n)/float64(div), "kMGTPE"[exp])
 }
 
 func roundSecond(d time.Duration) string { return d.Round(time.Second).String() }

@@ -737,4 +737,5 @@ func (h *harness) eventsOf(k EventKind) []Event {
 }
 
 // progress is the kinds that come any number of times in a run.
-var progress = []EventKind{EventWaiting, EventOutput, EventLeaseRenewed, EventCost}
+var progress = []EventKind{EventWaiting, EventOutput, EventLeaseRenewed, EventCost,
+	EventWaitingSSH, EventWaitingVerdict, EventUploading, EventDownloading}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -35,10 +36,16 @@ import (
 // counts for a Start on an attached Run). Ended says which.
 func (r *Run) Start(ctx context.Context, job Job) error {
 	if job.Dir == "" && job.Command == "" {
-		job.Dir, job.Command = r.rec.JobDir, r.rec.Command
+		job.Dir, job.Command, job.ResumeFrom = r.rec.JobDir, r.rec.Command, r.rec.ResumeFrom
 	}
-	if errs := job.check("Job."); len(errs) > 0 {
+	if errs := job.check("Job.", r.rec.Results); len(errs) > 0 {
 		return errors.Join(errs...)
+	}
+	if job.ResumeFrom != "" {
+		// A link to the directory goes up as the directory it names.
+		if dir, err := filepath.EvalSymlinks(job.ResumeFrom); err == nil {
+			job.ResumeFrom = dir
+		}
 	}
 	if r.last.Started() {
 		return nil
@@ -47,7 +54,7 @@ func (r *Run) Start(ctx context.Context, job Job) error {
 		r.runDirLost = true
 		return fmt.Errorf("%w: its run directory %s went with the pod's container", ErrJobLost, r.rec.RunDir)
 	}
-	r.rec.JobDir, r.rec.Command = job.Dir, job.Command
+	r.rec.JobDir, r.rec.Command, r.rec.ResumeFrom = job.Dir, job.Command, job.ResumeFrom
 	if err := r.start(ctx, job); err != nil {
 		switch {
 		case ctx.Err() == nil:
@@ -101,19 +108,42 @@ func (r *Run) start(ctx context.Context, job Job) error {
 	return nil
 }
 
-// upload sends the job's directory and its command in one tar stream.
+// upload sends the job's directory, the outputs it resumes from and its
+// command in one tar stream, telling its progress.
 func (r *Run) upload(ctx context.Context, job Job) error {
 	defer r.holdLease(ctx)()
-	err := r.conn.UploadTar(ctx, r.rec.RunDir, func(tw *tar.Writer) error {
-		if err := podssh.AddTree(tw, job.Dir, jobctl.JobDir+"/"); err != nil {
-			return err
+	command := []byte(job.Command + "\n")
+	total := int64(len(command))
+	for _, dir := range []string{job.Dir, job.ResumeFrom} {
+		if dir != "" {
+			_, n, err := podssh.TreeSize(dir)
+			if err != nil {
+				return fmt.Errorf("uploading the job: %w", err)
+			}
+			total += n
 		}
-		return podssh.AddFile(tw, jobctl.CommandFile, []byte(job.Command+"\n"), 0o644)
+	}
+	err := r.transfer(EventUploading, func(progress podssh.Progress) error {
+		c := &podssh.Counter{Total: total, Progress: progress}
+		return r.conn.UploadTar(ctx, r.rec.RunDir, func(tw *tar.Writer) error {
+			if err := c.AddTree(tw, job.Dir, jobctl.JobDir+"/"); err != nil {
+				return err
+			}
+			if job.ResumeFrom != "" {
+				if err := c.AddTree(tw, job.ResumeFrom, jobctl.OutputsDir+"/"); err != nil {
+					return err
+				}
+			}
+			return c.AddFile(tw, jobctl.CommandFile, command, 0o644)
+		})
 	})
 	if err != nil {
 		return fmt.Errorf("uploading the job: %w", err)
 	}
 	r.emit(Event{Kind: EventUploaded, Dir: job.Dir, Remote: jobctl.RunFile(r.rec.RunDir, jobctl.JobDir)})
+	if job.ResumeFrom != "" {
+		r.resumeEvent(job.ResumeFrom)
+	}
 	return nil
 }
 

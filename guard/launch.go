@@ -63,7 +63,7 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 	r.rec = Record{
 		ID: spec.RunID, APIURL: c.BaseURL(),
 		PodName: PodNamePrefix + spec.RunID, SecretName: hostKeySecretName(spec.RunID),
-		JobDir: spec.Job.Dir, Command: spec.Job.Command,
+		JobDir: spec.Job.Dir, Command: spec.Job.Command, ResumeFrom: spec.Job.ResumeFrom,
 		Deadline: spec.Deadline, MaxCostUSD: spec.MaxCostUSD, Keep: spec.Keep,
 		BootGrace: spec.BootGrace, RetrieveGrace: spec.RetrieveGrace,
 		Poll: cfg.poll, LeaseEvery: cfg.leaseEvery, SnapshotLead: spec.SnapshotLead,
@@ -407,6 +407,7 @@ func (r *Run) waitVerdict(ctx context.Context) (st jobctl.State, err error) {
 		if r.since(start) > r.cfg.verdictTimeout {
 			return st, fmt.Errorf("the watchdog wrote no verdict within %s", r.cfg.verdictTimeout)
 		}
+		r.waiting(EventWaitingVerdict)
 		if err := r.cfg.clock.Sleep(ctx, pace.step()); err != nil {
 			return st, err
 		}

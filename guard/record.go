@@ -63,6 +63,8 @@ type Record struct {
 	// another process.
 	JobDir  string `json:"job_dir"`
 	Command string `json:"command"`
+	// ResumeFrom is the Job's: the outputs its Start uploads first.
+	ResumeFrom string `json:"resume_from,omitempty"`
 
 	Deadline      time.Time     `json:"deadline,omitzero"`
 	MaxCostUSD    float64       `json:"max_cost_usd,omitempty"`

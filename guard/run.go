@@ -274,6 +274,7 @@ func (r *Run) dial(ctx context.Context, timeout time.Duration) error {
 		if r.since(start) > timeout {
 			return fmt.Errorf("SSH to pod %s at %s failed for %s: %w", r.rec.PodID, r.addr, timeout, lastErr)
 		}
+		r.waiting(EventWaitingSSH)
 		if r.since(checked) > 5*time.Second {
 			// A pod whose bootstrap failed is deleted by its watchdog:
 			// no need to knock until the timeout.

@@ -131,9 +131,17 @@ type Job struct {
 	// session's standard input: never on a command line, in the pod's
 	// environment, in a file or in a Record.
 	HFToken string
+	// ResumeFrom, when set, is a local directory (an earlier run's
+	// collected outputs) whose contents are uploaded into the job's
+	// $OVERBRAINER_OUTPUTS before it starts: a job that checkpointed there
+	// continues from its checkpoint, on a new pod or another GPU type.
+	// Collect then brings them back with the new outputs. It must be a
+	// directory whose links stay inside it, no larger than the results'
+	// cap; EventResumed tells what was uploaded.
+	ResumeFrom string
 }
 
-func (j Job) check(prefix string) []error {
+func (j Job) check(prefix string, results Results) []error {
 	var errs []error
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, &FieldError{Field: prefix + field, Reason: fmt.Sprintf(format, args...)})
@@ -149,7 +157,7 @@ func (j Job) check(prefix string) []error {
 	if strings.ContainsAny(j.HFToken, "\r\n\x00") {
 		bad("HFToken", "contains a newline or NUL")
 	}
-	return errs
+	return append(errs, j.checkResume(prefix, results.maxBytes())...)
 }
 
 var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
@@ -211,9 +219,11 @@ func (s Spec) withDefaults() Spec {
 	if s.MaxExtension == 0 && !s.HardDeadline {
 		s.MaxExtension = DefaultMaxExtension
 	}
-	if s.Job.Dir != "" {
-		if abs, err := filepath.Abs(s.Job.Dir); err == nil {
-			s.Job.Dir = abs
+	for _, dir := range []*string{&s.Job.Dir, &s.Job.ResumeFrom} {
+		if *dir != "" {
+			if abs, err := filepath.Abs(*dir); err == nil {
+				*dir = abs
+			}
 		}
 	}
 	return s
@@ -228,7 +238,7 @@ func (s Spec) check(now time.Time) error {
 	if err := CheckRunID(s.RunID); err != nil {
 		bad("RunID", "%v", err)
 	}
-	errs = append(errs, s.Job.check("Spec.Job.")...)
+	errs = append(errs, s.Job.check("Spec.Job.", s.Results)...)
 	switch {
 	case s.Deadline.IsZero() && !s.Keep:
 		bad("Deadline", "is not set, and Keep is not: without a deadline nothing would end a hung job")

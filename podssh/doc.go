@@ -4,7 +4,9 @@
 // directory upload and download as tar streams over a session, so the pod
 // needs no scp or sftp server, only sh and tar. A download writes through
 // an os.Root only the names it asked for, stops at its cap, and checks
-// every file against the SHA-256 manifest the pod sends first. A transfer in which no byte
+// every file against the SHA-256 manifest the pod sends first. Progress
+// (a DownloadRequest's, a Counter's for an upload) is told the bytes moved
+// so far and the total counted before the first one. A transfer in which no byte
 // moved for StallAfter ends with ErrStalled, and a session whose context
 // ended but whose server no longer answers takes its connection down with it:
 // a frozen pod never holds its client.

@@ -26,6 +26,9 @@ type DownloadRequest struct {
 	Dir string
 	// MaxBytes caps the bytes of the files written; 0 means no cap.
 	MaxBytes int64
+	// Progress, when set, is told the bytes written so far, of the total
+	// the pod counted before it sent them.
+	Progress Progress
 }
 
 func (q DownloadRequest) check() error {
@@ -54,7 +57,8 @@ const tarMark = "OVERBRAINER_TAR_STREAM\n"
 
 // tarScript runs in the directory $1 with the names, "--", then the
 // exclude patterns. It writes tarMark, the manifest's header
-// ("OVERBRAINER_MANIFEST sha256|busybox|none LENGTH"), the manifest (what
+// ("OVERBRAINER_MANIFEST sha256|busybox|none LENGTH [TOTAL]", TOTAL the
+// bytes of the files it sends, when wc and awk could count them), the manifest (what
 // sha256sum prints for each file that is sent, LENGTH bytes) and a
 // newline, then a tar stream of the names that exist (none when none
 // does). The manifest is kept in a temporary file, never in a variable:
@@ -109,9 +113,10 @@ sums() {
     esac
   done
   [ "$first" = 1 ] || set -- "$@" ")" -prune -o
-  case $algo in
+  case $tool in
   sha256) find "$@" -type f -exec sha256sum {} + ;;
   busybox) find "$@" -type f -exec busybox sha256sum {} + ;;
+  size) find "$@" -type f -exec wc -c /dev/null {} + ;;
   esac
 }
 printf 'OVERBRAINER_TAR_STREAM\n'
@@ -120,13 +125,19 @@ if [ "$found" = 0 ]; then
   exit 0
 fi
 t=$(mktemp) || exit 1
+tool=$algo
 if [ "$algo" != none ] && ! sums "$@" >"$t"; then
   rm -f "$t"
   echo "overbrainer: computing the checksums failed" >&2
   exit 1
 fi
 size=$(wc -c <"$t" | tr -d ' ')
-printf 'OVERBRAINER_MANIFEST %s %s\n' "$algo" "$size"
+# Each wc prints a total line after its files (/dev/null makes sure it
+# has two): half the sum of every line is the files' bytes.
+tool=size
+total=$(sums "$@" 2>/dev/null | awk '{ s += $1 } END { printf "%.0f", s / 2 }' 2>/dev/null)
+case $total in '' | *[!0-9]*) total= ;; esac
+printf 'OVERBRAINER_MANIFEST %s %s%s\n' "$algo" "$size" "${total:+ $total}"
 cat "$t"
 rm -f "$t"
 printf '\n'

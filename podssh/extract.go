@@ -91,7 +91,7 @@ func ExtractTar(r io.Reader, dir string) (Extracted, error) {
 // from the stream makes a *ChecksumError once the rest is extracted.
 func Extract(r io.Reader, req DownloadRequest) (Extracted, error) {
 	br := bufio.NewReader(r)
-	sums, unchecked, err := readManifest(br)
+	sums, unchecked, total, err := readManifest(br)
 	if err != nil {
 		return Extracted{}, err
 	}
@@ -99,6 +99,8 @@ func Extract(r io.Reader, req DownloadRequest) (Extracted, error) {
 	if err != nil {
 		return Extracted{}, err
 	}
+	x.total = total
+	x.tell()
 	defer x.root.Close()
 	got, err := x.untar(br)
 	got.Unchecked = unchecked
@@ -120,33 +122,41 @@ func Extract(r io.Reader, req DownloadRequest) (Extracted, error) {
 }
 
 // readManifest reads the manifest's header and its lines: nil sums and
-// unchecked when the pod had no tool to compute them.
-func readManifest(br *bufio.Reader) (sums map[string][32]byte, unchecked bool, err error) {
+// unchecked when the pod had no tool to compute them; total is the bytes
+// the pod counted, -1 when it could not.
+func readManifest(br *bufio.Reader) (sums map[string][32]byte, unchecked bool, total int64, err error) {
+	total = -1
 	head, _, err := termtext.ReadLine(br, 256)
 	if err != nil {
-		return nil, false, fmt.Errorf("reading the manifest's header: %w", err)
+		return nil, false, total, fmt.Errorf("reading the manifest's header: %w", err)
 	}
 	f := strings.Fields(head)
-	if len(f) != 3 || f[0] != "OVERBRAINER_MANIFEST" {
-		return nil, false, fmt.Errorf("the stream has no manifest header: %q", termtext.Escape(head, false))
+	if len(f) < 3 || len(f) > 4 || f[0] != "OVERBRAINER_MANIFEST" {
+		return nil, false, total, fmt.Errorf("the stream has no manifest header: %q", termtext.Escape(head, false))
 	}
 	n, err := strconv.ParseInt(f[2], 10, 64)
 	if err != nil || n < 0 || n > maxManifest {
-		return nil, false, fmt.Errorf("the manifest's length %q is not one of 0 to %d bytes", f[2], maxManifest)
+		return nil, false, total, fmt.Errorf("the manifest's length %q is not one of 0 to %d bytes", f[2], maxManifest)
+	}
+	if len(f) == 4 {
+		// Only a hint for progress: one that does not parse is unknown.
+		if t, err := strconv.ParseInt(f[3], 10, 64); err == nil && t >= 0 {
+			total = t
+		}
 	}
 	body := make([]byte, n+1)
 	if _, err := io.ReadFull(br, body); err != nil {
-		return nil, false, fmt.Errorf("reading the manifest: %w", err)
+		return nil, false, total, fmt.Errorf("reading the manifest: %w", err)
 	}
 	if body[n] != '\n' {
-		return nil, false, errors.New("the manifest does not end where its header says")
+		return nil, false, total, errors.New("the manifest does not end where its header says")
 	}
 	switch f[1] {
 	case "none":
-		return nil, true, nil
+		return nil, true, total, nil
 	case "sha256", "busybox":
 	default:
-		return nil, false, fmt.Errorf("the manifest's tool %q is unknown", f[1])
+		return nil, false, total, fmt.Errorf("the manifest's tool %q is unknown", f[1])
 	}
 	sums = map[string][32]byte{}
 	for _, line := range bytes.Split(body[:n], []byte("\n")) {
@@ -155,7 +165,7 @@ func readManifest(br *bufio.Reader) (sums map[string][32]byte, unchecked bool, e
 			sums[name] = sum
 		}
 	}
-	return sums, false, nil
+	return sums, false, total, nil
 }
 
 // parseSum reads one line of sha256sum: "HEX  NAME" (" *NAME" in binary
@@ -187,6 +197,8 @@ type extractor struct {
 	seen map[string][32]byte // what was written, and its hash
 	bad  []string
 	got  Extracted
+	// total is the pod's count of the bytes it sends, -1 unknown.
+	total int64
 }
 
 func newExtractor(req DownloadRequest, sums map[string][32]byte) (*extractor, error) {
@@ -197,7 +209,7 @@ func newExtractor(req DownloadRequest, sums map[string][32]byte) (*extractor, er
 	if err != nil {
 		return nil, err
 	}
-	return &extractor{req: req, root: root, sums: sums, seen: map[string][32]byte{}, got: Extracted{PerName: map[string]int{}}}, nil
+	return &extractor{req: req, root: root, sums: sums, seen: map[string][32]byte{}, got: Extracted{PerName: map[string]int{}}, total: -1}, nil
 }
 
 // asked is the name of req.Names that name is, or is under ("" when none;
@@ -273,6 +285,18 @@ func (x *extractor) untar(r io.Reader) (Extracted, error) {
 	}
 }
 
+// add counts n more bytes written, and tells the request's Progress.
+func (x *extractor) add(n int64) {
+	x.got.Bytes += n
+	x.tell()
+}
+
+func (x *extractor) tell() {
+	if x.req.Progress != nil {
+		x.req.Progress(x.got.Bytes, x.total)
+	}
+}
+
 // mkdir makes the directory name (and its parents) 0700.
 func (x *extractor) mkdir(name string) error {
 	if err := x.root.MkdirAll(name, 0o700); err != nil {
@@ -312,7 +336,7 @@ func (x *extractor) file(name, top string, size int64, r io.Reader) error {
 		return err
 	}
 	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(r, size))
+	n, err := io.Copy(io.MultiWriter(f, h), counting{io.LimitReader(r, size), x.add})
 	if err == nil && n < size {
 		err = io.ErrUnexpectedEOF
 	}
@@ -322,7 +346,6 @@ func (x *extractor) file(name, top string, size int64, r io.Reader) error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	x.got.Bytes += n
 	if err != nil {
 		return err
 	}

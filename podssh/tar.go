@@ -86,7 +86,11 @@ func AddFile(tw *tar.Writer, name string, content []byte, mode fs.FileMode) erro
 // ending in "/", or "" for the top): regular files, directories and
 // symbolic links. Anything else is an error: a socket or a device has no
 // place in a job's directory.
-func AddTree(tw *tar.Writer, dir, prefix string) error {
+func AddTree(tw *tar.Writer, dir, prefix string) error { return addTree(tw, dir, prefix, nil) }
+
+// addTree is AddTree telling add (when not nil) each chunk of file
+// content it sent.
+func addTree(tw *tar.Writer, dir, prefix string, add func(int64)) error {
 	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -135,7 +139,7 @@ func AddTree(tw *tar.Writer, dir, prefix string) error {
 			return err
 		}
 		defer f.Close()
-		_, err = io.Copy(tw, f)
+		_, err = io.Copy(tw, counting{f, add})
 		return err
 	})
 }

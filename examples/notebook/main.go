@@ -54,9 +54,10 @@ func client() *runpod.Client {
 	return must(runpod.New(apiKey, runpod.WithBaseURL(apiURL), runpod.WithGraphQLURL(gqlURL)))
 }
 
-// say prints what the run does, but for the job's output and the looks.
+// say prints what the run does, but for its progress events (the looks,
+// the job's output, the transfers' counts): a cell's output is not redrawn.
 func say(e guard.Event) {
-	if e.Kind != guard.EventOutput && e.Kind != guard.EventWaiting && e.Kind != guard.EventLeaseRenewed {
+	if !e.Progress() {
 		fmt.Println("#", e)
 	}
 }

@@ -36,8 +36,11 @@ type driver struct {
 	r   *state.Run
 	o   followOpts
 	run *guard.Run
-	// live is the last progress line shown off a terminal.
-	live string
+	// live is the last progress line shown off a terminal; plainKey and
+	// plainAt the stage and the time of the last plain progress line.
+	live     string
+	plainKey string
+	plainAt  time.Duration
 	// failed is the failure guard reported, once it did.
 	failed    error
 	costShown bool
@@ -75,8 +78,8 @@ func (d *driver) options() []guard.Option {
 func (d *driver) event(e guard.Event) {
 	a := d.a
 	switch e.Kind {
-	case guard.EventWaiting:
-		a.live(&d.live, e.String())
+	case guard.EventWaiting, guard.EventWaitingSSH, guard.EventWaitingVerdict, guard.EventUploading, guard.EventDownloading:
+		d.progress(e)
 	case guard.EventOutput, guard.EventLeaseRenewed, guard.EventJobEnded, guard.EventLeft:
 		// Said by the driver, which knows more.
 	case guard.EventDeleteReason:
@@ -206,7 +209,7 @@ func (d *driver) steps(ctx context.Context, attached bool) error {
 		a.say("the job never started: nothing to checkpoint")
 		return d.end(ctx, guard.End{How: guard.NeverStarted, ExitCode: -1})
 	case !st.Started():
-		if err := run.Start(ctx, guard.Job{Dir: d.r.JobDir, Command: d.r.Command, HFToken: d.o.hfToken}); err != nil {
+		if err := run.Start(ctx, guard.Job{Dir: d.r.JobDir, Command: d.r.Command, HFToken: d.o.hfToken, ResumeFrom: d.r.ResumeFrom}); err != nil {
 			return d.stopped(ctx, err)
 		}
 	case attached && st.Lost():
@@ -225,7 +228,7 @@ func (d *driver) steps(ctx context.Context, attached bool) error {
 	if d.o.stop && d.o.stopWait > 0 {
 		fctx, cancel = context.WithTimeout(ctx, d.o.stopWait)
 	}
-	end, err := run.Follow(fctx, a.stdout)
+	end, err := run.Follow(fctx, jobOutput{a})
 	cancel()
 	switch {
 	case err != nil && ctx.Err() == nil && fctx.Err() != nil:

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/term"
+
 	"github.com/overbrainer/overbrainer-go/examples/launch/internal/state"
 	"github.com/overbrainer/overbrainer-go/guard"
 	"github.com/overbrainer/overbrainer-go/podenv"
@@ -264,8 +266,9 @@ func (a *app) live(last *string, line string) {
 	defer a.sayMu.Unlock()
 	if a.tty {
 		a.clearLiveLocked()
-		fmt.Fprint(a.stderr, "launch: "+line)
-		a.liveLen = len(line) + len("launch: ")
+		line = a.fit("launch: " + line)
+		fmt.Fprint(a.stderr, line)
+		a.liveLen = len(line)
 		return
 	}
 	// Off a terminal only the part before the first " | " (what changes
@@ -284,13 +287,11 @@ func (a *app) clearLiveLocked() {
 	}
 }
 
+// isTerminal says w is a terminal (not /dev/null, another character
+// device).
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // open sets up the state directory and the API client, after the command's

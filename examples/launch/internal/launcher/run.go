@@ -17,7 +17,9 @@ import (
 	"github.com/overbrainer/overbrainer-go/examples/launch/internal/state"
 	"github.com/overbrainer/overbrainer-go/guard"
 	"github.com/overbrainer/overbrainer-go/podenv"
+	"github.com/overbrainer/overbrainer-go/podssh"
 	"github.com/overbrainer/overbrainer-go/runpod"
+	"github.com/overbrainer/overbrainer-go/watchdog/jobctl"
 )
 
 // PodNamePrefix starts the name of every run's pod.
@@ -56,6 +58,7 @@ type runFlags struct {
 	follow followFlags
 
 	job, cmd, out       string
+	resumeFrom          string
 	image, gpu, cloud   string
 	gpuCount, diskGB    int
 	minVRAM             int
@@ -108,6 +111,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	f.follow.register(fs)
 	fs.StringVar(&f.job, "job", "", "the job's directory, uploaded to the pod (default: the built-in demo job)")
 	fs.StringVar(&f.cmd, "cmd", "", "the job's command, run by sh in the job's directory (default with the demo: "+demo.Command+")")
+	fs.StringVar(&f.resumeFrom, "resume-from", "", "an earlier run whose collected outputs (its checkpoint) are uploaded into this job's outputs before it starts, so that it continues from there")
 	fs.StringVar(&f.out, "out", "", "where to download the results (default: the run's state directory)")
 	fs.StringVar(&f.image, "image", guard.DefaultImage, "the pod's container image")
 	fs.StringVar(&f.gpu, "gpu", guard.DefaultGPU, "GPU type ids to try in order, 'A,B,C', or auto: those in stock, cheapest first (see launch gpus)")
@@ -249,7 +253,12 @@ the pod ends with the launcher.`)
 			spec.Job.Command = demo.Command
 		}
 	}
-	r.JobDir, r.Command = spec.Job.Dir, spec.Job.Command
+	if f.resumeFrom != "" {
+		if spec.Job.ResumeFrom, err = a.resumeDir(f.resumeFrom); err != nil {
+			return err
+		}
+	}
+	r.JobDir, r.Command, r.ResumeFrom = spec.Job.Dir, spec.Job.Command, spec.Job.ResumeFrom
 	if err := a.store.Create(r); err != nil {
 		return err
 	}
@@ -274,4 +283,18 @@ func (a *app) hfToken(name string) (string, error) {
 		return v, nil
 	}
 	return "", usagef("--hf-token-env %s: the variable is empty or not set", name)
+}
+
+// resumeDir is the collected outputs of run id, for --resume-from; a run
+// that has none is refused, saying how to get them.
+func (a *app) resumeDir(id string) (string, error) {
+	prior, err := a.store.Load(id)
+	if err != nil {
+		return "", usagef("--resume-from: %v", err)
+	}
+	dir := filepath.Join(prior.OutDir, jobctl.OutputsDir)
+	if n, _, err := podssh.TreeSize(dir); err != nil || n == 0 {
+		return "", usagef("--resume-from %s: the run has no collected outputs in %s: collect them first (launch stop %s, or launch attach %s)", id, dir, id, id)
+	}
+	return dir, nil
 }

@@ -1,0 +1,61 @@
+package launcher
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/overbrainer/overbrainer-go/guard"
+)
+
+func upload(done, total int64, elapsed time.Duration) guard.Event {
+	return guard.Event{Kind: guard.EventUploading, Bytes: done, Total: total, Elapsed: elapsed}
+}
+
+// On a terminal a transfer is one line redrawn with its bytes, rate and
+// time left, erased before the job's output; off one it is plain lines, a
+// new one only for a new stage or after plainEvery, never a carriage return.
+func TestProgressLines(t *testing.T) {
+	var errOut, out bytes.Buffer
+	a := &app{stderr: &errOut, stdout: &out, tty: true}
+	d := &driver{a: a}
+	d.progress(upload(1e6, 4e6, time.Second))
+	d.progress(upload(2e6, 4e6, 2*time.Second))
+	if _, err := (jobOutput{a}).Write([]byte("step 1\n")); err != nil {
+		t.Fatal(err)
+	}
+	first := "launch: uploading: 1.0 MB of 4.0 MB, 1.0 MB/s, 3s left"
+	second := "launch: uploading: 2.0 MB of 4.0 MB, 1.0 MB/s, 2s left"
+	erase := func(s string) string { return "\r" + strings.Repeat(" ", len(s)) + "\r" }
+	if want := first + erase(first) + second + erase(second); errOut.String() != want {
+		t.Errorf("on a terminal:\n%q\nwant\n%q", errOut.String(), want)
+	}
+	if out.String() != "step 1\n" {
+		t.Errorf("the job's output %q", out.String())
+	}
+
+	errOut.Reset()
+	a.tty, d = false, &driver{a: a}
+	for _, e := range []guard.Event{
+		{Kind: guard.EventWaiting, Status: "PROVISIONING", Elapsed: time.Second},
+		{Kind: guard.EventWaiting, Status: "PROVISIONING", Elapsed: 2 * time.Second},
+		{Kind: guard.EventWaiting, Status: "PROVISIONING", Elapsed: 40 * time.Second},
+		{Kind: guard.EventWaitingVerdict, Elapsed: 41 * time.Second},
+		upload(1e6, 4e6, time.Second), upload(2e6, 4e6, 2*time.Second), upload(4e6, 4e6, 4*time.Second),
+		// A new transfer starts its own clock.
+		{Kind: guard.EventUploading, Bytes: 10, Total: 10, Elapsed: time.Millisecond},
+	} {
+		d.progress(e)
+	}
+	lines := strings.Split(strings.TrimSuffix(errOut.String(), "\n"), "\n")
+	if strings.Contains(errOut.String(), "\r") || len(lines) != 5 {
+		t.Fatalf("off a terminal:\n%s", errOut.String())
+	}
+	for i, want := range []string{"PROVISIONING | 1s elapsed", "PROVISIONING | 40s elapsed", "verdict | 41s elapsed",
+		"uploading: 1.0 MB of 4.0 MB, 1.0 MB/s, 3s left", "uploading: 10 B of 10 B, 10.0 kB/s"} {
+		if !strings.HasPrefix(lines[i], "launch: ") || !strings.Contains(lines[i], want) {
+			t.Errorf("line %d %q, want %q", i, lines[i], want)
+		}
+	}
+}

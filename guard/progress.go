@@ -1,0 +1,77 @@
+package guard
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/overbrainer/overbrainer-go/podssh"
+)
+
+// progressEvery is how often a transfer's progress is told: often enough
+// for a line redrawn on a terminal, seldom enough for a log.
+const progressEvery = 500 * time.Millisecond
+
+// transfer runs move on a goroutine of its own with a Progress that
+// counts, and tells kind events (Bytes so far, Total, Elapsed) every
+// progressEvery and once at a successful end, from this goroutine, as
+// WithEvents promises. Only changed counts are told, so the last event
+// carries the bytes that moved.
+func (r *Run) transfer(kind EventKind, move func(podssh.Progress) error) error {
+	var done, total atomic.Int64
+	total.Store(-1)
+	progress := func(d, t int64) {
+		total.Store(t)
+		done.Store(d)
+	}
+	start := r.now()
+	told := int64(-1)
+	tell := func() {
+		if d := done.Load(); d != told {
+			told = d
+			r.emit(Event{Kind: kind, Bytes: d, Total: total.Load(), Elapsed: r.since(start)})
+		}
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- move(progress) }()
+	tick := time.NewTicker(progressEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-errc:
+			if err == nil {
+				tell()
+			}
+			return err
+		case <-tick.C:
+			tell()
+		}
+	}
+}
+
+// Progress says e is one of the progress events that come any number of
+// times (a look at a pod coming up, output, a lease renewal, a transfer's
+// count): a program that prints lines, rather than redrawing one, may skip
+// them.
+func (e Event) Progress() bool {
+	switch e.Kind {
+	case EventWaiting, EventWaitingSSH, EventWaitingVerdict, EventOutput, EventLeaseRenewed, EventUploading, EventDownloading:
+		return true
+	}
+	return false
+}
+
+// waiting tells a look at a pod on its way to running the job that found
+// it not there yet: what is waited for, with the time since the create
+// call and the cost so far.
+func (r *Run) waiting(kind EventKind) {
+	r.emit(Event{Kind: kind, Addr: r.addr, Elapsed: r.since(r.rec.BillingStart), CostUSD: r.spent()})
+}
+
+// transferText is a transfer's progress as a line's words.
+func transferText(verb string, e Event) string {
+	if e.Total < 0 {
+		return fmt.Sprintf("%s: %s so far", verb, ByteSize(e.Bytes))
+	}
+	return fmt.Sprintf("%s: %s of %s", verb, ByteSize(e.Bytes), ByteSize(e.Total))
+}

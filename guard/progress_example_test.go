@@ -1,0 +1,30 @@
+package guard_test
+
+import (
+	"fmt"
+
+	"github.com/overbrainer/overbrainer-go/guard"
+)
+
+// A program that prints lines skips the progress events, or draws them
+// on one line of its own.
+func ExampleEvent_Progress() {
+	for _, e := range []guard.Event{
+		{Kind: guard.EventUploading, Bytes: 1_500_000, Total: 3_000_000},
+		{Kind: guard.EventUploading, Bytes: 3_000_000, Total: 3_000_000},
+		{Kind: guard.EventUploaded, Dir: "./job", Remote: "/workspace/overbrainer/RUN/job"},
+		{Kind: guard.EventDownloading, Bytes: 2_048, Total: -1},
+	} {
+		fmt.Println(e.Progress(), e)
+	}
+	// Output:
+	// true uploading: 1.5 MB of 3.0 MB
+	// true uploading: 3.0 MB of 3.0 MB
+	// false uploaded ./job to /workspace/overbrainer/RUN/job
+	// true downloading the results: 2.0 kB so far
+}
+
+func ExampleByteSize() {
+	fmt.Println(guard.ByteSize(999), guard.ByteSize(1_500), guard.ByteSize(2_000_000_000))
+	// Output: 999 B 1.5 kB 2.0 GB
+}
