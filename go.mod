@@ -7,6 +7,7 @@ require (
 	github.com/google/go-cmp v0.7.0
 	golang.org/x/crypto v0.58.0
 	golang.org/x/sync v0.25.0
+	golang.org/x/term v0.47.0
 	mvdan.cc/sh/v3 v3.14.1
 )
 
