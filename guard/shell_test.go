@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,13 +17,15 @@ import (
 	"github.com/overbrainer/overbrainer-go/podssh"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
+	"github.com/overbrainer/overbrainer-go/watchdog/jobctl"
 )
 
 // On an emulator pod, from a Run attached from the launched one's Record
 // as another process would: a command's output and exit status through
-// Shell, and the real OpenSSH client through the written ssh_config (and
-// its refusal of another host key).
-func TestShellAndSSHConfig(t *testing.T) {
+// Shell, the real OpenSSH client through the written ssh_config (and its
+// refusal of another host key), then a cancel of the running job, whose
+// results so far are collected before the pod is deleted.
+func TestShellSSHConfigAndCancel(t *testing.T) {
 	shtest.NeedPods(t, runpodtest.CheckPodRunner())
 	sshBin := shtest.NeedTool(t, "ssh")
 	srv := runpodtest.NewTestServer(t, runpodtest.WithPodRunner())
@@ -101,6 +104,27 @@ func TestShellAndSSHConfig(t *testing.T) {
 		t.Fatalf("ssh with another host key pinned: %v\n%s", err, got)
 	}
 
+	res, err := run.Cancel(ctx)
+	if err != nil || res != jobctl.CancelStopped {
+		t.Fatalf("Cancel = %q, %v", res, err)
+	}
+	end, err := run.Follow(ctx, io.Discard)
+	if err != nil || end.How != guard.Cancelled {
+		t.Fatalf("Follow after the cancel = %v, %v", end, err)
+	}
+	if res, err := run.Cancel(ctx); err != nil || res != jobctl.CancelEnded {
+		t.Fatalf("a second Cancel = %q, %v", res, err)
+	}
+	results := filepath.Join(dir, "results")
+	if _, err := run.Collect(ctx, results); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(results, jobctl.OutputsDir, "partial")); string(b) != "first\n" {
+		t.Errorf("outputs/partial %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(results, "cancelled")); string(b) != jobctl.CancelClient+"\n" {
+		t.Errorf("cancelled marker %q", b)
+	}
 	if _, err := run.Delete(ctx); err != nil {
 		t.Fatal(err)
 	}
