@@ -174,6 +174,7 @@ var commands = map[string]func(context.Context, *app, []string) error{
 	"run":          cmdRun,
 	"attach":       cmdAttach,
 	"stop":         cmdStop,
+	"ssh":          cmdSSH,
 	"ls":           cmdLs,
 	"logs":         cmdLogs,
 	"rm":           cmdRm,
@@ -196,6 +197,7 @@ Commands:
   run            create a pod, run a job on it, follow it, collect, delete
   attach RUN     reconnect to a run's pod and resume following it
   stop RUN       ask the job for a checkpoint, wait for it, then collect
+  ssh RUN        a shell or a command on the run's pod (-- CMD ARG...)
   ls             list the runs and their pods
   logs RUN       show the run's pod log (--follow: stream it from Runpod)
   rm RUN         delete a run's pod and secret (rm --all-orphans: the
