@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -17,9 +18,10 @@ import (
 
 // A run detached from the launcher that started it: ssh runs commands on
 // its pod with their output and exit status, OpenSSH reaches it through
-// the written ssh_config, and an interactive session on a real terminal
-// follows the terminal's size.
-func TestSSH(t *testing.T) {
+// the written ssh_config, an interactive session on a real terminal
+// follows the terminal's size, and cancel stops the job at once, collects
+// and deletes the pod.
+func TestSSHThenCancel(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	p := w.start(args([]string{"run", "--detach"}, fast, demo(600))...)
@@ -53,8 +55,21 @@ func TestSSH(t *testing.T) {
 	}
 	interactive(t, w, r)
 
-	if rm := w.run("rm", "--force", r.ID); rm.code != 0 {
-		t.Fatalf("rm exit %d", rm.code)
+	c := w.run("cancel", r.ID)
+	if c.code != 0 {
+		t.Fatalf("cancel exit %d", c.code)
+	}
+	mustContain(t, "cancel stderr", c.stderr.String(), "job cancelled: its process group was stopped", "results downloaded", "deleted", "cost: ~$")
+	r = w.onlyRun()
+	if r.Phase != state.PhaseDone {
+		t.Errorf("phase %s after the cancel", r.Phase)
+	}
+	if b, _ := os.ReadFile(filepath.Join(r.OutDir, "cancelled")); string(b) != "client\n" {
+		t.Errorf("cancelled marker %q", b)
+	}
+	// No checkpoint was asked for: the job was stopped where it was.
+	if log, _ := os.ReadFile(filepath.Join(r.OutDir, "job.log")); !strings.Contains(string(log), "step 2/600") || strings.Contains(string(log), "snapshot requested") {
+		t.Errorf("job.log:\n%s", log)
 	}
 	w.assertClean()
 	w.assertPrivate(w.srv.APIKey())

@@ -174,6 +174,7 @@ var commands = map[string]func(context.Context, *app, []string) error{
 	"run":          cmdRun,
 	"attach":       cmdAttach,
 	"stop":         cmdStop,
+	"cancel":       cmdCancel,
 	"ssh":          cmdSSH,
 	"ls":           cmdLs,
 	"logs":         cmdLogs,
@@ -197,6 +198,7 @@ Commands:
   run            create a pod, run a job on it, follow it, collect, delete
   attach RUN     reconnect to a run's pod and resume following it
   stop RUN       ask the job for a checkpoint, wait for it, then collect
+  cancel RUN     stop the job at once (no checkpoint), collect, delete
   ssh RUN        a shell or a command on the run's pod (-- CMD ARG...)
   ls             list the runs and their pods
   logs RUN       show the run's pod log (--follow: stream it from Runpod)

@@ -10,6 +10,7 @@ import (
 	"github.com/overbrainer/overbrainer-go/examples/launch/internal/state"
 	"github.com/overbrainer/overbrainer-go/guard"
 	"github.com/overbrainer/overbrainer-go/podssh"
+	"github.com/overbrainer/overbrainer-go/watchdog/jobctl"
 )
 
 func cmdSSH(ctx context.Context, a *app, args []string) error {
@@ -62,4 +63,38 @@ func (a *app) openRun(ctx context.Context, fs *flag.FlagSet, only bool) (*state.
 		err = fmt.Errorf("run %s has ended (%s): its pod is gone", r.ID, r.Phase)
 	}
 	return r, err
+}
+
+func cmdCancel(ctx context.Context, a *app, args []string) error {
+	fs := a.newFlags("cancel", "RUN", `Stops the run's job at once, with no checkpoint (TERM to its group, KILL 2 s
+later), collects what there is, deletes the pod (unless --keep-pod).`)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	r, err := a.openRun(ctx, fs, true)
+	if err != nil {
+		return err
+	}
+	lock, err := a.store.TryLock(r.ID)
+	if err != nil {
+		return err
+	}
+	defer lock.Unlock()
+	d := &driver{a: a, r: r, o: followOpts{followFlags: followFlags{startTimeout: 2 * time.Minute, verdictTimeout: 2 * time.Minute}}}
+	defer d.closePodLog()
+	run, err := guard.Attach(ctx, a.api, r.Record, d.options()...)
+	if d.run = run; err != nil {
+		return d.stopped(ctx, err)
+	}
+	defer run.Close()
+	res, err := run.Cancel(ctx)
+	if err != nil {
+		return d.stopped(ctx, err)
+	}
+	a.say("%s", res.Explain())
+	// A job that ended by itself gives its status; a stopped one, or none, is no failure.
+	if err := d.end(ctx, run.End()); err != nil && (res == jobctl.CancelEnded || d.failed != nil) {
+		return err
+	}
+	return nil
 }
