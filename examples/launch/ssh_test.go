@@ -124,3 +124,40 @@ func interactive(t *testing.T, w *world, r *state.Run) {
 		t.Fatalf("the interactive ssh did not end:\n%s", screen.String())
 	}
 }
+
+// --keep-pod warns as the job starts, with the price and how to reach and
+// remove the pod; a cancel once the job ended only says so and collects,
+// and the kept pod stays until rm.
+func TestKeepPodWarnsAndCancelAfterTheEnd(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	p := w.run(args([]string{"run", "--keep-pod"}, fast, demo(1))...)
+	if p.code != 0 {
+		t.Fatalf("exit %d", p.code)
+	}
+	r := w.onlyRun()
+	warning := lineWith(p.stderr.String(), "warning: pod "+r.PodID+" is kept")
+	for _, want := range []string{"~$0.690/h", "launch rm " + r.ID, "launch ssh " + r.ID, "ssh -F "} {
+		if !strings.Contains(warning, want) {
+			t.Errorf("warning %q lacks %q", warning, want)
+		}
+	}
+	if strings.Index(p.stderr.String(), warning) > strings.Index(p.stderr.String(), "job ended") {
+		t.Error("the warning came after the job's end")
+	}
+	c := w.run("cancel", r.ID)
+	if c.code != 0 {
+		t.Fatalf("cancel exit %d", c.code)
+	}
+	mustContain(t, "cancel stderr", c.stderr.String(), "the job had ended already", "results downloaded", "is kept (--keep-pod)")
+	if rm := w.run("rm", r.ID); rm.code != 0 {
+		t.Fatalf("rm exit %d", rm.code)
+	}
+	w.assertClean()
+	// Once its pod is gone, a run has nothing to reach or cancel.
+	for _, cmd := range [][]string{{"ssh", r.ID, "--", "true"}, {"cancel", r.ID}} {
+		if p := w.run(cmd...); p.code != 1 || !strings.Contains(p.stderr.String(), "has ended") {
+			t.Errorf("%s after rm: exit %d\n%s", cmd[0], p.code, p.stderr)
+		}
+	}
+}
