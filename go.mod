@@ -3,6 +3,7 @@ module github.com/overbrainer/overbrainer-go
 go 1.26.0
 
 require (
+	github.com/creack/pty v1.1.24
 	github.com/go-resty/resty/v2 v2.17.2
 	github.com/google/go-cmp v0.7.0
 	golang.org/x/crypto v0.58.0

@@ -40,6 +40,14 @@
 //     it (not one whose results were not collected, unless WithForce).
 //     RemoveOrphan deletes another run's pod only when it is provably
 //     abandoned, by Sweep's rules.
+//   - Run.Shell opens a session on the pod over the pinned connection (a
+//     PTY when asked, podssh.AttachTerminal for this program's terminal; a
+//     command's exit status as a *podssh.CommandError), and
+//     Run.WriteSSHConfig writes an ssh_config and a known_hosts for
+//     OpenSSH's ssh -F that trust the run's host key only.
+//   - Run.Cancel stops the job at once, without a checkpoint (its process
+//     group gets TERM, then KILL), on a launched or an attached Run; Collect
+//     and Delete then end the run as usual.
 //   - Sweep is the third enforcer, for when both the watchdog and the
 //     client are missing: it judges every guarded pod and host-key secret
 //     of the account from the API alone (the pod's env carries its run

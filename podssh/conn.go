@@ -167,6 +167,12 @@ func (c *Conn) Run(ctx context.Context, cmd string, stdin io.Reader, stdout, std
 	}
 	defer s.Close()
 	s.Stdin, s.Stdout, s.Stderr = stdin, stdout, stderr
+	return c.wait(ctx, s, func() error { return s.Start(cmd) })
+}
+
+// wait starts the session and waits for it to end, closing it when ctx
+// ends first (ctx's error is returned then).
+func (c *Conn) wait(ctx context.Context, s *ssh.Session, start func() error) error {
 	done := make(chan struct{})
 	defer close(done)
 	stop := context.AfterFunc(ctx, func() {
@@ -181,7 +187,10 @@ func (c *Conn) Run(ctx context.Context, cmd string, stdin io.Reader, stdout, std
 		}
 	})
 	defer stop()
-	err = s.Run(cmd)
+	err := start()
+	if err == nil {
+		err = s.Wait()
+	}
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}

@@ -1,7 +1,8 @@
 // Package podssh is the client's SSH to a guarded pod: ed25519 keys in
 // OpenSSH formats, a connection whose host key is pinned to the run's (a
-// mismatch is an error, never a question: no trust on first use), commands with their standard streams, and
-// directory upload and download as tar streams over a session, so the pod
+// mismatch is an error, never a question: no trust on first use), commands with their standard streams,
+// interactive sessions with a PTY that follows the local terminal's size
+// (Shell, AttachTerminal), and directory upload and download as tar streams over a session, so the pod
 // needs no scp or sftp server, only sh and tar. A download writes through
 // an os.Root only the names it asked for, stops at its cap, and checks
 // every file against the SHA-256 manifest the pod sends first. Progress

@@ -6,7 +6,8 @@
 // request, the rule by which the watchdog is deleting the pod, new output,
 // lease renewal) and writes the client's pod files, so
 // that following a job opens no new session, nor a new login shell with its
-// rc files, for every look.
+// rc files, for every look; cancel.sh stops the job's whole process group at
+// once, without a checkpoint, and marks it cancelled (CancelClient).
 //
 // A job of an earlier container of the pod (Runpod restarted the container;
 // the run directory survived, the job did not) is read as ended and never

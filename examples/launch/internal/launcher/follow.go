@@ -77,6 +77,11 @@ func (d *driver) options() []guard.Option {
 // event says what guard reports, in the launcher's words.
 func (d *driver) event(e guard.Event) {
 	a := d.a
+	// A kept pod bills until rm: said after the job-started line.
+	if e.Kind == guard.EventJobStarted && d.r.Keep {
+		cfg, _ := d.run.WriteSSHConfig(context.Background(), d.a.store.RunPath(d.r.ID))
+		defer a.say("warning: pod %s is kept (--keep-pod): nothing deletes it, it bills ~%s/h until \"launch rm %[3]s\"; reach it with \"launch ssh %[3]s\" or %s", d.r.PodID, money(d.r.CostPerHr), d.r.ID, cfg.Command)
+	}
 	switch e.Kind {
 	case guard.EventWaiting, guard.EventWaitingSSH, guard.EventWaitingVerdict, guard.EventUploading, guard.EventDownloading:
 		d.progress(e)

@@ -176,6 +176,8 @@ var commands = map[string]func(context.Context, *app, []string) error{
 	"run":          cmdRun,
 	"attach":       cmdAttach,
 	"stop":         cmdStop,
+	"cancel":       cmdCancel,
+	"ssh":          cmdSSH,
 	"ls":           cmdLs,
 	"logs":         cmdLogs,
 	"rm":           cmdRm,
@@ -198,6 +200,8 @@ Commands:
   run            create a pod, run a job on it, follow it, collect, delete
   attach RUN     reconnect to a run's pod and resume following it
   stop RUN       ask the job for a checkpoint, wait for it, then collect
+  cancel RUN     stop the job at once (no checkpoint), collect, delete
+  ssh RUN        a shell or a command on the run's pod (-- CMD ARG...)
   ls             list the runs and their pods
   logs RUN       show the run's pod log (--follow: stream it from Runpod)
   rm RUN         delete a run's pod and secret (rm --all-orphans: the

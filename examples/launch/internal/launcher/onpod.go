@@ -1,0 +1,100 @@
+package launcher
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/overbrainer/overbrainer-go/examples/launch/internal/state"
+	"github.com/overbrainer/overbrainer-go/guard"
+	"github.com/overbrainer/overbrainer-go/podssh"
+	"github.com/overbrainer/overbrainer-go/watchdog/jobctl"
+)
+
+func cmdSSH(ctx context.Context, a *app, args []string) error {
+	fs := a.newFlags("ssh", "RUN [-- COMMAND [ARG...]]", `Opens a shell on the run's pod (host key pinned) on a terminal that follows
+this one's size, or runs COMMAND, each word as it is, and exits with its
+status. Prints the ssh -F line of the OpenSSH files it writes in the state.`)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	r, err := a.openRun(ctx, fs, false)
+	if err != nil {
+		return err
+	}
+	run, err := guard.Attach(ctx, a.api, r.Record, guard.WithLeaveOnFailure(), guard.WithStartTimeout(time.Minute), guard.WithLogger(a.logger))
+	if err != nil {
+		return err
+	}
+	defer run.Close()
+	cfg, err := run.WriteSSHConfig(ctx, a.store.RunPath(r.ID))
+	if err != nil {
+		return err
+	}
+	a.say("with OpenSSH: %s", cfg.Command)
+	if err := fs.Parse(fs.Args()[1:]); err != nil {
+		return err
+	}
+	o := guard.ShellOptions{Command: podssh.JoinArgs(fs.Args()), Stdin: os.Stdin, Stdout: a.stdout, Stderr: a.stderr}
+	if fs.NArg() == 0 {
+		if restore, err := podssh.AttachTerminal(os.Stdin, &o); err == nil {
+			defer restore()
+		}
+	}
+	err = run.Shell(ctx, o)
+	if code, ok := podssh.ExitStatus(err); ok {
+		return &exitError{code: code}
+	}
+	return err
+}
+
+// openRun loads the run fs names first (and only, when only), not ended.
+func (a *app) openRun(ctx context.Context, fs *flag.FlagSet, only bool) (*state.Run, error) {
+	if fs.NArg() == 0 || (only && fs.NArg() > 1) {
+		return nil, usagef("one run id is needed, first")
+	}
+	if err := a.open(ctx); err != nil {
+		return nil, err
+	}
+	r, err := a.loadRun(fs.Arg(0))
+	if err == nil && !r.Ended.IsZero() {
+		err = fmt.Errorf("run %s has ended (%s): its pod is gone", r.ID, r.Phase)
+	}
+	return r, err
+}
+
+func cmdCancel(ctx context.Context, a *app, args []string) error {
+	fs := a.newFlags("cancel", "RUN", `Stops the run's job at once, with no checkpoint (TERM to its group, KILL 2 s
+later), collects what there is, deletes the pod (unless --keep-pod).`)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	r, err := a.openRun(ctx, fs, true)
+	if err != nil {
+		return err
+	}
+	lock, err := a.store.TryLock(r.ID)
+	if err != nil {
+		return err
+	}
+	defer lock.Unlock()
+	d := &driver{a: a, r: r, o: followOpts{followFlags: followFlags{startTimeout: 2 * time.Minute, verdictTimeout: 2 * time.Minute}}}
+	defer d.closePodLog()
+	run, err := guard.Attach(ctx, a.api, r.Record, d.options()...)
+	if d.run = run; err != nil {
+		return d.stopped(ctx, err)
+	}
+	defer run.Close()
+	res, err := run.Cancel(ctx)
+	if err != nil {
+		return d.stopped(ctx, err)
+	}
+	a.say("%s", res.Explain())
+	// A job that ended by itself gives its status; a stopped one, or none, is no failure.
+	if err := d.end(ctx, run.End()); err != nil && (res == jobctl.CancelEnded || d.failed != nil) {
+		return err
+	}
+	return nil
+}
