@@ -506,13 +506,18 @@ verdict() {
 # A job of an earlier container (the pod's container restarted) is read as
 # cancelled: the bootstrap marks it so before anything of this container can
 # start a job, since its job.pid may name an unrelated live group here.
+# The first valid number is kept: job.pid is written once per run (the start
+# script refuses a second job), and reading it costs a process (head).
+job_pgid=
 job_ended() {
   job_marked && return 0
-  raw=
-  small_read "$RUN_DIR/job.pid"
-  number "$raw" || return 1
-  [ "$number" -gt 1 ] || return 1
-  group_signal 0 "$number" && return 1
+  if [ -z "$job_pgid" ]; then
+    small_read "$RUN_DIR/job.pid"
+    number "$raw" || return 1
+    [ "$number" -gt 1 ] || return 1
+    job_pgid=$number
+  fi
+  group_signal 0 "$job_pgid" && return 1
   # A job that wrote its exit code and went between the look above and the
   # signal ended by its exit code, not killed: look again (builtins only).
   job_marked && return 0
