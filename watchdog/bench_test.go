@@ -4,6 +4,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -169,7 +171,8 @@ func reaction(b *testing.B, sh shtest.Shell, script string, lead int64, job, sna
 
 // BenchmarkTickProcesses counts the processes one steady-state tick creates
 // (a running job, no rule near, df of the run directory), under strace, per
-// shell; "volume" adds a network volume, measured by a background du.
+// shell, averaged over one cycle of the watchdog's periodic work (tickCycle);
+// "volume" adds a network volume, measured by a background du.
 //
 //	go test -run '^$' -bench TickProcesses ./watchdog
 func BenchmarkTickProcesses(b *testing.B) {
@@ -219,7 +222,7 @@ func tickProcesses(b *testing.B, strace string, sh shtest.Shell, volume bool) fl
 	wrapped := shtest.Shell{Name: sh.Name, Argv: append([]string{strace, "-f", "-qq", "-o", out,
 		"-e", "trace=clone,clone3,fork,vfork,execve"}, sh.Argv...)}
 	p := shtest.Start(b, wrapped, watchdog.Script(), shtest.Opts{Dir: dir, Env: env})
-	const ticks = 6
+	ticks := tickCycle(b)
 	shtest.Eventually(b, time.Minute, func() bool {
 		_, sleeps := shtest.CountTicks(out)
 		return sleeps >= ticks+1
@@ -231,4 +234,28 @@ func tickProcesses(b *testing.B, strace string, sh shtest.Shell, volume bool) fl
 		b.Fatal("no ticks traced")
 	}
 	return float64(clones) / float64(sleeps-1)
+}
+
+// tickCycle is the number of ticks over which the watchdog's periodic work
+// repeats: date every CLOCK_EVERY ticks, df at least every DISK_EVERY (on a
+// disk under 87% full, exactly that). A count over whole cycles counts each
+// of them at its rate, whatever tick the count starts at.
+func tickCycle(b *testing.B) int {
+	cycle := 1
+	for _, name := range []string{"CLOCK_EVERY", "DISK_EVERY"} {
+		m := regexp.MustCompile(`(?m)^` + name + `=([0-9]+)$`).FindStringSubmatch(watchdog.Script())
+		if m == nil {
+			b.Fatalf("no %s in the watchdog script", name)
+		}
+		k, _ := strconv.Atoi(m[1])
+		if k < 1 {
+			b.Fatalf("%s=%s in the watchdog script", name, m[1])
+		}
+		c := cycle
+		for c%k != 0 {
+			c += cycle
+		}
+		cycle = c
+	}
+	return cycle
 }

@@ -57,7 +57,7 @@ func TestHungDuNeverPilesUp(t *testing.T) {
 			t.Fatal(err)
 		}
 		const t0 = 1_800_000_000
-		clock := p.bin.Clock(t0)
+		clock := p.fakeClock(t0)
 		p.bin.Stub("timeout", `shift 3; exec "$@"`)
 		calls := filepath.Join(p.bin.Dir, ".du-calls")
 		p.onVolume(`echo "$*" >> ` + calls + `; exec ` + realSleep + ` 1000`)

@@ -302,3 +302,93 @@ func (p *pod) startJob() (kill func()) {
 	p.write(watchdog.JobPID, strconv.Itoa(cmd.Process.Pid)+"\n")
 	return kill
 }
+
+// podClock is a fake clock for the watchdog, kept in files: the true time
+// in hundredths of a second, which `date +%s` prints in whole seconds plus
+// a step offset (the wall clock), and `sleep N`, after logging a test_tick
+// line, moves on by N seconds plus the work time (the hundredths a tick
+// takes, 0 unless set), with a fake uptime (OVERBRAINER_UPTIME) that
+// follows it, as time passing does. A step moves the wall clock alone, as a
+// clock set by hand or by NTP does: stepAt makes the sleep that reaches a
+// given time apply it, so that each file keeps one writer and the step
+// lands at a known tick.
+type podClock struct {
+	t                         *testing.T
+	file, off, up, step, work string
+	boot                      int64 // the true time of uptime 0, in hundredths
+}
+
+// fakeClock installs the clock's date and sleep stubs, starting at wall
+// time start and an uptime of 1000.37 s (the hundredths exercise the
+// watchdog's rounding).
+func (p *pod) fakeClock(start int64) *podClock {
+	p.t.Helper()
+	c := &podClock{t: p.t, file: filepath.Join(p.bin.Dir, ".clock"), off: filepath.Join(p.bin.Dir, ".clock-offset"),
+		up: filepath.Join(p.bin.Dir, ".uptime"), step: filepath.Join(p.bin.Dir, ".clock-step"),
+		work: filepath.Join(p.bin.Dir, ".clock-work")}
+	writeAtomic(p.t, c.file, itoa(start*100)+"\n")
+	writeAtomic(p.t, c.off, "0\n")
+	writeAtomic(p.t, c.up, "1000.37 1500.00\n")
+	writeAtomic(p.t, c.work, "0\n")
+	realDate, err := exec.LookPath("date")
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	realSleep, err := exec.LookPath("sleep")
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.bin.Stub("date", fmt.Sprintf(`if [ "$*" = "+%%s" ]; then read -r t < %[1]q && read -r o < %[2]q && echo $((t / 100 + o)); else exec %[3]q "$@"; fi`,
+		c.file, c.off, realDate))
+	c.boot = start*100 - 100037
+	p.bin.Stub("sleep", fmt.Sprintf(`case $1 in ''|*[!0-9]*) exec %[6]q "$@";; esac
+read -r t < %[1]q && read -r o < %[2]q && read -r w < %[5]q || exit 1
+printf '%%s test_tick sleep=%%s\n' $((t / 100 + o)) "$1" >> "$OVERBRAINER_RUN_DIR/.pod/watchdog.log"
+t=$((t + $1 * 100 + w))
+echo $t > %[1]q.tmp && mv -f %[1]q.tmp %[1]q
+u=$((t - %[7]d))
+printf '%%d.%%02d 0.00\n' $((u / 100)) $((u %% 100)) > %[3]q.tmp && mv -f %[3]q.tmp %[3]q
+if read -r at d hook 2>/dev/null < %[4]q && [ $((t / 100)) -ge "$at" ]; then
+  rm -f %[4]q
+  echo $((o + d)) > %[2]q.tmp && mv -f %[2]q.tmp %[2]q
+  wall=$((t / 100 + o + d))
+  eval "$hook"
+fi
+exec %[6]q 0.01`, c.file, c.off, c.up, c.step, c.work, realSleep, c.boot))
+	p.setEnv("OVERBRAINER_UPTIME", c.up)
+	return c
+}
+
+// stepAt makes the wall clock jump by delta seconds once the true time
+// reaches at (seconds), after which the sleep stub runs hook (shell, with
+// $wall the new wall time).
+func (c *podClock) stepAt(at, delta int64, hook string) {
+	c.t.Helper()
+	writeAtomic(c.t, c.step, fmt.Sprintf("%d %d %s\n", at, delta, hook))
+}
+
+// takes sets the work time of each tick, in hundredths of a second.
+func (c *podClock) takes(hundredths int) {
+	c.t.Helper()
+	writeAtomic(c.t, c.work, strconv.Itoa(hundredths)+"\n")
+}
+
+// late moves the clock on by hundredths of a second (fewer than 100),
+// before the watchdog starts: its first date then falls late in its second.
+func (c *podClock) late(hundredths int64) {
+	c.t.Helper()
+	t := c.Now()*100 + hundredths
+	writeAtomic(c.t, c.file, itoa(t)+"\n")
+	u := t - c.boot
+	writeAtomic(c.t, c.up, fmt.Sprintf("%d.%02d 0.00\n", u/100, u%100))
+}
+
+// Now reads the wall time.
+func (c *podClock) Now() int64 {
+	read := func(path string) int64 {
+		b, _ := os.ReadFile(path)
+		v, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		return v
+	}
+	return read(c.file)/100 + read(c.off)
+}

@@ -44,8 +44,11 @@
 #
 # Timing: the loop wakes every INTERVAL seconds, or sooner when one of the
 # time rules above falls due earlier, so each fires within a second or two of
-# its time whatever INTERVAL is. A steady tick runs three processes under
-# dash (date, df, sleep; BenchmarkTickProcesses counts them per shell).
+# its time whatever INTERVAL is. A steady tick runs one process, its sleep:
+# the time comes from the kernel's uptime (date only every CLOCK_EVERY
+# ticks, see clock_sync) and df runs every few ticks (look_disk): on a disk
+# under 87% full, dash averages 1.3 processes a tick (BenchmarkTickProcesses
+# counts them).
 #
 # The API key is read once, removed from the environment (so no child inherits
 # it) and handed to curl on its standard input only: never on a command line,
@@ -226,6 +229,74 @@ due() {
   fi
 }
 
+# The clock. date costs a process, and a steady tick needs the time: the
+# loop reads the kernel's uptime instead (/proc/uptime, with the shell's own
+# read) and adds the Unix time of the boot, which clock_sync derives from
+# date. That sum is never ahead of the wall clock (the boot time taken is the
+# earliest date and uptime allow) and at most about a second behind, while
+# the wall clock does not step. A step is what uptime cannot see, so date is
+# read again: every CLOCK_EVERY ticks (a step is seen within that many
+# ticks, 10 minutes at the default INTERVAL), for each sleep that ends at a
+# due time (time rules act within a second of their time, as before), and
+# before any delete (no pod is deleted on the sum alone, so a clock stepped
+# back cannot make a rule delete early). Without a readable uptime, every
+# tick reads date.
+UPTIME=${OVERBRAINER_UPTIME:-/proc/uptime}
+CLOCK_EVERY=10
+boot_s=
+boot_c=
+tick=0
+synced_tick=0
+
+# uptime_now: sets $up_s and $up_c to the uptime's seconds and hundredths;
+# fails when it cannot be read as the kernel writes it.
+uptime_now() {
+  up=
+  read -r up _ 2>/dev/null <"$UPTIME" || :
+  case $up in
+    [0-9]*.[0-9][0-9]) ;;
+    *) return 1 ;;
+  esac
+  up_c=${up#*.}
+  case $up_c in
+    [0-9][0-9]) ;;
+    *) return 1 ;;
+  esac
+  number "${up%%.*}" || return 1
+  up_s=$number
+  number "$up_c" && up_c=$number
+}
+
+# clock_now: sets $n to the boot time plus the uptime, or fails.
+clock_now() {
+  [ -n "$boot_s" ] && uptime_now || return 1
+  n=$((boot_s + up_s))
+  [ $((boot_c + up_c)) -lt 100 ] || n=$((n + 1))
+}
+
+# clock_sync: sets $n from date and takes the boot time again: date minus
+# the uptime read after it, in hundredths (boot_s + boot_c/100), so that it
+# errs early. An unreadable date keeps $n (the sum) or, without one, counts
+# the last sleep; an unreadable uptime leaves no boot time.
+clock_sync() {
+  synced=1
+  synced_tick=$tick
+  d=$(date +%s)
+  if ! number "$d"; then
+    [ -n "$n" ] || n=$((last_n + wait_s))
+    return 0
+  fi
+  n=$number
+  boot_s=
+  uptime_now || return 0
+  boot_s=$((n - up_s))
+  boot_c=0
+  if [ "$up_c" -gt 0 ]; then
+    boot_s=$((boot_s - 1))
+    boot_c=$((100 - up_c))
+  fi
+}
+
 # pause SECONDS: sleeps in the background and waits for it, so that TERM and
 # INT are handled at once rather than when sleep ends. posh's wait sometimes
 # returns before the sleep ended (with the status of some other child), so
@@ -387,6 +458,10 @@ disk_full() {
     [ $((shrunk_a * 10000)) -ge $((shrunk_b * VOLUME_FULL)) ]
     return
   fi
+  # df costs a process: it runs only every few ticks, and the emptier the
+  # disk the fewer (look_disk).
+  [ "$tick" -ge "$disk_tick" ] || return 1
+  disk_tick=$((tick + 1))
   # The redirection outside the substitution lets bash and yash exec df
   # without a second fork.
   { out=$("$DF" -Pk -- "$RUN_DIR"); } 2>/dev/null
@@ -403,7 +478,26 @@ $out
 DF_OUT
   [ -n "$used" ] || return 1
   shrink "$used" "$avail" || return 1
+  look_disk
   [ $((shrunk_a * 100)) -ge $(((shrunk_a + shrunk_b) * DISK_ACT)) ]
+}
+
+# look_disk: sets $disk_tick, the tick of the next df, from the shrunk used
+# and available sizes of this one. With pct the percent used (rounded down),
+# the next look is (DISK_ACT - pct) / 2 ticks away, at least 1 and at most
+# DISK_EVERY: a disk that fills by at most 2 percentage points per tick is
+# below DISK_ACT - 1 at every tick skipped, so it is seen full at the very
+# tick a df every tick would see it; one that fills faster, at most
+# DISK_EVERY - 1 ticks later (4 minutes at the default INTERVAL).
+DISK_EVERY=5
+disk_tick=0
+look_disk() {
+  pct=100
+  [ $((shrunk_a + shrunk_b)) -eq 0 ] || pct=$((shrunk_a * 100 / (shrunk_a + shrunk_b)))
+  gap=$(((DISK_ACT - pct) / 2))
+  [ "$gap" -le "$DISK_EVERY" ] || gap=$DISK_EVERY
+  [ "$gap" -ge 1 ] || gap=1
+  disk_tick=$((tick + gap))
 }
 
 # deadline_due: whether the deadline may take the pod now. It waits while a
@@ -506,13 +600,18 @@ verdict() {
 # A job of an earlier container (the pod's container restarted) is read as
 # cancelled: the bootstrap marks it so before anything of this container can
 # start a job, since its job.pid may name an unrelated live group here.
+# The first valid number is kept: job.pid is written once per run (the start
+# script refuses a second job), and reading it costs a process (head).
+job_pgid=
 job_ended() {
   job_marked && return 0
-  raw=
-  small_read "$RUN_DIR/job.pid"
-  number "$raw" || return 1
-  [ "$number" -gt 1 ] || return 1
-  group_signal 0 "$number" && return 1
+  if [ -z "$job_pgid" ]; then
+    small_read "$RUN_DIR/job.pid"
+    number "$raw" || return 1
+    [ "$number" -gt 1 ] || return 1
+    job_pgid=$number
+  fi
+  group_signal 0 "$job_pgid" && return 1
   # A job that wrote its exit code and went between the look above and the
   # signal ended by its exit code, not killed: look again (builtins only).
   job_marked && return 0
@@ -611,9 +710,15 @@ held=
 retrieval_hold=
 wait_s=0
 last_n=$start
+confirm=0
 while :; do
-  n=$(date +%s)
-  if number "$n"; then n=$number; else n=$((last_n + wait_s)); fi
+  tick=$((tick + 1))
+  synced=0
+  n=
+  if ! clock_now || [ "$confirm" = 1 ] || [ $((tick - synced_tick)) -ge "$CLOCK_EVERY" ]; then
+    clock_sync
+  fi
+  confirm=0
   last_n=$n
   next=
 
@@ -737,6 +842,13 @@ while :; do
     fi
   fi
 
+  # A delete acts on date's time: a tick that used the sum alone runs
+  # again at once with date.
+  if [ -n "$reason" ] && [ "$synced" = 0 ]; then
+    confirm=1
+    continue
+  fi
+
   wait_s=$INTERVAL
   if [ -n "$reason" ]; then
     if delete_pod "$reason"; then
@@ -748,6 +860,12 @@ while :; do
       exit 0
     fi
     log "delete_failed retry_in=$wait_s"
+  fi
+  if [ -n "$next" ] && [ $((next - n)) -le "$wait_s" ]; then
+    # A sleep that ends at a due time is measured from date: the sum at
+    # its end is then at least that time, and a time rule acts at its
+    # second as it did with date every tick.
+    [ "$synced" = 1 ] || clock_sync
   fi
   if [ -n "$next" ] && [ $((next - n)) -lt "$wait_s" ]; then
     wait_s=$((next - n))
