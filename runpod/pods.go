@@ -445,7 +445,7 @@ func (c *Client) GetPod(ctx context.Context, id string) (*Pod, error) {
 	if err := checkID("GetPod", "pod", id); err != nil {
 		return nil, err
 	}
-	r := &call{method: http.MethodGet, path: "/pods/{id}", params: map[string]string{"id": id}}
+	r := &call{method: http.MethodGet, path: "/pods/{id}", id: id}
 	resp, err := c.do(ctx, r, true)
 	if err != nil {
 		return nil, err
@@ -564,7 +564,7 @@ func (c *Client) PodAction(ctx context.Context, id string, a Action) (*Pod, erro
 		return nil, invalidf("PodAction: unknown action %q", a)
 	}
 	r := &call{
-		method: http.MethodPost, path: "/pods/{id}/action", params: map[string]string{"id": id},
+		method: http.MethodPost, path: "/pods/{id}/action", id: id,
 		body: struct {
 			Action Action `json:"action"`
 		}{a},
@@ -604,7 +604,7 @@ func (c *Client) PodAction(ctx context.Context, id string, a Action) (*Pod, erro
 	}
 }
 
-func actionAnswer(r *call, resp *response) (*Pod, error) {
+func actionAnswer(r *call, resp response) (*Pod, error) {
 	if resp.status == http.StatusNoContent || len(strings.TrimSpace(string(resp.body))) == 0 {
 		return nil, nil
 	}
