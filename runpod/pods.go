@@ -477,13 +477,16 @@ type ListPodsOptions struct {
 func (c *Client) ListPods(ctx context.Context, opts ListPodsOptions) ([]Pod, error) {
 	var all []Pod
 	cursor := ""
+	// Each page is decoded (its strings copied) before the next is read:
+	// the pages can share one body buffer.
+	var body bytes.Buffer
 	for page := 0; ; page++ {
 		if page == maxListPages {
 			return nil, fmt.Errorf("runpod: GET /pods: more than %d pages", maxListPages)
 		}
 		// The first call asks for no limit: REST v2 as documented takes
 		// none, and a server that pages says so in its answer.
-		r := &call{method: http.MethodGet, path: "/pods", query: url.Values{}}
+		r := &call{method: http.MethodGet, path: "/pods", query: url.Values{}, into: &body}
 		if opts.IncludeClusterPods {
 			r.query.Set("includeClusterPods", "true")
 		}

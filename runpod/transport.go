@@ -1,6 +1,7 @@
 package runpod
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,6 +24,9 @@ type call struct {
 	body   any // marshalled to JSON; nil for no body
 	// graphQL sends the request to the GraphQL URL instead of base+path.
 	graphQL bool
+	// into, when set, is where the answer's body is read, its old content
+	// dropped: a caller that reads page after page keeps one buffer.
+	into *bytes.Buffer
 	// secrets are strings (besides the API key) that must not appear in an
 	// error or a log line; a debug dump leaves out the body of a call with
 	// secrets.
@@ -212,7 +216,7 @@ func (c *Client) once(ctx context.Context, r *call, attempt int) (response, erro
 	}
 	var body []byte
 	if raw.ContentLength != 0 && code != http.StatusNoContent {
-		body, err = io.ReadAll(io.LimitReader(raw.Body, limit+1))
+		body, err = readBody(r.into, io.LimitReader(raw.Body, limit+1))
 	}
 	if err != nil {
 		err = fmt.Errorf("reading response body: %w", err)
@@ -253,6 +257,16 @@ func (c *Client) once(ctx context.Context, r *call, attempt int) (response, erro
 		return response{}, permanentError{fmt.Errorf("response body larger than %d bytes", limit)}
 	}
 	return response{status: code, header: raw.Header, body: body}, nil
+}
+
+// readBody reads all of rd, into buf when there is one.
+func readBody(buf *bytes.Buffer, rd io.Reader) ([]byte, error) {
+	if buf == nil {
+		return io.ReadAll(rd)
+	}
+	buf.Reset()
+	_, err := buf.ReadFrom(rd)
+	return buf.Bytes(), err
 }
 
 func (c *Client) logAttempt(ctx context.Context, r *call, attempt, status int, start time.Time, err error) {
