@@ -466,6 +466,10 @@ type ListPodsOptions struct {
 	NamePrefix string
 	// IncludeClusterPods also lists pods that belong to clusters.
 	IncludeClusterPods bool
+	// SkipArgs leaves every pod's Args empty. A guarded pod's command is
+	// some 24 KB, most of what a large account's list weighs: a caller
+	// that judges pods by their status, times and env need not hold them.
+	SkipArgs bool
 }
 
 // ListPods returns the account's pods that match opts, sorted by creation
@@ -500,6 +504,9 @@ func (c *Client) ListPods(ctx context.Context, opts ListPodsOptions) ([]Pod, err
 		}
 		if err != nil {
 			return nil, err
+		}
+		if opts.SkipArgs {
+			resp.body = withoutArgs(resp.body)
 		}
 		var out struct {
 			Pods       []Pod `json:"pods"`
