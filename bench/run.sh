@@ -190,7 +190,7 @@ if want launcher; then
   bench launcher.concurrent bench '^BenchmarkLaunchConcurrent$' -test.benchtime 1x
   say "launcher: following a job that prints 1 GiB (~1 min)"
   bench launcher.flood bench '^BenchmarkFollowFlood$' -test.benchtime 1x
-  say "launcher: 200 guarded runs at once from one program under the quota, paced and not (~5 min)"
+  say "launcher: 200 guarded runs at once from one program under the quota, paced and not (~8 min)"
   bench launcher.quota bench '^BenchmarkLaunchesUnderQuota$' -test.benchtime 1x
 fi
 

@@ -128,9 +128,13 @@ var specs = []Spec{
 		Base: "BenchmarkLaunchConcurrent/1"},
 	{Part: "launcher", Measure: "200 runs at once from one program, Runpod-like quota: account requests per run", Bench: "BenchmarkLaunchesUnderQuota/200", Unit: "requests/run",
 		Base: "BenchmarkLaunchesUnderQuota/1", Goal: "≤ 1.1× alone", Limit: 1.1, OnRatio: true},
+	{Part: "launcher", Measure: "200 runs at once, quota: launches that failed (launch or start)", Bench: "BenchmarkLaunchesUnderQuota/200", Unit: "failed-launches",
+		Goal: "none", Limit: 0.5},
+	{Part: "launcher", Measure: "200 runs at once, quota: runs that failed at any step", Bench: "BenchmarkLaunchesUnderQuota/200", Unit: "failed-runs"},
 	{Part: "launcher", Measure: "200 runs at once, quota: 429s per run", Bench: "BenchmarkLaunchesUnderQuota/200", Unit: "429s/run"},
 	{Part: "launcher", Measure: "200 runs at once, quota, pacing off: account requests per run", Bench: "BenchmarkLaunchesUnderQuota/200-unpaced", Unit: "requests/run",
 		Base: "BenchmarkLaunchesUnderQuota/1"},
+	{Part: "launcher", Measure: "200 runs at once, quota, pacing off: launches that failed", Bench: "BenchmarkLaunchesUnderQuota/200-unpaced", Unit: "failed-launches"},
 	{Part: "launcher", Measure: "following 1 GiB of job output: peak RSS", Bench: "BenchmarkFollowFlood/flood", Unit: "rss-MiB",
 		Base: "BenchmarkFollowFlood/one_line", Goal: "< 100 MB", Limit: 95},
 	{Part: "launcher", Measure: "following 1 GiB of job output: lines lost", Bench: "BenchmarkFollowFlood/flood", Unit: "lines-lost",
@@ -211,7 +215,13 @@ per SSH connection; watchdog/jobctl's BenchmarkLookProcesses counts under strace
 processes a steady look starts (a live job, no new output, no lease to renew), as
 the difference between a session of one look and one of six; the baseline is a
 loop that answers each request with the pod's clock alone (` + "`date +%s`" + `), the
-least a look can do.`},
+least a look can do. Quota: bench's BenchmarkLaunchesUnderQuota runs 200 whole guarded cycles
+(launch, start, follow, collect, delete) at once on emulator pods from one program (one client, one account
+key) against the fake's quota mode, 60 requests per window with RateLimit headers, the window shortened from
+Runpod's minute to 10 s so that the crowd meets the quota as often in less time; the baseline is one cycle
+alone under the same quota. A failed run is counted (and its pod deleted), not fatal: as a failed launch when
+its launch or start failed, and among the failed runs whatever its step; the crowd runs again
+with the client's pacing off, to show what the pacing saves.`},
 	{"pod", `The command size is the create call's args string (runpod.QuoteArgs of
 bootstrap.Command()); the baseline is the watchdog script alone as the watchdog
 package embeds it, comments included (the command carries the scripts without their
