@@ -88,7 +88,7 @@ say "building test binaries in $bin"
 pkgs=()
 want tick && pkgs+=(bench:./bench watchdog:./watchdog)
 want reaction && pkgs+=(bench:./bench watchdog:./watchdog)
-want client && pkgs+=(runpod:./runpod)
+want client && pkgs+=(runpod:./runpod bench:./bench)
 want pod && pkgs+=(bootstrap:./bootstrap)
 want launcher && pkgs+=(bench:./bench jobctl:./watchdog/jobctl)
 declare -A built=()
@@ -155,6 +155,10 @@ if want client; then
   for i in 1 2 3 4 5 6 7 8 9 10; do
     bench "client.$i" runpod '^Benchmark(GetPod|DeletePod)$' -test.benchmem -test.benchtime 0.3s
   done
+  say "client: 10,000 pods listed and swept against the fake, 3 runs (~40 s)"
+  for i in 1 2 3; do
+    bench "list.$i" bench '^BenchmarkListAtScale$' -test.benchtime 1x
+  done
 fi
 
 # --- pod -----------------------------------------------------------------
@@ -186,7 +190,7 @@ if want launcher; then
   bench launcher.concurrent bench '^BenchmarkLaunchConcurrent$' -test.benchtime 1x
   say "launcher: following a job that prints 1 GiB (~1 min)"
   bench launcher.flood bench '^BenchmarkFollowFlood$' -test.benchtime 1x
-  say "launcher: 200 guarded runs at once from one program under the quota, paced and not (~5 min)"
+  say "launcher: 200 guarded runs at once from one program under the quota, paced and not (~8 min)"
   bench launcher.quota bench '^BenchmarkLaunchesUnderQuota$' -test.benchtime 1x
 fi
 

@@ -208,7 +208,8 @@ func Sweep(ctx context.Context, c SweepAPI, p SweepPolicy) (Report, error) {
 		return Report{}, err
 	}
 	p = p.withDefaults()
-	pods, err := c.ListPods(ctx, runpod.ListPodsOptions{NamePrefix: PodNamePrefix, IncludeClusterPods: true})
+	// The rules read no pod's command, the bulk of a large list.
+	pods, err := c.ListPods(ctx, runpod.ListPodsOptions{NamePrefix: PodNamePrefix, IncludeClusterPods: true, SkipArgs: true})
 	if err != nil {
 		return Report{}, fmt.Errorf("guard: sweep: listing pods (nothing deleted): %w", err)
 	}

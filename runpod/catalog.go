@@ -130,7 +130,7 @@ func (c *Client) GetGPUType(ctx context.Context, id string) (*GPUType, error) {
 	if !pathSegment(id) {
 		return nil, &IDError{Op: "GetGPUType", Kind: "GPU type", ID: id}
 	}
-	r := &call{method: http.MethodGet, path: "/catalog/gpus/{id}", params: map[string]string{"id": id}}
+	r := &call{method: http.MethodGet, path: "/catalog/gpus/{id}", id: id}
 	resp, err := c.do(ctx, r, true)
 	if err != nil {
 		return nil, err

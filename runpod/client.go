@@ -3,7 +3,6 @@ package runpod
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -282,14 +281,17 @@ func New(apiKey string, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
-// emptyBody gives a request without a body (a DELETE, an action without
-// options) http.NoBody again: resty replaces it with a reader of its own,
-// which net/http must probe for data with a timer on every request.
+// emptyBody takes away the body of a request that has none (a DELETE, an
+// action without options): resty may give it a reader of its own, which
+// net/http must probe for data with a timer, and even http.NoBody costs
+// net/http a reader to write, while a nil body costs nothing and goes out
+// the same.
 func emptyBody(_ *resty.Client, req *http.Request) error {
-	if req.ContentLength == 0 && req.Body != nil && req.Body != http.NoBody {
-		req.Body.Close()
-		req.Body = http.NoBody
-		req.GetBody = func() (io.ReadCloser, error) { return http.NoBody, nil }
+	if req.ContentLength == 0 && req.Body != nil {
+		if req.Body != http.NoBody {
+			req.Body.Close()
+		}
+		req.Body, req.GetBody = nil, nil
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -90,6 +91,31 @@ func TestHeaders(t *testing.T) {
 	if h.Get("Authorization") != "Bearer "+testKey || h.Get("User-Agent") != "launcher/2" ||
 		!strings.Contains(h.Get("Accept"), "application/problem+json") {
 		t.Errorf("headers %v", h)
+	}
+}
+
+// TestBodilessRequest: a DELETE goes out with no body at all (no length,
+// no chunked encoding, nothing to read) and the whole URL the client
+// builds keeps the base path.
+func TestBodilessRequest(t *testing.T) {
+	c, fs := setup(t)
+	var got struct {
+		path, te string
+		length   int64
+		body     []byte
+	}
+	fs.handle("DELETE /pods/{id}", func(w http.ResponseWriter, r *http.Request) {
+		got.path, got.length = r.URL.EscapedPath(), r.ContentLength
+		got.te = strings.Join(r.TransferEncoding, ",")
+		got.body, _ = io.ReadAll(r.Body)
+		w.WriteHeader(http.StatusNoContent)
+	})
+	if res, err := c.DeletePod(context.Background(), "pod1x"); err != nil || res != Deleted {
+		t.Fatalf("DeletePod: %v %v", res, err)
+	}
+	if want := apiBase + "/pods/pod1x"; got.path != want || got.length != 0 || got.te != "" || len(got.body) != 0 {
+		t.Errorf("DELETE seen as path %q (want %q), length %d, transfer encoding %q, body %q",
+			got.path, want, got.length, got.te, got.body)
 	}
 }
 

@@ -106,7 +106,7 @@ func (c *Client) DeletePod(ctx context.Context, id string) (DeleteResult, error)
 	if err := checkID("DeletePod", "pod", id); err != nil {
 		return NotDeleted, err
 	}
-	r := &call{method: http.MethodDelete, path: "/pods/{id}", params: map[string]string{"id": id}}
+	r := &call{method: http.MethodDelete, path: "/pods/{id}", id: id}
 	_, err := c.do(ctx, r, true)
 	if gone(err) {
 		return Deleted, nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -139,5 +140,42 @@ func TestFakePagesPods(t *testing.T) {
 	// of 1,000, which the fake's own limit gives way to.
 	if gets != 2 {
 		t.Errorf("%d list calls, want 2", gets)
+	}
+}
+
+// TestListPodsSkipArgs: with SkipArgs every page's pods come without their
+// command and with all else, an env variable named args included, the
+// same as a listing that keeps them.
+func TestListPodsSkipArgs(t *testing.T) {
+	srv := runpodtest.NewTestServer(t, runpodtest.WithPageSize(2), runpodtest.AllowPodsLeft())
+	c, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := runpod.QuoteArgs([]string{"bash", "-c", `echo "args":"x" \ 'q'` + "\n"})
+	for i := range 5 {
+		srv.AddPods(runpodtest.SeedPod{Name: fmt.Sprint("p", i), Args: cmd, Env: map[string]string{"args": "kept", "K": `"args":"v"`}})
+	}
+	ctx := context.Background()
+	whole, err := c.ListPods(ctx, runpod.ListPodsOptions{})
+	if err != nil || len(whole) != 5 {
+		t.Fatalf("ListPods: %d pods, %v", len(whole), err)
+	}
+	lean, err := c.ListPods(ctx, runpod.ListPodsOptions{SkipArgs: true})
+	if err != nil || len(lean) != 5 {
+		t.Fatalf("ListPods with SkipArgs: %d pods, %v", len(lean), err)
+	}
+	for i := range whole {
+		if whole[i].Args != cmd {
+			t.Errorf("pod %d: args %q, want %q", i, whole[i].Args, cmd)
+		}
+		if lean[i].Args != "" {
+			t.Errorf("pod %d with SkipArgs: args %q", i, lean[i].Args)
+		}
+		w, l := whole[i], lean[i]
+		w.Args = ""
+		if !reflect.DeepEqual(w, l) {
+			t.Errorf("pod %d with SkipArgs:\n%+v\nwant\n%+v", i, l, w)
+		}
 	}
 }

@@ -109,7 +109,7 @@ func TestBadIDsAreRefused(t *testing.T) {
 		}
 	}
 	// The transport refuses a bad path parameter of any call, too.
-	r := &call{method: http.MethodGet, path: "/pods/{id}", params: map[string]string{"id": ".."}}
+	r := &call{method: http.MethodGet, path: "/pods/{id}", id: ".."}
 	if _, err := c.do(ctx, r, true); !errors.Is(err, ErrInvalid) {
 		t.Errorf("do with id \"..\": %v, want ErrInvalid", err)
 	}

@@ -1,6 +1,7 @@
 package runpod
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,12 +18,15 @@ import (
 // call describes one API request, sent once or several times.
 type call struct {
 	method string
-	path   string            // relative to the base URL, with {name} placeholders
-	params map[string]string // values of the placeholders (path-escaped by resty)
+	path   string // relative to the base URL; an {id} in it stands for id
+	id     string // path-escaped when sent
 	query  url.Values
 	body   any // marshalled to JSON; nil for no body
 	// graphQL sends the request to the GraphQL URL instead of base+path.
 	graphQL bool
+	// into, when set, is where the answer's body is read, its old content
+	// dropped: a caller that reads page after page keeps one buffer.
+	into *bytes.Buffer
 	// secrets are strings (besides the API key) that must not appear in an
 	// error or a log line; a debug dump leaves out the body of a call with
 	// secrets.
@@ -35,11 +39,18 @@ func (r *call) where() string {
 	if r.graphQL {
 		return "graphql"
 	}
-	p := r.path
-	for k, v := range r.params {
-		p = strings.ReplaceAll(p, "{"+k+"}", url.PathEscape(v))
+	return r.fill("")
+}
+
+// fill is prefix and the request's path with its {id} filled in, built in
+// one allocation: the client hands resty a whole URL, which it then need
+// not splice and parse twice.
+func (r *call) fill(prefix string) string {
+	before, after, ok := strings.Cut(r.path, "{id}")
+	if !ok {
+		return prefix + r.path
 	}
-	return p
+	return prefix + before + url.PathEscape(r.id) + after
 }
 
 // noBody is the body of a request that has none (see once), held as an
@@ -70,20 +81,20 @@ func (e permanentError) Unwrap() error { return e.error }
 // The loop is ours rather than resty's: resty caps Retry-After at
 // RetryMaxWaitTime (2 s unless set) without telling, and CreatePod must
 // decide between attempts whether to resend at all (see CreatePod).
-func (c *Client) do(ctx context.Context, r *call, retry bool) (*response, error) {
+func (c *Client) do(ctx context.Context, r *call, retry bool) (response, error) {
 	for attempt := 1; ; attempt++ {
 		resp, err := c.once(ctx, r, attempt)
 		if err == nil {
 			return resp, nil
 		}
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return response{}, ctx.Err()
 		}
 		if !retry || attempt >= c.maxAttempts || !c.retryable(err) {
-			return nil, c.finalError(r, err, attempt)
+			return response{}, c.finalError(r, err, attempt)
 		}
 		if err := c.pause(ctx, r, attempt, err); err != nil {
-			return nil, err
+			return response{}, err
 		}
 	}
 }
@@ -149,20 +160,17 @@ func (c *Client) finalError(r *call, err error, attempts int) error {
 }
 
 // once sends r one time. A non-2xx answer comes back as an *APIError.
-func (c *Client) once(ctx context.Context, r *call, attempt int) (*response, error) {
+func (c *Client) once(ctx context.Context, r *call, attempt int) (response, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return response{}, err
 	}
 	req := c.rc.R().
 		SetContext(ctx).
 		SetDoNotParseResponse(true)
-	for k, v := range r.params {
-		// The methods check their IDs; this catches a path parameter that
-		// one of them forgot.
-		if !pathSegment(v) {
-			return nil, permanentError{invalidf("%s %s: path parameter %s is not a plain segment", r.method, r.path, k)}
-		}
-		req.SetPathParam(k, v)
+	// The methods check their IDs; this catches a path parameter that
+	// one of them forgot.
+	if strings.Contains(r.path, "{id}") && !pathSegment(r.id) {
+		return response{}, permanentError{invalidf("%s %s: path parameter id is not a plain segment", r.method, r.path)}
 	}
 	if r.query != nil {
 		req.SetQueryParamsFromValues(r.query)
@@ -171,7 +179,7 @@ func (c *Client) once(ctx context.Context, r *call, attempt int) (*response, err
 	if r.body != nil {
 		b, err := json.Marshal(r.body)
 		if err != nil {
-			return nil, permanentError{fmt.Errorf("encoding request: %w", err)}
+			return response{}, permanentError{fmt.Errorf("encoding request: %w", err)}
 		}
 		reqBody = b
 		req.SetHeader("Content-Type", "application/json").SetBody(b)
@@ -180,21 +188,21 @@ func (c *Client) once(ctx context.Context, r *call, attempt int) (*response, err
 		// http.NoBody, which it need not probe for data.
 		req.SetBody(noBody)
 	}
-	target := r.path
-	if r.graphQL {
-		target = c.graphQLURL
+	target := c.graphQLURL
+	if !r.graphQL {
+		target = r.fill(c.baseURL)
 	}
 	// Runpod's quota covers REST, not GraphQL.
 	if c.pace != nil && !r.graphQL {
 		if err := c.pace.wait(ctx, c, r); err != nil {
-			return nil, err
+			return response{}, err
 		}
 	}
 	start := time.Now()
 	res, err := req.Execute(r.method, target)
 	if err != nil {
 		c.logAttempt(ctx, r, attempt, 0, start, err)
-		return nil, err
+		return response{}, err
 	}
 	raw := res.RawResponse
 	defer raw.Body.Close()
@@ -208,12 +216,12 @@ func (c *Client) once(ctx context.Context, r *call, attempt int) (*response, err
 	}
 	var body []byte
 	if raw.ContentLength != 0 && code != http.StatusNoContent {
-		body, err = io.ReadAll(io.LimitReader(raw.Body, limit+1))
+		body, err = readBody(r.into, io.LimitReader(raw.Body, limit+1))
 	}
 	if err != nil {
 		err = fmt.Errorf("reading response body: %w", err)
 		c.logAttempt(ctx, r, attempt, code, start, err)
-		return nil, err
+		return response{}, err
 	}
 	truncated := int64(len(body)) > limit
 	if truncated {
@@ -226,7 +234,7 @@ func (c *Client) once(ctx context.Context, r *call, attempt int) (*response, err
 	if code >= 300 && code <= 399 {
 		// Neither the Location nor the body is echoed: either may carry
 		// what the server chose to put there.
-		return nil, permanentError{fmt.Errorf("%w (status %d)", ErrRedirect, code)}
+		return response{}, permanentError{fmt.Errorf("%w (status %d)", ErrRedirect, code)}
 	}
 	if code < 200 || code > 299 {
 		ae := parseAPIError(r.method, r.where(), code, raw.Header, body, truncated)
@@ -238,17 +246,27 @@ func (c *Client) once(ctx context.Context, r *call, attempt int) (*response, err
 		if code == http.StatusTooManyRequests {
 			if name, wait, ok := exhaustedWindow(raw.Header); ok {
 				if wait > c.maxWait {
-					return nil, &RateLimitError{Window: name, Wait: wait, MaxWait: c.maxWait, Err: ae}
+					return response{}, &RateLimitError{Window: name, Wait: wait, MaxWait: c.maxWait, Err: ae}
 				}
 				ae.RetryAfter = max(ae.RetryAfter, wait)
 			}
 		}
-		return nil, ae
+		return response{}, ae
 	}
 	if truncated {
-		return nil, permanentError{fmt.Errorf("response body larger than %d bytes", limit)}
+		return response{}, permanentError{fmt.Errorf("response body larger than %d bytes", limit)}
 	}
-	return &response{status: code, header: raw.Header, body: body}, nil
+	return response{status: code, header: raw.Header, body: body}, nil
+}
+
+// readBody reads all of rd, into buf when there is one.
+func readBody(buf *bytes.Buffer, rd io.Reader) ([]byte, error) {
+	if buf == nil {
+		return io.ReadAll(rd)
+	}
+	buf.Reset()
+	_, err := buf.ReadFrom(rd)
+	return buf.Bytes(), err
 }
 
 func (c *Client) logAttempt(ctx context.Context, r *call, attempt, status int, start time.Time, err error) {
@@ -269,7 +287,7 @@ func (c *Client) logAttempt(ctx context.Context, r *call, attempt, status int, s
 }
 
 // decode reads a 2xx JSON body into out.
-func decode(r *call, resp *response, out any) error {
+func decode(r *call, resp response, out any) error {
 	if err := json.Unmarshal(resp.body, out); err != nil {
 		return fmt.Errorf("runpod: %s %s: decoding %d response: %w", r.method, r.where(), resp.status, err)
 	}

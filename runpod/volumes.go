@@ -29,7 +29,7 @@ func (c *Client) GetNetworkVolume(ctx context.Context, id string) (*NetworkVolum
 	if err := checkID("GetNetworkVolume", "volume", id); err != nil {
 		return nil, err
 	}
-	r := &call{method: http.MethodGet, path: "/network-volumes/{id}", params: map[string]string{"id": id}}
+	r := &call{method: http.MethodGet, path: "/network-volumes/{id}", id: id}
 	return c.volumeCall(ctx, r, true)
 }
 
@@ -56,7 +56,7 @@ func (c *Client) GrowNetworkVolume(ctx context.Context, id string, sizeGB int) (
 		return cur, nil
 	}
 	r := &call{
-		method: http.MethodPatch, path: "/network-volumes/{id}", params: map[string]string{"id": id},
+		method: http.MethodPatch, path: "/network-volumes/{id}", id: id,
 		body: struct {
 			Size int `json:"size"`
 		}{sizeGB},
@@ -107,7 +107,7 @@ func (c *Client) DeleteNetworkVolume(ctx context.Context, id string) error {
 	if err := checkID("DeleteNetworkVolume", "volume", id); err != nil {
 		return err
 	}
-	r := &call{method: http.MethodDelete, path: "/network-volumes/{id}", params: map[string]string{"id": id}}
+	r := &call{method: http.MethodDelete, path: "/network-volumes/{id}", id: id}
 	_, err := c.do(ctx, r, true)
 	if errors.Is(err, ErrNotFound) {
 		return nil

@@ -67,6 +67,8 @@
 // whose command ends is started again after a back-off, as Runpod does
 // (STARTING meanwhile, Pod.Restarts counting), unless WithExitedOnEnd
 // makes it EXITED; ExitPod plays an API-only pod that exited by itself.
+// AddPods seeds pods the account already has, many at once, with no
+// request or process each: for tests of a large account.
 // A terminated pod leaves the list at once; GET answers it TERMINATED for
 // WithTerminatedVisible's while (default 2s), then 404, and Pods still
 // shows it with its final bill. Every answer carries an X-Request-Id, the
