@@ -19,6 +19,11 @@ import (
 // ended, when it was lost with an earlier container.
 var resultNames = []string{jobctl.OutputsDir, jobctl.JobLog, watchdog.Log, watchdog.ExitCode, watchdog.Cancelled, watchdog.SnapshotRequest}
 
+// growingNames are the logs among them, which a running job and its
+// watchdog append to while they are sent: checking them against the
+// pod's manifest would fail a download for a line written meanwhile.
+var growingNames = []string{jobctl.JobLog, watchdog.Log}
+
 // DefaultMaxResultsGB caps a download of the results when
 // Results.MaxGB is 0.
 const DefaultMaxResultsGB = 100
@@ -123,9 +128,11 @@ func (r *Run) collect(ctx context.Context, dir string) (Collected, error) {
 }
 
 // Download is Collect without the retrieved marker: the results so far,
-// while the job may still run. A file the job rewrites during both tries
-// differs from the pod's manifest: the download then fails with
-// podssh.ErrChecksum, the other files written.
+// while the job may still run. The logs come as far as they were written
+// (they grow as they are sent, so they are not checked), but a file of
+// the outputs that the job rewrites during both tries differs from the
+// pod's manifest: the download then fails with podssh.ErrChecksum, the
+// other files written.
 func (r *Run) Download(ctx context.Context, dir string) (Collected, error) {
 	got, err := r.fetch(ctx, dir, false)
 	if err != nil {
@@ -146,7 +153,7 @@ func (r *Run) fetch(ctx context.Context, dir string, hold bool) (Collected, erro
 		release = r.holdLease(ctx)
 	}
 	req := podssh.DownloadRequest{RemoteDir: r.rec.RunDir, Names: resultNames, Exclude: r.rec.Results.Exclude,
-		Dir: dir, MaxBytes: r.rec.Results.maxBytes()}
+		Dir: dir, MaxBytes: r.rec.Results.maxBytes(), Growing: growingNames}
 	var x podssh.Extracted
 	download := func() error {
 		return r.transfer(EventDownloading, func(progress podssh.Progress) error {

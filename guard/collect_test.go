@@ -14,8 +14,10 @@ import (
 
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
 	"github.com/overbrainer/overbrainer-go/podssh"
+	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 	"github.com/overbrainer/overbrainer-go/watchdog"
+	"github.com/overbrainer/overbrainer-go/watchdog/jobctl"
 )
 
 // collectAfter runs the harness's job to its end and collects.
@@ -138,17 +140,7 @@ func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 // On the emulator, a file corrupted in transit is caught: twice, and the
 // pod is left with its results; once, and the second download is clean.
 func TestCorruptedDownloadIsCaught(t *testing.T) {
-	shtest.NeedPods(t, runpodtest.CheckPodRunner())
-	shtest.NeedTool(t, "sha256sum")
-	api := emulatorAPI(t, runpodtest.WithPodRunner())
-	dir := t.TempDir()
-	job := filepath.Join(dir, "job")
-	if err := os.Mkdir(job, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(job, "train.sh"), []byte(`echo "the model" > "$OVERBRAINER_OUTPUTS/model"`+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	api, dir, job := emulatorJob(t, `echo "the model" > "$OVERBRAINER_OUTPUTS/model"`+"\n")
 	f := &flipper{corrupt: 3}
 	dial := withDial(func(ctx context.Context, t podssh.Target) (conn, error) {
 		c, err := podssh.Dial(ctx, t)
@@ -217,4 +209,59 @@ func TestPodTextIsEscaped(t *testing.T) {
 			t.Errorf("%q is not escaped", s)
 		}
 	}
+}
+
+// On the emulator, a download while the job runs gets the results so far:
+// its log and the watchdog's grow all the while, which is no corruption.
+func TestDownloadWhileTheLogsGrow(t *testing.T) {
+	// A line every few milliseconds: the log grows between the pod's
+	// checksums and its tar.
+	api, dir, job := emulatorJob(t, `echo "the model" > "$OVERBRAINER_OUTPUTS/model"
+i=0
+while :; do i=$((i + 1)); echo "line $i"; sleep 0.002; done
+`)
+	ctx := context.Background()
+	spec := Spec{Job: Job{Dir: job, Command: "sh train.sh"}, Deadline: time.Now().Add(time.Hour)}
+	r, err := Launch(ctx, api, spec, WithPoll(500*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Delete(ctx)
+	if err := r.Start(ctx, Job{}); err != nil {
+		t.Fatal(err)
+	}
+	results := filepath.Join(dir, "results")
+	for try := 0; try < 3; try++ {
+		got, err := r.Download(ctx, results)
+		if err != nil {
+			t.Fatalf("Download %d while the job prints: %v", try, err)
+		}
+		if got.Outputs != 1 {
+			t.Fatalf("Download %d: %+v, want the one output", try, got)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(results, "outputs", "model")); string(b) != "the model\n" {
+		t.Errorf("outputs/model = %q", b)
+	}
+	if fi, err := os.Stat(filepath.Join(results, jobctl.JobLog)); err != nil || fi.Size() == 0 {
+		t.Errorf("the job's log: %v, %v", fi, err)
+	}
+}
+
+// emulatorJob is an emulator client and a job directory holding train.sh,
+// in dir.
+func emulatorJob(t *testing.T, script string) (api *runpod.Client, dir, job string) {
+	t.Helper()
+	shtest.NeedPods(t, runpodtest.CheckPodRunner())
+	shtest.NeedTool(t, "sha256sum")
+	api = emulatorAPI(t, runpodtest.WithPodRunner())
+	dir = t.TempDir()
+	job = filepath.Join(dir, "job")
+	if err := os.Mkdir(job, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(job, "train.sh"), []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return api, dir, job
 }

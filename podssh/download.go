@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path"
 	"strings"
 
 	"github.com/overbrainer/overbrainer-go/internal/termtext"
@@ -29,6 +30,10 @@ type DownloadRequest struct {
 	// Progress, when set, is told the bytes written so far, of the total
 	// the pod counted before it sent them.
 	Progress Progress
+	// Growing are files (paths as in Names) that may grow while they are
+	// sent, such as a running job's log: they are written as they came,
+	// unchecked, since the pod's checksum of them is stale at once.
+	Growing []string
 }
 
 func (q DownloadRequest) check() error {
@@ -38,6 +43,11 @@ func (q DownloadRequest) check() error {
 	for _, n := range q.Names {
 		if n == "" || strings.HasPrefix(n, "-") || strings.HasPrefix(n, "/") || n == ".." || strings.HasPrefix(n, "../") {
 			return fmt.Errorf("podssh: download: bad name %q", n)
+		}
+	}
+	for _, n := range q.Growing {
+		if n == "" || path.IsAbs(n) || path.Clean(n) != n || n == ".." || strings.HasPrefix(n, "../") {
+			return fmt.Errorf("podssh: download: growing file %q is not a clean relative path", n)
 		}
 	}
 	for _, p := range q.Exclude {
@@ -146,7 +156,13 @@ while [ "$1" != -- ]; do
   shift
 done
 shift
-exec tar -cf - "$@"`
+tar -cf - "$@"
+rc=$?
+# GNU tar exits 1 when a file changed while it read it (a growing log):
+# the manifest judges every other file, so only a manifest-less send
+# keeps that failure.
+[ "$rc" = 1 ] && [ "$algo" != none ] && rc=0
+exit "$rc"`
 
 // Download copies req's names from the pod into req.Dir, checking each
 // file against the SHA-256 manifest the pod computed (Extract says how).

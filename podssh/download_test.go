@@ -119,13 +119,7 @@ func TestTarScriptUnderEveryShell(t *testing.T) {
 // A file that differs from the manifest, one the manifest does not name,
 // and one it names that never came are each caught.
 func TestExtractChecksEveryFile(t *testing.T) {
-	shtest.NeedTool(t, "sha256sum")
-	dir := runDir(t)
-	out, err := exec.Command("sh", "-c", tarScript, "sh", dir, "outputs", "job.log", "--").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stream := bytes.TrimPrefix(out, []byte(tarMark))
+	stream := sent(t, runDir(t), "outputs", "job.log")
 	req := DownloadRequest{Names: []string{"outputs", "job.log"}}
 	req.Dir = t.TempDir()
 	if _, err := Extract(bytes.NewReader(stream), req); err != nil {
@@ -136,7 +130,7 @@ func TestExtractChecksEveryFile(t *testing.T) {
 	bad := slices.Clone(stream)
 	bad[i] ^= 0x20
 	req.Dir = t.TempDir()
-	_, err = Extract(bytes.NewReader(bad), req)
+	_, err := Extract(bytes.NewReader(bad), req)
 	var ce *ChecksumError
 	if !errors.As(err, &ce) || !errors.Is(err, ErrChecksum) || !slices.Equal(ce.Names, []string{"outputs/model.bin"}) {
 		t.Fatalf("a flipped byte: %v", err)
@@ -230,4 +224,79 @@ func TestTarScriptShellcheck(t *testing.T) {
 			t.Errorf("shellcheck of the %s script: %v\n%s", name, err, out)
 		}
 	}
+}
+
+// A file of Growing that differs from its stale checksum, has none, or
+// never came is no error; the other files are still checked.
+func TestExtractLeavesGrowingFilesUnchecked(t *testing.T) {
+	stream := sent(t, runDir(t), "outputs", "job.log")
+	logAt := bytes.LastIndex(stream, []byte("log\n"))
+	grown := slices.Clone(stream)
+	grown[logAt] = 'L' // the log changed after its checksum
+	req := DownloadRequest{Names: []string{"outputs", "job.log"}, Growing: []string{"job.log"}, Dir: t.TempDir()}
+	if _, err := Extract(bytes.NewReader(grown), req); err != nil {
+		t.Fatalf("a growing log that changed: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(req.Dir, "job.log")); string(b) != "Log\n" {
+		t.Errorf("job.log = %q, want it as it came", b)
+	}
+	grown[bytes.Index(grown, []byte("weights"))] ^= 0x20
+	req.Dir = t.TempDir()
+	var ce *ChecksumError
+	if _, err := Extract(bytes.NewReader(grown), req); !errors.As(err, &ce) || !slices.Equal(ce.Names, []string{"outputs/model.bin"}) {
+		t.Fatalf("an output that changed, beside a growing log: %v", err)
+	}
+	for _, bad := range []string{"", "/job.log", "../job.log", "a//b"} {
+		req.Growing = []string{bad}
+		if err := req.check(); err == nil {
+			t.Errorf("Growing %q accepted", bad)
+		}
+	}
+}
+
+// GNU tar exits 1 when a file changed while it read it: with a manifest
+// to judge the files that is no failure, without one it still is. Under
+// every shell.
+func TestTarScriptTakesAChangedFileToTheManifest(t *testing.T) {
+	tools := []string{"find", "mktemp", "wc", "tr", "cat", "rm", "printf"}
+	realTar := shtest.NeedTool(t, "tar")
+	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+		for _, c := range []struct {
+			name string
+			path []string
+			want int
+		}{
+			{"sha256sum", append(tools, "sha256sum"), 0},
+			{"neither", tools, 1},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				bin := pathOf(t, c.path...)
+				// A tar that sends the files, then reports one changed.
+				wrapper := "#!/bin/sh\n'" + realTar + "' \"$@\"\necho 'tar: job.log: file changed as we read it' >&2\nexit 1\n"
+				if err := os.WriteFile(filepath.Join(bin, "tar"), []byte(wrapper), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				p := shtest.Start(t, sh, tarScript, shtest.Opts{
+					Env:  map[string]string{"PATH": bin},
+					Args: []string{runDir(t), "outputs", "job.log", "--"},
+				})
+				if code := p.Wait(t, time.Minute); code != c.want {
+					t.Fatalf("exit %d, want %d: %s", code, c.want, p.Stderr())
+				}
+			})
+		}
+	})
+}
+
+// sent is what the pod's side of a download of dir's names sends after
+// its start mark, with sha256sum.
+func sent(t *testing.T, dir string, names ...string) []byte {
+	t.Helper()
+	shtest.NeedTool(t, "sha256sum")
+	args := append(append([]string{"-c", tarScript, "sh", dir}, names...), "--")
+	out, err := exec.Command("sh", args...).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.TrimPrefix(out, []byte(tarMark))
 }

@@ -88,7 +88,8 @@ func ExtractTar(r io.Reader, dir string) (Extracted, error) {
 // followed; a name that would leave the directory is an error. It stops
 // at req.MaxBytes with a *TooLargeError. Each file is hashed as it is
 // written: one that differs from the manifest, is missing from it or
-// from the stream makes a *ChecksumError once the rest is extracted.
+// from the stream makes a *ChecksumError once the rest is extracted (a
+// file of req.Growing is not checked).
 func Extract(r io.Reader, req DownloadRequest) (Extracted, error) {
 	br := bufio.NewReader(r)
 	sums, unchecked, total, err := readManifest(br)
@@ -109,7 +110,7 @@ func Extract(r io.Reader, req DownloadRequest) (Extracted, error) {
 	}
 	if sums != nil {
 		for name := range x.sums {
-			if _, ok := x.seen[name]; !ok {
+			if _, ok := x.seen[name]; !ok && !x.growing(name) {
 				x.bad = append(x.bad, name)
 			}
 		}
@@ -211,6 +212,9 @@ func newExtractor(req DownloadRequest, sums map[string][32]byte) (*extractor, er
 	}
 	return &extractor{req: req, root: root, sums: sums, seen: map[string][32]byte{}, got: Extracted{PerName: map[string]int{}}, total: -1}, nil
 }
+
+// growing says whether name may grow as it is sent (req.Growing).
+func (x *extractor) growing(name string) bool { return slices.Contains(x.req.Growing, name) }
 
 // asked is the name of req.Names that name is, or is under ("" when none;
 // any name when req.Names is empty, as for ExtractTar).
@@ -354,7 +358,7 @@ func (x *extractor) file(name, top string, size int64, r io.Reader) error {
 	var sum [32]byte
 	h.Sum(sum[:0])
 	x.seen[name] = sum
-	if x.sums != nil {
+	if x.sums != nil && !x.growing(name) {
 		if want, ok := x.sums[name]; !ok || want != sum {
 			x.bad = append(x.bad, name)
 		}
