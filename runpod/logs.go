@@ -64,8 +64,10 @@ const logRetryMax = 30 * time.Second
 // ctx.Err()), fn returns an error (it returns that), or the pod is gone
 // once a stream was open (it returns nil). A dropped connection is
 // opened again after a pause, from the last line seen, so no line is
-// delivered twice; the stream has no overall timeout. A first answer that
-// is not 200 fails the call with its *APIError (ErrNotFound for no pod).
+// delivered twice; the stream has no overall timeout. An answer that
+// refuses for good fails the call with its *APIError (ErrNotFound for no
+// pod); one that refuses for now (429, 502, 503, 504) is waited out, as
+// long as its Retry-After or exhausted RateLimit window says.
 func (c *Client) StreamPodLogs(ctx context.Context, id string, opts LogOptions, fn func(LogLine) error) error {
 	if err := checkID("StreamPodLogs", "pod", id); err != nil {
 		return err
@@ -92,15 +94,25 @@ func (c *Client) StreamPodLogs(ctx context.Context, id string, opts LogOptions, 
 		case connected && errors.Is(err, ErrNotFound):
 			return nil
 		}
+		// A stream has no overall timeout: it waits as long as the server
+		// asks, an exhausted quota window included, rather than spend
+		// requests on refusals.
+		pause := wait
+		var rl *RateLimitError
 		var ae *APIError
-		if errors.As(err, &ae) && !ae.Temporary() {
+		switch {
+		case errors.As(err, &rl):
+			pause = max(pause, rl.Wait)
+		case errors.As(err, &ae) && !ae.Temporary():
 			return err
+		case ae != nil:
+			pause = max(pause, ae.RetryAfter)
 		}
 		if err != nil {
 			c.log.LogAttrs(ctx, slog.LevelDebug, "runpod: log stream broke",
-				slog.String("pod", id), slog.Duration("wait", wait), slog.String("error", c.scrub(err.Error())))
+				slog.String("pod", id), slog.Duration("wait", pause), slog.String("error", c.scrub(err.Error())))
 		}
-		if err := c.sleep(ctx, wait); err != nil {
+		if err := c.sleep(ctx, pause); err != nil {
 			return err
 		}
 		wait = min(2*wait, logRetryMax)
@@ -178,9 +190,7 @@ func (c *Client) streamOnce(ctx context.Context, id string, opts *LogOptions, co
 		if truncated {
 			body = body[:maxErrorBody]
 		}
-		ae := parseAPIError(http.MethodGet, r.path, resp.StatusCode, resp.Header, body, truncated)
-		c.scrubAPIError(ae, nil)
-		return ae
+		return c.answerError(r, resp.StatusCode, resp.Header, body, truncated, 1)
 	}
 	*connected = true
 	return readEvents(resp.Body, func(id string, data []byte) error {

@@ -98,3 +98,51 @@ func TestStreamPodLogsResumesAfterABreak(t *testing.T) {
 		t.Errorf("Last-Event-ID of each connection %q, want %q", lastIDs, want)
 	}
 }
+
+// A log stream refused for a while waits as long as the server asked
+// (an exhausted RateLimit window, a Retry-After) before it connects
+// again, rather than spend its backoff's shorter steps on refusals.
+func TestStreamPodLogsWaitsAsAsked(t *testing.T) {
+	var mu sync.Mutex
+	n := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		n++
+		call := n
+		mu.Unlock()
+		switch call {
+		case 1:
+			w.Header().Set("RateLimit", `"default";r=0;t=45`)
+			w.WriteHeader(http.StatusTooManyRequests)
+		case 2:
+			w.Header().Set("Retry-After", "7")
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case 3:
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, "id: 1\ndata: {\"source\":\"container\",\"line\":\"up\"}\n\n")
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	c, err := New("k", WithBaseURL(srv.URL+"/v2"), WithPacing(false), WithRetry(3, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var waits []time.Duration
+	c.sleep = func(ctx context.Context, d time.Duration) error {
+		waits = append(waits, d)
+		return ctx.Err()
+	}
+	var lines []string
+	err = c.StreamPodLogs(context.Background(), "pod1", LogOptions{}, func(l LogLine) error {
+		lines = append(lines, l.Line)
+		return nil
+	})
+	if err != nil || !slices.Equal(lines, []string{"up"}) {
+		t.Fatalf("stream: %v, lines %q", err, lines)
+	}
+	if want := []time.Duration{45 * time.Second, 7 * time.Second}; !slices.Equal(waits[:min(2, len(waits))], want) {
+		t.Errorf("waits %v, want first %v", waits, want)
+	}
+}

@@ -237,21 +237,7 @@ func (c *Client) once(ctx context.Context, r *call, attempt int) (response, erro
 		return response{}, permanentError{fmt.Errorf("%w (status %d)", ErrRedirect, code)}
 	}
 	if code < 200 || code > 299 {
-		ae := parseAPIError(r.method, r.where(), code, raw.Header, body, truncated)
-		if d, ok := parseRetryAfter(raw.Header.Get("Retry-After"), c.now()); ok {
-			ae.RetryAfter = d
-		}
-		ae.Attempts = attempt
-		c.scrubAPIError(ae, r.secrets)
-		if code == http.StatusTooManyRequests {
-			if name, wait, ok := exhaustedWindow(raw.Header); ok {
-				if wait > c.maxWait {
-					return response{}, &RateLimitError{Window: name, Wait: wait, MaxWait: c.maxWait, Err: ae}
-				}
-				ae.RetryAfter = max(ae.RetryAfter, wait)
-			}
-		}
-		return response{}, ae
+		return response{}, c.answerError(r, code, raw.Header, body, truncated, attempt)
 	}
 	if truncated {
 		return response{}, permanentError{fmt.Errorf("response body larger than %d bytes", limit)}
@@ -267,6 +253,27 @@ func readBody(buf *bytes.Buffer, rd io.Reader) ([]byte, error) {
 	buf.Reset()
 	_, err := buf.ReadFrom(rd)
 	return buf.Bytes(), err
+}
+
+// answerError is the error of a non-2xx answer to r: an *APIError with
+// the wait the server asked for, or a *RateLimitError for a 429 whose
+// exhausted window resets later than the client waits.
+func (c *Client) answerError(r *call, code int, h http.Header, body []byte, truncated bool, attempt int) error {
+	ae := parseAPIError(r.method, r.where(), code, h, body, truncated)
+	if d, ok := parseRetryAfter(h.Get("Retry-After"), c.now()); ok {
+		ae.RetryAfter = d
+	}
+	ae.Attempts = attempt
+	c.scrubAPIError(ae, r.secrets)
+	if code == http.StatusTooManyRequests {
+		if name, wait, ok := exhaustedWindow(h); ok {
+			if wait > c.maxWait {
+				return &RateLimitError{Window: name, Wait: wait, MaxWait: c.maxWait, Err: ae}
+			}
+			ae.RetryAfter = max(ae.RetryAfter, wait)
+		}
+	}
+	return ae
 }
 
 func (c *Client) logAttempt(ctx context.Context, r *call, attempt, status int, start time.Time, err error) {
