@@ -60,9 +60,13 @@ func TestGroupKilledOnCleanup(t *testing.T) {
 	pid := 0
 	t.Run("inner", func(t *testing.T) {
 		sh, _ := Lookup("dash")
-		p := Start(t, sh, `sleep 300 & echo $! > child.pid; wait`, Opts{})
+		// Renamed into place: WaitFile may read a file still empty.
+		p := Start(t, sh, `sleep 300 & echo $! > child.tmp; mv child.tmp child.pid; wait`, Opts{})
 		got := WaitFile(t, filepath.Join(p.Dir, "child.pid"), 30*time.Second)
-		pid, _ = strconv.Atoi(strings.TrimSpace(got))
+		var err error
+		if pid, err = strconv.Atoi(strings.TrimSpace(got)); err != nil || pid <= 1 {
+			t.Fatalf("child.pid %q: %v", got, err)
+		}
 		if err := syscall.Kill(pid, 0); err != nil {
 			t.Fatalf("child not running: %v", err)
 		}
