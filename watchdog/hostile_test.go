@@ -41,7 +41,13 @@ func TestFailingRedirectionsNeverEndTheWatchdog(t *testing.T) {
 			p.startJob()
 			p.start()
 			p.waitEvent(watchdog.KindJobStarted)
-			if err := os.RemoveAll(filepath.Join(p.dir, watchdog.PodDir)); err != nil {
+			// Moved away at once, then removed: a RemoveAll in place
+			// races the watchdog's own writes there.
+			pod, gone := filepath.Join(p.dir, watchdog.PodDir), filepath.Join(p.dir, "gone")
+			if err := os.Rename(pod, gone); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.RemoveAll(gone); err != nil {
 				t.Fatal(err)
 			}
 			if code := p.proc.Wait(t, wait); code != 0 {
