@@ -130,9 +130,11 @@ prepare_guard() {
 # start_guard: fails the bootstrap if it is still running after
 # OVERBRAINER_BOOT_TIMEOUT seconds. The hung bootstrap is left alone: it keeps
 # the container up while the guard's watchdog deletes the pod. That watchdog
-# is the run directory's once prepare_run_dir has written it there (and
-# named the directory in $GUARD_DIR/run_dir), the guard's own before: the
-# run directory may be what hangs.
+# is the guard's own, under $TMPDIR on the container's disk, whatever the run
+# directory is: the volume may hang at any moment, and a guard that wrote or
+# read there could hang with it. The run directory named in $GUARD_DIR/run_dir
+# (once prepare_run_dir wrote the watchdog there) gets the failure and the
+# verdict from a child that nothing waits for.
 start_guard() {
   limit=${OVERBRAINER_BOOT_TIMEOUT:-900}
   case $limit in '' | *[!0-9]*) limit=900 ;; esac
@@ -146,18 +148,38 @@ start_guard() {
       sleep 1
       waited=$((waited + 1))
     done
-    say "failed: bootstrap_timeout (still running after ${limit}s)"
-    dir=$GUARD_DIR
-    [ ! -f "$GUARD_DIR/run_dir" ] || read -r dir <"$GUARD_DIR/run_dir" || dir=$GUARD_DIR
-    rm -f "$dir/.pod/bootstrap_failed" 2>/dev/null
-    printf 'bootstrap_timeout\n' >"$dir/.pod/bootstrap_failed"
+    # The container's output may be a pipe nobody drains.
+    (say "failed: bootstrap_timeout (still running after ${limit}s)") &
+    rm -f "$GUARD_DIR/.pod/bootstrap_failed" 2>/dev/null
+    printf 'bootstrap_timeout\n' >"$GUARD_DIR/.pod/bootstrap_failed" 2>/dev/null
+    dir=
+    [ ! -f "$GUARD_DIR/run_dir" ] || read -r dir <"$GUARD_DIR/run_dir" || dir=
+    [ -z "$dir" ] || (report_timeout "$dir") </dev/null >/dev/null 2>&1 &
+    watchdog=$GUARD_DIR/.pod/watchdog.sh
+    wd_dir=$GUARD_DIR
+    # Without a watchdog of its own (a full $TMPDIR), the run directory's
+    # is the only one left.
+    if [ ! -f "$watchdog" ] && [ -n "$dir" ]; then
+      watchdog=$dir/.pod/watchdog.sh
+      wd_dir=$dir
+    fi
     OVERBRAINER_BOOT_FAILED=1
     RUNPOD_API_KEY=$guard_key
     export OVERBRAINER_BOOT_FAILED RUNPOD_API_KEY
     umask 022
-    exec env OVERBRAINER_RUN_DIR="$dir" "${BASH:-sh}" "$dir/.pod/watchdog.sh"
+    exec env OVERBRAINER_RUN_DIR="$wd_dir" "${BASH:-sh}" "$watchdog"
   ) </dev/null &
   GUARD=$!
+}
+
+# report_timeout DIR: what the client reads in the run directory DIR after a
+# bootstrap_timeout: the failure and the verdict (tmp + mv, as the watchdog
+# writes it). Runs in a child of the guard, which may hang on the volume.
+report_timeout() {
+  rm -f "$1/.pod/bootstrap_failed" "$1/.pod/watchdog.tmp"
+  printf 'bootstrap_timeout\n' >"$1/.pod/bootstrap_failed"
+  printf 'failed bootstrap: bootstrap_timeout\n' >"$1/.pod/watchdog.tmp" &&
+    mv -f "$1/.pod/watchdog.tmp" "$1/.pod/watchdog"
 }
 
 stop_guard() {
@@ -188,7 +210,7 @@ prepare_run_dir() {
   fi
   POD_DIR=$RUN_DIR/.pod
   WATCHDOG=$POD_DIR/watchdog.sh
-  # From now on the guard reports from the run directory.
+  # From now on the guard reports in the run directory too.
   printf '%s\n' "$RUN_DIR" >"$GUARD_DIR/run_dir" 2>/dev/null
   [ -z "$why" ] || fail "$why"
 }
@@ -442,8 +464,9 @@ bootstrap_main() {
   write_job_env
   start_sshd
   stop_guard
-  # The guard may have fired just before it was stopped.
-  if [ -f "$POD_DIR/bootstrap_failed" ] || [ -f "$GUARD_DIR/.pod/bootstrap_failed" ]; then
+  # The guard may have fired just before it was stopped; it reports on the
+  # container's disk first.
+  if [ -f "$GUARD_DIR/.pod/bootstrap_failed" ]; then
     fail bootstrap_timeout
   fi
   say "ready; handing the pod to the watchdog"

@@ -8,8 +8,11 @@
 //     that fails the bootstrap with bootstrap_timeout if it is still running
 //     after OVERBRAINER_BOOT_TIMEOUT seconds (default 900), before anything
 //     touches the run directory, since a FIFO there or a hung network volume
-//     may block any step; the guard reports from the run directory once that
-//     took the watchdog, from its own before;
+//     may block any step; the guard's watchdog runs from $TMPDIR, on the
+//     container's disk, so that a volume that hangs at any moment cannot
+//     hold it, and a child of the guard that nothing waits for writes the
+//     failure and the verdict into the run directory once that took the
+//     watchdog;
 //   - creates $OVERBRAINER_RUN_DIR/.pod and writes the watchdog there before
 //     anything else can fail; from then on every failure is handed to the
 //     watchdog, which reports `failed bootstrap: REASON` in .pod/watchdog and
