@@ -28,8 +28,29 @@
 # but not for sshd or the package manager; neither goes to JOB_ENV.
 # OVERBRAINER_SSHD and OVERBRAINER_SSH_KEYGEN name the binaries (tests).
 
+# say MSG: one line of the bootstrap's log, on the container's output (for
+# Runpod's console and log stream) and in $BOOT_LOG, on the container's disk
+# (save_boot_log copies it into .pod). Never a secret.
 say() {
-  printf 'overbrainer bootstrap: %s\n' "$*" >&2
+  say_out "$*"
+  say_log "$*"
+}
+say_out() {
+  printf 'overbrainer bootstrap: %s\n' "$1" >&2
+}
+say_log() {
+  [ -z "${BOOT_LOG:-}" ] || printf 'overbrainer bootstrap: %s\n' "$1" >>"$BOOT_LOG" 2>/dev/null
+}
+
+# save_boot_log POD_DIR: replaces POD_DIR/bootstrap.log with this boot's log
+# (tmp + mv), for the client to collect with the results. Called only while
+# the guard runs, or from its child: the volume may hang.
+save_boot_log() {
+  [ -n "${BOOT_LOG:-}" ] || return 0
+  [ -f "$BOOT_LOG" ] || return 0
+  rm -f "$1/bootstrap.log.tmp" 2>/dev/null
+  { cat "$BOOT_LOG" >"$1/bootstrap.log.tmp" &&
+    mv -f "$1/bootstrap.log.tmp" "$1/bootstrap.log"; } 2>/dev/null
 }
 
 # feed VALUE: writes VALUE and a newline to stdout without putting it on a
@@ -90,6 +111,7 @@ fail() {
   rm -f "$POD_DIR/bootstrap_failed" 2>/dev/null
   printf '%s\n' "$1" >"$POD_DIR/bootstrap_failed" 2>/dev/null ||
     say "cannot write $POD_DIR/bootstrap_failed"
+  [ -z "${GUARD:-}" ] || save_boot_log "$POD_DIR"
   OVERBRAINER_BOOT_FAILED=1
   export OVERBRAINER_BOOT_FAILED
   run_watchdog
@@ -123,6 +145,7 @@ no_watchdog() {
 prepare_guard() {
   GUARD_DIR=${TMPDIR:-/tmp}/overbrainer-guard
   rm -rf "$GUARD_DIR" 2>/dev/null
+  mkdir -p "$GUARD_DIR/.pod" 2>/dev/null && BOOT_LOG=$GUARD_DIR/bootstrap.log
   { mkdir -p "$GUARD_DIR/.pod" && write_watchdog "$GUARD_DIR/.pod/watchdog.sh"; } 2>/dev/null ||
     say "cannot write the guard's watchdog in $GUARD_DIR"
 }
@@ -148,8 +171,11 @@ start_guard() {
       sleep 1
       waited=$((waited + 1))
     done
-    # The container's output may be a pipe nobody drains.
-    (say "failed: bootstrap_timeout (still running after ${limit}s)") &
+    # The container's output may be a pipe nobody drains: a child writes
+    # there.
+    msg="failed: bootstrap_timeout (still running after ${limit}s)"
+    say_log "$msg"
+    (say_out "$msg") &
     rm -f "$GUARD_DIR/.pod/bootstrap_failed" 2>/dev/null
     printf 'bootstrap_timeout\n' >"$GUARD_DIR/.pod/bootstrap_failed" 2>/dev/null
     dir=
@@ -180,11 +206,13 @@ report_timeout() {
   printf 'bootstrap_timeout\n' >"$1/.pod/bootstrap_failed"
   printf 'failed bootstrap: bootstrap_timeout\n' >"$1/.pod/watchdog.tmp" &&
     mv -f "$1/.pod/watchdog.tmp" "$1/.pod/watchdog"
+  save_boot_log "$1/.pod"
 }
 
 stop_guard() {
   [ -z "${GUARD:-}" ] || kill "$GUARD" 2>/dev/null
   GUARD=
+  BOOT_LOG=
 }
 
 # prepare_run_dir: creates .pod and writes the watchdog there; a run directory
@@ -446,6 +474,8 @@ SSHD_END
 }
 
 bootstrap_main() {
+  # A closed container output must not end the boot at its first line.
+  trap '' PIPE
   umask 022
   # The host key goes into an unexported variable: no child ever sees it.
   host_key_b64=${OVERBRAINER_HOST_KEY:-}
@@ -454,6 +484,7 @@ bootstrap_main() {
   JOB_ENV=$ETC/job.env
   HOST_KEY=$ETC/ssh_host_ed25519_key
   GUARD=
+  BOOT_LOG=
   prepare_guard
   start_guard
   prepare_run_dir
@@ -463,12 +494,13 @@ bootstrap_main() {
   install_authorized_key
   write_job_env
   start_sshd
+  say "ready; handing the pod to the watchdog"
+  save_boot_log "$POD_DIR"
   stop_guard
   # The guard may have fired just before it was stopped; it reports on the
   # container's disk first.
   if [ -f "$GUARD_DIR/.pod/bootstrap_failed" ]; then
     fail bootstrap_timeout
   fi
-  say "ready; handing the pod to the watchdog"
   run_watchdog
 }

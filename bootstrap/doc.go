@@ -46,6 +46,14 @@
 //     ssh-keygen is missing;
 //   - execs the watchdog as the container's main process.
 //
+// Each line the bootstrap logs goes to the container's output (Runpod's
+// console and log stream) and to a log on the container's disk, which it
+// copies into the run directory as [Log] while the guard still runs: before
+// it execs the watchdog, when it fails, and (from the guard's child) at a
+// bootstrap_timeout. It ignores SIGPIPE, so a closed output cannot end it;
+// an output that blocks holds it only until the guard fires, and the guard
+// writes there from a child of its own.
+//
 // A run directory that cannot take the watchdog (missing, read-only, full)
 // gets one under $TMPDIR (or /tmp) that reports and deletes; if not even that
 // can be written, the bootstrap deletes the pod once with `runpodctl pod

@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/overbrainer/overbrainer-go/bootstrap"
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
@@ -81,6 +82,9 @@ exec /bin/rm "$@"`)
 				if _, err := os.Stat(filepath.Join(w.runDir, watchdog.VerdictFile)); err != nil {
 					t.Errorf("no verdict: %v", err)
 				}
+				shtest.Eventually(t, bootTimeout, func() bool {
+					return strings.Contains(readString(filepath.Join(w.runDir, bootstrap.Log)), "failed: bootstrap_timeout")
+				}, "%s lacks the timeout: %q", bootstrap.Log, lazyRead(filepath.Join(w.runDir, bootstrap.Log)))
 			})
 		})
 	}
@@ -119,6 +123,11 @@ func hangMount(t *testing.T, dir string) []string {
 func fuseMount(fd, dir string) string {
 	return "mount -t fuse -o fd=" + fd + ",rootmode=40000,user_id=0,group_id=0,allow_other hung " + shellQuote(dir)
 }
+
+// lazyRead reads a file only when a failure message is printed.
+type lazyRead string
+
+func (f lazyRead) String() string { return readString(string(f)) }
 
 func needFUSE(t *testing.T) {
 	t.Helper()
