@@ -723,6 +723,16 @@ func TestBootsUnderEveryShell(t *testing.T) {
 			p := startPod(t, podSpec{shell: argv, env: env, workdir: w.workdir})
 			w.ready(p, func() string { return w.runDir })
 			w.checkArgvLog(append(w.host.secrets(w.apiKey), env["HF_TOKEN"]), bootPrograms...)
+			// The bootstrap's own log, kept in the run directory, holds
+			// the lines of its output, and no secret.
+			log := readString(filepath.Join(w.runDir, bootstrap.Log))
+			for _, want := range []string{"overbrainer bootstrap: claimed " + w.runDir + "\n",
+				"overbrainer bootstrap: ready; handing the pod to the watchdog\n"} {
+				if !strings.Contains(log, want) || !strings.Contains(p.stderr.String(), want) {
+					t.Errorf("%q is not both in %s and on the output:\n%s", want, bootstrap.Log, log)
+				}
+			}
+			noSecretIn(t, bootstrap.Log, log, append(w.host.secrets(w.apiKey), env["HF_TOKEN"]))
 		})
 	}
 }

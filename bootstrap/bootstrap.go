@@ -14,6 +14,12 @@ var functions string
 // the pod's command. No line of the watchdog may equal it.
 const HeredocEnd = "OVERBRAINER_WATCHDOG_END"
 
+// Log is the bootstrap's own log in the run directory: its lines of this
+// boot (the same lines it writes to the container's output), saved there
+// before it hands the pod to the watchdog or fails, and replaced at each
+// container start. The client collects it with the results.
+const Log = ".pod/bootstrap.log"
+
 // MaxCommandBytes bounds the pod's command: it travels in the create call's
 // args and must stay well inside what Runpod and the shells accept.
 const MaxCommandBytes = 32 * 1024

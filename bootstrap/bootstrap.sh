@@ -28,8 +28,29 @@
 # but not for sshd or the package manager; neither goes to JOB_ENV.
 # OVERBRAINER_SSHD and OVERBRAINER_SSH_KEYGEN name the binaries (tests).
 
+# say MSG: one line of the bootstrap's log, on the container's output (for
+# Runpod's console and log stream) and in $BOOT_LOG, on the container's disk
+# (save_boot_log copies it into .pod). Never a secret.
 say() {
-  printf 'overbrainer bootstrap: %s\n' "$*" >&2
+  say_out "$*"
+  say_log "$*"
+}
+say_out() {
+  printf 'overbrainer bootstrap: %s\n' "$1" >&2
+}
+say_log() {
+  [ -z "${BOOT_LOG:-}" ] || printf 'overbrainer bootstrap: %s\n' "$1" >>"$BOOT_LOG" 2>/dev/null
+}
+
+# save_boot_log POD_DIR: replaces POD_DIR/bootstrap.log with this boot's log
+# (tmp + mv), for the client to collect with the results. Called only while
+# the guard runs, or from its child: the volume may hang.
+save_boot_log() {
+  [ -n "${BOOT_LOG:-}" ] || return 0
+  [ -f "$BOOT_LOG" ] || return 0
+  rm -f "$1/bootstrap.log.tmp" 2>/dev/null
+  { cat "$BOOT_LOG" >"$1/bootstrap.log.tmp" &&
+    mv -f "$1/bootstrap.log.tmp" "$1/bootstrap.log"; } 2>/dev/null
 }
 
 # feed VALUE: writes VALUE and a newline to stdout without putting it on a
@@ -90,6 +111,7 @@ fail() {
   rm -f "$POD_DIR/bootstrap_failed" 2>/dev/null
   printf '%s\n' "$1" >"$POD_DIR/bootstrap_failed" 2>/dev/null ||
     say "cannot write $POD_DIR/bootstrap_failed"
+  [ -z "${GUARD:-}" ] || save_boot_log "$POD_DIR"
   OVERBRAINER_BOOT_FAILED=1
   export OVERBRAINER_BOOT_FAILED
   run_watchdog
@@ -123,6 +145,7 @@ no_watchdog() {
 prepare_guard() {
   GUARD_DIR=${TMPDIR:-/tmp}/overbrainer-guard
   rm -rf "$GUARD_DIR" 2>/dev/null
+  mkdir -p "$GUARD_DIR/.pod" 2>/dev/null && BOOT_LOG=$GUARD_DIR/bootstrap.log
   { mkdir -p "$GUARD_DIR/.pod" && write_watchdog "$GUARD_DIR/.pod/watchdog.sh"; } 2>/dev/null ||
     say "cannot write the guard's watchdog in $GUARD_DIR"
 }
@@ -130,9 +153,11 @@ prepare_guard() {
 # start_guard: fails the bootstrap if it is still running after
 # OVERBRAINER_BOOT_TIMEOUT seconds. The hung bootstrap is left alone: it keeps
 # the container up while the guard's watchdog deletes the pod. That watchdog
-# is the run directory's once prepare_run_dir has written it there (and
-# named the directory in $GUARD_DIR/run_dir), the guard's own before: the
-# run directory may be what hangs.
+# is the guard's own, under $TMPDIR on the container's disk, whatever the run
+# directory is: the volume may hang at any moment, and a guard that wrote or
+# read there could hang with it. The run directory named in $GUARD_DIR/run_dir
+# (once prepare_run_dir wrote the watchdog there) gets the failure and the
+# verdict from a child that nothing waits for.
 start_guard() {
   limit=${OVERBRAINER_BOOT_TIMEOUT:-900}
   case $limit in '' | *[!0-9]*) limit=900 ;; esac
@@ -146,23 +171,48 @@ start_guard() {
       sleep 1
       waited=$((waited + 1))
     done
-    say "failed: bootstrap_timeout (still running after ${limit}s)"
-    dir=$GUARD_DIR
-    [ ! -f "$GUARD_DIR/run_dir" ] || read -r dir <"$GUARD_DIR/run_dir" || dir=$GUARD_DIR
-    rm -f "$dir/.pod/bootstrap_failed" 2>/dev/null
-    printf 'bootstrap_timeout\n' >"$dir/.pod/bootstrap_failed"
+    # The container's output may be a pipe nobody drains: a child writes
+    # there.
+    msg="failed: bootstrap_timeout (still running after ${limit}s)"
+    say_log "$msg"
+    (say_out "$msg") &
+    rm -f "$GUARD_DIR/.pod/bootstrap_failed" 2>/dev/null
+    printf 'bootstrap_timeout\n' >"$GUARD_DIR/.pod/bootstrap_failed" 2>/dev/null
+    dir=
+    [ ! -f "$GUARD_DIR/run_dir" ] || read -r dir <"$GUARD_DIR/run_dir" || dir=
+    [ -z "$dir" ] || (report_timeout "$dir") </dev/null >/dev/null 2>&1 &
+    watchdog=$GUARD_DIR/.pod/watchdog.sh
+    wd_dir=$GUARD_DIR
+    # Without a watchdog of its own (a full $TMPDIR), the run directory's
+    # is the only one left.
+    if [ ! -f "$watchdog" ] && [ -n "$dir" ]; then
+      watchdog=$dir/.pod/watchdog.sh
+      wd_dir=$dir
+    fi
     OVERBRAINER_BOOT_FAILED=1
     RUNPOD_API_KEY=$guard_key
     export OVERBRAINER_BOOT_FAILED RUNPOD_API_KEY
     umask 022
-    exec env OVERBRAINER_RUN_DIR="$dir" "${BASH:-sh}" "$dir/.pod/watchdog.sh"
+    exec env OVERBRAINER_RUN_DIR="$wd_dir" "${BASH:-sh}" "$watchdog"
   ) </dev/null &
   GUARD=$!
+}
+
+# report_timeout DIR: what the client reads in the run directory DIR after a
+# bootstrap_timeout: the failure and the verdict (tmp + mv, as the watchdog
+# writes it). Runs in a child of the guard, which may hang on the volume.
+report_timeout() {
+  rm -f "$1/.pod/bootstrap_failed" "$1/.pod/watchdog.tmp"
+  printf 'bootstrap_timeout\n' >"$1/.pod/bootstrap_failed"
+  printf 'failed bootstrap: bootstrap_timeout\n' >"$1/.pod/watchdog.tmp" &&
+    mv -f "$1/.pod/watchdog.tmp" "$1/.pod/watchdog"
+  save_boot_log "$1/.pod"
 }
 
 stop_guard() {
   [ -z "${GUARD:-}" ] || kill "$GUARD" 2>/dev/null
   GUARD=
+  BOOT_LOG=
 }
 
 # prepare_run_dir: creates .pod and writes the watchdog there; a run directory
@@ -188,7 +238,7 @@ prepare_run_dir() {
   fi
   POD_DIR=$RUN_DIR/.pod
   WATCHDOG=$POD_DIR/watchdog.sh
-  # From now on the guard reports from the run directory.
+  # From now on the guard reports in the run directory too.
   printf '%s\n' "$RUN_DIR" >"$GUARD_DIR/run_dir" 2>/dev/null
   [ -z "$why" ] || fail "$why"
 }
@@ -424,6 +474,8 @@ SSHD_END
 }
 
 bootstrap_main() {
+  # A closed container output must not end the boot at its first line.
+  trap '' PIPE
   umask 022
   # The host key goes into an unexported variable: no child ever sees it.
   host_key_b64=${OVERBRAINER_HOST_KEY:-}
@@ -432,6 +484,7 @@ bootstrap_main() {
   JOB_ENV=$ETC/job.env
   HOST_KEY=$ETC/ssh_host_ed25519_key
   GUARD=
+  BOOT_LOG=
   prepare_guard
   start_guard
   prepare_run_dir
@@ -441,11 +494,13 @@ bootstrap_main() {
   install_authorized_key
   write_job_env
   start_sshd
+  say "ready; handing the pod to the watchdog"
+  save_boot_log "$POD_DIR"
   stop_guard
-  # The guard may have fired just before it was stopped.
-  if [ -f "$POD_DIR/bootstrap_failed" ] || [ -f "$GUARD_DIR/.pod/bootstrap_failed" ]; then
+  # The guard may have fired just before it was stopped; it reports on the
+  # container's disk first.
+  if [ -f "$GUARD_DIR/.pod/bootstrap_failed" ]; then
     fail bootstrap_timeout
   fi
-  say "ready; handing the pod to the watchdog"
   run_watchdog
 }

@@ -8,8 +8,11 @@
 //     that fails the bootstrap with bootstrap_timeout if it is still running
 //     after OVERBRAINER_BOOT_TIMEOUT seconds (default 900), before anything
 //     touches the run directory, since a FIFO there or a hung network volume
-//     may block any step; the guard reports from the run directory once that
-//     took the watchdog, from its own before;
+//     may block any step; the guard's watchdog runs from $TMPDIR, on the
+//     container's disk, so that a volume that hangs at any moment cannot
+//     hold it, and a child of the guard that nothing waits for writes the
+//     failure and the verdict into the run directory once that took the
+//     watchdog;
 //   - creates $OVERBRAINER_RUN_DIR/.pod and writes the watchdog there before
 //     anything else can fail; from then on every failure is handed to the
 //     watchdog, which reports `failed bootstrap: REASON` in .pod/watchdog and
@@ -42,6 +45,14 @@
 //     (0.0.0.0), installing openssh-server with apt-get or apk when sshd or
 //     ssh-keygen is missing;
 //   - execs the watchdog as the container's main process.
+//
+// Each line the bootstrap logs goes to the container's output (Runpod's
+// console and log stream) and to a log on the container's disk, which it
+// copies into the run directory as [Log] while the guard still runs: before
+// it execs the watchdog, when it fails, and (from the guard's child) at a
+// bootstrap_timeout. It ignores SIGPIPE, so a closed output cannot end it;
+// an output that blocks holds it only until the guard fires, and the guard
+// writes there from a child of its own.
 //
 // A run directory that cannot take the watchdog (missing, read-only, full)
 // gets one under $TMPDIR (or /tmp) that reports and deletes; if not even that

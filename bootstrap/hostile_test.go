@@ -2,11 +2,12 @@ package bootstrap_test
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/overbrainer/overbrainer-go/bootstrap"
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
@@ -39,23 +40,35 @@ func TestFIFOsInTheRunDirNeverHangTheBoot(t *testing.T) {
 			t.Run("hung_volume", func(t *testing.T) {
 				t.Parallel()
 				w := newWorld(t)
-				// A network volume that hangs: every mkdir under the run
-				// directory (the bootstrap's first touch of it) blocks for
-				// ever, as a process in D state would.
-				sleep, err := exec.LookPath("sleep")
-				if err != nil {
-					t.Fatal(err)
-				}
-				w.bin.Stub("mkdir", `for a; do case $a in `+shellQuote(w.runDir)+`*) exec `+sleep+` 100000 ;; esac; done
-exec /bin/mkdir "$@"`)
-				p := bootUntilDeleted(t, w, argv)
+				// The volume (the workdir) hangs from the start: every
+				// access to it blocks in the kernel, as on a network
+				// volume that stopped answering.
+				env := w.env()
+				env["OVERBRAINER_BOOT_TIMEOUT"] = "2"
+				p := startPod(t, podSpec{shell: argv, env: env, workdir: w.workdir, setup: hangMount(t, w.workdir)})
+				waitDeleted(t, w, p)
 				// The guard, not a quick failure's fallback, deleted it.
 				failed := p.path(filepath.Join(w.tmpdir, "overbrainer-guard", watchdog.BootstrapFailed))
 				if got := readString(failed); got != "bootstrap_timeout\n" {
 					t.Errorf("the guard's %s = %q, want bootstrap_timeout; output:\n%s", watchdog.BootstrapFailed, got, p.stderr)
 				}
-				if _, err := os.Stat(filepath.Join(w.runDir, watchdog.PodDir)); err == nil {
-					t.Errorf("the hung volume got a %s", watchdog.PodDir)
+			})
+			t.Run("volume_hangs_after_the_guard_started", func(t *testing.T) {
+				t.Parallel()
+				w := newWorld(t)
+				// The volume answers until the run directory holds the
+				// watchdog and the claim (the guard then reports from
+				// it), and hangs from the claim's clean-up on: the
+				// guard's writes there block too.
+				pod := filepath.Join(w.runDir, watchdog.PodDir)
+				w.bin.Stub("rm", `case " $* " in *" `+pod+`/watchdog.pid "*)
+  exec 9<>/dev/fuse && `+fuseMount("9", w.runDir)+` ;;
+esac
+exec /bin/rm "$@"`)
+				p := bootUntilDeleted(t, w, argv)
+				failed := p.path(filepath.Join(w.tmpdir, "overbrainer-guard", watchdog.BootstrapFailed))
+				if got := readString(failed); got != "bootstrap_timeout\n" {
+					t.Errorf("the guard's %s = %q, want bootstrap_timeout; output:\n%s", watchdog.BootstrapFailed, got, p.stderr)
 				}
 			})
 			t.Run("claim", func(t *testing.T) {
@@ -69,6 +82,9 @@ exec /bin/mkdir "$@"`)
 				if _, err := os.Stat(filepath.Join(w.runDir, watchdog.VerdictFile)); err != nil {
 					t.Errorf("no verdict: %v", err)
 				}
+				shtest.Eventually(t, bootTimeout, func() bool {
+					return strings.Contains(readString(filepath.Join(w.runDir, bootstrap.Log)), "failed: bootstrap_timeout")
+				}, "%s lacks the timeout: %q", bootstrap.Log, lazyRead(filepath.Join(w.runDir, bootstrap.Log)))
 			})
 		})
 	}
@@ -81,8 +97,41 @@ func bootUntilDeleted(t *testing.T, w *world, argv []string) *pod {
 	env := w.env()
 	env["OVERBRAINER_BOOT_TIMEOUT"] = "2"
 	p := startPod(t, podSpec{shell: argv, env: env, workdir: w.workdir})
+	waitDeleted(t, w, p)
+	return p
+}
+
+func waitDeleted(t *testing.T, w *world, p *pod) {
+	t.Helper()
 	shtest.Eventually(t, bootTimeout, func() bool {
 		return apiCount(w.api, "DELETE", "/pods/"+w.podID, w.apiKey) > 0
 	}, "no DELETE; output:\n%s", p.stderr)
-	return p
+}
+
+// hangMount returns the setup lines that mount, at dir, a FUSE file system
+// whose server never answers: every look-up, read and write under dir then
+// blocks in the kernel until the namespace ends (its processes are
+// killable, and the last descriptor of /dev/fuse closing aborts the mount).
+func hangMount(t *testing.T, dir string) []string {
+	t.Helper()
+	needFUSE(t)
+	return []string{"exec 9<>/dev/fuse", fuseMount("9", dir)}
+}
+
+// fuseMount is the mount command for a FUSE file system served (never) on
+// descriptor fd.
+func fuseMount(fd, dir string) string {
+	return "mount -t fuse -o fd=" + fd + ",rootmode=40000,user_id=0,group_id=0,allow_other hung " + shellQuote(dir)
+}
+
+// lazyRead reads a file only when a failure message is printed.
+type lazyRead string
+
+func (f lazyRead) String() string { return readString(string(f)) }
+
+func needFUSE(t *testing.T) {
+	t.Helper()
+	_, err := os.Stat("/dev/fuse")
+	fs, _ := os.ReadFile("/proc/filesystems")
+	need(t, err == nil && strings.Contains(string(fs), "\tfuse\n"), "no FUSE here (/dev/fuse, fuse in /proc/filesystems): a hung volume cannot be made")
 }

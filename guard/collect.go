@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/overbrainer/overbrainer-go/bootstrap"
 	"github.com/overbrainer/overbrainer-go/podssh"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/watchdog"
@@ -16,13 +17,15 @@ import (
 
 // resultNames are what Collect downloads from the run directory (those
 // that exist): the cancelled marker says why a job that has no exit code
-// ended, when it was lost with an earlier container.
-var resultNames = []string{jobctl.OutputsDir, jobctl.JobLog, watchdog.Log, watchdog.ExitCode, watchdog.Cancelled, watchdog.SnapshotRequest}
+// ended, when it was lost with an earlier container; the bootstrap's log
+// lands next to the watchdog's, in .pod, outside the outputs.
+var resultNames = []string{jobctl.OutputsDir, jobctl.JobLog, watchdog.Log, bootstrap.Log, watchdog.ExitCode, watchdog.Cancelled, watchdog.SnapshotRequest}
 
 // growingNames are the logs among them, which a running job and its
-// watchdog append to while they are sent: checking them against the
-// pod's manifest would fail a download for a line written meanwhile.
-var growingNames = []string{jobctl.JobLog, watchdog.Log}
+// watchdog append to (and a new container's bootstrap replaces) while
+// they are sent: checking them against the pod's manifest would fail a
+// download for a line written meanwhile.
+var growingNames = []string{jobctl.JobLog, watchdog.Log, bootstrap.Log}
 
 // DefaultMaxResultsGB caps a download of the results when
 // Results.MaxGB is 0.
@@ -81,7 +84,8 @@ type Collected struct {
 }
 
 // Collect downloads the results (the outputs directory, job.log, the
-// watchdog's log, exit_code and the markers) into dir, holding the lease
+// watchdog's and the bootstrap's logs, as dir/.pod/watchdog.log and
+// dir/.pod/bootstrap.log, exit_code and the markers) into dir, holding the lease
 // while it downloads, then marks them retrieved so that the watchdog may
 // delete the pod. Only regular files and directories are written, and
 // nothing outside dir; each file is checked against the SHA-256 manifest

@@ -30,7 +30,10 @@
 //     whose watchdog no longer runs; a 404 is believed after three looks.
 //   - Run.Collect downloads the results with the lease held, checks each
 //     file against the pod's SHA-256 manifest (Spec.Results caps, excludes
-//     and may require outputs) and marks them retrieved; Run.Delete deletes the pod and the secret, even after its
+//     and may require outputs) and marks them retrieved: the outputs
+//     directory, job.log, exit_code and the markers, and the watchdog's and
+//     the bootstrap's logs as .pod/watchdog.log and .pod/bootstrap.log (not
+//     counted as outputs); Run.Delete deletes the pod and the secret, even after its
 //     context was cancelled, and waits until the API no longer shows the
 //     pod (else *DeleteUnconfirmedError says how to check).
 //   - Run.Record is a JSON handle (WithSave keeps a file of it) from

@@ -8,9 +8,6 @@ import (
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/guard"
-	"github.com/overbrainer/overbrainer-go/internal/shtest"
-	"github.com/overbrainer/overbrainer-go/runpod"
-	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
 
 // lockedBuffer is a Builder safe for the pod log's goroutine and the test.
@@ -40,12 +37,7 @@ func (l *lockedBuffer) close() (string, int) {
 // WithPodLog copies what the pod's command printed (its bootstrap's lines)
 // from the create to the delete, and writes nothing once Delete returned.
 func TestWithPodLogCopiesThePodsOutput(t *testing.T) {
-	shtest.NeedPods(t, runpodtest.CheckPodRunner())
-	srv := runpodtest.NewTestServer(t, runpodtest.WithPodRunner())
-	api, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()), runpod.WithGraphQLURL(srv.GraphQLURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, api := podRunner(t)
 	dir := t.TempDir()
 	job := writeJob(dir, "echo training done")
 	var podLog lockedBuffer

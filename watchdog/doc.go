@@ -29,7 +29,10 @@
 // protocol) and the typed values in them ([ParseVerdict], [DeleteReason],
 // [SnapshotReason]), and a parser for the watchdog's log ([ParseLine],
 // [ParseLog]): one line per event, `<unix time> <kind> key=value...`, kinds
-// listed as the Kind constants.
+// listed as the Kind constants. The same lines reach the container's output
+// (Runpod's console and log stream) through a `tail -f` of the log that the
+// script starts: the watchdog never writes there itself, so an output that
+// blocks or is closed cannot hold or end it (it also ignores SIGPIPE).
 //
 // The script reads its settings from the environment that package podenv
 // builds (OVERBRAINER_*, RUNPOD_POD_ID, RUNPOD_API_KEY); a malformed number

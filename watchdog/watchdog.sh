@@ -58,8 +58,11 @@
 #
 # Log lines (.pod/watchdog.log) are `<unix time> <kind> key=value...`, with at
 # most one final msg= field that runs to the end of the line; package
-# watchdog parses them.
+# watchdog parses them. A relay copies them to the container's output.
 
+# A closed or broken container output must never end the watchdog: the
+# shell's own messages may go there.
+trap '' PIPE
 RUN_DIR=${OVERBRAINER_RUN_DIR:?OVERBRAINER_RUN_DIR is not set}
 POD_DIR=$RUN_DIR/.pod
 API=${OVERBRAINER_API_URL:-https://api.runpod.io/v2}
@@ -189,6 +192,39 @@ if [ -f /proc/self/fd/7 ]; then
 else
   command exec 7>&- 2>/dev/null
 fi
+
+# The container's output (Runpod's console and log stream) shows the log
+# too, through a relay: `tail -f` of the log's descriptor, from its end as
+# this watchdog found it. The watchdog itself never writes there, so an
+# output that blocks (a pipe nobody drains, a FIFO) holds only the relay,
+# never a rule, and a closed one (SIGPIPE ignored, here and in the relay)
+# only ends it. GNU tail ends by itself once the watchdog is gone (--pid,
+# after a last read); any other is killed a second after the watchdog's
+# exit, time for it to relay the last lines.
+relay_pid=
+if [ -f /proc/self/fd/7 ] && command -v tail >/dev/null 2>&1; then
+  { logged=$(wc -c </proc/self/fd/7); } 2>/dev/null
+  logged=${logged##* }
+  case $logged in
+    '' | *[!0-9]* | ??????????*) ;;
+    *)
+      if tail --pid="$$" -n 0 /dev/null </dev/null >/dev/null 2>&1; then
+        tail --pid="$$" -c +"$((logged + 1))" -f "/proc/$$/fd/7" </dev/null 2>/dev/null &
+      else
+        # exec: yash would fork tail from the subshell, and $! would name
+        # the subshell, not tail.
+        (exec tail -c +"$((logged + 1))" -f "/proc/$$/fd/7" </dev/null 2>/dev/null) &
+        relay_pid=$!
+      fi
+      ;;
+  esac
+fi
+stop_relay() {
+  [ -n "$relay_pid" ] || return 0
+  sleep 1
+  kill "$relay_pid" 2>/dev/null
+}
+trap stop_relay EXIT
 
 setting OVERBRAINER_INTERVAL "${OVERBRAINER_INTERVAL:-}" 60 && INTERVAL=$number
 [ "$INTERVAL" -ge 1 ] || INTERVAL=1

@@ -66,18 +66,23 @@ exec %[2]q "$@"`, mark, realHead))
 func TestChaosCarelessJob(t *testing.T) {
 	var ran, deleted atomic.Int64
 	var worst atomic.Int64
+	// Per case: shells run, and pods deleted.
+	caseRan := make([]atomic.Int64, len(carelessCases))
+	caseDeleted := make([]atomic.Int64, len(carelessCases))
 	t.Run("cases", func(t *testing.T) {
-		for _, c := range carelessCases {
+		for i, c := range carelessCases {
 			t.Run(c.name, func(t *testing.T) {
 				t.Parallel()
 				shtest.ForShells(t, []string{"dash", "busybox", "bash"}, func(t *testing.T, sh shtest.Shell) {
 					ran.Add(1)
+					caseRan[i].Add(1)
 					api := shtest.NewFakeAPI(t)
 					h := &hostileRun{wd: newWD(t, sh, api, "pod-careless"), outside: t.TempDir(), base: time.Now().Unix()}
 					c.prepare(h)
 					h.start()
 					at := h.waitDelete()
 					deleted.Add(1)
+					caseDeleted[i].Add(1)
 					delay := at.Sub(time.Unix(h.due, 0))
 					if c.name == "fifo_swapped_in_a_race" {
 						delay = 0 // due before the start: the bound is the first tick
@@ -111,5 +116,8 @@ func TestChaosCarelessJob(t *testing.T) {
 	})
 	record(t, "careless job", "cases run (cases x dash, busybox, bash)", "%d", ran.Load())
 	record(t, "careless job", "pods left billing", "%d", ran.Load()-deleted.Load())
+	for i, c := range carelessCases {
+		record(t, "careless job", c.name+": pods left billing", "%d", caseRan[i].Load()-caseDeleted[i].Load())
+	}
 	record(t, "careless job", "worst delay past the cost cap", "%s", seconds(time.Duration(worst.Load())))
 }

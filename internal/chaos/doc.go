@@ -31,7 +31,12 @@
 //     and the time and dollars past the moment the launcher could end it;
 //   - a careless job (a directory at du.running, a FIFO at the log or
 //     swapped in for a client file, a .curlrc proxy) under dash, busybox
-//     sh and bash: pods left billing (must be 0).
+//     sh and bash: pods left billing, in all and per case (must be 0);
+//   - boot files: a FIFO at the watchdog's temporary file or at the claim
+//     in a network volume's run directory, and a volume that hangs at boot
+//     (a FUSE mount that never answers), each booted through the fake's
+//     pod runner under dash, busybox sh and bash: pods left billing per
+//     case (must be 0).
 //
 // Every timed assertion is the rule's own bound plus a slack for a loaded
 // 2-core machine (Slack in the tests; CHAOS_SLACK overrides it), and each

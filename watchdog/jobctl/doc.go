@@ -6,7 +6,10 @@
 // request, the rule by which the watchdog is deleting the pod, new output,
 // lease renewal) and writes the client's pod files, so
 // that following a job opens no new session, nor a new login shell with its
-// rc files, for every look; cancel.sh stops the job's whole process group at
+// rc files, for every look. Its writes to the run directory (a put, the
+// lease) get OVERBRAINER_WRITE_WAIT seconds (10): one that a hung volume
+// does not take in time fails the put, and watch.sh goes on, so the
+// session can still end. cancel.sh stops the job's whole process group at
 // once, without a checkpoint, and marks it cancelled (CancelClient).
 //
 // A job of an earlier container of the pod (Runpod restarted the container;

@@ -24,10 +24,21 @@
 # [A-Za-z0-9_-] or nothing, and answers "ob1-ok". Anything else is answered
 # "ob1-error WHY". The group_signal and wake_watchdog helpers are prepended
 # by the Go package.
+#
+# A write to the run directory, which a hung network volume may block for
+# ever, is given OVERBRAINER_WRITE_WAIT (10) seconds: a put or a lease that
+# the volume does not take in time is answered with an error, so that
+# watch.sh goes on reading (and ends when the session closes) instead of
+# hanging with the write.
 
 cd "$1" || exit 1
-chunk=.pod/watch.$$.chunk
+# The chunk lives on the container's disk, where a write cannot hang.
+chunk=$(mktemp "${TMPDIR:-/tmp}/overbrainer-watch.XXXXXX") || exit 1
 trap 'rm -f "$chunk"' EXIT
+write_wait=${OVERBRAINER_WRITE_WAIT:-10}
+case $write_wait in '' | *[!0-9]* | 0) write_wait=10 ;; esac
+timed_out=0
+trap 'timed_out=1' USR1
 cr=$(printf '\r')
 # The watchdog log's size when delete_why last read it (- for no log), and
 # what it found: the log only grows, so a look whose size is the same reuses
@@ -91,10 +102,51 @@ $2 == "delete_reason" && $3 ~ /^reason=[a-z_]+$/ { why = substr($3, 8) }
 END { print (why == "" ? "-" : substr(why, 1, 64)) }'
 }
 
+# bounded CMD...: runs CMD in the background and waits for it at most
+# write_wait seconds; fails when CMD failed or did not end in time (it is
+# then killed, and left behind should it not die). A timer signals the
+# shell (USR1), which ends the wait.
+bounded() {
+  timed_out=0
+  "$@" </dev/null >/dev/null 2>&1 &
+  bounded_pid=$!
+  (
+    sleep "$write_wait" &
+    timer_sleep=$!
+    trap 'kill "$timer_sleep" 2>/dev/null; exit 0' TERM
+    wait "$timer_sleep" && kill -s USR1 "$$"
+  ) </dev/null >/dev/null 2>&1 &
+  timer=$!
+  wait "$bounded_pid"
+  bounded_rc=$?
+  # posh's wait may return early, with another child's status: wait
+  # again while the write's process still shows (a bounded number of
+  # times, in case its pid was reused).
+  rewaits=0
+  while [ "$timed_out" = 0 ] && [ -d "/proc/$bounded_pid" ] && [ "$rewaits" -lt 50 ]; do
+    wait "$bounded_pid"
+    bounded_rc=$?
+    rewaits=$((rewaits + 1))
+  done
+  kill "$timer" 2>/dev/null
+  if [ "$timed_out" = 1 ]; then
+    kill -s KILL "$bounded_pid" 2>/dev/null
+    return 1
+  fi
+  return "$bounded_rc"
+}
+
+# write_file FILE VALUE: replaces FILE with VALUE (tmp + mv).
+write_file() {
+  printf '%s' "$2" > "$1.$$.tmp" && mv -f "$1.$$.tmp" "$1" && return 0
+  rm -f "$1.$$.tmp"
+  return 1
+}
+
 # look OFFSET TOUCH MAX: one answer.
 look() {
   if [ "$2" = 1 ]; then
-    touch .pod/lease
+    bounded touch .pod/lease
   fi
   field job.pid
   pid=$value
@@ -170,13 +222,14 @@ put() {
       return
       ;;
   esac
-  if printf '%s' "$2" > "$file.$$.tmp" && mv -f "$file.$$.tmp" "$file"; then
+  if bounded write_file "$file" "$2"; then
     # Wake the watchdog so that it reads the file now rather than at its
     # next tick, up to a minute later.
     wake_watchdog .
     echo "ob1-ok"
+  elif [ "$timed_out" = 1 ]; then
+    echo "ob1-error cannot write $file: the volume did not take it in ${write_wait}s"
   else
-    rm -f "$file.$$.tmp"
     echo "ob1-error cannot write $file"
   fi
 }

@@ -25,7 +25,15 @@ import (
 // through a Watcher.
 func startWatch(t *testing.T, shell []string, runDir string) *Watcher {
 	t.Helper()
-	cmd := exec.Command(shell[0], append(shell[1:], "-c", WatchScript(), "sh", runDir)...)
+	return startWatchArgv(t, append(shell, "-c", WatchScript(), "sh", runDir), nil)
+}
+
+// startWatchArgv runs argv (which runs watch.sh) with env added to the
+// test's, and talks to it through a Watcher.
+func startWatchArgv(t *testing.T, argv, env []string) *Watcher {
+	t.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), env...)
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
