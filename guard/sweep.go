@@ -313,7 +313,7 @@ func judgePod(pod runpod.Pod, now time.Time, p SweepPolicy) Decision {
 				time.Unix(u, 0).UTC().Format(time.RFC3339), ext))
 		}
 	}
-	if c, err := strconv.ParseFloat(env["OVERBRAINER_MAX_COST_USD"], 64); err == nil && c > 0 && pod.CostPerHr > 0 {
+	if c, err := strconv.ParseFloat(env[podenv.MaxCostEnv], 64); err == nil && c > 0 && pod.CostPerHr > 0 {
 		d.SpendUSD, d.CapUSD = pod.CostPerHr*d.Age.Hours(), c
 		capAge := time.Duration(c / pod.CostPerHr * float64(time.Hour))
 		if d.Age >= capAge+p.Margin {
