@@ -339,8 +339,15 @@ clock_sync() {
 # it waits again while /proc still shows the sleep (a builtin test, no
 # process); a bounded number of times, in case the pid was already reused.
 pause() {
+  # A wake that came while the tick ran (no sleep to end then) is not
+  # lost: the next tick runs at once.
+  if [ "$woken" = 1 ]; then
+    woken=0
+    return 0
+  fi
   sleep "$1" &
   sleeper=$!
+  [ "$woken" = 0 ] || kill "$sleeper" 2>/dev/null
   wait "$sleeper"
   rewaits=0
   while [ -d "/proc/$sleeper" ] && [ "$rewaits" -lt 50 ]; do
@@ -348,9 +355,12 @@ pause() {
     rewaits=$((rewaits + 1))
   done
   sleeper=
+  woken=0
 }
 
+woken=0
 wake() {
+  woken=1
   [ -z "$sleeper" ] || kill "$sleeper" 2>/dev/null
 }
 
