@@ -162,10 +162,7 @@ func TestOpenSSHReadsTheAcceptedKeys(t *testing.T) {
 // (its certificate types aside): the bootstrap's sshd_config leaves
 // PubkeyAcceptedAlgorithms alone.
 func TestAuthorizedKeyTypesAreWhatSSHDAccepts(t *testing.T) {
-	sshd := "/usr/sbin/sshd"
-	if _, err := os.Stat(sshd); err != nil {
-		sshd = shtest.NeedTool(t, "sshd")
-	}
+	sshd := shtest.NeedSSHD(t)
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		t.Fatal(err)

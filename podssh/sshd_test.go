@@ -22,19 +22,12 @@ type sshd struct {
 
 func startSSHD(t *testing.T, host *Key, authorized string) *sshd {
 	t.Helper()
-	bin := "/usr/sbin/sshd"
-	if _, err := os.Stat(bin); err != nil {
-		bin = shtest.NeedTool(t, "sshd")
-	}
+	bin := shtest.NeedSSHD(t)
 	if os.Geteuid() != 0 {
 		if shtest.Required() {
 			t.Fatal("REQUIRE_SHELLS=1 but not root: sshd needs root to log a user in")
 		}
 		t.Skip("sshd needs root to log a user in")
-	}
-	// sshd refuses to start without its privilege separation directory.
-	if err := os.MkdirAll("/run/sshd", 0o755); err != nil {
-		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	pemBytes, err := host.PrivatePEM("test host")

@@ -94,6 +94,26 @@ func NeedTool(t testing.TB, name string) string {
 	return ""
 }
 
+// NeedSSHD returns the path of OpenSSH's sshd, handled as [NeedTool] when
+// it is missing, and makes the privilege separation directory that sshd
+// refuses to start without (even for -T). A fresh machine has none: only
+// an init system or an earlier sshd makes it, so a test that relied on one
+// passed only after another test had run.
+func NeedSSHD(t testing.TB) string {
+	t.Helper()
+	bin := "/usr/sbin/sshd"
+	if _, err := os.Stat(bin); err != nil {
+		bin = NeedTool(t, "sshd")
+	}
+	if err := os.MkdirAll("/run/sshd", 0o755); err != nil {
+		if Required() {
+			t.Fatalf("sshd needs /run/sshd: %v", err)
+		}
+		t.Skipf("sshd needs /run/sshd: %v", err)
+	}
+	return bin
+}
+
 // ForEach runs fn in a parallel subtest named after each shell of [All].
 func ForEach(t *testing.T, fn func(t *testing.T, sh Shell)) {
 	t.Helper()
