@@ -21,16 +21,22 @@ func TestDuEndSeenWithoutSignals(t *testing.T) {
 	strace := shtest.NeedTool(t, "strace")
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		p := newPod(t, sh)
-		pids := filepath.Join(p.bin.Dir, ".du-pids")
+		pids, runs := filepath.Join(p.bin.Dir, ".du-pids"), filepath.Join(p.bin.Dir, ".du-runs")
 		// The du's pid, and its parent's when that is timeout.
 		p.onVolume(fmt.Sprintf(`{ echo $$; [ "$(cat /proc/$PPID/comm)" != timeout ] || echo $PPID; } >> %q
-printf '10\t%%s\n' "$3"`, pids))
+printf '10\t%%s\n' "$3"; echo >> %q`, pids, runs))
 		p.setEnv("OVERBRAINER_SNAPSHOT_LEAD", "0")
-		p.write(watchdog.CostCapAt, itoa(now()+8))
 		p.startJob()
 		out := filepath.Join(t.TempDir(), "strace")
 		traced := shtest.Shell{Name: sh.Name, Argv: append([]string{strace, "-f", "-qq", "-o", out, "-e", "trace=kill"}, sh.Argv...)}
 		p.proc = shtest.Start(t, traced, watchdog.Script(), shtest.Opts{Dir: p.dir, Env: p.env, Bin: p.bin})
+		// Two whole du runs, then the cap: a fixed cap time let a busy
+		// machine reach it before the second.
+		shtest.Eventually(t, wait, func() bool {
+			b, _ := os.ReadFile(runs)
+			return strings.Count(string(b), "\n") >= 2 || p.proc.Exited()
+		}, "two du runs")
+		p.write(watchdog.CostCapAt, itoa(now()))
 		p.deleted(watchdog.DeleteCostCap)
 		b, _ := os.ReadFile(pids)
 		dus := strings.Fields(string(b))

@@ -9,10 +9,12 @@ import (
 
 // A fresh lease holds the deadline off for MAX_EXTENSION only: then the pod
 // is deleted whatever the lease, after a snapshot asked SNAPSHOT_LEAD before.
+// On the fake clock: on a real one a busy machine could start the watchdog
+// past the deadline plus the extension, and nothing would be held.
 func TestMaxExtensionEndsAFreshLease(t *testing.T) {
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		p := newPod(t, sh)
-		n := now()
+		n := p.fakeClock(fakeT0).Now()
 		p.setEnv("OVERBRAINER_DEADLINE", itoa(n-5), "OVERBRAINER_MAX_EXTENSION", "9",
 			"OVERBRAINER_LEASE_TTL", "900", "OVERBRAINER_SNAPSHOT_LEAD", "60")
 		p.lease(n)

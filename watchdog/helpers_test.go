@@ -34,13 +34,15 @@ const (
 	apiKey = "rpa_S3CRET_0b9e7c1d2a4f6e8d0c1b2a3f4e5d6c7b"
 )
 
-// wait bounds every poll: generous, for a loaded 2-core machine.
-// WATCHDOG_TEST_WAIT (a Go duration) overrides it, e.g. for mutation runs.
+// wait bounds every poll: generous, since it is spent only when something
+// is wrong, and a 2-core machine kept busy (the load check, .ci/load) ran a
+// fake clock's 80 ticks in more than 90 s. WATCHDOG_TEST_WAIT (a Go
+// duration) overrides it, e.g. for mutation runs.
 var wait = func() time.Duration {
 	if d, err := time.ParseDuration(os.Getenv("WATCHDOG_TEST_WAIT")); err == nil {
 		return d
 	}
-	return 90 * time.Second
+	return 5 * time.Minute
 }()
 
 // pod is one watchdog under test: its run directory, fake API, stubs and env.
@@ -302,6 +304,12 @@ func (p *pod) startJob() (kill func()) {
 	p.write(watchdog.JobPID, strconv.Itoa(cmd.Process.Pid)+"\n")
 	return kill
 }
+
+// fakeT0 is where the fake clock starts for tests whose rules fall due
+// seconds after the watchdog starts: on the real clock, a busy machine that
+// starts the watchdog a few seconds late finds them past already, and the
+// test sees another order of events than the one it checks.
+const fakeT0 = 1_800_000_000
 
 // podClock is a fake clock for the watchdog, kept in files: the true time
 // in hundredths of a second, which `date +%s` prints in whole seconds plus

@@ -194,7 +194,7 @@ func TestKeepStillRequestsDiskSnapshot(t *testing.T) {
 func TestCostCapWhateverTheLease(t *testing.T) {
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		p := newPod(t, sh)
-		n := now()
+		n := p.fakeClock(fakeT0).Now()
 		p.setEnv("OVERBRAINER_DEADLINE", itoa(n+3600), "OVERBRAINER_SNAPSHOT_LEAD", "1")
 		p.lease(n)
 		p.write(watchdog.CostCapAt, itoa(n+2))
@@ -222,7 +222,7 @@ func TestDeadlineWithStaleLease(t *testing.T) {
 func TestDeadlineHeldByFreshLease(t *testing.T) {
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		p := newPod(t, sh)
-		n := now()
+		n := p.fakeClock(fakeT0).Now()
 		p.setEnv("OVERBRAINER_DEADLINE", itoa(n-5), "OVERBRAINER_LEASE_TTL", "3")
 		p.lease(n)
 		p.start()
@@ -256,7 +256,7 @@ func TestLeaseInTheFutureIsStale(t *testing.T) {
 func TestSnapshotAt(t *testing.T) {
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		p := newPod(t, sh)
-		n := now()
+		n := p.fakeClock(fakeT0).Now()
 		p.setEnv("OVERBRAINER_SNAPSHOT_LEAD", "60")
 		p.write(watchdog.SnapshotAt, itoa(n+1)+"\n")
 		p.write(watchdog.CostCapAt, itoa(n+7200)+"\n")
@@ -280,7 +280,7 @@ func TestSnapshotAt(t *testing.T) {
 func TestCostSnapshotLeadBeforeCap(t *testing.T) {
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		p := newPod(t, sh)
-		n := now()
+		n := p.fakeClock(fakeT0).Now()
 		p.setEnv("OVERBRAINER_SNAPSHOT_LEAD", "600")
 		p.write(watchdog.SnapshotAt, itoa(n+5000))
 		p.write(watchdog.CostCapAt, itoa(n+602))
@@ -371,9 +371,14 @@ func TestHungDuNeverBlocksCostCap(t *testing.T) {
 		du := p.bin.Stub("du", `echo "$*" >> `+calls+`; exec `+realSleep+` 1000`)
 		p.setEnv("OVERBRAINER_VOLUME_DIR", t.TempDir(), "OVERBRAINER_VOLUME_GB", "1", "OVERBRAINER_DU", du,
 			"OVERBRAINER_SNAPSHOT_LEAD", "0")
-		p.write(watchdog.CostCapAt, itoa(now()+3))
 		p.startJob()
 		p.start()
+		// The cap falls due once du hangs, not at a time a busy machine
+		// may reach before the first du.
+		shtest.WaitFile(t, calls, wait)
+		_, i := p.waitEvent(watchdog.KindJobStarted)
+		p.waitTicks(i, 2)
+		p.write(watchdog.CostCapAt, itoa(now()))
 		p.deleted(watchdog.DeleteCostCap)
 		b, _ := os.ReadFile(calls)
 		if n := strings.Count(string(b), "\n"); n != 1 {

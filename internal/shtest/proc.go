@@ -286,16 +286,21 @@ func Run(t testing.TB, sh Shell, script string, o Opts) Result {
 	return Result{Code: code, Stdout: p.Stdout(), Stderr: p.Stderr(), Dir: p.Dir}
 }
 
-// Eventually polls cond every 20 ms until it holds, failing the test with
-// msg (fmt args) after timeout.
+// Eventually polls cond until it holds, failing the test with msg (fmt
+// args) after timeout.
 func Eventually(t testing.TB, timeout time.Duration, cond func() bool, msg string, args ...any) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
+	// The poll backs off from 5 ms to 100 ms: a quick event is seen at
+	// once, and a long wait (dozens of tests at once, each reading and
+	// parsing a log at every poll) leaves the CPU to the shells under test.
+	pause := 5 * time.Millisecond
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("shtest: timed out after %v: "+msg, append([]any{timeout}, args...)...)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(pause)
+		pause = min(pause*2, 100*time.Millisecond)
 	}
 }
 
