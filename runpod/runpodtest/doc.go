@@ -92,6 +92,8 @@
 // Runpod. The fake knows an image only when a test names it (WithImage,
 // Server.AddImage: its ENTRYPOINT, CMD, ENV and files); any other image
 // has none of them, so the create must give the whole command.
+// RunpodPyTorchImage stands in for Runpod's images (NVIDIA's entrypoint,
+// Runpod's /start.sh).
 // Pod.Argv shows what ran. That command runs, as the container's main
 // process, by an init of
 // the fake's own (this binary, re-executed) that is PID 1 of new mount,

@@ -15,11 +15,11 @@ import (
 
 // Images with an ENTRYPOINT of their own, for the end-to-end runs: a
 // server whose start script ignores its arguments and serves for ever, and
-// an image with NVIDIA's entrypoint, which sets something up for the
-// command, exports it and ends in exec "$@".
+// Runpod's PyTorch image, whose NVIDIA entrypoint exports a setting for
+// the command and ends in exec "$@".
 const (
 	serverImage = "runpodtest/server-ignores-args:1"
-	cudaImage   = "runpodtest/cuda-like:12.8"
+	cudaImage   = "runpod/pytorch:2.4.0-py3.11-cuda12.4.1-devel-ubuntu22.04"
 )
 
 func entrypointImages() []Option {
@@ -32,17 +32,7 @@ echo "image server starting, ignoring $# arguments: $1 $2"
 exec sleep 100000
 `},
 		}),
-		WithImage(cudaImage, Image{
-			Entrypoint: []string{"/opt/nvidia/nvidia_entrypoint.sh"},
-			Cmd:        []string{"/start.sh"},
-			Env:        map[string]string{"NVIDIA_VISIBLE_DEVICES": "all"},
-			Files: map[string]string{"/opt/nvidia/nvidia_entrypoint.sh": `#!/bin/bash
-echo "== CUDA == (runpodtest's stand-in banner)"
-CUDA_SETUP_BY_ENTRYPOINT=yes
-export CUDA_SETUP_BY_ENTRYPOINT
-exec "$@"
-`},
-		}),
+		WithImage(cudaImage, RunpodPyTorchImage()),
 	}
 }
 
@@ -55,15 +45,15 @@ func TestE2EImageEntrypointCannotSwallowTheBootstrap(t *testing.T) {
 		image string
 		env   map[string]string
 		// jobEnv must hold, log must show and must not show.
-		jobEnv          []string
-		log, notLog     []string
-		noImageEntrance bool
+		jobEnv      []string
+		log, notLog []string
 	}{
 		{name: "ignores its arguments", image: serverImage,
 			notLog: []string{"image server starting"}},
 		{name: "ends in exec", image: cudaImage,
-			jobEnv: []string{"export CUDA_SETUP_BY_ENTRYPOINT='yes'\n", "export NVIDIA_VISIBLE_DEVICES='all'\n"},
-			log:    []string{"== CUDA == (runpodtest's stand-in banner)", "the job's environment is what the image's entrypoint /opt/nvidia/nvidia_entrypoint.sh sets up"}},
+			jobEnv: []string{"export NVIDIA_CPU_ONLY='1'\n", "export NVIDIA_VISIBLE_DEVICES='all'\n"},
+			log:    []string{"== CUDA == (runpodtest stand-in", "the job's environment is what the image's entrypoint /opt/nvidia/nvidia_entrypoint.sh sets up"},
+			notLog: []string{"Runpod's /start.sh"}},
 		{name: "ignores its arguments when the bootstrap runs it", image: serverImage,
 			env: map[string]string{"OVERBRAINER_IMAGE_ENTRYPOINT": "/usr/local/bin/serve", "OVERBRAINER_IMAGE_ENTRYPOINT_TIMEOUT": "2"},
 			log: []string{"image server starting, ignoring 4 arguments: awk -v\n", "the image's entrypoint /usr/local/bin/serve did not run its arguments"}},

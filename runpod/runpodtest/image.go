@@ -155,3 +155,36 @@ func containerArgv(img Image, entrypoint, cmd []string) ([]string, error) {
 	}
 	return argv, nil
 }
+
+// RunpodPyTorchImage is a stand-in for Runpod's PyTorch images, which are
+// built on NVIDIA's CUDA images: their ENTRYPOINT,
+// /opt/nvidia/nvidia_entrypoint.sh, prints NVIDIA's banner, sets what its
+// entrypoint.d scripts export (here NVIDIA_CPU_ONLY=1, as its driver
+// check does on a machine without an NVIDIA driver) and execs its
+// arguments; their CMD, /start.sh, starts Runpod's services and sleeps
+// (here it only says so). Register it under a real image's name (the
+// launcher's local emulator does, for guard.DefaultImage) so that local
+// pods meet the ENTRYPOINT and CMD a Runpod pod of that image has.
+func RunpodPyTorchImage() Image {
+	return Image{
+		Entrypoint: []string{"/opt/nvidia/nvidia_entrypoint.sh"},
+		Cmd:        []string{"/start.sh"},
+		Env:        map[string]string{"NVIDIA_VISIBLE_DEVICES": "all", "NVIDIA_DRIVER_CAPABILITIES": "compute,utility"},
+		Files: map[string]string{
+			"/opt/nvidia/nvidia_entrypoint.sh": `#!/bin/sh
+# runpodtest's stand-in for NVIDIA's entrypoint.
+echo "== CUDA == (runpodtest stand-in for /opt/nvidia/nvidia_entrypoint.sh)"
+echo "WARNING: The NVIDIA Driver was not detected (a local emulator has none)."
+NVIDIA_CPU_ONLY=1
+export NVIDIA_CPU_ONLY
+[ "$#" -gt 0 ] || exec /bin/bash
+exec "$@"
+`,
+			"/start.sh": `#!/bin/sh
+# runpodtest's stand-in for Runpod's /start.sh.
+echo "runpodtest stand-in for Runpod's /start.sh: nginx, Jupyter and sshd would start here"
+while :; do sleep 3600; done
+`,
+		},
+	}
+}
