@@ -21,7 +21,8 @@ const HeredocEnd = "OVERBRAINER_WATCHDOG_END"
 const Log = ".pod/bootstrap.log"
 
 // MaxCommandBytes bounds the pod's command: it travels in the create call's
-// args and must stay well inside what Runpod and the shells accept.
+// cmd, inside a body Runpod refuses past 102,400 bytes, and must stay well
+// inside what Runpod and the shells accept.
 const MaxCommandBytes = 32 * 1024
 
 // Functions returns the bootstrap's shell functions, without write_watchdog
@@ -53,7 +54,17 @@ func Script() string {
 	return b.String()
 }
 
-// Command returns the pod's command: ["bash", "-c", Script()].
+// Command returns the pod's command: ["bash", "-c", Script()], that is
+// Entrypoint followed by Cmd.
 func Command() []string {
-	return []string{"bash", "-c", Script()}
+	return append(Entrypoint(), Cmd()...)
 }
+
+// Entrypoint returns the pod's entrypoint, ["bash", "-c"]: sent as the
+// create's entrypoint, it replaces the image's ENTRYPOINT (and drops the
+// image's CMD), so that no image can keep the bootstrap from running. See
+// "The image's entrypoint" in the package doc.
+func Entrypoint() []string { return []string{"bash", "-c"} }
+
+// Cmd returns the pod's cmd, [Script()]: the argument of Entrypoint.
+func Cmd() []string { return []string{Script()} }

@@ -377,8 +377,9 @@ install_authorized_key() {
 # CREDENTIAL, *_PASS, *_PWD, DATABASE_URL) unless its value is public keys
 # only, or any name listed in OVERBRAINER_SECRET_ENV (commas or spaces).
 # awk reads the values from its own environment, never from a command line.
-job_env_lines() {
-  awk '
+# Its program is in a variable (never exported) so that job_env_via can
+# hand it to a program; given a dest, it writes the lines into that file.
+JOB_ENV_AWK='
 function public(v,   n, i, line) {
   n = split(v, line, "\n")
   for (i = 1; i <= n; i++)
@@ -397,15 +398,98 @@ BEGIN {
     n = split(v, part, "\047")
     out = part[1]
     for (i = 2; i <= n; i++) out = out "\047\\\047\047" part[i]
-    printf "export %s=\047%s\047\n", name, out
+    if (dest == "") printf "export %s=\047%s\047\n", name, out
+    else printf "export %s=\047%s\047\n", name, out > dest
   }
 }'
+
+job_env_lines() {
+  awk "$JOB_ENV_AWK"
 }
 
+# image_entrypoint: sets IMAGE_ENTRYPOINT to the image's ENTRYPOINT that the
+# job's environment goes through, and fails when there is none. The pod's
+# entrypoint is the bootstrap's own, so the image's never ran; the job gets
+# what it sets up from job_env_via. It is OVERBRAINER_IMAGE_ENTRYPOINT
+# (`none` for no entrypoint), else NVIDIA's CUDA images' (which Runpod's
+# images inherit) when the image has it: it runs the scripts of
+# /opt/nvidia/entrypoint.d, whose exports (NVIDIA_CPU_ONLY without a
+# driver, say) the job would otherwise miss, and ends in exec "$@".
+image_entrypoint() {
+  IMAGE_ENTRYPOINT=${OVERBRAINER_IMAGE_ENTRYPOINT:-}
+  case $IMAGE_ENTRYPOINT in
+    none) return 1 ;;
+    '')
+      IMAGE_ENTRYPOINT=/opt/nvidia/nvidia_entrypoint.sh
+      [ -f "$IMAGE_ENTRYPOINT" ] && [ -x "$IMAGE_ENTRYPOINT" ]
+      ;;
+  esac
+}
+
+# job_env_via ENTRYPOINT FILE: writes the job's environment into FILE as the
+# image's ENTRYPOINT leaves it: ENTRYPOINT runs with awk (JOB_ENV_AWK) as its
+# arguments, as the image would run its CMD, so that what it exports
+# reaches the job. It runs without RUNPOD_API_KEY, its output going to the
+# container's, for at most OVERBRAINER_IMAGE_ENTRYPOINT_TIMEOUT seconds
+# (60), then it is killed. An entrypoint that ignores its arguments, fails
+# or hangs leaves no FILE, and job_env_via fails; services it started in
+# the background are left alone.
+job_env_via() {
+  ep_limit=${OVERBRAINER_IMAGE_ENTRYPOINT_TIMEOUT:-60}
+  case $ep_limit in '' | *[!0-9]* | 0) ep_limit=60 ;; esac
+  rm -f "$2" "$2.pid" "$2.status" 2>/dev/null
+  # Its status goes into a file: a shell may not reap a finished child
+  # before it waits, and kill -0 finds a zombie alive. Its pid is the one
+  # sh writes before it execs the entrypoint: $! may name a subshell of
+  # ours (yash forks one for a background command).
+  (
+    unset RUNPOD_API_KEY
+    sh -c 'printf "%s\n" "$$" >"$0" && exec "$@"' "$2.pid" \
+      "$1" awk -v dest="$2" "$JOB_ENV_AWK" </dev/null >&2
+    printf '%s\n' "$?" >"$2.status"
+  ) </dev/null &
+  via=$!
+  tenths=0
+  until [ -s "$2.status" ]; do
+    if [ "$tenths" -ge $((ep_limit * 10)) ]; then
+      ep_pid=
+      read -r ep_pid <"$2.pid" 2>/dev/null
+      [ -z "$ep_pid" ] || kill -9 "$ep_pid" 2>/dev/null
+      kill -9 "$via" 2>/dev/null
+      break
+    fi
+    if (unset RUNPOD_API_KEY && sleep 0.1 2>/dev/null); then
+      tenths=$((tenths + 1))
+    else
+      (unset RUNPOD_API_KEY && exec sleep 1)
+      tenths=$((tenths + 10))
+    fi
+  done
+  wait "$via" 2>/dev/null
+  status=
+  read -r status <"$2.status" 2>/dev/null
+  rm -f "$2.pid" "$2.status" 2>/dev/null
+  if [ "$status" = 0 ] && [ -f "$2" ]; then
+    return 0
+  fi
+  rm -f "$2" 2>/dev/null
+  return 1
+}
+
+# write_job_env: the job's environment file, through the image's entrypoint
+# when it has one (image_entrypoint), else the container's environment.
 write_job_env() {
   umask 077
-  { job_env_lines >"$JOB_ENV.tmp" && mv -f "$JOB_ENV.tmp" "$JOB_ENV" &&
-    chmod 600 "$JOB_ENV"; } 2>/dev/null || fail job_env_failed
+  rm -f "$JOB_ENV.tmp" 2>/dev/null
+  if image_entrypoint; then
+    if job_env_via "$IMAGE_ENTRYPOINT" "$JOB_ENV.tmp"; then
+      say "the job's environment is what the image's entrypoint $IMAGE_ENTRYPOINT sets up"
+    else
+      say "the image's entrypoint $IMAGE_ENTRYPOINT did not run its arguments (it ignored them, failed or took over ${ep_limit}s): the job's environment is the container's, without its setup"
+    fi
+  fi
+  { { [ -f "$JOB_ENV.tmp" ] || job_env_lines >"$JOB_ENV.tmp"; } &&
+    mv -f "$JOB_ENV.tmp" "$JOB_ENV" && chmod 600 "$JOB_ENV"; } 2>/dev/null || fail job_env_failed
   umask 022
 }
 

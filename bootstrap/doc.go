@@ -1,6 +1,9 @@
 // Package bootstrap builds the pod's command: a `bash -c` script that runs as
 // the container's command under docker-init and turns any image with bash
-// into a guarded, reachable pod ([Command]).
+// into a guarded, reachable pod ([Command]). It goes to Runpod as the
+// create's entrypoint ([Entrypoint], ["bash", "-c"]) and cmd ([Cmd], the
+// script), so the image's own ENTRYPOINT and CMD never run: see "The
+// image's entrypoint" below.
 //
 // In order, the script (bootstrap.sh, embedded):
 //
@@ -37,7 +40,9 @@
 //     `export NAME='value'` line, without RUNPOD_API_KEY, the host key, or
 //     any variable named like a secret (TOKEN, SECRET, KEY, PASSW, CREDENTIAL,
 //     *_PASS, *_PWD, DATABASE_URL) unless its value is public keys only, or
-//     any listed in OVERBRAINER_SECRET_ENV (podenv.Settings.SecretEnv);
+//     any listed in OVERBRAINER_SECRET_ENV (podenv.Settings.SecretEnv); the
+//     variables are those the image's entrypoint leaves, when it has one
+//     (see below);
 //   - starts sshd with its own /etc/overbrainer/sshd_config: root by public
 //     key only, no forwarding of any kind, three tries and 30 s per login,
 //     at most 10 unauthenticated connections before it starts dropping
@@ -59,6 +64,45 @@
 // can be written, the bootstrap deletes the pod once with `runpodctl pod
 // delete` (or the API) and sleeps, so the container neither exits nor
 // restarts into the same failure.
+//
+// # The image's entrypoint
+//
+// A container runs its ENTRYPOINT with its CMD as arguments. Sent as CMD
+// behind the image's ENTRYPOINT (the create's args or cmd alone), the
+// bootstrap would run only where that ENTRYPOINT ends in exec "$@", as
+// NVIDIA's /opt/nvidia/nvidia_entrypoint.sh does; one that ignores its
+// arguments (a shell-form ENTRYPOINT, a server's start script) would
+// leave the pod RUNNING with no watchdog and no sshd, which the sweeper
+// cannot tell from a healthy pod until its deadline and extension pass.
+// So the bootstrap is the entrypoint, and the image's ENTRYPOINT does not
+// run at all. What the job could miss, and how it still gets it:
+//
+//   - NVIDIA's CUDA images (nvidia/cuda, and Runpod's runpod/base and
+//     runpod/pytorch, built on them) have the ENTRYPOINT
+//     /opt/nvidia/nvidia_entrypoint.sh: it prints the CUDA banner and
+//     license, sources the scripts of /opt/nvidia/entrypoint.d (a driver
+//     check that exports NVIDIA_CPU_ONLY=1 when no driver shows, image
+//     notices), then execs its arguments. The CUDA forward-compatibility
+//     libraries are not its work: the NVIDIA Container Toolkit sets them
+//     up (ldconfig) when it creates the container, whatever runs in it.
+//     The bootstrap runs that entrypoint, when the image has it, with the
+//     job environment's writer (awk) as its command, so that the job's
+//     podenv.JobEnv holds what it exported, and its banner reaches the
+//     container's output as usual.
+//   - NGC images (nvcr.io/nvidia/...) also set their CUDA library paths
+//     from /etc/shinit_v2, which bash sources through the image's
+//     BASH_ENV and ENV: the bootstrap is a bash, so its environment, and
+//     the job's, has them anyway.
+//   - Runpod's images have CMD /start.sh, which starts nginx, an sshd for
+//     the console's key (PUBLIC_KEY) and Jupyter (JUPYTER_PASSWORD), and
+//     sleeps. Any command replaces a CMD, as the old args form did: a
+//     guarded pod has the bootstrap's own sshd instead, and no Jupyter.
+//   - Another image's ENTRYPOINT is named with OVERBRAINER_IMAGE_ENTRYPOINT
+//     (an executable that ends in exec "$@"; `none` turns NVIDIA's off). It
+//     runs without RUNPOD_API_KEY, for at most
+//     OVERBRAINER_IMAGE_ENTRYPOINT_TIMEOUT seconds (60); one that ignores
+//     its arguments, fails or hangs is killed and the job gets the
+//     container's environment, which the bootstrap's log says.
 //
 // Secrets never reach a command line, a log or a world-readable file: the
 // host key is moved into an unexported shell variable at once and reaches

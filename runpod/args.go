@@ -1,6 +1,7 @@
 package runpod
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 )
@@ -107,4 +108,24 @@ func SplitArgs(s string) ([]string, error) {
 	}
 	end()
 	return words, nil
+}
+
+// parseArgsObject reads args in its JSON form, {"entrypoint":[...],
+// "cmd":[...]} with either member or both; ok is false for anything else
+// (a shell string).
+func parseArgsObject(args string) (entrypoint, cmd []string, ok bool) {
+	s := strings.TrimSpace(args)
+	if !strings.HasPrefix(s, "{") {
+		return nil, nil, false
+	}
+	var v struct {
+		Entrypoint []string `json:"entrypoint"`
+		Cmd        []string `json:"cmd"`
+	}
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.DisallowUnknownFields()
+	if dec.Decode(&v) != nil || dec.More() {
+		return nil, nil, false
+	}
+	return v.Entrypoint, v.Cmd, true
 }

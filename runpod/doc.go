@@ -6,11 +6,12 @@
 //
 //	c, err := runpod.New(os.Getenv("RUNPOD_API_KEY"))
 //	pod, err := c.CreatePod(ctx, runpod.CreatePodRequest{
-//		Name:      "overbrainer-" + runID,
-//		Image:     "runpod/pytorch:1.0.2-cu1281-torch280-ubuntu2404",
-//		GPUTypeID: "NVIDIA GeForce RTX 4090",
-//		Ports:     []string{"22/tcp"},
-//		Command:   []string{"bash", "-c", script},
+//		Name:       "overbrainer-" + runID,
+//		Image:      "runpod/pytorch:1.0.2-cu1281-torch280-ubuntu2404",
+//		GPUTypeID:  "NVIDIA GeForce RTX 4090",
+//		Ports:      []string{"22/tcp"},
+//		Entrypoint: []string{"bash", "-c"},
+//		Cmd:        []string{script},
 //	})
 //	...
 //	res, err := c.DeletePod(ctx, pod.ID)
@@ -55,11 +56,36 @@
 //
 // # The start command
 //
-// REST v2 takes a pod's command as one string, args. CreatePodRequest takes
-// the command as words and renders them with QuoteArgs, each word in single
-// quotes. This relies on an assumption: that Runpod splits args into words
-// with POSIX shell quoting rules (no shell runs, nothing expands).
-// SplitArgs is the inverse, for fakes and for reading Pod.Args back.
+// A container runs its ENTRYPOINT followed by its CMD. REST v2 sets them
+// with the create's entrypoint and cmd arrays (CreatePodRequest.Entrypoint
+// and Cmd), or with args, one string that Runpod stores: a shell string
+// used as CMD, or a JSON {"entrypoint": [...], "cmd": [...]}. Every read
+// returns args as stored and the two arrays (Pod.Entrypoint, Pod.Cmd).
+// The image's own pair combines with them by Docker's rules: an
+// Entrypoint replaces the image's ENTRYPOINT and clears its CMD, so the
+// container runs exactly Entrypoint+Cmd; a Cmd alone (or Command, or a
+// shell string in args) replaces only the CMD, which then runs as the
+// arguments of the image's ENTRYPOINT, if it has one.
+//
+// That second form leaves the command at the mercy of the image: an
+// ENTRYPOINT that ends in exec "$@" (NVIDIA's CUDA images:
+// /opt/nvidia/nvidia_entrypoint.sh) runs it, one that ignores its
+// arguments (a server's own start script, /bin/sh -c "..." in shell form)
+// never does, and the pod runs without it. A guarded pod (package guard)
+// therefore sends its bootstrap as Entrypoint ["bash", "-c"] and Cmd
+// [script], and the image's ENTRYPOINT never runs. What that entrypoint
+// would have done for the job, the bootstrap gets back itself: see
+// "The image's entrypoint" in package bootstrap.
+//
+// Both arrays travel as JSON arrays, each word escaped once; the client
+// never encodes them into args itself, which would escape a script twice
+// and nearly double it against Runpod's 102,400-byte limit on a create
+// body. Command is the older form: words rendered into args with QuoteArgs,
+// each in single quotes, on the assumption that Runpod splits a shell
+// string by POSIX shell quoting rules without running a shell. It may not
+// be combined with Entrypoint or Cmd. SplitArgs is its inverse, for fakes
+// and for reading an older pod's Args back; Pod.Command returns the words
+// of either form.
 //
 // # Secrets
 //

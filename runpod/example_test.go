@@ -36,7 +36,8 @@ func ExampleClient_CreatePod() {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusCreated)
 		io.WriteString(w, `{"id":"7h9k2m4n6p","name":"overbrainer-run42","status":"PROVISIONING","cost":0.44,
-			"args":"'bash' '-c' 'echo started'","createdAt":"2026-06-01T12:00:00Z"}`)
+			"args":"{\"entrypoint\":[\"bash\",\"-c\"],\"cmd\":[\"echo started\"]}",
+			"entrypoint":["bash","-c"],"cmd":["echo started"],"createdAt":"2026-06-01T12:00:00Z"}`)
 	}))
 	defer srv.Close()
 
@@ -52,7 +53,9 @@ func ExampleClient_CreatePod() {
 		NetworkVolume: &runpod.NetworkMount{VolumeID: "agv6w2qcg7", Path: "/workspace"},
 		Ports:         []string{"22/tcp"},
 		Env:           map[string]string{"OVERBRAINER_HOST_KEY": "{{ RUNPOD_SECRET_overbrainer_host_key_run42 }}"},
-		Command:       []string{"bash", "-c", "echo started"},
+		// The image's ENTRYPOINT, whatever it does, never runs.
+		Entrypoint: []string{"bash", "-c"},
+		Cmd:        []string{"echo started"},
 	})
 	if err != nil {
 		log.Fatal(err)

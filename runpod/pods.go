@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -112,9 +113,14 @@ type Pod struct {
 	Status  PodStatus `json:"status"`
 	Actions []Action  `json:"actions"`
 	Image   string    `json:"image"`
-	// Args is the container's start command as one string; see SplitArgs
-	// and the Command method.
+	// Args is the container's start command as Runpod stores it: a shell
+	// string used as the image's CMD, or a JSON object
+	// {"entrypoint":[...],"cmd":[...]}. Entrypoint and Cmd are the same
+	// command taken apart, as Runpod returns it on every read. See the
+	// Command method.
 	Args            string            `json:"args"`
+	Entrypoint      []string          `json:"entrypoint,omitempty"`
+	Cmd             []string          `json:"cmd,omitempty"`
 	ContainerDiskGB int               `json:"disk"`
 	Ports           []string          `json:"ports"`
 	Env             map[string]string `json:"env"`
@@ -160,9 +166,21 @@ func (p *Pod) PublicPort(private int) (ip string, port int, ok bool) {
 	return "", 0, false
 }
 
-// Command returns the pod's start command split into words (see SplitArgs),
-// nil when the pod has none.
-func (p *Pod) Command() ([]string, error) { return SplitArgs(p.Args) }
+// Command returns the words the pod's create gave its container: its
+// Entrypoint then its Cmd, or, from a pod read without them, Args taken
+// apart (a JSON {"entrypoint","cmd"} object, else a shell string split with
+// SplitArgs). nil when the pod has none. The image's own ENTRYPOINT or CMD,
+// which the API does not report, are not part of it: see "The start
+// command" in the package doc.
+func (p *Pod) Command() ([]string, error) {
+	if len(p.Entrypoint)+len(p.Cmd) > 0 {
+		return slices.Concat(p.Entrypoint, p.Cmd), nil
+	}
+	if ep, cmd, ok := parseArgsObject(p.Args); ok {
+		return slices.Concat(ep, cmd), nil
+	}
+	return SplitArgs(p.Args)
+}
 
 // CreatePodRequest is what CreatePod needs to make a GPU pod.
 type CreatePodRequest struct {
@@ -187,8 +205,17 @@ type CreatePodRequest struct {
 	// Env is the container's environment. Values may reference Runpod
 	// secrets as "{{ RUNPOD_SECRET_<name> }}".
 	Env map[string]string
-	// Command replaces the image's command. REST v2 takes it as one string,
-	// args: the client renders Command there with QuoteArgs.
+	// Entrypoint replaces the image's ENTRYPOINT, and with it the image's
+	// CMD (Docker's rule): the container runs Entrypoint followed by Cmd,
+	// whatever the image says. Sent as the create's entrypoint array.
+	Entrypoint []string
+	// Cmd replaces the image's CMD: without Entrypoint, it runs behind the
+	// image's ENTRYPOINT (as that ENTRYPOINT's arguments, which it may
+	// ignore). Sent as the create's cmd array.
+	Cmd []string
+	// Command replaces the image's CMD, as Cmd does, but travels in the
+	// create's args string, rendered with QuoteArgs (Runpod splits it into
+	// words). It may not be combined with Entrypoint or Cmd.
 	Command []string
 	// DataCenterIDs are preferred data centers; empty lets Runpod choose.
 	DataCenterIDs []string
@@ -215,6 +242,8 @@ type createPodBody struct {
 	Ports         []string          `json:"ports,omitempty"`
 	Env           map[string]string `json:"env,omitempty"`
 	Args          string            `json:"args,omitempty"`
+	Entrypoint    []string          `json:"entrypoint,omitempty"`
+	Cmd           []string          `json:"cmd,omitempty"`
 	DataCenterIDs []string          `json:"dataCenterIds,omitempty"`
 }
 
@@ -295,14 +324,23 @@ func (req *CreatePodRequest) body() (*createPodBody, error) {
 			return nil, bad("environment variable %s holds a NUL byte", k)
 		}
 	}
-	for _, w := range req.Command {
-		if strings.ContainsRune(w, 0) {
-			return nil, bad("Command word holds a NUL byte")
+	for i, words := range [][]string{req.Entrypoint, req.Cmd, req.Command} {
+		for _, w := range words {
+			if strings.ContainsRune(w, 0) {
+				return nil, bad("%s word holds a NUL byte", [...]string{"Entrypoint", "Cmd", "Command"}[i])
+			}
 		}
+	}
+	if len(req.Command) > 0 && len(req.Entrypoint)+len(req.Cmd) > 0 {
+		return nil, bad("Command goes in args and cannot be combined with Entrypoint or Cmd: use Entrypoint and Cmd alone")
 	}
 	if len(req.Command) > 0 {
 		b.Args = QuoteArgs(req.Command)
 	}
+	// Each goes as it is, JSON-escaped once: encoding them into an args
+	// object ourselves would escape a script twice (its size with it).
+	b.Entrypoint = req.Entrypoint
+	b.Cmd = req.Cmd
 	return b, nil
 }
 

@@ -210,11 +210,14 @@ func (s *Server) createPod(w http.ResponseWriter, r *http.Request) {
 		status:   StatusProvisioning,
 		exitCode: -1,
 	}
-	if req.Args != nil {
-		p.args = *req.Args
-		if words, err := SplitArgs(p.args); err == nil {
-			p.words = words
-		}
+	stored, entrypoint, cmd, err := startCommand(req.Args, req.Entrypoint, req.Cmd)
+	if err != nil {
+		writeProblem(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	p.args, p.entrypoint, p.cmd = stored, entrypoint, cmd
+	if len(entrypoint)+len(cmd) > 0 {
+		p.words = slices.Concat(entrypoint, cmd)
 	}
 	if req.Disk != nil {
 		p.disk = *req.Disk
@@ -283,6 +286,7 @@ func (s *Server) createPod(w http.ResponseWriter, r *http.Request) {
 			p.dataCenter = v.DataCenter
 		}
 	}
+	p.img = s.imageLocked(p.image)
 	if gt, ok := s.gpuType(p.gpuID); ok {
 		if !s.placePodLocked(w, p, gt, req) {
 			return

@@ -23,7 +23,7 @@
 // Under BaseURL (URL + "/v2"), with Authorization: Bearer <key>:
 //
 //	GET    /v2/pods                  ListPodsResponse {pods: [...]}
-//	POST   /v2/pods                  201 Pod (PROVISIONING)
+//	POST   /v2/pods                  201 Pod (PROVISIONING); args, entrypoint, cmd as Runpod stores them
 //	GET    /v2/pods/{id}             Pod; TERMINATED for a while after a delete, then 404
 //	DELETE /v2/pods/{id}             204, terminates the pod
 //	POST   /v2/pods/{id}/action      start|stop|restart 200 Pod, terminate 204, 409 when not valid now
@@ -82,8 +82,20 @@
 // # The pod runner
 //
 // With WithPodRunner, creating a pod runs its command here, as the pod
-// would. The create's args string is split into words with POSIX shell
-// quoting (SplitArgs) and run, as the container's command, by an init of
+// would. The command is the create's, given as entrypoint and cmd arrays or
+// as args (a shell string, split into words with POSIX shell quoting by
+// SplitArgs and used as CMD, or a JSON {"entrypoint", "cmd"} object),
+// combined with the ENTRYPOINT and CMD of the pod's image by Docker's
+// rules: an entrypoint replaces the image's ENTRYPOINT and drops its CMD;
+// otherwise the image's ENTRYPOINT runs with the create's cmd (or the
+// image's CMD) as its arguments, and may ignore them, as it would on
+// Runpod. The fake knows an image only when a test names it (WithImage,
+// Server.AddImage: its ENTRYPOINT, CMD, ENV and files); any other image
+// has none of them, so the create must give the whole command.
+// RunpodPyTorchImage stands in for Runpod's images (NVIDIA's entrypoint,
+// Runpod's /start.sh).
+// Pod.Argv shows what ran. That command runs, as the container's main
+// process, by an init of
 // the fake's own (this binary, re-executed) that is PID 1 of new mount,
 // PID, UTS (its hostname is RUNPOD_POD_HOSTNAME) and IPC namespaces, in a
 // process group of its own. The command runs as root with Docker's default
@@ -149,8 +161,8 @@
 //
 //   - Provisioning is immediate (or WithProvisioningDelay), STARTING lasts
 //     WithStartingDelay (0 by default); there is no capacity shortage
-//     unless a fault makes one, and no image: args must hold the whole
-//     command, and the pod runs on the host's files.
+//     unless a fault makes one, and no image but those a test adds: a pod
+//     runs on the host's files, plus the image's own files when it has any.
 //   - A restarted container gets a fresh overlay: only volumes keep files
 //     across it. Time spent STARTING does not bill in Bill.RunSeconds.
 //   - A pod's network is the host's: there is no port mapping, its sshd

@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"encoding/pem"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -81,11 +82,17 @@ type e2eOptions struct {
 	onVolume  bool // the workdir lies on a network volume
 	wrongHost bool // the host key secret is not the claimed one
 	opts      []Option
+	// image is the pod's image (default: one the fake does not know);
+	// asCMD sends the bootstrap in args, as the image's CMD, instead of as
+	// its entrypoint and cmd.
+	image string
+	asCMD bool
+	env   map[string]string // added to the pod's env
 }
 
 // startRun makes a run's keys and secret as the client would (the secret
-// through GraphQL), and creates its pod with bootstrap.Command() and
-// podenv's env.
+// through GraphQL), and creates its pod with the bootstrap as its
+// entrypoint and cmd (bootstrap.Entrypoint, bootstrap.Cmd) and podenv's env.
 func startRun(t *testing.T, o e2eOptions) *e2eRun {
 	t.Helper()
 	requireRunner(t)
@@ -136,6 +143,7 @@ func startRun(t *testing.T, o e2eOptions) *e2eRun {
 	// A tick a second, so that the test is quick.
 	env["OVERBRAINER_INTERVAL"] = "1"
 	env["OVERBRAINER_PROBE_WAIT"] = "1"
+	maps.Copy(env, o.env)
 
 	body := map[string]any{
 		"name":  "overbrainer-" + r.runID,
@@ -143,7 +151,14 @@ func startRun(t *testing.T, o e2eOptions) *e2eRun {
 		"gpu":   map[string]any{"id": gpu4090, "count": 1},
 		"ports": []string{"22/tcp"},
 		"env":   env,
-		"args":  QuoteArgs(bootstrap.Command()),
+	}
+	if o.image != "" {
+		body["image"] = o.image
+	}
+	if o.asCMD {
+		body["args"] = QuoteArgs(bootstrap.Command())
+	} else {
+		body["entrypoint"], body["cmd"] = bootstrap.Entrypoint(), bootstrap.Cmd()
 	}
 	if o.onVolume {
 		v := srv.AddNetworkVolume("vol-"+r.runID, 50)

@@ -25,6 +25,7 @@ type config struct {
 	restartDelay   time.Duration
 	goneAfter      time.Duration
 	hidden         []string
+	images         map[string]Image // guarded by Server.mu once serving
 }
 
 func defaultConfig() config {

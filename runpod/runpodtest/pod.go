@@ -27,10 +27,19 @@ type Pod struct {
 	Name   string
 	Status string
 	Image  string
-	// Args is the create request's args string; Words is what the fake
-	// split it into (nil when it could not be split).
-	Args  string
-	Words []string
+	// Args is the pod's command as Runpod stores it: the create's args
+	// string, or its entrypoint and cmd encoded as a JSON object.
+	// Entrypoint and Cmd are that command taken apart, and Words the two
+	// together (nil when args could not be split). The image's own
+	// ENTRYPOINT and CMD are not part of them: Argv is what the container
+	// ran, the two combined by Docker's rules.
+	Args       string
+	Entrypoint []string
+	Cmd        []string
+	Words      []string
+	// Argv is the command the pod runner last started the container with,
+	// nil before it did.
+	Argv []string
 	// Env is the env of the create request, placeholders unresolved.
 	Env   map[string]string
 	Ports []string
@@ -89,7 +98,11 @@ type pod struct {
 	id, key        string
 	name, image    string
 	args           string
+	entrypoint     []string
+	cmd            []string
 	words          []string
+	img            Image    // the image as the fake knew it at the create
+	argv           []string // what the runner last started
 	disk           int
 	env            map[string]string
 	ports          []string
@@ -226,7 +239,10 @@ func (p *pod) snapshot(s *Server, now time.Time) Pod {
 		Status:            p.status,
 		Image:             p.image,
 		Args:              p.args,
+		Entrypoint:        slices.Clone(p.entrypoint),
+		Cmd:               slices.Clone(p.cmd),
 		Words:             slices.Clone(p.words),
+		Argv:              slices.Clone(p.argv),
 		Env:               maps.Clone(p.env),
 		Ports:             slices.Clone(p.ports),
 		Cloud:             p.cloud,
@@ -277,16 +293,25 @@ func (p *pod) wire(now time.Time) wirePod {
 		Actions: p.actions(),
 		Image:   p.image,
 		Args:    p.args,
-		Disk:    p.disk,
-		Ports:   slices.Clone(p.ports),
-		Env:     maps.Clone(p.env),
-		Cloud:   p.cloud,
+		// Runpod returns the command taken apart on every read.
+		Entrypoint: slices.Clone(p.entrypoint),
+		Cmd:        slices.Clone(p.cmd),
+		Disk:       p.disk,
+		Ports:      slices.Clone(p.ports),
+		Env:        maps.Clone(p.env),
+		Cloud:      p.cloud,
 		// Runpod reports the billed rate, 0 once the pod no longer runs.
 		Cost:      p.costPerHr,
 		CreatedAt: rfc3339(p.createdAt),
 	}
 	if w.Ports == nil {
 		w.Ports = []string{}
+	}
+	if w.Entrypoint == nil {
+		w.Entrypoint = []string{}
+	}
+	if w.Cmd == nil {
+		w.Cmd = []string{}
 	}
 	if w.Env == nil {
 		w.Env = map[string]string{}

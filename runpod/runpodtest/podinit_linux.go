@@ -58,6 +58,10 @@ func podInit() int {
 		report(initStatus{Error: "build the pod's root: " + err.Error()})
 		return 125
 	}
+	if err := writeImageFiles(cfg.Files); err != nil {
+		report(initStatus{Error: "write the image's files: " + err.Error()})
+		return 125
+	}
 	if cfg.Hostname != "" {
 		if err := syscall.Sethostname([]byte(cfg.Hostname)); err != nil {
 			report(initStatus{Error: "set the pod's hostname: " + err.Error()})
@@ -257,4 +261,24 @@ func dropCapabilities() {
 			_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, prCapBSetDrop, uintptr(c), 0)
 		}
 	}
+}
+
+// writeImageFiles puts the image's files into the pod's root (its overlay,
+// never the host), as executables, as if the image held them.
+func writeImageFiles(files map[string]string) error {
+	for name, content := range files {
+		if !path.IsAbs(name) || strings.HasPrefix(name, "/.oldroot") {
+			return fmt.Errorf("bad image file %q", name)
+		}
+		if err := os.MkdirAll(path.Dir(name), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(name, []byte(content), 0o755); err != nil {
+			return err
+		}
+		if err := os.Chmod(name, 0o755); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"regexp"
@@ -264,9 +265,10 @@ func (s *Server) failLaunchLocked(p *pod, l *launch, err error) {
 // podSpec is everything needed to start a pod's processes.
 type podSpec struct {
 	podID   string
-	words   []string
-	env     []string // NAME=value, secrets resolved
-	nsDir   string   // host directory the pod's private root is built on
+	words   []string          // the container's argv: ENTRYPOINT then CMD
+	files   map[string]string // the image's files: path -> executable content
+	env     []string          // NAME=value, secrets resolved
+	nsDir   string            // host directory the pod's private root is built on
 	diskGB  int
 	mounts  []podMount // in mounting order, parents first
 	sshPort int
@@ -315,14 +317,23 @@ func (s *Server) podSpecLocked(p *pod) (_ *podSpec, err error) {
 	if err := CheckPodRunner(); err != nil {
 		return nil, err
 	}
-	if strings.TrimSpace(p.args) == "" {
-		return nil, errors.New("runpodtest: the pod has no command: its args are empty, and the fake has no image entrypoint to run instead")
+	if len(p.entrypoint)+len(p.cmd) == 0 && strings.TrimSpace(p.args) != "" {
+		// A shell string that did not split into words.
+		if _, err := SplitArgs(p.args); err != nil {
+			return nil, err
+		}
 	}
-	words, err := SplitArgs(p.args)
+	words, err := containerArgv(p.img, p.entrypoint, p.cmd)
 	if err != nil {
 		return nil, err
 	}
-	spec := &podSpec{podID: p.id, words: words, diskGB: p.disk}
+	for file := range p.img.Files {
+		if !path.IsAbs(file) || path.Clean(file) != file || file == "/" {
+			return nil, fmt.Errorf("runpodtest: image file %q is not a clean absolute path", file)
+		}
+	}
+	p.argv = words
+	spec := &podSpec{podID: p.id, words: words, diskGB: p.disk, files: p.img.Files}
 	if spec.sshPort, spec.portHold, err = reservePort(); err != nil {
 		return nil, err
 	}
@@ -334,6 +345,8 @@ func (s *Server) podSpecLocked(p *pod) (_ *podSpec, err error) {
 	}()
 
 	env := map[string]string{"PATH": podBasePath, "HOME": "/root"}
+	// The image's ENV, then the pod's over it, as Docker merges them.
+	maps.Copy(env, p.img.Env)
 	for k, v := range p.env {
 		env[k] = s.resolveLocked(v)
 	}

@@ -24,11 +24,14 @@ const initEnvVar = "RUNPODTEST_POD_INIT"
 // the pod's env, secrets included, so it travels through a pipe: never a
 // command line, an env var of the init, or a file.
 type initConfig struct {
-	Words  []string   `json:"words"`
-	Env    []string   `json:"env"`
-	NSDir  string     `json:"nsDir"`
-	DiskGB int        `json:"diskGB"`
-	Mounts []podMount `json:"mounts"`
+	Words []string `json:"words"`
+	// Files are the image's files, written into the pod's root before
+	// the command runs.
+	Files  map[string]string `json:"files,omitempty"`
+	Env    []string          `json:"env"`
+	NSDir  string            `json:"nsDir"`
+	DiskGB int               `json:"diskGB"`
+	Mounts []podMount        `json:"mounts"`
 	// Hostname is the pod's, set in its own UTS namespace.
 	Hostname string `json:"hostname,omitempty"`
 	// Hidden are host directories the pod must not see: each gets an
@@ -79,6 +82,7 @@ func startPodProcess(spec *podSpec, out io.Writer) (podProcess, error) {
 	}
 	payload, err := json.Marshal(initConfig{
 		Words:     spec.words,
+		Files:     spec.files,
 		Env:       spec.env,
 		NSDir:     spec.nsDir,
 		DiskGB:    spec.diskGB,

@@ -36,7 +36,7 @@ func (s *Server) AddPods(pods ...SeedPod) []string {
 			createdAt: sp.CreatedAt, log: newPodLog(s),
 		}
 		if words, err := SplitArgs(p.args); err == nil && p.args != "" {
-			p.words = words
+			p.words, p.cmd = words, words
 		}
 		if p.env == nil {
 			p.env = map[string]string{}

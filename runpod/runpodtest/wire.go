@@ -11,6 +11,8 @@ type wirePod struct {
 	Actions          []string          `json:"actions"`
 	Image            string            `json:"image"`
 	Args             string            `json:"args"`
+	Entrypoint       []string          `json:"entrypoint"`
+	Cmd              []string          `json:"cmd"`
 	Disk             int               `json:"disk"`
 	Mounts           wireMounts        `json:"mounts"`
 	Ports            []string          `json:"ports"`
@@ -102,6 +104,8 @@ type wireCreatePod struct {
 	Name             *string           `json:"name"`
 	Image            *string           `json:"image"`
 	Args             *string           `json:"args"`
+	Entrypoint       []string          `json:"entrypoint"`
+	Cmd              []string          `json:"cmd"`
 	Disk             *int              `json:"disk"`
 	Env              map[string]string `json:"env"`
 	Ports            []string          `json:"ports"`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/overbrainer/overbrainer-go/guard"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
 
@@ -37,7 +38,7 @@ func (a *app) startLocal(context.Context) (*localEmulator, error) {
 	if err := a.checkLocal(); err != nil {
 		return nil, err
 	}
-	srv := runpodtest.NewServer(runpodtest.WithPodRunner(), runpodtest.WithHiddenDirs(a.store.Dir))
+	srv := runpodtest.NewServer(localOptions(a)...)
 	a.local = &localEmulator{srv: srv, key: srv.APIKey(), baseURL: srv.BaseURL(), graphQLURL: srv.GraphQLURL()}
 	return a.local, nil
 }
@@ -77,7 +78,7 @@ terminates every pod of the emulator.`)
 	if err := a.checkLocal(); err != nil {
 		return err
 	}
-	srv := runpodtest.NewServer(runpodtest.WithPodRunner(), runpodtest.WithHiddenDirs(a.store.Dir))
+	srv := runpodtest.NewServer(localOptions(a)...)
 	defer srv.Close()
 	a.say("local Runpod emulator at %s; state in %s", srv.URL, a.store.Dir)
 	a.say("run \"launch --local run\" in another terminal; Ctrl-C here ends the emulator and its pods")
@@ -88,4 +89,14 @@ terminates every pod of the emulator.`)
 		a.say("terminating %d pod(s)", n)
 	}
 	return nil
+}
+
+// localOptions configure a local emulator: pods run, the launcher's state
+// is hidden from them, and the default image has the ENTRYPOINT and CMD
+// of Runpod's (NVIDIA's entrypoint, Runpod's /start.sh), as on Runpod.
+func localOptions(a *app) []runpodtest.Option {
+	return []runpodtest.Option{
+		runpodtest.WithPodRunner(), runpodtest.WithHiddenDirs(a.store.Dir),
+		runpodtest.WithImage(guard.DefaultImage, runpodtest.RunpodPyTorchImage()),
+	}
 }
