@@ -478,10 +478,10 @@ func remove(ctx context.Context, c api, rec Record, opts ...Option) (Record, run
 // no longer runs (EXITED or ERROR), nor does its watchdog, and it bills.
 func Abandoned(s runpod.PodStatus) bool { return stillBills(s) }
 
-// orphanPolicy is Sweep's default policy but for the exited grace: a
-// person who asks for orphans to go takes an EXITED or ERROR pod for
-// abandoned at once, as RemoveOrphan always did.
-var orphanPolicy = SweepPolicy{ExitedGrace: time.Nanosecond}
+// orphanPolicy is Sweep's default policy: an EXITED pod may be another
+// machine's run in the middle of a restart, so the exited grace holds
+// for a person's rm as for the sweeper.
+var orphanPolicy = SweepPolicy{}
 
 // RemoveOrphan deletes a guarded pod of a run no Record is at hand for,
 // and that run's secret, when the pod is provably abandoned: when Sweep's

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -243,20 +244,26 @@ func TestRemoveRefusesUncollectedResults(t *testing.T) {
 // run's secret; a running one may be another machine's live run, and one
 // without the run marker is never.
 func TestRemoveOrphan(t *testing.T) {
-	marked := map[string]string{"OVERBRAINER_RUN_ID": "elsewhere-1"}
-	late := map[string]string{"OVERBRAINER_RUN_ID": "elsewhere-1", "OVERBRAINER_DEADLINE": strconv.FormatInt(t0.Add(-25*time.Hour).Unix(), 10)}
+	marked := map[string]string{"OVERBRAINER_RUN_ID": "elsewhere-1", "OVERBRAINER_KEEP_POD": "0", "OVERBRAINER_BOOT_GRACE": "1800"}
+	late := maps.Clone(marked)
+	late["OVERBRAINER_DEADLINE"] = strconv.FormatInt(t0.Add(-25*time.Hour).Unix(), 10)
+	kept := maps.Clone(marked)
+	kept["OVERBRAINER_KEEP_POD"] = "1"
 	for _, tc := range []struct {
 		status  runpod.PodStatus
 		env     map[string]string
 		deleted bool
+		started time.Duration // how long ago
 	}{
-		{runpod.StatusRunning, marked, false}, {runpod.StatusStarting, marked, false},
-		{runpod.StatusExited, marked, true}, {runpod.StatusError, marked, true},
-		{runpod.StatusExited, nil, false}, {runpod.StatusRunning, late, true},
+		{runpod.StatusRunning, marked, false, time.Hour}, {runpod.StatusStarting, marked, false, time.Hour},
+		{runpod.StatusExited, marked, true, time.Hour}, {runpod.StatusError, marked, true, time.Hour},
+		{runpod.StatusExited, nil, false, time.Hour}, {runpod.StatusRunning, late, true, time.Hour},
+		// Mid-restart: within the sweeper's exited grace. Kept: only rm RUN.
+		{runpod.StatusExited, marked, false, time.Minute}, {runpod.StatusExited, kept, false, time.Hour},
 	} {
 		h := newHarness(t)
 		h.api.status, h.api.podName = tc.status, PodNamePrefix+"elsewhere-1"
-		started := t0.Add(-time.Hour)
+		started := t0.Add(-tc.started)
 		pod := runpod.Pod{ID: fakePodID, Name: h.api.podName, Status: tc.status, Env: tc.env, CreatedAt: t0.Add(-time.Hour), StartedAt: &started}
 		res, err := removeOrphan(context.Background(), h.api, pod, h.options()...)
 		if tc.deleted {

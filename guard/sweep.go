@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -105,9 +107,12 @@ const (
 	// RuleSecretOrphan: a run's host-key secret whose pod is gone, older
 	// than the secret grace.
 	RuleSecretOrphan
+	// RuleCannotJudge: a guarded pod with a field missing, unparsable or
+	// of a value the sweeper does not know: reported, never deleted.
+	RuleCannotJudge
 )
 
-var ruleNames = [...]string{"keep", "exited", "never_ran", "deadline", "cost_cap", "unmarked", "secret_orphan"}
+var ruleNames = [...]string{"keep", "exited", "never_ran", "deadline", "cost_cap", "unmarked", "secret_orphan", "cannot_judge"}
 
 func (r SweepRule) String() string {
 	if int(r) < len(ruleNames) {
@@ -148,6 +153,9 @@ type Decision struct {
 	SpendUSD float64       `json:"spend_usd,omitempty"`
 	CapUSD   float64       `json:"cap_usd,omitempty"`
 	Why      string        `json:"why"`
+	// Kept says the pod is a kept one (--keep-pod): left whatever its
+	// state.
+	Kept bool `json:"kept,omitempty"`
 	// Done says the delete was made (not on a dry run); Result and Err
 	// are its outcome.
 	Done   bool                `json:"done,omitempty"`
@@ -172,6 +180,8 @@ func (d Decision) String() string {
 		verb = "would delete"
 	case d.Rule == RuleUnmarked:
 		verb = "NOT MARKED, left"
+	case d.Rule == RuleCannotJudge:
+		verb = "CANNOT JUDGE, left"
 	}
 	s := fmt.Sprintf("%s %s: %s: %s", verb, what, d.Rule, d.Why)
 	if d.Err != nil {
@@ -184,6 +194,9 @@ func (d Decision) String() string {
 type Report struct {
 	Pods, Secrets int // listed
 	Decisions     []Decision
+	// SecretsSkipped says why no secret was judged (their listing
+	// failed); the pods were judged all the same.
+	SecretsSkipped string `json:"secrets_skipped,omitempty"`
 }
 
 // Deleted counts the deletes made.
@@ -201,8 +214,10 @@ func (r Report) Deleted() int {
 // the API alone, and deletes those a rule says have no reason to exist
 // (see SweepRule), unless DryRun. It keeps no state: any number of sweeps
 // may run at once (a pod already gone is no error). Nothing is deleted
-// unless both listings are complete. The error is the listing's, or every
-// failed delete, joined; the Report holds every decision either way.
+// unless the pods' listing is complete; when the secrets' listing fails,
+// the pods are judged all the same and no secret is (Report.SecretsSkipped
+// says why). The error is the listings', and every failed delete, joined;
+// the Report holds every decision either way.
 func Sweep(ctx context.Context, c SweepAPI, p SweepPolicy) (Report, error) {
 	if err := p.Validate(); err != nil {
 		return Report{}, err
@@ -213,12 +228,20 @@ func Sweep(ctx context.Context, c SweepAPI, p SweepPolicy) (Report, error) {
 	if err != nil {
 		return Report{}, fmt.Errorf("guard: sweep: listing pods (nothing deleted): %w", err)
 	}
+	// A pod's secret is kept while the pod lives: deleting abandoned pods
+	// needs no secret, and the secrets of pods deleted now are judged at
+	// the next sweep.
+	var errs []error
 	secrets, err := c.ListSecrets(ctx)
 	if err != nil {
-		return Report{}, fmt.Errorf("guard: sweep: listing secrets (nothing deleted): %w", err)
+		err = fmt.Errorf("guard: sweep: listing secrets (secrets not swept, pods judged): %w", err)
+		errs, secrets = append(errs, err), nil
 	}
 	now := p.Now()
 	rep := Report{Pods: len(pods), Secrets: len(secrets)}
+	if err != nil {
+		rep.SecretsSkipped = err.Error()
+	}
 	live := map[string]bool{}
 	for _, pod := range pods {
 		if pod.Status != runpod.StatusTerminated {
@@ -232,9 +255,8 @@ func Sweep(ctx context.Context, c SweepAPI, p SweepPolicy) (Report, error) {
 		}
 	}
 	if p.DryRun {
-		return rep, nil
+		return rep, errors.Join(errs...)
 	}
-	var errs []error
 	for i := range rep.Decisions {
 		d := &rep.Decisions[i]
 		if !d.Delete {
@@ -260,31 +282,85 @@ func Sweep(ctx context.Context, c SweepAPI, p SweepPolicy) (Report, error) {
 }
 
 // judgePod is the one judgment of a guarded pod, Sweep's and
-// RemoveOrphan's.
+// RemoveOrphan's. A pod is deleted only by a rule whose every input was
+// read and understood: a field missing, unparsable or of a value this
+// sweeper does not know makes it RuleCannotJudge, left. A kept pod is
+// left whatever its state: only an explicit Remove deletes it.
 func judgePod(pod runpod.Pod, now time.Time, p SweepPolicy) Decision {
-	d := Decision{PodID: pod.ID, PodName: pod.Name, Status: pod.Status, Age: now.Sub(pod.CreatedAt)}
+	d := Decision{PodID: pod.ID, PodName: pod.Name, Status: pod.Status}
 	id, _ := strings.CutPrefix(pod.Name, PodNamePrefix)
 	if pod.Env[runIDEnv] != id || CheckRunID(id) != nil {
 		d.Rule, d.Why = RuleUnmarked, "named like a guarded run's pod, but without its run marker "+runIDEnv+"="+id
 		return d
 	}
 	d.RunID = id
-	env := pod.Env
-	seconds := func(name string, def time.Duration) time.Duration {
-		if n, err := strconv.ParseInt(env[name], 10, 32); err == nil && n >= 0 {
-			return time.Duration(n) * time.Second
-		}
-		return def
-	}
-	del := func(r SweepRule, age, limit time.Duration, why string) Decision {
-		d.Rule, d.Delete, d.Age, d.Limit, d.Why = r, true, age, limit, why
+	cannot := func(format string, args ...any) Decision {
+		d.Rule, d.Why = RuleCannotJudge, fmt.Sprintf(format, args...)
 		return d
 	}
 	switch pod.Status {
 	case runpod.StatusTerminated:
 		d.Why = "terminated: bills no more"
 		return d
-	case runpod.StatusExited, runpod.StatusError:
+	case runpod.StatusProvisioning, runpod.StatusStarting, runpod.StatusRunning, runpod.StatusExited, runpod.StatusError:
+	default:
+		return cannot("status %q is not one this sweeper knows", pod.Status)
+	}
+	if pod.CreatedAt.IsZero() {
+		return cannot("the API gave no createdAt")
+	}
+	if pod.StartedAt != nil && pod.StartedAt.IsZero() {
+		return cannot("the API gave an empty startedAt")
+	}
+	env := pod.Env
+	var keep bool
+	switch env["OVERBRAINER_KEEP_POD"] {
+	case "1":
+		keep = true
+	case "0":
+	default:
+		return cannot("OVERBRAINER_KEEP_POD=%q is neither 0 nor 1", env["OVERBRAINER_KEEP_POD"])
+	}
+	boot, ok := envSeconds(env, "OVERBRAINER_BOOT_GRACE")
+	if !ok {
+		return cannot("OVERBRAINER_BOOT_GRACE=%q is not a number of seconds the watchdog reads", env["OVERBRAINER_BOOT_GRACE"])
+	}
+	var deadline, ext int64 = -1, int64(DefaultMaxExtension / time.Second)
+	if v, set := env["OVERBRAINER_DEADLINE"]; set {
+		if deadline, ok = envSeconds(env, "OVERBRAINER_DEADLINE"); !ok {
+			return cannot("OVERBRAINER_DEADLINE=%q is not a Unix time the watchdog reads", v)
+		}
+	}
+	if v, set := env["OVERBRAINER_MAX_EXTENSION"]; set {
+		if ext, ok = envSeconds(env, "OVERBRAINER_MAX_EXTENSION"); !ok {
+			return cannot("OVERBRAINER_MAX_EXTENSION=%q is not a number of seconds the watchdog reads", v)
+		}
+	}
+	capUSD := 0.0
+	if v, set := env[podenv.MaxCostEnv]; set {
+		c, err := strconv.ParseFloat(v, 64)
+		if !dollars.MatchString(v) || err != nil {
+			return cannot("%s=%q is not an amount of dollars", podenv.MaxCostEnv, v)
+		}
+		capUSD = c
+	}
+	if math.IsNaN(pod.CostPerHr) || math.IsInf(pod.CostPerHr, 0) || pod.CostPerHr < 0 {
+		return cannot("its price %v is not an amount of dollars", pod.CostPerHr)
+	}
+	d.Age = now.Sub(pod.CreatedAt) // Sub saturates
+	if keep {
+		d.Kept = true
+		d.Why = "kept (--keep-pod): left to its watchdog and to an explicit rm"
+		if stillBills(pod.Status) {
+			d.Why = fmt.Sprintf("kept (--keep-pod), %s: not running, its storage still bills; only an explicit rm deletes it", pod.Status)
+		}
+		return d
+	}
+	del := func(r SweepRule, age, limit time.Duration, why string) Decision {
+		d.Rule, d.Delete, d.Age, d.Limit, d.Why = r, true, age, limit, why
+		return d
+	}
+	if stillBills(pod.Status) {
 		since := pod.CreatedAt
 		if pod.StartedAt != nil && pod.StartedAt.After(since) {
 			since = *pod.StartedAt
@@ -294,35 +370,72 @@ func judgePod(pod runpod.Pod, now time.Time, p SweepPolicy) Decision {
 				pod.Status, short(age), p.ExitedGrace))
 		}
 	}
-	if pod.Status != runpod.StatusRunning && (pod.StartedAt == nil || pod.StartedAt.IsZero()) {
-		limit := seconds("OVERBRAINER_BOOT_GRACE", podenv.DefaultBootGrace) + p.Margin
+	if pod.Status != runpod.StatusRunning && pod.StartedAt == nil {
+		limit := addSat(time.Duration(boot)*time.Second, p.Margin)
 		if d.Age >= limit {
 			return del(RuleNeverRan, d.Age, limit, fmt.Sprintf("%s %s after its creation, past its boot grace plus the margin (%s)",
 				pod.Status, short(d.Age), limit))
 		}
 	}
-	if env["OVERBRAINER_KEEP_POD"] == "1" {
-		d.Why = "kept (--keep-pod): only the boot and exited rules apply"
-		return d
-	}
-	if u, err := strconv.ParseInt(env["OVERBRAINER_DEADLINE"], 10, 64); err == nil {
-		ext := seconds("OVERBRAINER_MAX_EXTENSION", DefaultMaxExtension)
-		end := time.Unix(u, 0).Add(ext + p.Margin)
-		if !now.Before(end) {
-			return del(RuleDeadline, d.Age, end.Sub(pod.CreatedAt), fmt.Sprintf("past its deadline %s plus its extension of %s and the margin",
-				time.Unix(u, 0).UTC().Format(time.RFC3339), ext))
+	// Times are compared in whole seconds from 1970, where no sum of
+	// values the watchdog reads (10 digits each) overflows; past 2100
+	// a time means never.
+	if deadline >= 0 {
+		end := deadline + ext + int64(p.Margin/time.Second)
+		if end < never.Unix() && now.Unix() >= end {
+			return del(RuleDeadline, d.Age, time.Unix(end, 0).Sub(pod.CreatedAt), fmt.Sprintf("past its deadline %s plus its extension of %s and the margin",
+				time.Unix(deadline, 0).UTC().Format(time.RFC3339), time.Duration(ext)*time.Second))
 		}
 	}
-	if c, err := strconv.ParseFloat(env[podenv.MaxCostEnv], 64); err == nil && c > 0 && pod.CostPerHr > 0 {
-		d.SpendUSD, d.CapUSD = pod.CostPerHr*d.Age.Hours(), c
-		capAge := time.Duration(c / pod.CostPerHr * float64(time.Hour))
-		if d.Age >= capAge+p.Margin {
-			return del(RuleCostCap, d.Age, capAge+p.Margin, fmt.Sprintf("spent %s at %s/h, past its cap of %s (and the margin)",
-				Money(d.SpendUSD), Money(pod.CostPerHr), Money(c)))
+	if capUSD > 0 && pod.CostPerHr > 0 {
+		d.SpendUSD, d.CapUSD = pod.CostPerHr*d.Age.Hours(), capUSD
+		// The cap's time, in seconds of float64, is tested against 2100
+		// before it becomes a Duration, which it would overflow.
+		capSec := capUSD / pod.CostPerHr * 3600
+		at := float64(pod.CreatedAt.Unix()) + capSec + p.Margin.Seconds()
+		if at < float64(never.Unix()) {
+			limit := addSat(time.Duration(capSec*float64(time.Second)), p.Margin)
+			if d.Age >= limit {
+				return del(RuleCostCap, d.Age, limit, fmt.Sprintf("spent %s at %s/h, past its cap of %s (and the margin)",
+					Money(d.SpendUSD), Money(pod.CostPerHr), Money(capUSD)))
+			}
 		}
 	}
 	d.Why = "no rule applies"
 	return d
+}
+
+// never is the time past which a pod's deadline or cost cap means never.
+var never = time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// dollars is an amount as podenv writes it.
+var dollars = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
+
+// envSeconds reads a number as the watchdog does: 1 to 10 decimal digits
+// once leading zeros are dropped, nothing else (no sign, no space).
+func envSeconds(env map[string]string, name string) (int64, bool) {
+	v := env[name]
+	if v == "" || strings.Trim(v, "0123456789") != "" {
+		return 0, false
+	}
+	v = strings.TrimLeft(v, "0")
+	if len(v) > 10 {
+		return 0, false
+	}
+	if v == "" {
+		return 0, true
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	return n, err == nil
+}
+
+// addSat adds two durations that are not negative, stopping at the
+// largest.
+func addSat(a, b time.Duration) time.Duration {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // runIDEnv is the run marker a guarded pod carries.
@@ -405,7 +518,8 @@ func SweepEvery(ctx context.Context, c SweepAPI, p SweepPolicy, every time.Durat
 }
 
 // Write writes the report for a person, one line per decision that
-// deletes or is unmarked (every decision when all) and a total; or, with
+// deletes, is unmarked, cannot judge or leaves a kept pod that still
+// bills (every decision when all) and a total; or, with
 // asJSON, one JSON line per decision. err is the pass's error, said last.
 func (r Report) Write(w io.Writer, asJSON, all bool, err error) error {
 	enc := json.NewEncoder(w)
@@ -414,7 +528,7 @@ func (r Report) Write(w io.Writer, asJSON, all bool, err error) error {
 		switch {
 		case asJSON:
 			werr = enc.Encode(d)
-		case all || d.Delete || d.Rule == RuleUnmarked:
+		case all || d.Delete || d.Rule == RuleUnmarked || d.Rule == RuleCannotJudge || (d.Kept && stillBills(d.Status)):
 			_, werr = fmt.Fprintln(w, d)
 		}
 		if werr != nil {

@@ -27,7 +27,7 @@ func TestSweepOnTheFake(t *testing.T) {
 		t.Fatal(err)
 	}
 	create := func(id string, kv ...string) string {
-		env := map[string]string{"OVERBRAINER_RUN_ID": id}
+		env := map[string]string{"OVERBRAINER_RUN_ID": id, "OVERBRAINER_KEEP_POD": "0", "OVERBRAINER_BOOT_GRACE": "1800"}
 		for i := 0; i+1 < len(kv); i += 2 {
 			env[kv[i]] = kv[i+1]
 		}

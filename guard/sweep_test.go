@@ -23,6 +23,7 @@ type sweepFake struct {
 	pods     []runpod.Pod
 	secrets  []runpod.Secret
 	listErr  error
+	secErr   error // of ListSecrets
 	calls    []string
 	gone     map[string]bool // deleted pods: a second delete is a 404, Deleted
 	deletion runpod.DeleteResult
@@ -62,6 +63,9 @@ func (f *sweepFake) ListSecrets(context.Context) ([]runpod.Secret, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, "ListSecrets")
+	if f.secErr != nil {
+		return nil, f.secErr
+	}
 	return f.secrets, nil
 }
 
@@ -79,7 +83,7 @@ var sweepNow = time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
 // startedAfter when that is not negative, with env added.
 func guarded(id string, st runpod.PodStatus, age, startedAfter time.Duration, kv ...string) runpod.Pod {
 	p := runpod.Pod{ID: "pod-" + id, Name: PodNamePrefix + id, Status: st, CreatedAt: sweepNow.Add(-age), CostPerHr: 2,
-		Env: map[string]string{runIDEnv: id}}
+		Env: map[string]string{runIDEnv: id, "OVERBRAINER_KEEP_POD": "0", "OVERBRAINER_BOOT_GRACE": "1800"}}
 	if startedAfter >= 0 {
 		s := p.CreatedAt.Add(startedAfter)
 		p.StartedAt = &s
@@ -107,7 +111,7 @@ func TestSweepDecisions(t *testing.T) {
 		{"exited recently", guarded("c", runpod.StatusExited, h, 55*time.Minute), RuleKeep, false},
 		{"exited long ago", guarded("d", runpod.StatusExited, h, time.Minute), RuleExited, true},
 		{"error long ago", guarded("e", runpod.StatusError, h, time.Minute), RuleExited, true},
-		{"exited, kept", guarded("f", runpod.StatusExited, h, time.Minute, "OVERBRAINER_KEEP_POD", "1"), RuleExited, true},
+		{"exited, kept", guarded("f", runpod.StatusExited, h, time.Minute, "OVERBRAINER_KEEP_POD", "1"), RuleKeep, false},
 		{"terminated", guarded("g", runpod.StatusTerminated, h, time.Minute), RuleKeep, false},
 		{"created, within boot grace", guarded("h", runpod.StatusProvisioning, 30*time.Minute, -1), RuleKeep, false},
 		{"created, past boot grace", guarded("i", runpod.StatusProvisioning, 36*time.Minute, -1), RuleNeverRan, true},
@@ -279,5 +283,63 @@ func TestReportWrite(t *testing.T) {
 	}
 	if len(got) != 3 || got[0].Rule != RuleExited || !got[0].Done || got[2].Rule != RuleUnmarked {
 		t.Errorf("JSON decisions %+v", got)
+	}
+}
+
+// What the sweeper cannot prove abandoned it leaves: a large cap whose
+// time does not fit a Duration, a pod without its creation time, a status
+// it does not know, a kept pod that only stopped, a garbled marker of
+// keep mode. Each was deleted before.
+func TestSweepDoesNoHarm(t *testing.T) {
+	h := time.Hour
+	noCreated := guarded("b", runpod.StatusRunning, h, time.Minute, "OVERBRAINER_MAX_COST_USD", "5")
+	noCreated.CreatedAt = time.Time{}
+	for _, tc := range []struct {
+		name string
+		pod  runpod.Pod
+		rule SweepRule
+	}{
+		{"large valid cap, two minutes old", guarded("a", runpod.StatusRunning, 2*time.Minute, time.Minute,
+			"OVERBRAINER_MAX_COST_USD", "2000000000"), RuleKeep},
+		{"no createdAt", noCreated, RuleCannotJudge},
+		{"unknown status, never started", guarded("c", "PAUSED", h, -1), RuleCannotJudge},
+		{"kept, exited long ago", guarded("d", runpod.StatusExited, 10*h, time.Minute, "OVERBRAINER_KEEP_POD", "1"), RuleKeep},
+		{"keep marker garbled, past deadline", guarded("e", runpod.StatusRunning, 30*h, time.Minute,
+			"OVERBRAINER_KEEP_POD", "yes", "OVERBRAINER_DEADLINE", unix(sweepNow.Add(-25*h))), RuleCannotJudge},
+		{"deadline garbled", guarded("f", runpod.StatusRunning, 30*h, time.Minute, "OVERBRAINER_DEADLINE", "+1"), RuleCannotJudge},
+		{"deadline past 2100", guarded("g", runpod.StatusRunning, 30*h, time.Minute, "OVERBRAINER_DEADLINE", "9999999999"), RuleKeep},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &sweepFake{pods: []runpod.Pod{tc.pod}}
+			rep, err := Sweep(context.Background(), f, SweepPolicy{Now: func() time.Time { return sweepNow }})
+			if err != nil || len(rep.Decisions) != 1 {
+				t.Fatalf("Sweep = %+v, %v", rep, err)
+			}
+			d := rep.Decisions[0]
+			if d.Delete || slices.Contains(f.calls, "DeletePod "+tc.pod.ID) || d.Rule != tc.rule || d.Why == "" {
+				t.Errorf("decision %s (rule %s, delete %v), want rule %s, left (calls %v)", d, d.Rule, d.Delete, tc.rule, f.calls)
+			}
+		})
+	}
+}
+
+// A secrets listing that fails does not stop the pods from being judged
+// and the abandoned ones deleted: only the secret cleanup is skipped, and
+// the error says so.
+func TestSweepWithoutSecrets(t *testing.T) {
+	f := &sweepFake{
+		pods:    []runpod.Pod{guarded("d", runpod.StatusExited, time.Hour, time.Minute), guarded("a", runpod.StatusRunning, time.Hour, time.Minute)},
+		secrets: []runpod.Secret{{ID: "s2", Name: hostKeySecretName("20260302-100000-bbbb")}},
+		secErr:  errors.New("graphql: gone"),
+	}
+	rep, err := Sweep(context.Background(), f, SweepPolicy{Now: func() time.Time { return sweepNow }})
+	if err == nil || !strings.Contains(err.Error(), "secrets not swept") || !strings.Contains(err.Error(), "graphql: gone") {
+		t.Errorf("Sweep error %v, want the secrets listing's, saying they were not swept", err)
+	}
+	if !slices.Contains(f.calls, "DeletePod pod-d") || slices.Contains(f.calls, "DeletePod pod-a") || rep.Deleted() != 1 {
+		t.Errorf("calls %v, deleted %d: want pod-d deleted alone", f.calls, rep.Deleted())
+	}
+	if rep.SecretsSkipped == "" || slices.ContainsFunc(f.calls, func(c string) bool { return strings.HasPrefix(c, "DeleteSecret") }) {
+		t.Errorf("SecretsSkipped %q, calls %v", rep.SecretsSkipped, f.calls)
 	}
 }
