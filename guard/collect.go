@@ -233,6 +233,15 @@ func (r *Run) fail(ctx context.Context, err error) (left bool) {
 	var collect *CollectError
 	var verdict *VerdictError
 	switch {
+	case errors.As(err, &gone) && stillBills(gone.Status) && r.rec.Keep:
+		// A kept pod is deleted only by an explicit Remove: stopped, it
+		// keeps its disk (and bills for it) until its owner says.
+		err = fmt.Errorf("%w: a kept pod, left as it is; its storage still bills until it is removed", err)
+		r.emit(Event{Kind: EventFailed, Err: err, Then: ThenNothing})
+		r.dropConn()
+		r.rec.Phase, r.rec.Note = PhaseStopped, err.Error()
+		r.save()
+		return true
 	case errors.As(err, &gone) && stillBills(gone.Status):
 		// An EXITED or ERROR pod bills for its disk and its watchdog no
 		// longer runs: nothing but this client would delete it.
