@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/bootstrap"
+	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/podssh"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/watchdog"
@@ -442,14 +443,14 @@ func remove(ctx context.Context, c api, rec Record, opts ...Option) (Record, run
 		return rec, runpod.NotDeleted, &FieldError{Field: "Record.ID", Reason: err.Error()}
 	}
 	if rec.PodName == "" {
-		rec.PodName = PodNamePrefix + rec.ID
+		rec.PodName = podenv.PodName(rec.ID)
 	}
 	if rec.SecretName == "" {
-		rec.SecretName = hostKeySecretName(rec.ID)
+		rec.SecretName = podenv.HostKeySecretName(rec.ID)
 	}
 	// The pod and the secret are deleted by these names: another run's
 	// must never be.
-	if rec.PodName != PodNamePrefix+rec.ID || rec.SecretName != hostKeySecretName(rec.ID) {
+	if rec.PodName != podenv.PodName(rec.ID) || rec.SecretName != podenv.HostKeySecretName(rec.ID) {
 		return rec, runpod.NotDeleted, fmt.Errorf("%w: pod %q and secret %q are not run %s's", ErrRecordMismatch, rec.PodName, rec.SecretName, rec.ID)
 	}
 	r := &Run{api: c, cfg: cfg, rec: rec}
@@ -515,7 +516,7 @@ func removeOrphan(ctx context.Context, c api, pod runpod.Pod, opts ...Option) (r
 		return runpod.NotDeleted, fmt.Errorf("%w: pod %s (%s) is %s: %s; another machine's run may own it",
 			ErrNotAbandoned, pod.ID, pod.Name, pod.Status, d.Why)
 	}
-	r := &Run{api: c, cfg: cfg, rec: Record{ID: id, PodID: pod.ID, PodName: pod.Name, SecretName: hostKeySecretName(id)}}
+	r := &Run{api: c, cfg: cfg, rec: Record{ID: id, PodID: pod.ID, PodName: pod.Name, SecretName: podenv.HostKeySecretName(id)}}
 	res, err := r.deletePod(ctx)
 	r.deleteSecret(ctx)
 	return res, err

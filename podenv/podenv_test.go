@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -58,7 +59,8 @@ func TestEnvHoldsTheWatchdogSettingsAndNoSecret(t *testing.T) {
 		"OVERBRAINER_API_URL":        "https://api.runpod.io/v2",
 		"OVERBRAINER_AUTHORIZED_KEY": clientKey + " overbrainer-r1",
 		"OVERBRAINER_CLAIM":          hostKey,
-		"OVERBRAINER_VERSION":        podenv.Version,
+		"OVERBRAINER_VERSION":        podenv.BuildVersion(),
+		"OVERBRAINER_CONTRACT":       strconv.Itoa(podenv.ContractVersion),
 		"JUPYTER_DISABLE":            "1",
 	}
 	if diff := cmp.Diff(want, env); diff != "" {
