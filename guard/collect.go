@@ -12,6 +12,7 @@ import (
 	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/podssh"
 	"github.com/overbrainer/overbrainer-go/runpod"
+	"github.com/overbrainer/overbrainer-go/sweep"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 	"github.com/overbrainer/overbrainer-go/watchdog/jobctl"
 )
@@ -488,15 +489,11 @@ func remove(ctx context.Context, c api, rec Record, opts ...Option) (Record, run
 // no longer runs (EXITED or ERROR), nor does its watchdog, and it bills.
 func Abandoned(s runpod.PodStatus) bool { return stillBills(s) }
 
-// orphanPolicy is Sweep's default policy: an EXITED pod may be another
-// machine's run in the middle of a restart, so the exited grace holds
-// for a person's rm as for the sweeper.
-var orphanPolicy = SweepPolicy{}
-
 // RemoveOrphan deletes a guarded pod of a run no Record is at hand for,
-// and that run's secret, when the pod is provably abandoned: when Sweep's
-// rules (with orphanPolicy) would delete it; never one without the run
-// marker. Any other is left
+// and that run's secret, when the pod is provably abandoned: when the
+// sweeper's rules, with its default graces, would delete it (an EXITED pod
+// may be another machine's run in the middle of a restart); never one
+// without the run marker, never a kept one. Any other is left
 // to its owner: it may be another machine's live run (ErrNotAbandoned says
 // so, and why).
 func RemoveOrphan(ctx context.Context, c *runpod.Client, pod runpod.Pod, opts ...Option) (runpod.DeleteResult, error) {
@@ -508,11 +505,11 @@ func removeOrphan(ctx context.Context, c api, pod runpod.Pod, opts ...Option) (r
 	for _, o := range opts {
 		o(&cfg)
 	}
-	id, ok := strings.CutPrefix(pod.Name, PodNamePrefix)
-	if !ok || CheckRunID(id) != nil {
+	id, ok := podenv.RunIDOfPod(pod.Name)
+	if !ok {
 		return runpod.NotDeleted, fmt.Errorf("%w: pod %s (%q) is not named as a guarded run's", ErrNotAbandoned, pod.ID, pod.Name)
 	}
-	if d := judgePod(pod, cfg.clock.Now(), orphanPolicy.withDefaults()); !d.Delete {
+	if d := sweep.Judge(pod, cfg.clock.Now(), sweep.Policy{}); !d.Delete {
 		return runpod.NotDeleted, fmt.Errorf("%w: pod %s (%s) is %s: %s; another machine's run may own it",
 			ErrNotAbandoned, pod.ID, pod.Name, pod.Status, d.Why)
 	}

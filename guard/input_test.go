@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -57,6 +55,10 @@ func TestLaunchRefusesBadInput(t *testing.T) {
 		{"a negative extension", func(s *Spec) { s.MaxExtension = -time.Hour }, nil, []string{"Spec.MaxExtension"}, nil},
 		{"an extension with a hard deadline", func(s *Spec) { s.MaxExtension, s.HardDeadline = time.Hour, true }, nil, []string{"Spec.MaxExtension"}, nil},
 		{"the host key in PodEnv", func(s *Spec) { s.PodEnv = map[string]string{podenv.HostKeyEnv: "x"} }, nil, []string{"Spec.PodEnv"}, nil},
+		// The watchdog's own settings: keep mode, a knob, one Env never writes.
+		{"keep mode in PodEnv", func(s *Spec) { s.PodEnv = map[string]string{"OVERBRAINER_KEEP_POD": "1"} }, nil, []string{"Spec.PodEnv"}, nil},
+		{"a knob in PodEnv", func(s *Spec) { s.PodEnv = map[string]string{"OVERBRAINER_MAX_EXTENSION": "99999"} }, nil, []string{"Spec.PodEnv"}, nil},
+		{"the contract number in PodEnv", func(s *Spec) { s.PodEnv = map[string]string{"OVERBRAINER_CONTRACT": "1"} }, nil, []string{"Spec.PodEnv"}, nil},
 		{"a cost cap on a GPU type without a price", func(s *Spec) { s.MaxCostUSD, s.GPUTypeID = 5, "NVIDIA Nothing" }, nil,
 			[]string{"Spec.MaxCostUSD"}, []string{"GetGPUType"}},
 		{"a cost cap on a cloud without the type", func(s *Spec) { s.MaxCostUSD, s.Cloud = 5, runpod.CommunityCloud }, nil,
@@ -244,11 +246,9 @@ func TestRemoveRefusesUncollectedResults(t *testing.T) {
 // run's secret; a running one may be another machine's live run, and one
 // without the run marker is never.
 func TestRemoveOrphan(t *testing.T) {
-	marked := map[string]string{"OVERBRAINER_RUN_ID": "elsewhere-1", "OVERBRAINER_KEEP_POD": "0", "OVERBRAINER_BOOT_GRACE": "1800"}
-	late := maps.Clone(marked)
-	late["OVERBRAINER_DEADLINE"] = strconv.FormatInt(t0.Add(-25*time.Hour).Unix(), 10)
-	kept := maps.Clone(marked)
-	kept["OVERBRAINER_KEEP_POD"] = "1"
+	marked := testPodEnv(t, podenv.Settings{RunID: "elsewhere-1"})
+	late := testPodEnv(t, podenv.Settings{RunID: "elsewhere-1", Deadline: t0.Add(-25 * time.Hour)})
+	kept := testPodEnv(t, podenv.Settings{RunID: "elsewhere-1", Keep: true})
 	for _, tc := range []struct {
 		status  runpod.PodStatus
 		env     map[string]string
@@ -359,4 +359,18 @@ func TestLaunchWarnsOfUnguardedPods(t *testing.T) {
 	if strings.Contains(w, "p-live") {
 		t.Errorf("the warning %q names a pod its watchdog guards", w)
 	}
+}
+
+// testPodEnv is the env podenv writes for s, with a workdir and keys
+// filled in.
+func testPodEnv(t testing.TB, s podenv.Settings) map[string]string {
+	t.Helper()
+	s.Workdir = "/workspace/overbrainer"
+	s.AuthorizedKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJcomaqb8ckRepkDHH1CfKQjIlXD1MGWnmwCZJZcsNG3"
+	s.Claim = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFaKCIGTAorZfRm38a9XqitAU3FLqS55pVZdcKm+u+LV"
+	env, err := s.Env()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env
 }

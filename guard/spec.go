@@ -112,7 +112,8 @@ type Spec struct {
 	// when empty.
 	WatchdogAPIURL string
 	// PodEnv adds variables to the pod's environment. Never a secret: the
-	// environment is visible in Runpod's console and to the job.
+	// environment is visible in Runpod's console and to the job. A name
+	// of the pod's contract (see podenv.Owns) is refused.
 	PodEnv map[string]string
 	// Results says what Collect brings back: a size cap, whether empty
 	// outputs fail the run, what stays on the pod.
@@ -279,8 +280,12 @@ func (s Spec) check(now time.Time) error {
 	}
 	errs = append(errs, s.Results.check("Spec.Results.")...)
 	for k := range s.PodEnv {
-		if k == podenv.HostKeyEnv || !envName.MatchString(k) {
-			bad("PodEnv", "%q is not a variable a run may set", k)
+		switch {
+		case !envName.MatchString(k):
+			bad("PodEnv", "%q is not a variable name", k)
+		case podenv.Owns(k):
+			// The watchdog and the bootstrap rely on them as Env set them.
+			bad("PodEnv", "%s belongs to the pod's contract: set it through the Spec, not PodEnv", k)
 		}
 	}
 	return errors.Join(errs...)

@@ -53,17 +53,23 @@ const (
 	jupyterEnv = "JUPYTER_DISABLE"
 )
 
-// ownedPrefix starts every name of the pod's contract: the bootstrap and
-// the watchdog read more of them than Env writes (OVERBRAINER_SSH_PORT,
-// OVERBRAINER_BOOT_FAILED, ...), so a user's env may set none.
-const ownedPrefix = "OVERBRAINER_"
+// owned are the names of the pod's contract: those Env writes, and the
+// one the bootstrap sets for the watchdog.
+var owned = map[string]bool{
+	runIDEnv: true, HostKeyEnv: true, workdirEnv: true, runDirEnv: true, bootGraceEnv: true,
+	retrieveGraceEnv: true, keepEnv: true, APIURLEnv: true, authorizedKeyEnv: true, claimEnv: true,
+	versionEnv: true, contractEnv: true, deadlineEnv: true, secretEnvEnv: true, volumeDirEnv: true,
+	volumeGBEnv: true, maxExtensionEnv: true, intervalEnv: true, leaseTTLEnv: true, snapshotLeadEnv: true,
+	snapshotWaitEnv: true, probeTriesEnv: true, probeWaitEnv: true, MaxCostEnv: true, jupyterEnv: true,
+	"OVERBRAINER_BOOT_FAILED": true,
+}
 
 // Owns says the pod's contract owns the variable name: a user's extra env
 // (guard's Spec.PodEnv, the launcher's --pod-env) may not set it, or it
-// could undo a rule the watchdog relies on.
-func Owns(name string) bool {
-	return strings.HasPrefix(name, ownedPrefix) || name == jupyterEnv
-}
+// could undo a rule the watchdog relies on or a reader's judgment of the
+// pod. The watchdog's and the bootstrap's seams for tests (OVERBRAINER_DU,
+// OVERBRAINER_SSHD, timeouts) are not the contract's.
+func Owns(name string) bool { return owned[name] }
 
 // BuildVersion is the SDK's version as the build knows it: the module's
 // version when a program requires it (or is it, built from a version),

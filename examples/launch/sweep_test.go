@@ -75,11 +75,15 @@ func TestSweepDeletesWhatNobodyGuards(t *testing.T) {
 	}
 }
 
-// On a fresh machine, without a key, sweep runs against the local
-// emulator; a period under a minute against Runpod itself is refused.
+// Without a key, sweep refuses (it sweeps an account) unless --local asks
+// for the local emulator; a period under a minute against Runpod itself is
+// refused.
 func TestSweepDryRunLocalAndPeriod(t *testing.T) {
 	t.Parallel()
 	l := newLocal(t)
+	if p := l.run("sweep", "--dry-run"); p.code != 2 || !strings.Contains(p.stderr.String(), "sweep needs RUNPOD_API_KEY") {
+		t.Fatalf("sweep without a key: exit %d, want 2\n%s", p.code, p.stderr)
+	}
 	p := l.run("--local", "sweep", "--dry-run")
 	if p.code != 0 {
 		t.Fatalf("sweep --dry-run exit %d\n%s", p.code, p.stderr)
