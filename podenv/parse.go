@@ -17,8 +17,9 @@ import (
 // than its own. A pod whose env has no OVERBRAINER_CONTRACT is of
 // contract 1, the one before it was written.
 //
-// 2: OVERBRAINER_CONTRACT is written, and OVERBRAINER_VERSION is the
-// module's version from the build ([BuildVersion]).
+// 2: OVERBRAINER_CONTRACT is written, OVERBRAINER_VERSION is the
+// module's version from the build ([BuildVersion]), and a pod with a
+// deadline always says its OVERBRAINER_MAX_EXTENSION (the default too).
 const ContractVersion = 2
 
 // The names of the pod's env that this package owns: [Settings.Env]
@@ -217,6 +218,8 @@ func Parse(env map[string]string) (Pod, error) {
 	s.ProbeWait, _ = seconds(probeWaitEnv, false)
 	if d, ok := seconds(maxExtensionEnv, false); ok {
 		s.MaxExtension, s.HardDeadline = d, d == 0
+	} else if _, set := env[maxExtensionEnv]; !set && p.Contract >= 2 && !s.Deadline.IsZero() {
+		bad(maxExtensionEnv, "is missing, with a deadline")
 	}
 	if v, ok := env[MaxCostEnv]; ok {
 		c, err := strconv.ParseFloat(v, 64)

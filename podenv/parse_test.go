@@ -38,6 +38,9 @@ func normalized(s podenv.Settings) podenv.Settings {
 		&s.SnapshotWait, &s.ProbeWait, &s.MaxExtension} {
 		*d = up(*d)
 	}
+	if s.MaxExtension == 0 && !s.HardDeadline && !s.Deadline.IsZero() {
+		s.MaxExtension = podenv.DefaultMaxExtension
+	}
 	s.APIURL = strings.TrimRight(s.APIURL, "/")
 	if s.APIURL == "" {
 		s.APIURL = podenv.DefaultAPIURL
@@ -114,14 +117,6 @@ func TestParseRefuses(t *testing.T) {
 		for k, v := range base {
 			env[k] = v
 		}
-		if tc.name == "OVERBRAINER_MAX_EXTENSION" {
-			// Absent is the default extension: not an error.
-			delete(env, tc.name)
-			if _, err := podenv.Parse(env); err != nil {
-				t.Errorf("without %s: %v", tc.name, err)
-			}
-			continue
-		}
 		if tc.value == "-" {
 			delete(env, tc.name)
 		} else {
@@ -139,8 +134,10 @@ func TestParseRefuses(t *testing.T) {
 			t.Errorf("%s=%q: %v is neither an EnvError nor a FieldError", tc.name, tc.value, err)
 		}
 	}
+	// A pod of contract 1 said no extension when it had the default.
 	delete(base, "OVERBRAINER_CONTRACT")
-	if p, err := podenv.Parse(base); err != nil || p.Contract != 1 {
+	delete(base, "OVERBRAINER_MAX_EXTENSION")
+	if p, err := podenv.Parse(base); err != nil || p.Contract != 1 || p.MaxExtension != 0 {
 		t.Errorf("a pod of before the contract number: %+v, %v; want contract 1", p, err)
 	}
 }

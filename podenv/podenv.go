@@ -482,8 +482,13 @@ func (s Settings) Env() (map[string]string, error) {
 			env[k.env] = strconv.FormatInt(k.n, 10)
 		}
 	}
-	if s.HardDeadline {
+	switch {
+	case s.HardDeadline:
 		env[maxExtensionEnv] = "0"
+	case s.MaxExtension == 0 && !s.Deadline.IsZero():
+		// Explicit (contract 2): a reader that finds none cannot take a
+		// lost value for the default.
+		env[maxExtensionEnv] = wholeSeconds(DefaultMaxExtension)
 	}
 	if s.MaxCostUSD > 0 {
 		env[MaxCostEnv] = strconv.FormatFloat(s.MaxCostUSD, 'f', -1, 64)

@@ -105,10 +105,11 @@ const (
 	hostKey   = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFaKCIGTAorZfRm38a9XqitAU3FLqS55pVZdcKm+u+LV"
 )
 
-// podEnv is run id's env as podenv writes it: no deadline, not kept, the
-// default graces.
+// podEnv is run id's env as podenv writes it: a deadline far off (which
+// a test sets to its own), not kept, the default graces and extension.
 func podEnv(id string) map[string]string {
-	env, err := podenv.Settings{RunID: id, Workdir: "/workspace/overbrainer", AuthorizedKey: clientKey, Claim: hostKey}.Env()
+	env, err := podenv.Settings{RunID: id, Workdir: "/workspace/overbrainer", AuthorizedKey: clientKey, Claim: hostKey,
+		Deadline: sweepNow.Add(1000 * time.Hour)}.Env()
 	if err != nil {
 		panic(err)
 	}
