@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -100,4 +101,31 @@ func TestSweepDryRunLocalAndPeriod(t *testing.T) {
 		t.Fatalf("sweep --every 30s against Runpod: exit %d, want 2 (usage)\n%s", q.code, q.stderr)
 	}
 	mustContain(t, "sweep stderr", q.stderr.String(), "every: 30s is under 1m0s")
+}
+
+// A fresh sweeper, from another state directory (another machine), never
+// deletes a live run it did not make: not by sweep, not by rm
+// --all-orphans, even with a cost cap so large that its time overflowed a
+// Duration (which once read as past the cap).
+func TestAFreshSweeperLeavesAnotherMachinesRun(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	p := w.start(args([]string{"run", "--max-cost-usd", "5000000"}, fast, demo(600))...)
+	p.waitOutput("step 1/600", patience)
+	r := w.onlyRun()
+	other := &world{t: t, srv: w.srv, stateDir: filepath.Join(t.TempDir(), "elsewhere")}
+	s := other.run("sweep", "--margin", "1s", "--exited-grace", "1s")
+	if s.code != 0 || w.pod(r).Status != runpodtest.StatusRunning {
+		t.Fatalf("sweep from elsewhere: exit %d, pod %s\n%s\n%s", s.code, w.pod(r).Status, s.stdout, s.stderr)
+	}
+	o := other.run("rm", "--all-orphans", "--margin", "1s", "--exited-grace", "1s")
+	if o.code != 0 || w.pod(r).Status != runpodtest.StatusRunning {
+		t.Fatalf("rm --all-orphans from elsewhere: exit %d, pod %s\n%s", o.code, w.pod(r).Status, o.stderr)
+	}
+	mustContain(t, "rm --all-orphans", o.stderr.String(), "keep pod "+r.PodID, "no rule applies")
+	p.signal(syscall.SIGINT)
+	p.wait(patience)
+	if rm := w.run("rm", "--force", r.ID); rm.code != 0 {
+		t.Fatalf("rm exit %d\n%s", rm.code, rm.stderr)
+	}
 }
