@@ -365,3 +365,32 @@ func TestSweepWithoutSecrets(t *testing.T) {
 		t.Errorf("SecretsSkipped %q, calls %v", rep.SecretsSkipped, f.calls)
 	}
 }
+
+// A dry run's report says every decision, the pods it cannot judge with
+// the reason; a name from the API is escaped.
+func TestReportSaysCannotJudge(t *testing.T) {
+	odd := guarded("c", "PAUSED", time.Hour, -1)
+	kept := guarded("k", runpod.StatusExited, time.Hour, time.Minute, "OVERBRAINER_KEEP_POD", "1")
+	f := &sweepFake{pods: []runpod.Pod{odd, kept, {ID: "pod-x", Name: podenv.PodNamePrefix + "x\x1b[31m", Status: runpod.StatusRunning}}}
+	rep, err := Once(context.Background(), f, Policy{DryRun: true, Now: func() time.Time { return sweepNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := rep.Write(&b, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		`CANNOT JUDGE, left pod pod-c (overbrainer-c, PAUSED): cannot_judge: status "PAUSED" is not one this sweeper knows`,
+		"keep pod pod-k (overbrainer-k, EXITED): keep: kept (--keep-pod), EXITED: not running, its storage still bills",
+		"NOT MARKED, left pod pod-x (overbrainer-x\\x1b[31m, RUNNING)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the report lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "\x1b") {
+		t.Errorf("the report holds an escape byte: %q", out)
+	}
+}
