@@ -167,8 +167,6 @@ func CheckRunID(id string) error { return podenv.CheckRunID(id) }
 // e.g. 20260301-120000-a1b2 (see podenv.NewRunID).
 func NewRunID(now time.Time) (string, error) { return podenv.NewRunID(now) }
 
-func hostKeySecretName(id string) string { return podenv.HostKeySecretName(id) }
-
 // withDefaults fills the empty fields.
 func (s Spec) withDefaults() Spec {
 	s.Image = cmp.Or(s.Image, DefaultImage)

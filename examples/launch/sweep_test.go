@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/overbrainer/overbrainer-go/guard"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
+	"github.com/overbrainer/overbrainer-go/sweep"
 )
 
 // With the launcher SIGKILLed and the pod's watchdog killed by the job, no
@@ -32,8 +32,8 @@ func TestSweepDeletesWhatNobodyGuards(t *testing.T) {
 	p.wait(patience)
 	r := w.onlyRun()
 
-	sweep := []string{"sweep", "--every", "2s", "--margin", "1s", "--exited-grace", "1s", "--json"}
-	a, b := w.start(sweep...), w.start(sweep...)
+	sweepArgs := []string{"sweep", "--every", "2s", "--margin", "1s", "--exited-grace", "1s", "--json"}
+	a, b := w.start(sweepArgs...), w.start(sweepArgs...)
 	pod := w.waitPodGone(r, patience)
 	time.Sleep(3 * time.Second) // one more period of each sweeper
 	a.signal(syscall.SIGINT)
@@ -55,10 +55,10 @@ func TestSweepDeletesWhatNobodyGuards(t *testing.T) {
 	if deletes != 1 {
 		t.Errorf("%d successful deletes of the pod, want 1 (two sweepers, one delete)", deletes)
 	}
-	var done []guard.Decision
+	var done []sweep.Decision
 	for _, out := range []string{a.stdout.String(), b.stdout.String()} {
 		for line := range strings.Lines(out) {
-			var d guard.Decision
+			var d sweep.Decision
 			if err := json.Unmarshal([]byte(line), &d); err != nil {
 				t.Fatalf("a --json line that is not a decision: %q: %v", line, err)
 			}
@@ -67,7 +67,7 @@ func TestSweepDeletesWhatNobodyGuards(t *testing.T) {
 			}
 		}
 	}
-	if len(done) == 0 || (done[0].Rule != guard.RuleDeadline && done[0].Rule != guard.RuleExited) {
+	if len(done) == 0 || (done[0].Rule != sweep.RuleDeadline && done[0].Rule != sweep.RuleExited) {
 		t.Fatalf("the sweepers' decisions on the pod: %+v\n%s\n%s", done, a.stderr, b.stderr)
 	}
 	t.Logf("deleted by rule %s: %s", done[0].Rule, done[0].Why)
