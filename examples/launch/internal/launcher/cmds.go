@@ -15,6 +15,7 @@ import (
 	"github.com/overbrainer/overbrainer-go/guard"
 	"github.com/overbrainer/overbrainer-go/internal/costplan"
 	"github.com/overbrainer/overbrainer-go/internal/termtext"
+	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/sweep"
 	"github.com/overbrainer/overbrainer-go/watchdog"
@@ -189,7 +190,7 @@ no local run knows (orphans: "launch rm --all-orphans" removes them).`)
 		}
 		switch {
 		case live:
-			status = guard.StatusText(pod.Status)
+			status = dash(guard.StatusText(pod.Status))
 			perHr := pod.CostPerHr
 			if perHr == 0 {
 				perHr = r.CostPerHr
@@ -220,7 +221,15 @@ no local run knows (orphans: "launch rm --all-orphans" removes them).`)
 		if !p.CreatedAt.IsZero() {
 			age = since(now.Sub(p.CreatedAt))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s/h\t%s\t%s\n", dash(strings.TrimPrefix(p.Name, PodNamePrefix)), "orphan", dash(p.ID), guard.StatusText(p.Status), age, money(p.CostPerHr), "-", "-")
+		// The pod's env says whether it is kept (only rm RUN deletes it):
+		// read by podenv's reader, as the sweeper reads it.
+		phase := "orphan"
+		if env, err := podenv.Parse(p.Env); err != nil {
+			phase = "orphan?" // an env no rule can read: the sweeper leaves it too
+		} else if env.Keep {
+			phase = "orphan,kept"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s/h\t%s\t%s\n", dash(strings.TrimPrefix(p.Name, PodNamePrefix)), phase, dash(p.ID), dash(guard.StatusText(p.Status)), age, money(p.CostPerHr), "-", "-")
 	}
 	if err := tw.Flush(); err != nil {
 		return err
