@@ -26,11 +26,12 @@ import (
 	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
+	"github.com/overbrainer/overbrainer-go/sweep"
 )
 
 // BenchmarkListAtScale lists an account of many guarded pods, pages of
 // 1,000, against the fake: with ListPods ("listpods"), with one dry-run
-// guard.Sweep that judges every pod and secret ("sweep"), and, as the
+// sweep.Once that judges every pod and secret ("sweep"), and, as the
 // baseline, with bare net/http that fetches the same pages and decodes
 // them into runpod.Pod ("bare"). Each reports its wall time, the peak of
 // its heap (sampled every millisecond) and of its RSS, and its requests.
@@ -66,7 +67,7 @@ func BenchmarkListAtScale(b *testing.B) {
 			return len(pods), err
 		}},
 		{"sweep", func(ctx context.Context, hc *http.Client) (int, error) {
-			rep, err := guard.Sweep(ctx, fake.client(b, hc), guard.SweepPolicy{DryRun: true})
+			rep, err := sweep.Once(ctx, fake.client(b, hc), sweep.Policy{DryRun: true})
 			if err == nil && len(rep.Decisions) != rep.Pods+rep.Secrets {
 				err = fmt.Errorf("%d decisions for %d pods and %d secrets", len(rep.Decisions), rep.Pods, rep.Secrets)
 			}

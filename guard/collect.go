@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/bootstrap"
+	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/podssh"
 	"github.com/overbrainer/overbrainer-go/runpod"
+	"github.com/overbrainer/overbrainer-go/sweep"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 	"github.com/overbrainer/overbrainer-go/watchdog/jobctl"
 )
@@ -233,6 +235,15 @@ func (r *Run) fail(ctx context.Context, err error) (left bool) {
 	var collect *CollectError
 	var verdict *VerdictError
 	switch {
+	case errors.As(err, &gone) && stillBills(gone.Status) && r.rec.Keep:
+		// A kept pod is deleted only by an explicit Remove: stopped, it
+		// keeps its disk (and bills for it) until its owner says.
+		err = fmt.Errorf("%w: a kept pod, left as it is; its storage still bills until it is removed", err)
+		r.emit(Event{Kind: EventFailed, Err: err, Then: ThenNothing})
+		r.dropConn()
+		r.rec.Phase, r.rec.Note = PhaseStopped, err.Error()
+		r.save()
+		return true
 	case errors.As(err, &gone) && stillBills(gone.Status):
 		// An EXITED or ERROR pod bills for its disk and its watchdog no
 		// longer runs: nothing but this client would delete it.
@@ -433,14 +444,14 @@ func remove(ctx context.Context, c api, rec Record, opts ...Option) (Record, run
 		return rec, runpod.NotDeleted, &FieldError{Field: "Record.ID", Reason: err.Error()}
 	}
 	if rec.PodName == "" {
-		rec.PodName = PodNamePrefix + rec.ID
+		rec.PodName = podenv.PodName(rec.ID)
 	}
 	if rec.SecretName == "" {
-		rec.SecretName = hostKeySecretName(rec.ID)
+		rec.SecretName = podenv.HostKeySecretName(rec.ID)
 	}
 	// The pod and the secret are deleted by these names: another run's
 	// must never be.
-	if rec.PodName != PodNamePrefix+rec.ID || rec.SecretName != hostKeySecretName(rec.ID) {
+	if rec.PodName != podenv.PodName(rec.ID) || rec.SecretName != podenv.HostKeySecretName(rec.ID) {
 		return rec, runpod.NotDeleted, fmt.Errorf("%w: pod %q and secret %q are not run %s's", ErrRecordMismatch, rec.PodName, rec.SecretName, rec.ID)
 	}
 	r := &Run{api: c, cfg: cfg, rec: rec}
@@ -478,15 +489,11 @@ func remove(ctx context.Context, c api, rec Record, opts ...Option) (Record, run
 // no longer runs (EXITED or ERROR), nor does its watchdog, and it bills.
 func Abandoned(s runpod.PodStatus) bool { return stillBills(s) }
 
-// orphanPolicy is Sweep's default policy but for the exited grace: a
-// person who asks for orphans to go takes an EXITED or ERROR pod for
-// abandoned at once, as RemoveOrphan always did.
-var orphanPolicy = SweepPolicy{ExitedGrace: time.Nanosecond}
-
 // RemoveOrphan deletes a guarded pod of a run no Record is at hand for,
-// and that run's secret, when the pod is provably abandoned: when Sweep's
-// rules (with orphanPolicy) would delete it; never one without the run
-// marker. Any other is left
+// and that run's secret, when the pod is provably abandoned: when the
+// sweeper's rules, with its default graces, would delete it (an EXITED pod
+// may be another machine's run in the middle of a restart); never one
+// without the run marker, never a kept one. Any other is left
 // to its owner: it may be another machine's live run (ErrNotAbandoned says
 // so, and why).
 func RemoveOrphan(ctx context.Context, c *runpod.Client, pod runpod.Pod, opts ...Option) (runpod.DeleteResult, error) {
@@ -498,15 +505,15 @@ func removeOrphan(ctx context.Context, c api, pod runpod.Pod, opts ...Option) (r
 	for _, o := range opts {
 		o(&cfg)
 	}
-	id, ok := strings.CutPrefix(pod.Name, PodNamePrefix)
-	if !ok || CheckRunID(id) != nil {
+	id, ok := podenv.RunIDOfPod(pod.Name)
+	if !ok {
 		return runpod.NotDeleted, fmt.Errorf("%w: pod %s (%q) is not named as a guarded run's", ErrNotAbandoned, pod.ID, pod.Name)
 	}
-	if d := judgePod(pod, cfg.clock.Now(), orphanPolicy.withDefaults()); !d.Delete {
+	if d := sweep.Judge(pod, cfg.clock.Now(), sweep.Policy{}); !d.Delete {
 		return runpod.NotDeleted, fmt.Errorf("%w: pod %s (%s) is %s: %s; another machine's run may own it",
 			ErrNotAbandoned, pod.ID, pod.Name, pod.Status, d.Why)
 	}
-	r := &Run{api: c, cfg: cfg, rec: Record{ID: id, PodID: pod.ID, PodName: pod.Name, SecretName: hostKeySecretName(id)}}
+	r := &Run{api: c, cfg: cfg, rec: Record{ID: id, PodID: pod.ID, PodName: pod.Name, SecretName: podenv.HostKeySecretName(id)}}
 	res, err := r.deletePod(ctx)
 	r.deleteSecret(ctx)
 	return res, err

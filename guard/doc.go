@@ -42,7 +42,7 @@
 //     in between, and Remove deletes a run's pod without connecting to
 //     it (not one whose results were not collected, unless WithForce).
 //     RemoveOrphan deletes another run's pod only when it is provably
-//     abandoned, by Sweep's rules.
+//     abandoned, by the sweeper's rules and graces (package sweep).
 //   - Run.Shell opens a session on the pod over the pinned connection (a
 //     PTY when asked, podssh.AttachTerminal for this program's terminal; a
 //     command's exit status as a *podssh.CommandError), and
@@ -51,13 +51,10 @@
 //   - Run.Cancel stops the job at once, without a checkpoint (its process
 //     group gets TERM, then KILL), on a launched or an attached Run; Collect
 //     and Delete then end the run as usual.
-//   - Sweep is the third enforcer, for when both the watchdog and the
-//     client are missing: it judges every guarded pod and host-key secret
-//     of the account from the API alone (the pod's env carries its run
-//     marker, deadline, extension, boot grace and cost cap) and deletes
-//     those with no reason to exist, each Decision typed by its SweepRule
-//     and carrying the numbers. It keeps no state, so any number may run
-//     at once (SweepEvery loops).
+//   - The third enforcer, for when both the watchdog and the client are
+//     missing, is package sweep: it judges every guarded pod and host-key
+//     secret of the account from the API alone. guard's Sweep, SweepEvery
+//     and their types forward to it for one release.
 //
 // Getting a GPU: Spec.GPUTypes are tried in order, since Runpod's create
 // neither searches for capacity nor falls back. A capacity 400, a 403 for

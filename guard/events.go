@@ -284,17 +284,7 @@ func (e Event) String() string {
 }
 
 // Money formats USD with enough digits for the cents of a short run.
-func Money(usd float64) string {
-	switch {
-	case usd == 0:
-		return "$0"
-	case usd < 0.01:
-		return fmt.Sprintf("$%.4f", usd)
-	case usd < 10:
-		return fmt.Sprintf("$%.3f", usd)
-	}
-	return fmt.Sprintf("$%.2f", usd)
-}
+func Money(usd float64) string { return costplan.Money(usd) }
 
 // ByteSize is n bytes for a person, in powers of 1000 as disks and
 // networks count them.

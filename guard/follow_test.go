@@ -646,3 +646,36 @@ func followOnAVolume(t *testing.T, looks ...look) *harness {
 	}
 	return h
 }
+
+// A kept pod found EXITED is only stopped: the run reports it (its
+// storage still bills) and leaves it, pod and secret, for an explicit
+// Remove; a later Attach (launch ssh) leaves it too.
+func TestAKeptEndedPodIsLeft(t *testing.T) {
+	h := newHarness(t)
+	h.pod.looks = []look{{st: ready}, {st: running},
+		{err: io.ErrUnexpectedEOF, do: func() { h.api.setStatus(runpod.StatusExited, false) }}}
+	spec := h.spec()
+	spec.Keep = true
+	r := h.mustStart(spec)
+	_, err := r.Follow(context.Background(), io.Discard)
+	var gone *PodGoneError
+	if !errors.As(err, &gone) || gone.Status != runpod.StatusExited {
+		t.Fatalf("Follow: %v, want a *PodGoneError with status EXITED", err)
+	}
+	if n, m := h.api.count("DeletePod"), h.api.count("DeleteSecret"); n != 0 || m != 0 {
+		t.Errorf("%d pod deletes and %d secret deletes of a kept pod, want none: %v", n, m, h.api.allCalls())
+	}
+	if es := h.eventsOf(EventFailed); len(es) != 1 || es[0].Then != ThenNothing || !strings.Contains(es[0].Err.Error(), "bills") {
+		t.Errorf("failed events %v, want one that leaves the pod and says it bills", es)
+	}
+	rec := r.Record()
+	if rec.Phase != PhaseStopped || !rec.Ended.IsZero() {
+		t.Errorf("phase %s, ended %v: want stopped and not ended", rec.Phase, rec.Ended)
+	}
+	if _, err := attach(context.Background(), h.api, rec, h.options(WithLeaveOnFailure())...); err == nil {
+		t.Error("attach to a kept EXITED pod succeeded")
+	}
+	if n, m := h.api.count("DeletePod"), h.api.count("DeleteSecret"); n != 0 || m != 0 {
+		t.Errorf("attach deleted a kept pod: %d pod deletes, %d secret deletes", n, m)
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -56,6 +55,10 @@ func TestLaunchRefusesBadInput(t *testing.T) {
 		{"a negative extension", func(s *Spec) { s.MaxExtension = -time.Hour }, nil, []string{"Spec.MaxExtension"}, nil},
 		{"an extension with a hard deadline", func(s *Spec) { s.MaxExtension, s.HardDeadline = time.Hour, true }, nil, []string{"Spec.MaxExtension"}, nil},
 		{"the host key in PodEnv", func(s *Spec) { s.PodEnv = map[string]string{podenv.HostKeyEnv: "x"} }, nil, []string{"Spec.PodEnv"}, nil},
+		// The watchdog's own settings: keep mode, a knob, one Env never writes.
+		{"keep mode in PodEnv", func(s *Spec) { s.PodEnv = map[string]string{"OVERBRAINER_KEEP_POD": "1"} }, nil, []string{"Spec.PodEnv"}, nil},
+		{"a knob in PodEnv", func(s *Spec) { s.PodEnv = map[string]string{"OVERBRAINER_MAX_EXTENSION": "99999"} }, nil, []string{"Spec.PodEnv"}, nil},
+		{"the contract number in PodEnv", func(s *Spec) { s.PodEnv = map[string]string{"OVERBRAINER_CONTRACT": "1"} }, nil, []string{"Spec.PodEnv"}, nil},
 		{"a cost cap on a GPU type without a price", func(s *Spec) { s.MaxCostUSD, s.GPUTypeID = 5, "NVIDIA Nothing" }, nil,
 			[]string{"Spec.MaxCostUSD"}, []string{"GetGPUType"}},
 		{"a cost cap on a cloud without the type", func(s *Spec) { s.MaxCostUSD, s.Cloud = 5, runpod.CommunityCloud }, nil,
@@ -243,20 +246,24 @@ func TestRemoveRefusesUncollectedResults(t *testing.T) {
 // run's secret; a running one may be another machine's live run, and one
 // without the run marker is never.
 func TestRemoveOrphan(t *testing.T) {
-	marked := map[string]string{"OVERBRAINER_RUN_ID": "elsewhere-1"}
-	late := map[string]string{"OVERBRAINER_RUN_ID": "elsewhere-1", "OVERBRAINER_DEADLINE": strconv.FormatInt(t0.Add(-25*time.Hour).Unix(), 10)}
+	marked := testPodEnv(t, podenv.Settings{RunID: "elsewhere-1"})
+	late := testPodEnv(t, podenv.Settings{RunID: "elsewhere-1", Deadline: t0.Add(-25 * time.Hour)})
+	kept := testPodEnv(t, podenv.Settings{RunID: "elsewhere-1", Keep: true})
 	for _, tc := range []struct {
 		status  runpod.PodStatus
 		env     map[string]string
 		deleted bool
+		started time.Duration // how long ago
 	}{
-		{runpod.StatusRunning, marked, false}, {runpod.StatusStarting, marked, false},
-		{runpod.StatusExited, marked, true}, {runpod.StatusError, marked, true},
-		{runpod.StatusExited, nil, false}, {runpod.StatusRunning, late, true},
+		{runpod.StatusRunning, marked, false, time.Hour}, {runpod.StatusStarting, marked, false, time.Hour},
+		{runpod.StatusExited, marked, true, time.Hour}, {runpod.StatusError, marked, true, time.Hour},
+		{runpod.StatusExited, nil, false, time.Hour}, {runpod.StatusRunning, late, true, time.Hour},
+		// Mid-restart: within the sweeper's exited grace. Kept: only rm RUN.
+		{runpod.StatusExited, marked, false, time.Minute}, {runpod.StatusExited, kept, false, time.Hour},
 	} {
 		h := newHarness(t)
 		h.api.status, h.api.podName = tc.status, PodNamePrefix+"elsewhere-1"
-		started := t0.Add(-time.Hour)
+		started := t0.Add(-tc.started)
 		pod := runpod.Pod{ID: fakePodID, Name: h.api.podName, Status: tc.status, Env: tc.env, CreatedAt: t0.Add(-time.Hour), StartedAt: &started}
 		res, err := removeOrphan(context.Background(), h.api, pod, h.options()...)
 		if tc.deleted {
@@ -352,4 +359,18 @@ func TestLaunchWarnsOfUnguardedPods(t *testing.T) {
 	if strings.Contains(w, "p-live") {
 		t.Errorf("the warning %q names a pod its watchdog guards", w)
 	}
+}
+
+// testPodEnv is the env podenv writes for s, with a workdir and keys
+// filled in.
+func testPodEnv(t testing.TB, s podenv.Settings) map[string]string {
+	t.Helper()
+	s.Workdir = "/workspace/overbrainer"
+	s.AuthorizedKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJcomaqb8ckRepkDHH1CfKQjIlXD1MGWnmwCZJZcsNG3"
+	s.Claim = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFaKCIGTAorZfRm38a9XqitAU3FLqS55pVZdcKm+u+LV"
+	env, err := s.Env()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env
 }

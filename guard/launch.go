@@ -62,7 +62,7 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 	r := &Run{api: c, cfg: cfg}
 	r.rec = Record{
 		ID: spec.RunID, APIURL: c.BaseURL(),
-		PodName: PodNamePrefix + spec.RunID, SecretName: hostKeySecretName(spec.RunID),
+		PodName: podenv.PodName(spec.RunID), SecretName: podenv.HostKeySecretName(spec.RunID),
 		JobDir: spec.Job.Dir, Command: spec.Job.Command, ResumeFrom: spec.Job.ResumeFrom,
 		Deadline: spec.Deadline, MaxCostUSD: spec.MaxCostUSD, Keep: spec.Keep,
 		BootGrace: spec.BootGrace, RetrieveGrace: spec.RetrieveGrace,

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
@@ -180,10 +181,10 @@ func (r Record) check() error {
 	if err := CheckRunID(r.ID); err != nil {
 		bad("ID", "%v", err)
 	} else {
-		if r.PodName != PodNamePrefix+r.ID {
+		if r.PodName != podenv.PodName(r.ID) {
 			bad("PodName", "%q is not run %s's pod name", r.PodName, r.ID)
 		}
-		if r.SecretName != "" && r.SecretName != hostKeySecretName(r.ID) {
+		if r.SecretName != "" && r.SecretName != podenv.HostKeySecretName(r.ID) {
 			bad("SecretName", "%q is not run %s's secret", r.SecretName, r.ID)
 		}
 	}

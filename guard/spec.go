@@ -2,9 +2,6 @@ package guard
 
 import (
 	"cmp"
-	"crypto/rand"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -13,8 +10,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/podenv"
@@ -36,7 +31,7 @@ const (
 
 // PodNamePrefix starts every guarded pod's name: the pod of run ID is
 // named PodNamePrefix+ID, which is how a run's pod is found again.
-const PodNamePrefix = "overbrainer-"
+const PodNamePrefix = podenv.PodNamePrefix
 
 // Spec says what pod a run gets and by which rules its watchdog ends it.
 // Its zero values are the defaults, except Deadline: a run without one
@@ -117,7 +112,8 @@ type Spec struct {
 	// when empty.
 	WatchdogAPIURL string
 	// PodEnv adds variables to the pod's environment. Never a secret: the
-	// environment is visible in Runpod's console and to the job.
+	// environment is visible in Runpod's console and to the job. A name
+	// of the pod's contract (see podenv.Owns) is refused.
 	PodEnv map[string]string
 	// Results says what Collect brings back: a size cap, whether empty
 	// outputs fail the run, what stays on the pod.
@@ -163,40 +159,13 @@ func (j Job) check(prefix string, results Results) []error {
 	return append(errs, j.checkResume(prefix, results.maxBytes())...)
 }
 
-var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-
 // CheckRunID refuses a run id that could not be a pod name, a secret name
-// at Runpod and a directory name.
-func CheckRunID(id string) error {
-	if !runIDPattern.MatchString(id) {
-		return fmt.Errorf("%q is not a run id (1 to 64 of [A-Za-z0-9_-])", id)
-	}
-	return nil
-}
+// at Runpod and a directory name (podenv's rule).
+func CheckRunID(id string) error { return podenv.CheckRunID(id) }
 
 // NewRunID makes a run id: the UTC time to the second and 4 hex digits,
-// e.g. 20260301-120000-a1b2. The digits are a random start for the process
-// plus the count of ids it made: 4 random digits each would make the same
-// id twice about one time in four among 200 runs launched in one second
-// by one program, and two runs of one id undo each other's launch.
-func NewRunID(now time.Time) (string, error) {
-	runIDs.once.Do(func() { _, runIDs.err = rand.Read(runIDs.start[:]) })
-	if runIDs.err != nil {
-		return "", runIDs.err
-	}
-	n := binary.BigEndian.Uint16(runIDs.start[:]) + uint16(runIDs.made.Add(1)-1)
-	return now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(binary.BigEndian.AppendUint16(nil, n)), nil
-}
-
-// runIDs numbers the run ids of this process (see NewRunID).
-var runIDs struct {
-	once  sync.Once
-	start [2]byte
-	err   error
-	made  atomic.Uint32
-}
-
-func hostKeySecretName(id string) string { return podenv.HostKeySecretName(id) }
+// e.g. 20260301-120000-a1b2 (see podenv.NewRunID).
+func NewRunID(now time.Time) (string, error) { return podenv.NewRunID(now) }
 
 // withDefaults fills the empty fields.
 func (s Spec) withDefaults() Spec {
@@ -309,8 +278,12 @@ func (s Spec) check(now time.Time) error {
 	}
 	errs = append(errs, s.Results.check("Spec.Results.")...)
 	for k := range s.PodEnv {
-		if k == podenv.HostKeyEnv || !envName.MatchString(k) {
-			bad("PodEnv", "%q is not a variable a run may set", k)
+		switch {
+		case !envName.MatchString(k):
+			bad("PodEnv", "%q is not a variable name", k)
+		case podenv.Owns(k):
+			// The watchdog and the bootstrap rely on them as Env set them.
+			bad("PodEnv", "%s belongs to the pod's contract: set it through the Spec, not PodEnv", k)
 		}
 	}
 	return errors.Join(errs...)

@@ -2,432 +2,68 @@ package guard
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
-	"net"
-	"net/url"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/overbrainer/overbrainer-go/podenv"
-	"github.com/overbrainer/overbrainer-go/runpod"
+	"github.com/overbrainer/overbrainer-go/sweep"
 )
 
-// SweepAPI is what Sweep needs of Runpod: *runpod.Client has it.
-type SweepAPI interface {
-	ListPods(ctx context.Context, opts runpod.ListPodsOptions) ([]runpod.Pod, error)
-	DeletePod(ctx context.Context, id string) (runpod.DeleteResult, error)
-	ListSecrets(ctx context.Context) ([]runpod.Secret, error)
-	DeleteSecret(ctx context.Context, id string) error
-}
+// The sweeper moved to package sweep, which a scheduled sweeper can import
+// without the rest of guard. These names forward to it for one release.
 
-// Defaults of a SweepPolicy's zero fields.
+// Deprecated: use sweep.API.
+type SweepAPI = sweep.API
+
+// Deprecated: use sweep.Policy.
+type SweepPolicy = sweep.Policy
+
+// Deprecated: use sweep.Rule.
+type SweepRule = sweep.Rule
+
+// Deprecated: use sweep.Decision.
+type Decision = sweep.Decision
+
+// Deprecated: use sweep.Report.
+type Report = sweep.Report
+
+// Deprecated: use sweep's constants of the same names.
 const (
-	DefaultExitedGrace = 10 * time.Minute
-	DefaultSweepMargin = 5 * time.Minute
-	DefaultSecretGrace = time.Hour
+	DefaultExitedGrace = sweep.DefaultExitedGrace
+	DefaultSweepMargin = sweep.DefaultMargin
+	DefaultSecretGrace = sweep.DefaultSecretGrace
+	MinSweepPeriod     = sweep.MinPeriod
 )
 
-// SweepPolicy is how Sweep judges. Its zero value is the defaults.
-type SweepPolicy struct {
-	// DryRun decides without deleting anything.
-	DryRun bool
-	// ExitedGrace is how long an EXITED or ERROR pod is left (counted
-	// from its last start, the latest time the API shows it may have
-	// run): a container restarting passes through EXITED.
-	ExitedGrace time.Duration
-	// Margin is added to each of the pod's own times (boot grace,
-	// deadline plus extension, cost cap), so that its watchdog, which
-	// acts at those times, acts first.
-	Margin time.Duration
-	// SecretGrace is how long a run's host-key secret outlives its pod:
-	// counted from the run's start, which its id tells (NewRunID's),
-	// since Runpod keeps no time for a secret. A secret whose run id
-	// tells no time is reported, never deleted.
-	SecretGrace time.Duration
-	// Now is the clock (time.Now when nil).
-	Now func() time.Time
-}
-
-// Validate refuses negative graces and margins, naming the field.
-func (p SweepPolicy) Validate() error {
-	var errs []error
-	for _, f := range []struct {
-		name string
-		d    time.Duration
-	}{{"ExitedGrace", p.ExitedGrace}, {"Margin", p.Margin}, {"SecretGrace", p.SecretGrace}} {
-		if f.d < 0 {
-			errs = append(errs, &FieldError{Field: "SweepPolicy." + f.name, Reason: fmt.Sprintf("%s is negative", f.d)})
-		}
-	}
-	return errors.Join(errs...)
-}
-
-func (p SweepPolicy) withDefaults() SweepPolicy {
-	if p.ExitedGrace == 0 {
-		p.ExitedGrace = DefaultExitedGrace
-	}
-	if p.Margin == 0 {
-		p.Margin = DefaultSweepMargin
-	}
-	if p.SecretGrace == 0 {
-		p.SecretGrace = DefaultSecretGrace
-	}
-	if p.Now == nil {
-		p.Now = time.Now
-	}
-	return p
-}
-
-// SweepRule is the rule a Decision was taken by.
-type SweepRule int
-
-// The rules, Keep first: the pod has a reason to exist.
+// Deprecated: use sweep's Rule constants of the same names.
 const (
-	// RuleKeep: no rule applies; the pod (or secret) is left.
-	RuleKeep SweepRule = iota
-	// RuleExited: EXITED or ERROR for longer than the exited grace.
-	RuleExited
-	// RuleNeverRan: not RUNNING within its boot grace plus the margin
-	// after it was created (an image that never pulls, a crash loop).
-	RuleNeverRan
-	// RuleDeadline: past its deadline plus its extension, plus the margin.
-	RuleDeadline
-	// RuleCostCap: its price times its age passed its cost cap (at the
-	// time the cap was reached plus the margin).
-	RuleCostCap
-	// RuleUnmarked: named like a guarded run's pod but carrying no run
-	// marker (OVERBRAINER_RUN_ID); reported, never deleted.
-	RuleUnmarked
-	// RuleSecretOrphan: a run's host-key secret whose pod is gone, older
-	// than the secret grace.
-	RuleSecretOrphan
+	RuleKeep         = sweep.RuleKeep
+	RuleExited       = sweep.RuleExited
+	RuleNeverRan     = sweep.RuleNeverRan
+	RuleDeadline     = sweep.RuleDeadline
+	RuleCostCap      = sweep.RuleCostCap
+	RuleUnmarked     = sweep.RuleUnmarked
+	RuleSecretOrphan = sweep.RuleSecretOrphan
+	RuleCannotJudge  = sweep.RuleCannotJudge
 )
 
-var ruleNames = [...]string{"keep", "exited", "never_ran", "deadline", "cost_cap", "unmarked", "secret_orphan"}
-
-func (r SweepRule) String() string {
-	if int(r) < len(ruleNames) {
-		return ruleNames[r]
-	}
-	return "rule(" + strconv.Itoa(int(r)) + ")"
-}
-
-// MarshalText writes the rule's name, for JSON.
-func (r SweepRule) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
-
-// UnmarshalText reads a rule's name.
-func (r *SweepRule) UnmarshalText(b []byte) error {
-	for i, n := range ruleNames {
-		if n == string(b) {
-			*r = SweepRule(i)
-			return nil
-		}
-	}
-	return fmt.Errorf("guard: unknown sweep rule %q", b)
-}
-
-// Decision is Sweep's judgment of one pod or one secret, with the numbers
-// it was taken on.
-type Decision struct {
-	PodID    string           `json:"pod_id,omitempty"`
-	PodName  string           `json:"pod_name,omitempty"`
-	Status   runpod.PodStatus `json:"status,omitempty"`
-	Secret   string           `json:"secret,omitempty"`
-	SecretID string           `json:"secret_id,omitempty"`
-	RunID    string           `json:"run_id,omitempty"`
-	Rule     SweepRule        `json:"rule"`
-	Delete   bool             `json:"delete"`
-	// Age is how long the pod (or the run) has been, Limit the age at
-	// which the rule deletes; SpendUSD and CapUSD for the cost cap.
-	Age      time.Duration `json:"age_ns"`
-	Limit    time.Duration `json:"limit_ns,omitempty"`
-	SpendUSD float64       `json:"spend_usd,omitempty"`
-	CapUSD   float64       `json:"cap_usd,omitempty"`
-	Why      string        `json:"why"`
-	// Done says the delete was made (not on a dry run); Result and Err
-	// are its outcome.
-	Done   bool                `json:"done,omitempty"`
-	Result runpod.DeleteResult `json:"-"`
-	Err    error               `json:"-"`
-	Error  string              `json:"error,omitempty"` // Err's text
-}
-
-// String is the decision in one line, for a person.
-func (d Decision) String() string {
-	what := "pod " + d.PodID + " (" + d.PodName + ", " + string(d.Status) + ")"
-	if d.Secret != "" {
-		what = "secret " + d.Secret
-	}
-	verb := "keep"
-	switch {
-	case d.Delete && d.Done && d.Err != nil:
-		verb = "FAILED to delete"
-	case d.Delete && d.Done:
-		verb = "deleted"
-	case d.Delete:
-		verb = "would delete"
-	case d.Rule == RuleUnmarked:
-		verb = "NOT MARKED, left"
-	}
-	s := fmt.Sprintf("%s %s: %s: %s", verb, what, d.Rule, d.Why)
-	if d.Err != nil {
-		s += ": " + d.Err.Error()
-	}
-	return s
-}
-
-// Report is what one Sweep saw and did.
-type Report struct {
-	Pods, Secrets int // listed
-	Decisions     []Decision
-}
-
-// Deleted counts the deletes made.
-func (r Report) Deleted() int {
-	n := 0
-	for _, d := range r.Decisions {
-		if d.Done && d.Err == nil {
-			n++
-		}
-	}
-	return n
-}
-
-// Sweep judges every guarded pod and host-key secret of the account from
-// the API alone, and deletes those a rule says have no reason to exist
-// (see SweepRule), unless DryRun. It keeps no state: any number of sweeps
-// may run at once (a pod already gone is no error). Nothing is deleted
-// unless both listings are complete. The error is the listing's, or every
-// failed delete, joined; the Report holds every decision either way.
+// Sweep judges and deletes the account's abandoned guarded pods and
+// secrets.
+//
+// Deprecated: use sweep.Once.
 func Sweep(ctx context.Context, c SweepAPI, p SweepPolicy) (Report, error) {
-	if err := p.Validate(); err != nil {
-		return Report{}, err
-	}
-	p = p.withDefaults()
-	// The rules read no pod's command, the bulk of a large list.
-	pods, err := c.ListPods(ctx, runpod.ListPodsOptions{NamePrefix: PodNamePrefix, IncludeClusterPods: true, SkipArgs: true})
-	if err != nil {
-		return Report{}, fmt.Errorf("guard: sweep: listing pods (nothing deleted): %w", err)
-	}
-	secrets, err := c.ListSecrets(ctx)
-	if err != nil {
-		return Report{}, fmt.Errorf("guard: sweep: listing secrets (nothing deleted): %w", err)
-	}
-	now := p.Now()
-	rep := Report{Pods: len(pods), Secrets: len(secrets)}
-	live := map[string]bool{}
-	for _, pod := range pods {
-		if pod.Status != runpod.StatusTerminated {
-			live[strings.TrimPrefix(pod.Name, PodNamePrefix)] = true
-		}
-		rep.Decisions = append(rep.Decisions, judgePod(pod, now, p))
-	}
-	for _, s := range secrets {
-		if d, ok := judgeSecret(s, live, now, p); ok {
-			rep.Decisions = append(rep.Decisions, d)
-		}
-	}
-	if p.DryRun {
-		return rep, nil
-	}
-	var errs []error
-	for i := range rep.Decisions {
-		d := &rep.Decisions[i]
-		if !d.Delete {
-			continue
-		}
-		d.Done = true
-		if d.Secret != "" {
-			if err := c.DeleteSecret(ctx, d.SecretID); err != nil && !errors.Is(err, runpod.ErrNotFound) {
-				d.Err = err
-			}
-		} else {
-			d.Result, d.Err = c.DeletePod(ctx, d.PodID)
-			if d.Err == nil && d.Result.StillBilling() {
-				d.Err = fmt.Errorf("pod %s %s", d.PodID, d.Result)
-			}
-		}
-		if d.Err != nil {
-			d.Error = d.Err.Error()
-			errs = append(errs, d.Err)
-		}
-	}
-	return rep, errors.Join(errs...)
+	return sweep.Once(ctx, c, p)
 }
 
-// judgePod is the one judgment of a guarded pod, Sweep's and
-// RemoveOrphan's.
-func judgePod(pod runpod.Pod, now time.Time, p SweepPolicy) Decision {
-	d := Decision{PodID: pod.ID, PodName: pod.Name, Status: pod.Status, Age: now.Sub(pod.CreatedAt)}
-	id, _ := strings.CutPrefix(pod.Name, PodNamePrefix)
-	if pod.Env[runIDEnv] != id || CheckRunID(id) != nil {
-		d.Rule, d.Why = RuleUnmarked, "named like a guarded run's pod, but without its run marker "+runIDEnv+"="+id
-		return d
-	}
-	d.RunID = id
-	env := pod.Env
-	seconds := func(name string, def time.Duration) time.Duration {
-		if n, err := strconv.ParseInt(env[name], 10, 32); err == nil && n >= 0 {
-			return time.Duration(n) * time.Second
-		}
-		return def
-	}
-	del := func(r SweepRule, age, limit time.Duration, why string) Decision {
-		d.Rule, d.Delete, d.Age, d.Limit, d.Why = r, true, age, limit, why
-		return d
-	}
-	switch pod.Status {
-	case runpod.StatusTerminated:
-		d.Why = "terminated: bills no more"
-		return d
-	case runpod.StatusExited, runpod.StatusError:
-		since := pod.CreatedAt
-		if pod.StartedAt != nil && pod.StartedAt.After(since) {
-			since = *pod.StartedAt
-		}
-		if age := now.Sub(since); age >= p.ExitedGrace {
-			return del(RuleExited, age, p.ExitedGrace, fmt.Sprintf("%s, last started %s ago, past the exited grace of %s",
-				pod.Status, short(age), p.ExitedGrace))
-		}
-	}
-	if pod.Status != runpod.StatusRunning && (pod.StartedAt == nil || pod.StartedAt.IsZero()) {
-		limit := seconds("OVERBRAINER_BOOT_GRACE", podenv.DefaultBootGrace) + p.Margin
-		if d.Age >= limit {
-			return del(RuleNeverRan, d.Age, limit, fmt.Sprintf("%s %s after its creation, past its boot grace plus the margin (%s)",
-				pod.Status, short(d.Age), limit))
-		}
-	}
-	if env["OVERBRAINER_KEEP_POD"] == "1" {
-		d.Why = "kept (--keep-pod): only the boot and exited rules apply"
-		return d
-	}
-	if u, err := strconv.ParseInt(env["OVERBRAINER_DEADLINE"], 10, 64); err == nil {
-		ext := seconds("OVERBRAINER_MAX_EXTENSION", DefaultMaxExtension)
-		end := time.Unix(u, 0).Add(ext + p.Margin)
-		if !now.Before(end) {
-			return del(RuleDeadline, d.Age, end.Sub(pod.CreatedAt), fmt.Sprintf("past its deadline %s plus its extension of %s and the margin",
-				time.Unix(u, 0).UTC().Format(time.RFC3339), ext))
-		}
-	}
-	if c, err := strconv.ParseFloat(env[podenv.MaxCostEnv], 64); err == nil && c > 0 && pod.CostPerHr > 0 {
-		d.SpendUSD, d.CapUSD = pod.CostPerHr*d.Age.Hours(), c
-		capAge := time.Duration(c / pod.CostPerHr * float64(time.Hour))
-		if d.Age >= capAge+p.Margin {
-			return del(RuleCostCap, d.Age, capAge+p.Margin, fmt.Sprintf("spent %s at %s/h, past its cap of %s (and the margin)",
-				Money(d.SpendUSD), Money(pod.CostPerHr), Money(c)))
-		}
-	}
-	d.Why = "no rule applies"
-	return d
-}
-
-// runIDEnv is the run marker a guarded pod carries.
-const runIDEnv = "OVERBRAINER_RUN_ID"
-
-// judgeSecret judges a host-key secret; ok is false for another secret.
-func judgeSecret(s runpod.Secret, live map[string]bool, now time.Time, p SweepPolicy) (Decision, bool) {
-	id, ok := strings.CutPrefix(s.Name, podenv.HostKeySecretName(""))
-	if !ok || CheckRunID(id) != nil {
-		return Decision{}, false
-	}
-	d := Decision{Secret: s.Name, SecretID: s.ID, RunID: id, Rule: RuleKeep}
-	if live[id] {
-		d.Why = "its pod exists"
-		return d, true
-	}
-	started, err := time.Parse("20060102-150405", id[:min(len(id), 15)])
-	if err != nil {
-		d.Why = "its pod is gone, but its run id tells no time: left"
-		return d, true
-	}
-	d.Age, d.Limit = now.Sub(started), p.SecretGrace
-	if d.Age < p.SecretGrace {
-		d.Why = fmt.Sprintf("its pod is gone, its run started %s ago, within the secret grace", short(d.Age))
-		return d, true
-	}
-	d.Rule, d.Delete = RuleSecretOrphan, true
-	d.Why = fmt.Sprintf("its pod is gone, its run started %s ago, past the secret grace of %s", short(d.Age), p.SecretGrace)
-	return d, true
-}
-
-func short(d time.Duration) string { return d.Round(time.Second).String() }
-
-// MinSweepPeriod is the shortest period a sweeper loop may have against a
-// non-local API: each pass lists the whole account.
-const MinSweepPeriod = time.Minute
-
-// CheckSweepPeriod refuses a period under MinSweepPeriod against an API
-// that is not on a loopback address (a local emulator may be swept as
-// often as a test likes), and a negative one.
-func CheckSweepPeriod(every time.Duration, baseURL string) error {
-	if every < 0 {
-		return &FieldError{Field: "every", Reason: fmt.Sprintf("%s is negative", every)}
-	}
-	if every == 0 || every >= MinSweepPeriod {
-		return nil
-	}
-	if u, err := url.Parse(baseURL); err == nil {
-		if ip := net.ParseIP(u.Hostname()); (ip != nil && ip.IsLoopback()) || u.Hostname() == "localhost" {
-			return nil
-		}
-	}
-	return &FieldError{Field: "every", Reason: fmt.Sprintf("%s is under %s against %s: each pass lists the whole account", every, MinSweepPeriod, baseURL)}
-}
-
-// SweepEvery sweeps now and then every period until ctx ends, handing each
-// pass's Report and error to each; a failed pass does not end the loop. It
-// returns ctx's error.
+// SweepEvery sweeps every period until ctx ends.
+//
+// Deprecated: use sweep.Every.
 func SweepEvery(ctx context.Context, c SweepAPI, p SweepPolicy, every time.Duration, each func(Report, error)) error {
-	if err := p.Validate(); err != nil {
-		return err
-	}
-	if every <= 0 {
-		return &FieldError{Field: "every", Reason: fmt.Sprintf("%s is not positive", every)}
-	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		rep, err := Sweep(ctx, c, p)
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		each(rep, err)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
+	return sweep.Every(ctx, c, p, every, each)
 }
 
-// Write writes the report for a person, one line per decision that
-// deletes or is unmarked (every decision when all) and a total; or, with
-// asJSON, one JSON line per decision. err is the pass's error, said last.
-func (r Report) Write(w io.Writer, asJSON, all bool, err error) error {
-	enc := json.NewEncoder(w)
-	for _, d := range r.Decisions {
-		var werr error
-		switch {
-		case asJSON:
-			werr = enc.Encode(d)
-		case all || d.Delete || d.Rule == RuleUnmarked:
-			_, werr = fmt.Fprintln(w, d)
-		}
-		if werr != nil {
-			return werr
-		}
-	}
-	if err != nil && !asJSON {
-		_, werr := fmt.Fprintf(w, "sweep: %v\n", err)
-		return werr
-	}
-	if asJSON {
-		return nil
-	}
-	_, werr := fmt.Fprintf(w, "sweep: %d pods, %d secrets, %d deleted\n", r.Pods, r.Secrets, r.Deleted())
-	return werr
+// CheckSweepPeriod refuses a period under MinSweepPeriod against a remote
+// API.
+//
+// Deprecated: use sweep.CheckPeriod.
+func CheckSweepPeriod(every time.Duration, baseURL string) error {
+	return sweep.CheckPeriod(every, baseURL)
 }

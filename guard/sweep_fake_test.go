@@ -1,14 +1,13 @@
-package guard_test
+package guard
 
 import (
 	"context"
 	"errors"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/overbrainer/overbrainer-go/guard"
+	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
@@ -26,25 +25,23 @@ func TestSweepOnTheFake(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	create := func(id string, kv ...string) string {
-		env := map[string]string{"OVERBRAINER_RUN_ID": id}
-		for i := 0; i+1 < len(kv); i += 2 {
-			env[kv[i]] = kv[i+1]
-		}
-		p, err := c.CreatePod(context.Background(), runpod.CreatePodRequest{Name: guard.PodNamePrefix + id, Image: "x",
+	create := func(id string, s podenv.Settings) string {
+		s.RunID = id
+		env := testPodEnv(t, s)
+		p, err := c.CreatePod(context.Background(), runpod.CreatePodRequest{Name: PodNamePrefix + id, Image: "x",
 			GPUTypeID: "NVIDIA GeForce RTX 4090", Env: env})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return p.ID
 	}
-	unix := func(d time.Duration) string { return strconv.FormatInt(clock().Add(d).Unix(), 10) }
-	late := create("late", "OVERBRAINER_DEADLINE", unix(time.Hour), "OVERBRAINER_MAX_EXTENSION", "0")
-	young := create("young", "OVERBRAINER_DEADLINE", unix(10*time.Hour))
-	capped := create("capped", "OVERBRAINER_DEADLINE", unix(10*time.Hour), "OVERBRAINER_MAX_COST_USD", "0.5")
-	exited := create("exited", "OVERBRAINER_DEADLINE", unix(10*time.Hour))
-	kept := create("kept", "OVERBRAINER_KEEP_POD", "1")
-	other, err := c.CreatePod(context.Background(), runpod.CreatePodRequest{Name: guard.PodNamePrefix + "other", Image: "x", GPUTypeID: "NVIDIA GeForce RTX 4090"})
+	in := func(d time.Duration) time.Time { return clock().Add(d) }
+	late := create("late", podenv.Settings{Deadline: in(time.Hour), HardDeadline: true})
+	young := create("young", podenv.Settings{Deadline: in(10 * time.Hour)})
+	capped := create("capped", podenv.Settings{Deadline: in(10 * time.Hour), MaxCostUSD: 0.5})
+	exited := create("exited", podenv.Settings{Deadline: in(10 * time.Hour)})
+	kept := create("kept", podenv.Settings{Keep: true})
+	other, err := c.CreatePod(context.Background(), runpod.CreatePodRequest{Name: PodNamePrefix + "other", Image: "x", GPUTypeID: "NVIDIA GeForce RTX 4090"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,27 +50,27 @@ func TestSweepOnTheFake(t *testing.T) {
 		t.Fatal(err)
 	}
 	advance(time.Hour + 10*time.Minute)
-	policy := guard.SweepPolicy{Now: clock}
+	policy := SweepPolicy{Now: clock}
 
 	bad, err := runpod.New("rpa_NOT_THE_KEY", runpod.WithBaseURL(srv.BaseURL()), runpod.WithGraphQLURL(srv.GraphQLURL()), runpod.WithRetry(1, time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var ae *runpod.APIError
-	if _, err := guard.Sweep(context.Background(), bad, policy); !errors.As(err, &ae) || ae.StatusCode != 401 {
+	if _, err := Sweep(context.Background(), bad, policy); !errors.As(err, &ae) || ae.StatusCode != 401 {
 		t.Fatalf("Sweep with a key that cannot list: %v, want the 401", err)
 	}
 
-	rep, err := guard.Sweep(context.Background(), c, policy)
+	rep, err := Sweep(context.Background(), c, policy)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]guard.SweepRule{}
+	got := map[string]SweepRule{}
 	for _, d := range rep.Decisions {
 		got[d.PodID] = d.Rule
 	}
-	want := map[string]guard.SweepRule{late: guard.RuleDeadline, young: guard.RuleKeep, capped: guard.RuleCostCap,
-		exited: guard.RuleExited, kept: guard.RuleKeep, other.ID: guard.RuleUnmarked}
+	want := map[string]SweepRule{late: RuleDeadline, young: RuleKeep, capped: RuleCostCap,
+		exited: RuleExited, kept: RuleKeep, other.ID: RuleUnmarked}
 	for id, r := range want {
 		if got[id] != r {
 			t.Errorf("pod %s: rule %s, want %s\n%v", id, got[id], r, rep.Decisions)

@@ -73,12 +73,6 @@ var envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
-// HostKeySecretName is the name of the Runpod secret that holds the run's
-// host key (base64 of the OpenSSH private key).
-func HostKeySecretName(runID string) string {
-	return "overbrainer_host_key_" + runID
-}
-
 // HostKeyPlaceholder is the value of [HostKeyEnv] in the create call: Runpod
 // replaces it with the secret [HostKeySecretName](runID) when the pod boots.
 func HostKeyPlaceholder(runID string) string {
@@ -185,13 +179,13 @@ func (s Settings) knobs() []knob {
 		return knob{field, env, seconds(v), v.String(), " s"}
 	}
 	return []knob{
-		d("Interval", "OVERBRAINER_INTERVAL", s.Interval),
-		d("LeaseTTL", "OVERBRAINER_LEASE_TTL", s.LeaseTTL),
-		d("SnapshotLead", "OVERBRAINER_SNAPSHOT_LEAD", s.SnapshotLead),
-		d("SnapshotWait", "OVERBRAINER_SNAPSHOT_WAIT", s.SnapshotWait),
-		{"ProbeTries", "OVERBRAINER_PROBE_TRIES", int64(s.ProbeTries), strconv.Itoa(s.ProbeTries), ""},
-		d("ProbeWait", "OVERBRAINER_PROBE_WAIT", s.ProbeWait),
-		d("MaxExtension", "OVERBRAINER_MAX_EXTENSION", s.MaxExtension),
+		d("Interval", intervalEnv, s.Interval),
+		d("LeaseTTL", leaseTTLEnv, s.LeaseTTL),
+		d("SnapshotLead", snapshotLeadEnv, s.SnapshotLead),
+		d("SnapshotWait", snapshotWaitEnv, s.SnapshotWait),
+		{"ProbeTries", probeTriesEnv, int64(s.ProbeTries), strconv.Itoa(s.ProbeTries), ""},
+		d("ProbeWait", probeWaitEnv, s.ProbeWait),
+		d("MaxExtension", maxExtensionEnv, s.MaxExtension),
 	}
 }
 
@@ -457,38 +451,44 @@ func (s Settings) Env() (map[string]string, error) {
 		keep = "1"
 	}
 	env := map[string]string{
-		"OVERBRAINER_RUN_ID":         s.RunID,
-		HostKeyEnv:                   HostKeyPlaceholder(s.RunID),
-		"OVERBRAINER_WORKDIR":        path.Clean(s.Workdir),
-		"OVERBRAINER_RUN_DIR":        s.RunDir(),
-		"OVERBRAINER_BOOT_GRACE":     wholeSeconds(boot),
-		"OVERBRAINER_RETRIEVE_GRACE": wholeSeconds(retrieve),
-		"OVERBRAINER_KEEP_POD":       keep,
-		"OVERBRAINER_API_URL":        api,
-		"OVERBRAINER_AUTHORIZED_KEY": s.AuthorizedKey,
-		"OVERBRAINER_CLAIM":          s.Claim,
-		"OVERBRAINER_VERSION":        Version,
-		"JUPYTER_DISABLE":            "1",
+		runIDEnv:         s.RunID,
+		HostKeyEnv:       HostKeyPlaceholder(s.RunID),
+		workdirEnv:       path.Clean(s.Workdir),
+		runDirEnv:        s.RunDir(),
+		bootGraceEnv:     wholeSeconds(boot),
+		retrieveGraceEnv: wholeSeconds(retrieve),
+		keepEnv:          keep,
+		APIURLEnv:        api,
+		authorizedKeyEnv: s.AuthorizedKey,
+		claimEnv:         s.Claim,
+		versionEnv:       BuildVersion(),
+		contractEnv:      strconv.Itoa(ContractVersion),
+		jupyterEnv:       "1",
 	}
 	if !s.Deadline.IsZero() {
-		env["OVERBRAINER_DEADLINE"] = strconv.FormatInt(s.Deadline.Unix(), 10)
+		env[deadlineEnv] = strconv.FormatInt(s.Deadline.Unix(), 10)
 	}
 	if len(s.SecretEnv) > 0 {
-		env["OVERBRAINER_SECRET_ENV"] = strings.Join(s.SecretEnv, ",")
+		env[secretEnvEnv] = strings.Join(s.SecretEnv, ",")
 	}
 	if s.VolumeDir != "" {
-		env["OVERBRAINER_VOLUME_DIR"] = path.Clean(s.VolumeDir)
+		env[volumeDirEnv] = path.Clean(s.VolumeDir)
 	}
 	if s.VolumeGB > 0 {
-		env["OVERBRAINER_VOLUME_GB"] = strconv.Itoa(s.VolumeGB)
+		env[volumeGBEnv] = strconv.Itoa(s.VolumeGB)
 	}
 	for _, k := range s.knobs() {
 		if k.n > 0 {
 			env[k.env] = strconv.FormatInt(k.n, 10)
 		}
 	}
-	if s.HardDeadline {
-		env["OVERBRAINER_MAX_EXTENSION"] = "0"
+	switch {
+	case s.HardDeadline:
+		env[maxExtensionEnv] = "0"
+	case s.MaxExtension == 0 && !s.Deadline.IsZero():
+		// Explicit (contract 2): a reader that finds none cannot take a
+		// lost value for the default.
+		env[maxExtensionEnv] = wholeSeconds(DefaultMaxExtension)
 	}
 	if s.MaxCostUSD > 0 {
 		env[MaxCostEnv] = strconv.FormatFloat(s.MaxCostUSD, 'f', -1, 64)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -52,13 +53,15 @@ func TestEnvHoldsTheWatchdogSettingsAndNoSecret(t *testing.T) {
 		"OVERBRAINER_WORKDIR":        "/workspace/overbrainer",
 		"OVERBRAINER_RUN_DIR":        "/workspace/overbrainer/r1",
 		"OVERBRAINER_DEADLINE":       "1790021600",
+		"OVERBRAINER_MAX_EXTENSION":  "86400",
 		"OVERBRAINER_BOOT_GRACE":     "1800",
 		"OVERBRAINER_RETRIEVE_GRACE": "3600",
 		"OVERBRAINER_KEEP_POD":       "0",
 		"OVERBRAINER_API_URL":        "https://api.runpod.io/v2",
 		"OVERBRAINER_AUTHORIZED_KEY": clientKey + " overbrainer-r1",
 		"OVERBRAINER_CLAIM":          hostKey,
-		"OVERBRAINER_VERSION":        podenv.Version,
+		"OVERBRAINER_VERSION":        podenv.BuildVersion(),
+		"OVERBRAINER_CONTRACT":       strconv.Itoa(podenv.ContractVersion),
 		"JUPYTER_DISABLE":            "1",
 	}
 	if diff := cmp.Diff(want, env); diff != "" {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/overbrainer/overbrainer-go/examples/launch/internal/state"
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
+	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
@@ -403,23 +404,35 @@ func TestRmAndOrphans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	newOrphan := func(id, script string) *runpod.Pod {
+	newOrphan := func(script string) (*runpod.Pod, string) {
+		// Another machine's run, started two hours ago: its secret is past
+		// the secret grace once its pod is gone.
+		id, err := podenv.NewRunID(time.Now().Add(-2 * time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		env, err := podenv.Settings{RunID: id, Workdir: "/workspace/overbrainer", Deadline: time.Now().Add(time.Hour),
+			AuthorizedKey: testClientKey, Claim: testHostKey}.Env()
+		if err != nil {
+			t.Fatal(err)
+		}
 		p, err := api.CreatePod(context.Background(), runpod.CreatePodRequest{
-			Name: "overbrainer-" + id, Image: "x", GPUTypeID: "NVIDIA GeForce RTX 4090", Command: []string{"sh", "-c", script},
-			Env: map[string]string{"OVERBRAINER_RUN_ID": id}, // the run marker: unmarked pods are never removed
+			Name: podenv.PodName(id), Image: "x", GPUTypeID: "NVIDIA GeForce RTX 4090", Command: []string{"sh", "-c", script},
+			Env: env, // the run marker: unmarked pods are never removed
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		w.srv.AddSecret("overbrainer_host_key_"+id, "c2VjcmV0")
-		return p
+		w.srv.AddSecret(podenv.HostKeySecretName(id), "c2VjcmV0")
+		return p, id
 	}
-	orphan, exited := newOrphan("elsewhere-1", "exec sleep 600"), newOrphan("elsewhere-2", "exit 0")
+	orphan, orphanID := newOrphan("exec sleep 600")
+	exited, exitedID := newOrphan("exit 0")
 	w.srv.AddSecret("someone_elses_secret", "x")
 	shtest.Eventually(t, patience, func() bool { p, _ := w.srv.Pod(exited.ID); return p.Status == runpodtest.StatusExited }, "the orphan %s did not exit", exited.ID)
 	ls := w.run("ls")
-	mustContain(t, "ls", lineWith(ls.stdout.String(), "elsewhere-1"), "orphan", orphan.ID)
-	mustContain(t, "ls", lineWith(ls.stdout.String(), "elsewhere-2"), "orphan", exited.ID, "EXITED (still billing)")
+	mustContain(t, "ls", lineWith(ls.stdout.String(), orphanID), "orphan", orphan.ID)
+	mustContain(t, "ls", lineWith(ls.stdout.String(), exitedID), "orphan", exited.ID, "EXITED (still billing)")
 
 	// The job runs and its results were not collected: rm refuses.
 	rm := w.run("rm", r.ID)
@@ -463,15 +476,24 @@ func TestRmAndOrphans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The sweeper's exited grace holds: the orphan that exited a moment
+	// ago may be restarting, and is left.
 	o := w.run("rm", "--all-orphans")
+	if o.code != 0 {
+		t.Fatalf("rm --all-orphans exit %d\n%s", o.code, o.stderr)
+	}
+	if pod, _ := w.srv.Pod(exited.ID); pod.Status != runpodtest.StatusExited {
+		t.Fatalf("rm --all-orphans deleted an orphan within the exited grace: %s\n%s", pod.Status, o.stderr)
+	}
+	o = w.run("rm", "--all-orphans", "--exited-grace", "1ns")
 	lock.Unlock()
 	if o.code != 0 {
 		t.Fatalf("rm --all-orphans exit %d", o.code)
 	}
 	// The abandoned orphan goes with its secret; the running one, maybe
 	// another machine's live run, is listed and left with its secret.
-	mustContain(t, "rm --all-orphans", o.stderr.String(), "orphan pod "+exited.ID, "pod "+exited.ID+" deleted",
-		"secret overbrainer_host_key_elsewhere-2 deleted", "orphan pod "+orphan.ID, "left: ", "not provably abandoned")
+	mustContain(t, "rm --all-orphans", o.stderr.String(), "deleted pod "+exited.ID, "deleted secret "+podenv.HostKeySecretName(exitedID),
+		"keep pod "+orphan.ID, "launch ls")
 	if !slices.ContainsFunc(w.srv.Secrets(), func(s runpodtest.Secret) bool { return s.Name == left }) {
 		t.Fatalf("rm --all-orphans removed the secret of a run a launcher holds: %s", o.stderr.String())
 	}
@@ -490,7 +512,7 @@ func TestRmAndOrphans(t *testing.T) {
 		t.Fatalf("second rm --all-orphans exit %d", o.code)
 	}
 	mustContain(t, "second rm --all-orphans", o.stderr.String(), "secret "+left+" of run "+r.ID+" deleted",
-		"orphan secret overbrainer_host_key_elsewhere-1 deleted")
+		"deleted secret "+podenv.HostKeySecretName(orphanID))
 	secrets := w.srv.Secrets()
 	if len(secrets) != 1 || secrets[0].Name != "someone_elses_secret" {
 		t.Fatalf("secrets left: %v", secrets)
@@ -896,3 +918,9 @@ exit 7
 	mustContain(t, "ls", ls.stdout.String(), "DELETE REASON", "\npod_dir_unsafe: SAFETY STOP: the run directory's .pod was a symlink")
 	w.assertClean()
 }
+
+// Real keys, for a pod env that validates.
+const (
+	testClientKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJcomaqb8ckRepkDHH1CfKQjIlXD1MGWnmwCZJZcsNG3"
+	testHostKey   = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFaKCIGTAorZfRm38a9XqitAU3FLqS55pVZdcKm+u+LV"
+)

@@ -2,14 +2,15 @@ package main_test
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/overbrainer/overbrainer-go/guard"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
+	"github.com/overbrainer/overbrainer-go/sweep"
 )
 
 // With the launcher SIGKILLed and the pod's watchdog killed by the job, no
@@ -31,8 +32,8 @@ func TestSweepDeletesWhatNobodyGuards(t *testing.T) {
 	p.wait(patience)
 	r := w.onlyRun()
 
-	sweep := []string{"sweep", "--every", "2s", "--margin", "1s", "--exited-grace", "1s", "--json"}
-	a, b := w.start(sweep...), w.start(sweep...)
+	sweepArgs := []string{"sweep", "--every", "2s", "--margin", "1s", "--exited-grace", "1s", "--json"}
+	a, b := w.start(sweepArgs...), w.start(sweepArgs...)
 	pod := w.waitPodGone(r, patience)
 	time.Sleep(3 * time.Second) // one more period of each sweeper
 	a.signal(syscall.SIGINT)
@@ -54,10 +55,10 @@ func TestSweepDeletesWhatNobodyGuards(t *testing.T) {
 	if deletes != 1 {
 		t.Errorf("%d successful deletes of the pod, want 1 (two sweepers, one delete)", deletes)
 	}
-	var done []guard.Decision
+	var done []sweep.Decision
 	for _, out := range []string{a.stdout.String(), b.stdout.String()} {
 		for line := range strings.Lines(out) {
-			var d guard.Decision
+			var d sweep.Decision
 			if err := json.Unmarshal([]byte(line), &d); err != nil {
 				t.Fatalf("a --json line that is not a decision: %q: %v", line, err)
 			}
@@ -66,7 +67,7 @@ func TestSweepDeletesWhatNobodyGuards(t *testing.T) {
 			}
 		}
 	}
-	if len(done) == 0 || (done[0].Rule != guard.RuleDeadline && done[0].Rule != guard.RuleExited) {
+	if len(done) == 0 || (done[0].Rule != sweep.RuleDeadline && done[0].Rule != sweep.RuleExited) {
 		t.Fatalf("the sweepers' decisions on the pod: %+v\n%s\n%s", done, a.stderr, b.stderr)
 	}
 	t.Logf("deleted by rule %s: %s", done[0].Rule, done[0].Why)
@@ -75,11 +76,15 @@ func TestSweepDeletesWhatNobodyGuards(t *testing.T) {
 	}
 }
 
-// On a fresh machine, without a key, sweep runs against the local
-// emulator; a period under a minute against Runpod itself is refused.
+// Without a key, sweep refuses (it sweeps an account) unless --local asks
+// for the local emulator; a period under a minute against Runpod itself is
+// refused.
 func TestSweepDryRunLocalAndPeriod(t *testing.T) {
 	t.Parallel()
 	l := newLocal(t)
+	if p := l.run("sweep", "--dry-run"); p.code != 2 || !strings.Contains(p.stderr.String(), "sweep needs RUNPOD_API_KEY") {
+		t.Fatalf("sweep without a key: exit %d, want 2\n%s", p.code, p.stderr)
+	}
 	p := l.run("--local", "sweep", "--dry-run")
 	if p.code != 0 {
 		t.Fatalf("sweep --dry-run exit %d\n%s", p.code, p.stderr)
@@ -96,4 +101,31 @@ func TestSweepDryRunLocalAndPeriod(t *testing.T) {
 		t.Fatalf("sweep --every 30s against Runpod: exit %d, want 2 (usage)\n%s", q.code, q.stderr)
 	}
 	mustContain(t, "sweep stderr", q.stderr.String(), "every: 30s is under 1m0s")
+}
+
+// A fresh sweeper, from another state directory (another machine), never
+// deletes a live run it did not make: not by sweep, not by rm
+// --all-orphans, even with a cost cap so large that its time overflowed a
+// Duration (which once read as past the cap).
+func TestAFreshSweeperLeavesAnotherMachinesRun(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	p := w.start(args([]string{"run", "--max-cost-usd", "5000000"}, fast, demo(600))...)
+	p.waitOutput("step 1/600", patience)
+	r := w.onlyRun()
+	other := &world{t: t, srv: w.srv, stateDir: filepath.Join(t.TempDir(), "elsewhere")}
+	s := other.run("sweep", "--margin", "1s", "--exited-grace", "1s")
+	if s.code != 0 || w.pod(r).Status != runpodtest.StatusRunning {
+		t.Fatalf("sweep from elsewhere: exit %d, pod %s\n%s\n%s", s.code, w.pod(r).Status, s.stdout, s.stderr)
+	}
+	o := other.run("rm", "--all-orphans", "--margin", "1s", "--exited-grace", "1s")
+	if o.code != 0 || w.pod(r).Status != runpodtest.StatusRunning {
+		t.Fatalf("rm --all-orphans from elsewhere: exit %d, pod %s\n%s", o.code, w.pod(r).Status, o.stderr)
+	}
+	mustContain(t, "rm --all-orphans", o.stderr.String(), "keep pod "+r.PodID, "no rule applies")
+	p.signal(syscall.SIGINT)
+	p.wait(patience)
+	if rm := w.run("rm", "--force", r.ID); rm.code != 0 {
+		t.Fatalf("rm exit %d\n%s", rm.code, rm.stderr)
+	}
 }

@@ -119,3 +119,17 @@ func Grow(sizeGB int, usedKiB int64) (newGB int, grow bool) {
 	}
 	return newGB, true
 }
+
+// Money formats USD for a person, with enough digits for the cents of a
+// short run.
+func Money(usd float64) string {
+	switch {
+	case usd == 0:
+		return "$0"
+	case usd < 0.01:
+		return fmt.Sprintf("$%.4f", usd)
+	case usd < 10:
+		return fmt.Sprintf("$%.3f", usd)
+	}
+	return fmt.Sprintf("$%.2f", usd)
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/overbrainer/overbrainer-go/internal/termtext"
 	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
+	"github.com/overbrainer/overbrainer-go/sweep"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
@@ -189,7 +190,7 @@ no local run knows (orphans: "launch rm --all-orphans" removes them).`)
 		}
 		switch {
 		case live:
-			status = guard.StatusText(pod.Status)
+			status = dash(guard.StatusText(pod.Status))
 			perHr := pod.CostPerHr
 			if perHr == 0 {
 				perHr = r.CostPerHr
@@ -220,7 +221,15 @@ no local run knows (orphans: "launch rm --all-orphans" removes them).`)
 		if !p.CreatedAt.IsZero() {
 			age = since(now.Sub(p.CreatedAt))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s/h\t%s\t%s\n", dash(strings.TrimPrefix(p.Name, PodNamePrefix)), "orphan", dash(p.ID), guard.StatusText(p.Status), age, money(p.CostPerHr), "-", "-")
+		// The pod's env says whether it is kept (only rm RUN deletes it):
+		// read by podenv's reader, as the sweeper reads it.
+		phase := "orphan"
+		if env, err := podenv.Parse(p.Env); err != nil {
+			phase = "orphan?" // an env no rule can read: the sweeper leaves it too
+		} else if env.Keep {
+			phase = "orphan,kept"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s/h\t%s\t%s\n", dash(strings.TrimPrefix(p.Name, PodNamePrefix)), phase, dash(p.ID), dash(guard.StatusText(p.Status)), age, money(p.CostPerHr), "-", "-")
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -243,15 +252,21 @@ func cmdRm(ctx context.Context, a *app, args []string) error {
 saying plainly when only a stop worked and the volume still bills) and its
 host key secret. The run's local state and downloaded results stay. A run
 whose job was started and whose results were not collected is refused
-unless --force: use stop or attach. --all-orphans deletes the overbrainer
-pods of runs that this machine's state does not know only when they are
-provably abandoned (EXITED or ERROR; the others are listed), the secrets
-of runs without a pod, and the secret of a known run whose pod is gone and
-whose launcher is no longer running (one killed before it cleaned up).`)
+unless --force: use stop or attach. --all-orphans deletes, by the rules and
+graces of "launch sweep", the overbrainer pods and secrets of runs that this
+machine's state does not know (a kept pod, one that may be another
+machine's live run and one it cannot judge are listed and left), and the
+secret of a known run whose pod is gone and whose launcher is no longer
+running (one killed before it cleaned up).`)
 	orphans := fs.Bool("all-orphans", false, "delete the abandoned overbrainer pods and the secrets that no local run knows")
 	force := fs.Bool("force", false, "delete a run's pod even when its results were not collected (they are lost)")
+	var policy sweep.Policy
+	policyFlags(fs, &policy)
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if err := policy.Validate(); err != nil {
+		return usagef("%v", err)
 	}
 	if *orphans == (fs.NArg() > 0) {
 		return usagef("rm takes run ids, or --all-orphans")
@@ -265,7 +280,7 @@ whose launcher is no longer running (one killed before it cleaned up).`)
 		return err
 	}
 	if *orphans {
-		return a.rmOrphans(ctx)
+		return a.rmOrphans(ctx, policy)
 	}
 	failed := false
 	for _, id := range fs.Args() {
@@ -318,92 +333,6 @@ func (a *app) remove(ctx context.Context, r *state.Run, force bool) error {
 		return fmt.Errorf("pod %s was only stopped: its volume still bills", r.PodID)
 	case err != nil:
 		return err
-	}
-	return nil
-}
-
-// secretPrefix is what every run's host key secret name starts with.
-var secretPrefix = podenv.HostKeySecretName("")
-
-func (a *app) rmOrphans(ctx context.Context) error {
-	runs, err := a.store.List()
-	if err != nil {
-		return err
-	}
-	known := map[string]bool{}
-	for _, r := range runs {
-		known[r.ID] = true
-	}
-	pods, err := a.api.ListPods(ctx, runpod.ListPodsOptions{NamePrefix: PodNamePrefix})
-	if err != nil {
-		return fmt.Errorf("listing pods: %w", err)
-	}
-	secrets, err := a.api.ListSecrets(ctx)
-	if err != nil {
-		return fmt.Errorf("listing secrets: %w", err)
-	}
-	failed, n := false, 0
-	for _, p := range pods {
-		id := strings.TrimPrefix(p.Name, PodNamePrefix)
-		if known[id] {
-			continue
-		}
-		n++
-		a.say("orphan pod %s (%s, %s)", p.ID, p.Name, p.Status)
-		res, err := guard.RemoveOrphan(ctx, a.api, p, a.rmEvents(id), guard.WithLogger(a.logger))
-		if errors.Is(err, guard.ErrNotAbandoned) {
-			a.say("left: %v (look at it with \"launch ls\")", err)
-		} else if err != nil || res.StillBilling() {
-			failed = true // said by the events, an unconfirmed delete too
-		}
-	}
-	// A pod still holding its run's name keeps its secret (a pod that
-	// restarts reads it again; RemoveOrphan deleted those of the
-	// abandoned ones); a terminated pod does not.
-	podOf := map[string]bool{}
-	for _, p := range pods {
-		if p.Status != runpod.StatusTerminated {
-			podOf[strings.TrimPrefix(p.Name, PodNamePrefix)] = true
-		}
-	}
-	for _, s := range secrets {
-		id, ok := strings.CutPrefix(s.Name, secretPrefix)
-		if !ok || podOf[id] {
-			continue
-		}
-		if known[id] {
-			// A launcher killed between creating the secret and cleaning
-			// up leaves it behind: the run is known, its pod is gone and
-			// no launcher holds its lock. A held lock means a live
-			// launcher that will remove the secret itself.
-			lock, err := a.store.TryLock(id)
-			if err != nil {
-				continue
-			}
-			err = a.api.DeleteSecret(ctx, s.ID)
-			lock.Unlock()
-			n++
-			if err != nil && !errors.Is(err, runpod.ErrNotFound) {
-				a.say("could not delete secret %s of run %s (its pod is gone): %v", s.Name, id, err)
-				failed = true
-				continue
-			}
-			a.say("secret %s of run %s deleted (its pod is gone)", s.Name, id)
-			continue
-		}
-		n++
-		if err := a.api.DeleteSecret(ctx, s.ID); err != nil && !errors.Is(err, runpod.ErrNotFound) {
-			a.say("could not delete orphan secret %s: %v", s.Name, err)
-			failed = true
-			continue
-		}
-		a.say("orphan secret %s deleted", s.Name)
-	}
-	if n == 0 {
-		a.say("no orphan pods or secrets")
-	}
-	if failed {
-		return &exitError{code: ExitFailed, msg: "some orphans are left"}
 	}
 	return nil
 }

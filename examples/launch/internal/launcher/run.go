@@ -222,7 +222,7 @@ the pod ends with the launcher.`)
 		return err
 	}
 	r := &state.Run{
-		Record:  guard.Record{ID: id, PodName: PodNamePrefix + id, Phase: state.PhaseCreating},
+		Record:  guard.Record{ID: id, PodName: podenv.PodName(id), Phase: state.PhaseCreating},
 		Created: now, Local: a.local != nil, HFTokenEnv: f.follow.hfTokenEnv, OutDir: f.out,
 	}
 	if r.OutDir == "" {

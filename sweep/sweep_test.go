@@ -1,4 +1,4 @@
-package guard
+package sweep
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
 )
 
@@ -23,6 +24,7 @@ type sweepFake struct {
 	pods     []runpod.Pod
 	secrets  []runpod.Secret
 	listErr  error
+	secErr   error // of ListSecrets
 	calls    []string
 	gone     map[string]bool // deleted pods: a second delete is a 404, Deleted
 	deletion runpod.DeleteResult
@@ -62,6 +64,9 @@ func (f *sweepFake) ListSecrets(context.Context) ([]runpod.Secret, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, "ListSecrets")
+	if f.secErr != nil {
+		return nil, f.secErr
+	}
 	return f.secrets, nil
 }
 
@@ -78,16 +83,37 @@ var sweepNow = time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
 // guarded is a marked pod of run id, created age ago, started after
 // startedAfter when that is not negative, with env added.
 func guarded(id string, st runpod.PodStatus, age, startedAfter time.Duration, kv ...string) runpod.Pod {
-	p := runpod.Pod{ID: "pod-" + id, Name: PodNamePrefix + id, Status: st, CreatedAt: sweepNow.Add(-age), CostPerHr: 2,
-		Env: map[string]string{runIDEnv: id}}
+	p := runpod.Pod{ID: "pod-" + id, Name: podenv.PodNamePrefix + id, Status: st, CreatedAt: sweepNow.Add(-age), CostPerHr: 2,
+		Env: podEnv(id)}
 	if startedAfter >= 0 {
 		s := p.CreatedAt.Add(startedAfter)
 		p.StartedAt = &s
 	}
 	for i := 0; i+1 < len(kv); i += 2 {
-		p.Env[kv[i]] = kv[i+1]
+		if kv[i+1] == "-" {
+			delete(p.Env, kv[i])
+		} else {
+			p.Env[kv[i]] = kv[i+1]
+		}
 	}
 	return p
+}
+
+// Real keys, for an env that validates.
+const (
+	clientKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJcomaqb8ckRepkDHH1CfKQjIlXD1MGWnmwCZJZcsNG3"
+	hostKey   = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFaKCIGTAorZfRm38a9XqitAU3FLqS55pVZdcKm+u+LV"
+)
+
+// podEnv is run id's env as podenv writes it: a deadline far off (which
+// a test sets to its own), not kept, the default graces and extension.
+func podEnv(id string) map[string]string {
+	env, err := podenv.Settings{RunID: id, Workdir: "/workspace/overbrainer", AuthorizedKey: clientKey, Claim: hostKey,
+		Deadline: sweepNow.Add(1000 * time.Hour)}.Env()
+	if err != nil {
+		panic(err)
+	}
+	return env
 }
 
 func unix(t time.Time) string { return strconv.FormatInt(t.Unix(), 10) }
@@ -99,7 +125,7 @@ func TestSweepDecisions(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		pod  runpod.Pod
-		rule SweepRule
+		rule Rule
 		del  bool
 	}{
 		{"running, young", guarded("a", runpod.StatusRunning, h, time.Minute, "OVERBRAINER_DEADLINE", soon), RuleKeep, false},
@@ -107,7 +133,7 @@ func TestSweepDecisions(t *testing.T) {
 		{"exited recently", guarded("c", runpod.StatusExited, h, 55*time.Minute), RuleKeep, false},
 		{"exited long ago", guarded("d", runpod.StatusExited, h, time.Minute), RuleExited, true},
 		{"error long ago", guarded("e", runpod.StatusError, h, time.Minute), RuleExited, true},
-		{"exited, kept", guarded("f", runpod.StatusExited, h, time.Minute, "OVERBRAINER_KEEP_POD", "1"), RuleExited, true},
+		{"exited, kept", guarded("f", runpod.StatusExited, h, time.Minute, "OVERBRAINER_KEEP_POD", "1"), RuleKeep, false},
 		{"terminated", guarded("g", runpod.StatusTerminated, h, time.Minute), RuleKeep, false},
 		{"created, within boot grace", guarded("h", runpod.StatusProvisioning, 30*time.Minute, -1), RuleKeep, false},
 		{"created, past boot grace", guarded("i", runpod.StatusProvisioning, 36*time.Minute, -1), RuleNeverRan, true},
@@ -123,12 +149,12 @@ func TestSweepDecisions(t *testing.T) {
 		{"under cost cap", guarded("o", runpod.StatusRunning, 2*h, time.Minute, "OVERBRAINER_MAX_COST_USD", "5"), RuleKeep, false},
 		{"past cost cap", guarded("p", runpod.StatusRunning, 3*h, time.Minute, "OVERBRAINER_MAX_COST_USD", "5"), RuleCostCap, true},
 		{"past cost cap, kept", guarded("q", runpod.StatusRunning, 3*h, time.Minute, "OVERBRAINER_MAX_COST_USD", "5", "OVERBRAINER_KEEP_POD", "1"), RuleKeep, false},
-		{"unmarked, exited", runpod.Pod{ID: "pod-x", Name: PodNamePrefix + "x", Status: runpod.StatusExited, CreatedAt: sweepNow.Add(-100 * h)}, RuleUnmarked, false},
-		{"marker of another run", guarded("y", runpod.StatusExited, h, time.Minute, runIDEnv, "z"), RuleUnmarked, false},
+		{"unmarked, exited", runpod.Pod{ID: "pod-x", Name: podenv.PodNamePrefix + "x", Status: runpod.StatusExited, CreatedAt: sweepNow.Add(-100 * h)}, RuleUnmarked, false},
+		{"marker of another run", guarded("y", runpod.StatusExited, h, time.Minute, "OVERBRAINER_RUN_ID", "z"), RuleUnmarked, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &sweepFake{pods: []runpod.Pod{tc.pod}}
-			rep, err := Sweep(context.Background(), f, SweepPolicy{Now: func() time.Time { return sweepNow }})
+			rep, err := Once(context.Background(), f, Policy{Now: func() time.Time { return sweepNow }})
 			if err != nil || len(rep.Decisions) != 1 {
 				t.Fatalf("Sweep = %+v, %v", rep, err)
 			}
@@ -154,11 +180,11 @@ func TestSweepDryRunPartialAndTwice(t *testing.T) {
 		guarded("d", runpod.StatusExited, time.Hour, time.Minute),
 		guarded("a", runpod.StatusRunning, time.Hour, time.Minute),
 	}
-	clock := SweepPolicy{Now: func() time.Time { return sweepNow }}
+	clock := Policy{Now: func() time.Time { return sweepNow }}
 	f := &sweepFake{pods: pods}
 	dry := clock
 	dry.DryRun = true
-	rep, err := Sweep(context.Background(), f, dry)
+	rep, err := Once(context.Background(), f, dry)
 	if err != nil || len(rep.Decisions) != 2 || !rep.Decisions[0].Delete || rep.Deleted() != 0 {
 		t.Fatalf("dry run: %+v, %v", rep, err)
 	}
@@ -170,7 +196,7 @@ func TestSweepDryRunPartialAndTwice(t *testing.T) {
 	}
 
 	f = &sweepFake{pods: pods, listErr: errors.New("page 3: 500")}
-	if _, err := Sweep(context.Background(), f, clock); err == nil || !strings.Contains(err.Error(), "nothing deleted") {
+	if _, err := Once(context.Background(), f, clock); err == nil || !strings.Contains(err.Error(), "nothing deleted") {
 		t.Errorf("failed listing: %v", err)
 	}
 	if slices.ContainsFunc(f.calls, func(c string) bool { return strings.HasPrefix(c, "Delete") }) {
@@ -183,7 +209,7 @@ func TestSweepDryRunPartialAndTwice(t *testing.T) {
 	for i := range reps {
 		wg.Go(func() {
 			var err error
-			if reps[i], err = Sweep(context.Background(), f, clock); err != nil {
+			if reps[i], err = Once(context.Background(), f, clock); err != nil {
 				t.Error(err)
 			}
 		})
@@ -192,12 +218,12 @@ func TestSweepDryRunPartialAndTwice(t *testing.T) {
 	if n := reps[0].Deleted() + reps[1].Deleted(); n < 1 || n > 2 {
 		t.Errorf("%d deletes in two sweeps", n)
 	}
-	if rep, _ := Sweep(context.Background(), f, clock); rep.Deleted() != 0 || rep.Pods != 1 {
+	if rep, _ := Once(context.Background(), f, clock); rep.Deleted() != 0 || rep.Pods != 1 {
 		t.Errorf("a third sweep: %+v", rep)
 	}
 
 	f = &sweepFake{pods: pods[:1], deletion: runpod.Stopped}
-	if rep, err := Sweep(context.Background(), f, clock); err == nil || rep.Decisions[0].Err == nil {
+	if rep, err := Once(context.Background(), f, clock); err == nil || rep.Decisions[0].Err == nil {
 		t.Errorf("a pod only stopped: %+v, %v", rep, err)
 	}
 }
@@ -209,14 +235,14 @@ func TestSweepSecrets(t *testing.T) {
 	f := &sweepFake{
 		pods: []runpod.Pod{guarded("20260302-100000-aaaa", runpod.StatusRunning, time.Hour, time.Minute)},
 		secrets: []runpod.Secret{
-			{ID: "s1", Name: hostKeySecretName("20260302-100000-aaaa")},
-			{ID: "s2", Name: hostKeySecretName("20260302-100000-bbbb")},
-			{ID: "s3", Name: hostKeySecretName("20260302-113000-cccc")},
-			{ID: "s4", Name: hostKeySecretName("my-run")},
+			{ID: "s1", Name: podenv.HostKeySecretName("20260302-100000-aaaa")},
+			{ID: "s2", Name: podenv.HostKeySecretName("20260302-100000-bbbb")},
+			{ID: "s3", Name: podenv.HostKeySecretName("20260302-113000-cccc")},
+			{ID: "s4", Name: podenv.HostKeySecretName("my-run")},
 			{ID: "s5", Name: "HF_TOKEN"},
 		},
 	}
-	rep, err := Sweep(context.Background(), f, SweepPolicy{Now: func() time.Time { return sweepNow }})
+	rep, err := Once(context.Background(), f, Policy{Now: func() time.Time { return sweepNow }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,8 +263,8 @@ func TestSweepSecrets(t *testing.T) {
 
 func TestSweepPolicyRefusesNegatives(t *testing.T) {
 	var fe *FieldError
-	_, err := Sweep(context.Background(), &sweepFake{}, SweepPolicy{Margin: -time.Second})
-	if !errors.As(err, &fe) || fe.Field != "SweepPolicy.Margin" {
+	_, err := Once(context.Background(), &sweepFake{}, Policy{Margin: -time.Second})
+	if !errors.As(err, &fe) || fe.Field != "Policy.Margin" {
 		t.Errorf("Sweep with a negative margin: %v", err)
 	}
 }
@@ -249,9 +275,9 @@ func TestReportWrite(t *testing.T) {
 	f := &sweepFake{pods: []runpod.Pod{
 		guarded("d", runpod.StatusExited, time.Hour, time.Minute),
 		guarded("a", runpod.StatusRunning, time.Hour, time.Minute),
-		{ID: "pod-x", Name: PodNamePrefix + "x", Status: runpod.StatusRunning},
+		{ID: "pod-x", Name: podenv.PodNamePrefix + "x", Status: runpod.StatusRunning},
 	}}
-	rep, err := Sweep(context.Background(), f, SweepPolicy{Now: func() time.Time { return sweepNow }})
+	rep, err := Once(context.Background(), f, Policy{Now: func() time.Time { return sweepNow }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +286,7 @@ func TestReportWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "deleted pod pod-d (overbrainer-d, EXITED): exited: EXITED, last started 59m0s ago, past the exited grace of 10m0s\n" +
-		"NOT MARKED, left pod pod-x (overbrainer-x, RUNNING): unmarked: named like a guarded run's pod, but without its run marker OVERBRAINER_RUN_ID=x\n" +
+		"NOT MARKED, left pod pod-x (overbrainer-x, RUNNING): unmarked: named like a guarded run's pod, but its env's run marker is \"\"\n" +
 		"sweep: 3 pods, 0 secrets, 1 deleted\n"
 	if diff := cmp.Diff(want, b.String()); diff != "" {
 		t.Errorf("Write (-want +got):\n%s", diff)
@@ -279,5 +305,92 @@ func TestReportWrite(t *testing.T) {
 	}
 	if len(got) != 3 || got[0].Rule != RuleExited || !got[0].Done || got[2].Rule != RuleUnmarked {
 		t.Errorf("JSON decisions %+v", got)
+	}
+}
+
+// What the sweeper cannot prove abandoned it leaves: a large cap whose
+// time does not fit a Duration, a pod without its creation time, a status
+// it does not know, a kept pod that only stopped, a garbled marker of
+// keep mode. Each was deleted before.
+func TestSweepDoesNoHarm(t *testing.T) {
+	h := time.Hour
+	noCreated := guarded("b", runpod.StatusRunning, h, time.Minute, "OVERBRAINER_MAX_COST_USD", "5")
+	noCreated.CreatedAt = time.Time{}
+	for _, tc := range []struct {
+		name string
+		pod  runpod.Pod
+		rule Rule
+	}{
+		{"large valid cap, two minutes old", guarded("a", runpod.StatusRunning, 2*time.Minute, time.Minute,
+			"OVERBRAINER_MAX_COST_USD", "2000000000"), RuleKeep},
+		{"no createdAt", noCreated, RuleCannotJudge},
+		{"unknown status, never started", guarded("c", "PAUSED", h, -1), RuleCannotJudge},
+		{"kept, exited long ago", guarded("d", runpod.StatusExited, 10*h, time.Minute, "OVERBRAINER_KEEP_POD", "1"), RuleKeep},
+		{"keep marker garbled, past deadline", guarded("e", runpod.StatusRunning, 30*h, time.Minute,
+			"OVERBRAINER_KEEP_POD", "yes", "OVERBRAINER_DEADLINE", unix(sweepNow.Add(-25*h))), RuleCannotJudge},
+		{"deadline garbled", guarded("f", runpod.StatusRunning, 30*h, time.Minute, "OVERBRAINER_DEADLINE", "+1"), RuleCannotJudge},
+		{"deadline past what the watchdog counts", guarded("g", runpod.StatusRunning, 30*h, time.Minute, "OVERBRAINER_DEADLINE", "9999999999"), RuleCannotJudge},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &sweepFake{pods: []runpod.Pod{tc.pod}}
+			rep, err := Once(context.Background(), f, Policy{Now: func() time.Time { return sweepNow }})
+			if err != nil || len(rep.Decisions) != 1 {
+				t.Fatalf("Sweep = %+v, %v", rep, err)
+			}
+			d := rep.Decisions[0]
+			if d.Delete || slices.Contains(f.calls, "DeletePod "+tc.pod.ID) || d.Rule != tc.rule || d.Why == "" {
+				t.Errorf("decision %s (rule %s, delete %v), want rule %s, left (calls %v)", d, d.Rule, d.Delete, tc.rule, f.calls)
+			}
+		})
+	}
+}
+
+// A secrets listing that fails does not stop the pods from being judged
+// and the abandoned ones deleted: only the secret cleanup is skipped, and
+// the error says so.
+func TestSweepWithoutSecrets(t *testing.T) {
+	f := &sweepFake{
+		pods:    []runpod.Pod{guarded("d", runpod.StatusExited, time.Hour, time.Minute), guarded("a", runpod.StatusRunning, time.Hour, time.Minute)},
+		secrets: []runpod.Secret{{ID: "s2", Name: podenv.HostKeySecretName("20260302-100000-bbbb")}},
+		secErr:  errors.New("graphql: gone"),
+	}
+	rep, err := Once(context.Background(), f, Policy{Now: func() time.Time { return sweepNow }})
+	if err == nil || !strings.Contains(err.Error(), "secrets not swept") || !strings.Contains(err.Error(), "graphql: gone") {
+		t.Errorf("Sweep error %v, want the secrets listing's, saying they were not swept", err)
+	}
+	if !slices.Contains(f.calls, "DeletePod pod-d") || slices.Contains(f.calls, "DeletePod pod-a") || rep.Deleted() != 1 {
+		t.Errorf("calls %v, deleted %d: want pod-d deleted alone", f.calls, rep.Deleted())
+	}
+	if rep.SecretsSkipped == "" || slices.ContainsFunc(f.calls, func(c string) bool { return strings.HasPrefix(c, "DeleteSecret") }) {
+		t.Errorf("SecretsSkipped %q, calls %v", rep.SecretsSkipped, f.calls)
+	}
+}
+
+// A dry run's report says every decision, the pods it cannot judge with
+// the reason; a name from the API is escaped.
+func TestReportSaysCannotJudge(t *testing.T) {
+	odd := guarded("c", "PAUSED", time.Hour, -1)
+	kept := guarded("k", runpod.StatusExited, time.Hour, time.Minute, "OVERBRAINER_KEEP_POD", "1")
+	f := &sweepFake{pods: []runpod.Pod{odd, kept, {ID: "pod-x", Name: podenv.PodNamePrefix + "x\x1b[31m", Status: runpod.StatusRunning}}}
+	rep, err := Once(context.Background(), f, Policy{DryRun: true, Now: func() time.Time { return sweepNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := rep.Write(&b, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		`CANNOT JUDGE, left pod pod-c (overbrainer-c, PAUSED): cannot_judge: status "PAUSED" is not one this sweeper knows`,
+		"keep pod pod-k (overbrainer-k, EXITED): keep: kept (--keep-pod), EXITED: not running, its storage still bills",
+		"NOT MARKED, left pod pod-x (overbrainer-x\\x1b[31m, RUNNING)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the report lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "\x1b") {
+		t.Errorf("the report holds an escape byte: %q", out)
 	}
 }

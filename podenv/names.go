@@ -1,0 +1,95 @@
+package podenv
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The names a run gives its pod and its host-key secret are how every
+// client, on any machine, finds them again: they are built and read back
+// here only.
+
+// PodNamePrefix starts every guarded pod's name: the pod of run ID is
+// named PodNamePrefix+ID.
+const PodNamePrefix = "overbrainer-"
+
+// hostKeySecretPrefix starts every run's host-key secret name.
+const hostKeySecretPrefix = "overbrainer_host_key_"
+
+// CheckRunID refuses a run id that could not be a pod name, a secret name
+// at Runpod and a directory name: 1 to 64 of [A-Za-z0-9_-].
+func CheckRunID(id string) error {
+	if !runIDPattern.MatchString(id) {
+		return fmt.Errorf("%q is not a run id (1 to 64 of [A-Za-z0-9_-])", id)
+	}
+	return nil
+}
+
+// PodName is the name of run runID's pod.
+func PodName(runID string) string { return PodNamePrefix + runID }
+
+// RunIDOfPod reads the run id back from a pod's name; ok is false for a
+// name that is not a guarded pod's.
+func RunIDOfPod(name string) (runID string, ok bool) {
+	id, ok := strings.CutPrefix(name, PodNamePrefix)
+	return id, ok && CheckRunID(id) == nil
+}
+
+// HostKeySecretName is the name of the Runpod secret that holds the run's
+// host key (base64 of the OpenSSH private key).
+func HostKeySecretName(runID string) string {
+	return hostKeySecretPrefix + runID
+}
+
+// RunIDOfSecret reads the run id back from a secret's name; ok is false
+// for a secret that is not a run's host key.
+func RunIDOfSecret(name string) (runID string, ok bool) {
+	id, ok := strings.CutPrefix(name, hostKeySecretPrefix)
+	return id, ok && CheckRunID(id) == nil
+}
+
+// runIDTime is the layout of the time that starts NewRunID's ids.
+const runIDTime = "20060102-150405"
+
+// NewRunID makes a run id: the UTC time to the second and 4 hex digits,
+// e.g. 20260301-120000-a1b2. The digits are a random start for the process
+// plus the count of ids it made: 4 random digits each would make the same
+// id twice about one time in four among 200 runs launched in one second
+// by one program, and two runs of one id undo each other's launch.
+func NewRunID(now time.Time) (string, error) {
+	runIDs.once.Do(func() { _, runIDs.err = rand.Read(runIDs.start[:]) })
+	if runIDs.err != nil {
+		return "", runIDs.err
+	}
+	n := binary.BigEndian.Uint16(runIDs.start[:]) + uint16(runIDs.made.Add(1)-1)
+	return now.UTC().Format(runIDTime) + "-" + hex.EncodeToString(binary.BigEndian.AppendUint16(nil, n)), nil
+}
+
+// RunIDTime is when a run of NewRunID's id started; ok is false for an id
+// that tells no time (one a caller chose).
+func RunIDTime(id string) (t time.Time, ok bool) {
+	if len(id) < len(runIDTime) {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(runIDTime, id[:len(runIDTime)])
+	return t, err == nil
+}
+
+// runIDs numbers the run ids of this process (see NewRunID).
+var runIDs struct {
+	once  sync.Once
+	start [2]byte
+	err   error
+	made  atomic.Uint32
+}
+
+// RunMarker is the run id a pod's env says it belongs to (empty when it
+// says none): a guarded pod carries its run's id, so that a pod merely
+// named like one is told apart.
+func RunMarker(env map[string]string) string { return env[runIDEnv] }

@@ -1,0 +1,86 @@
+package podenv_test
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/overbrainer/overbrainer-go/podenv"
+)
+
+// fullEnv is an env with every name Env can write.
+func fullEnv(t *testing.T) map[string]string {
+	s := seedSettings()
+	s.Keep, s.VolumeDir, s.VolumeGB, s.SecretEnv, s.MaxCostUSD = true, "/v", 5, []string{"X"}, 3
+	s.Interval, s.LeaseTTL, s.SnapshotLead, s.SnapshotWait = time.Second, time.Second, time.Second, time.Second
+	s.ProbeTries, s.ProbeWait, s.MaxExtension = 1, time.Second, time.Second
+	return mustEnv(t, s)
+}
+
+// Every name Env writes belongs to the contract; a user's name does not.
+func TestOwns(t *testing.T) {
+	for name := range fullEnv(t) {
+		if !podenv.Owns(name) {
+			t.Errorf("Owns(%s) = false for a name Env writes", name)
+		}
+	}
+	for _, name := range []string{"HF_HOME", "OVERBRAINER_DU", "PATH"} {
+		if podenv.Owns(name) {
+			t.Errorf("Owns(%s) = true", name)
+		}
+	}
+}
+
+// The names of the pod's env are spelled in Go only by podenv (which
+// writes and reads them), the watchdog and the bootstrap (the pod side):
+// any other Go code that needs one asks podenv. The exceptions are not the
+// pod's contract but the same spelling for another fact, or the fake
+// playing Runpod.
+func TestContractNamesAreSpelledOnlyHere(t *testing.T) {
+	allowed := map[string][]string{
+		// The launcher's and the notebook's own setting of the client's
+		// API, by the same name.
+		"OVERBRAINER_API_URL": {"examples/launch/internal/launcher/launcher.go", "examples/notebook/main.go",
+			// The local emulator points its pods' watchdogs at itself.
+			"runpod/runpodtest/runner.go"},
+		"OVERBRAINER_WORKDIR": {"runpod/runpodtest/runner.go"},
+	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := fullEnv(t)
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		if d.IsDir() {
+			switch rel {
+			case "podenv", "watchdog", "bootstrap", ".git":
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for name := range env {
+			if strings.Contains(string(b), `"`+name+`"`) && !slices.Contains(allowed[name], filepath.ToSlash(rel)) {
+				t.Errorf("%s spells %q: ask podenv for it", rel, name)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

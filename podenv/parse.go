@@ -1,0 +1,260 @@
+package podenv
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ContractVersion numbers the rules a pod's env is written by: a reader
+// (a sweeper of another release) learns from OVERBRAINER_CONTRACT which
+// ones a pod was made with, and refuses to judge a pod of a contract newer
+// than its own. A pod whose env has no OVERBRAINER_CONTRACT is of
+// contract 1, the one before it was written.
+//
+// 2: OVERBRAINER_CONTRACT is written, OVERBRAINER_VERSION is the
+// module's version from the build ([BuildVersion]), and a pod with a
+// deadline always says its OVERBRAINER_MAX_EXTENSION (the default too).
+const ContractVersion = 2
+
+// The names of the pod's env that this package owns: [Settings.Env]
+// writes them, the bootstrap and the watchdog read them, and [Parse]
+// reads them back. No other Go code spells them.
+const (
+	runIDEnv         = "OVERBRAINER_RUN_ID"
+	workdirEnv       = "OVERBRAINER_WORKDIR"
+	runDirEnv        = "OVERBRAINER_RUN_DIR"
+	bootGraceEnv     = "OVERBRAINER_BOOT_GRACE"
+	retrieveGraceEnv = "OVERBRAINER_RETRIEVE_GRACE"
+	keepEnv          = "OVERBRAINER_KEEP_POD"
+	// APIURLEnv is the API the watchdog calls; a local emulator that
+	// plays Runpod points it at itself.
+	APIURLEnv        = "OVERBRAINER_API_URL"
+	authorizedKeyEnv = "OVERBRAINER_AUTHORIZED_KEY"
+	claimEnv         = "OVERBRAINER_CLAIM"
+	versionEnv       = "OVERBRAINER_VERSION"
+	contractEnv      = "OVERBRAINER_CONTRACT"
+	deadlineEnv      = "OVERBRAINER_DEADLINE"
+	secretEnvEnv     = "OVERBRAINER_SECRET_ENV"
+	volumeDirEnv     = "OVERBRAINER_VOLUME_DIR"
+	volumeGBEnv      = "OVERBRAINER_VOLUME_GB"
+	maxExtensionEnv  = "OVERBRAINER_MAX_EXTENSION"
+	intervalEnv      = "OVERBRAINER_INTERVAL"
+	leaseTTLEnv      = "OVERBRAINER_LEASE_TTL"
+	snapshotLeadEnv  = "OVERBRAINER_SNAPSHOT_LEAD"
+	snapshotWaitEnv  = "OVERBRAINER_SNAPSHOT_WAIT"
+	probeTriesEnv    = "OVERBRAINER_PROBE_TRIES"
+	probeWaitEnv     = "OVERBRAINER_PROBE_WAIT"
+	// jupyterEnv keeps the image's Jupyter from starting.
+	jupyterEnv = "JUPYTER_DISABLE"
+)
+
+// owned are the names of the pod's contract: those Env writes, and the
+// one the bootstrap sets for the watchdog.
+var owned = map[string]bool{
+	runIDEnv: true, HostKeyEnv: true, workdirEnv: true, runDirEnv: true, bootGraceEnv: true,
+	retrieveGraceEnv: true, keepEnv: true, APIURLEnv: true, authorizedKeyEnv: true, claimEnv: true,
+	versionEnv: true, contractEnv: true, deadlineEnv: true, secretEnvEnv: true, volumeDirEnv: true,
+	volumeGBEnv: true, maxExtensionEnv: true, intervalEnv: true, leaseTTLEnv: true, snapshotLeadEnv: true,
+	snapshotWaitEnv: true, probeTriesEnv: true, probeWaitEnv: true, MaxCostEnv: true, jupyterEnv: true,
+	"OVERBRAINER_BOOT_FAILED": true,
+}
+
+// Owns says the pod's contract owns the variable name: a user's extra env
+// (guard's Spec.PodEnv, the launcher's --pod-env) may not set it, or it
+// could undo a rule the watchdog relies on or a reader's judgment of the
+// pod. The watchdog's and the bootstrap's seams for tests (OVERBRAINER_DU,
+// OVERBRAINER_SSHD, timeouts) are not the contract's.
+func Owns(name string) bool { return owned[name] }
+
+// BuildVersion is the SDK's version as the build knows it: the module's
+// version when a program requires it (or is it, built from a version),
+// else [Version]. It goes to the pod as OVERBRAINER_VERSION.
+func BuildVersion() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return Version
+	}
+	const module = "github.com/overbrainer/overbrainer-go"
+	for _, m := range append([]*debug.Module{&info.Main}, info.Deps...) {
+		if m.Path != module {
+			continue
+		}
+		if m.Replace != nil {
+			m = m.Replace
+		}
+		if v := strings.TrimPrefix(m.Version, "v"); v != "" && v != "(devel)" {
+			return v
+		}
+	}
+	return Version
+}
+
+// Pod is what a pod's env says, read back by [Parse].
+type Pod struct {
+	// Settings are those the env was written from, with the defaults Env
+	// filled in (BootGrace, RetrieveGrace, APIURL) and durations in whole
+	// seconds. The host key is not among them: its value is a reference
+	// to a secret.
+	Settings
+	// Version is the SDK version that made the pod (OVERBRAINER_VERSION).
+	Version string
+	// Contract is the contract the env was written by (ContractVersion
+	// of the SDK that made it; 1 when it does not say).
+	Contract int
+}
+
+// EnvError reports a variable of a pod's env that Parse cannot read. It
+// quotes at most the start of the value, never a key.
+type EnvError struct {
+	Name   string
+	Reason string
+}
+
+func (e *EnvError) Error() string { return "podenv: " + e.Name + ": " + e.Reason }
+
+// Parse reads a pod's env as [Settings.Env] wrote it, by the rules the
+// watchdog reads it with: a number is 1 to 10 decimal digits (leading
+// zeros allowed; no sign, space or point), keep mode is 0 or 1. A
+// variable Env always writes that is missing, a value the watchdog would
+// not read, or settings that would not validate is an error naming the
+// variable: a reader that cannot read a pod must not guess. A contract
+// newer than [ContractVersion] is refused too: its rules are unknown.
+// Unknown names are ignored.
+func Parse(env map[string]string) (Pod, error) {
+	var errs []error
+	bad := func(name, format string, args ...any) {
+		errs = append(errs, &EnvError{Name: name, Reason: fmt.Sprintf(format, args...)})
+	}
+	need := func(name string) string {
+		v, ok := env[name]
+		if !ok {
+			bad(name, "is missing")
+		}
+		return v
+	}
+	seconds := func(name string, required bool) (time.Duration, bool) {
+		v, ok := env[name]
+		if !ok {
+			if required {
+				bad(name, "is missing")
+			}
+			return 0, false
+		}
+		n, ok := number(v)
+		if !ok {
+			bad(name, "%q is not 1 to 10 decimal digits", clip(v))
+			return 0, false
+		}
+		if n > maxKnob {
+			bad(name, "%d is more than the watchdog can count", n)
+			return 0, false
+		}
+		return time.Duration(n) * time.Second, true
+	}
+	var p Pod
+	s := &p.Settings
+	s.RunID = need(runIDEnv)
+	s.Workdir = need(workdirEnv)
+	if runDir := need(runDirEnv); runDir != "" && s.Workdir != "" && runDir != s.RunDir() {
+		bad(runDirEnv, "%q is not %s/%s", clip(runDir), clip(s.Workdir), clip(s.RunID))
+	}
+	s.BootGrace, _ = seconds(bootGraceEnv, true)
+	s.RetrieveGrace, _ = seconds(retrieveGraceEnv, true)
+	switch v, ok := env[keepEnv]; {
+	case !ok:
+		bad(keepEnv, "is missing")
+	case v == "1":
+		s.Keep = true
+	case v != "0":
+		bad(keepEnv, "%q is neither 0 nor 1", clip(v))
+	}
+	s.APIURL = need(APIURLEnv)
+	s.AuthorizedKey = need(authorizedKeyEnv)
+	s.Claim = need(claimEnv)
+	p.Version = need(versionEnv)
+	p.Contract = 1
+	if v, ok := env[contractEnv]; ok {
+		n, ok := number(v)
+		switch {
+		case !ok || n == 0:
+			bad(contractEnv, "%q is not a contract number", clip(v))
+		case n > ContractVersion:
+			bad(contractEnv, "%d is newer than this SDK's contract %d: its rules are unknown here", n, ContractVersion)
+		default:
+			p.Contract = int(n)
+		}
+	}
+	if v, ok := env[deadlineEnv]; ok {
+		if n, ok := number(v); ok && n <= maxKnob {
+			s.Deadline = time.Unix(n, 0)
+		} else {
+			bad(deadlineEnv, "%q is not a Unix time the watchdog reads", clip(v))
+		}
+	}
+	if v, ok := env[secretEnvEnv]; ok {
+		s.SecretEnv = strings.Split(v, ",")
+	}
+	s.VolumeDir = env[volumeDirEnv]
+	if v, ok := env[volumeGBEnv]; ok {
+		if n, ok := number(v); ok && n > 0 {
+			s.VolumeGB = int(n)
+		} else {
+			bad(volumeGBEnv, "%q is not a positive number of GB", clip(v))
+		}
+	}
+	s.Interval, _ = seconds(intervalEnv, false)
+	s.LeaseTTL, _ = seconds(leaseTTLEnv, false)
+	s.SnapshotLead, _ = seconds(snapshotLeadEnv, false)
+	s.SnapshotWait, _ = seconds(snapshotWaitEnv, false)
+	if d, ok := seconds(probeTriesEnv, false); ok {
+		s.ProbeTries = int(d / time.Second) // a count, read as the others
+	}
+	s.ProbeWait, _ = seconds(probeWaitEnv, false)
+	if d, ok := seconds(maxExtensionEnv, false); ok {
+		s.MaxExtension, s.HardDeadline = d, d == 0
+	} else if _, set := env[maxExtensionEnv]; !set && p.Contract >= 2 && !s.Deadline.IsZero() {
+		bad(maxExtensionEnv, "is missing, with a deadline")
+	}
+	if v, ok := env[MaxCostEnv]; ok {
+		c, err := strconv.ParseFloat(v, 64)
+		if !dollars.MatchString(v) || err != nil || math.IsInf(c, 0) {
+			bad(MaxCostEnv, "%q is not an amount of dollars", clip(v))
+		} else {
+			s.MaxCostUSD = c
+		}
+	}
+	if len(errs) > 0 {
+		return p, errors.Join(errs...)
+	}
+	if err := s.Validate(); err != nil {
+		return p, fmt.Errorf("podenv: the pod's env does not make valid settings: %w", err)
+	}
+	return p, nil
+}
+
+// dollars is an amount as Env writes it: digits, then maybe a point and
+// digits.
+var dollars = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
+
+// number reads a number as the watchdog's number function does: 1 to 10
+// decimal digits once the leading zeros are dropped, and nothing else.
+func number(v string) (int64, bool) {
+	if v == "" || strings.Trim(v, "0123456789") != "" {
+		return 0, false
+	}
+	v = strings.TrimLeft(v, "0")
+	if len(v) > 10 {
+		return 0, false
+	}
+	if v == "" {
+		return 0, true
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	return n, err == nil
+}
