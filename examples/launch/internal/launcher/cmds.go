@@ -59,7 +59,7 @@ pod and the secret.`
 	if stop {
 		fs.DurationVar(&wait, "wait", wait, "how long to wait for the job to checkpoint and end before collecting anyway")
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
@@ -155,7 +155,7 @@ func cmdLs(ctx context.Context, a *app, args []string) error {
 last watchdog verdict seen, the rule by which the watchdog was seen deleting
 the pod, explained below the table), and the account's overbrainer pods that
 no local run knows (orphans: "launch rm --all-orphans" removes them).`)
-	if err := fs.Parse(args); err != nil {
+	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -225,7 +225,14 @@ no local run knows (orphans: "launch rm --all-orphans" removes them).`)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	// The reasons in words, once each.
+	// Why the failed runs failed, then the reasons in words, once each.
+	for _, r := range runs {
+		if r.Phase == state.PhaseFailed && r.Note != "" {
+			if _, err := fmt.Fprintf(a.stdout, "%s failed: %s\n", r.ID, termtext.Escape(r.Note, false)); err != nil {
+				return err
+			}
+		}
+	}
 	slices.Sort(reasons)
 	for _, reason := range reasons {
 		if _, err := fmt.Fprintf(a.stdout, "%s: %s\n", reason, reason.Summary()); err != nil {
@@ -250,7 +257,7 @@ of runs without a pod, and the secret of a known run whose pod is gone and
 whose launcher is no longer running (one killed before it cleaned up).`)
 	orphans := fs.Bool("all-orphans", false, "delete the abandoned overbrainer pods and the secrets that no local run knows")
 	force := fs.Bool("force", false, "delete a run's pod even when its results were not collected (they are lost)")
-	if err := fs.Parse(args); err != nil {
+	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if *orphans == (fs.NArg() > 0) {

@@ -182,6 +182,12 @@ func (a *app) launch(ctx context.Context, r *state.Run, spec guard.Spec, o follo
 	defer d.closePodLog()
 	run, err := guard.Launch(ctx, a.api, spec, d.options()...)
 	d.run = run
+	if err != nil && r.Phase == state.PhaseCreating {
+		// It failed before guard saved anything (a bad Spec, no GPU
+		// type to try): the run is over, not creating for ever.
+		r.Phase, r.Note = state.PhaseFailed, err.Error()
+		d.save()
+	}
 	if err != nil {
 		return d.stopped(ctx, err)
 	}

@@ -3,7 +3,6 @@ package launcher
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"math"
 	"os"
@@ -12,6 +11,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	flag "github.com/spf13/pflag"
 
 	"github.com/overbrainer/overbrainer-go/examples/launch/demo"
 	"github.com/overbrainer/overbrainer-go/examples/launch/internal/state"
@@ -91,6 +92,8 @@ type envFlag map[string]string
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 func (e *envFlag) String() string { return "" }
+
+func (e *envFlag) Type() string { return "NAME=VALUE" }
 
 func (e *envFlag) Set(v string) error {
 	name, value, ok := strings.Cut(v, "=")
@@ -195,7 +198,7 @@ Ctrl-C detaches (the pod goes on under its watchdog; "launch attach RUN"
 resumes) unless --down-on-interrupt; with the in-process local emulator
 the pod ends with the launcher.`)
 	f.register(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

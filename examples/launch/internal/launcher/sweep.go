@@ -15,7 +15,7 @@ func cmdSweep(ctx context.Context, a *app, args []string) error {
 	fs.DurationVar(&p.ExitedGrace, "exited-grace", guard.DefaultExitedGrace, "how long an EXITED or ERROR pod is left")
 	fs.DurationVar(&p.Margin, "margin", guard.DefaultSweepMargin, "added to each pod's own times, so that its watchdog acts first")
 	fs.DurationVar(&p.SecretGrace, "secret-grace", guard.DefaultSecretGrace, "how long a run's secret outlives its pod")
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+	if err := parse(fs, args); err != nil || fs.NArg() > 0 {
 		return cmp.Or(err, usagef("sweep takes no arguments"))
 	}
 	if a.g.local || a.getenv(EnvAPIKey) == "" {
