@@ -96,17 +96,25 @@ pod and the secret.`
 		}
 	}
 	r.Results.MaxGB = cmp.Or(max(*maxGB, 0), r.Results.MaxGB)
-	if ff.hfTokenEnv == "" {
-		ff.hfTokenEnv = r.HFTokenEnv
+	// The job's secrets, from the variables its run named unless this
+	// command names others; needed only by a job not started yet.
+	src, err := ff.secretSources()
+	if err != nil {
+		return err
 	}
-	token := ""
-	if ff.hfTokenEnv != "" {
-		token = a.getenv(ff.hfTokenEnv)
+	if len(src) == 0 {
+		src = r.SecretSources()
+	}
+	var secrets map[string]string
+	if r.JobStarted.IsZero() && !stop {
+		if secrets, err = a.secretValues(src); err != nil {
+			return err
+		}
 	}
 	if r.PodID != "" {
 		a.say("%s run %s: pod %s", name, id, r.PodID)
 	}
-	err = a.attach(ctx, r, followOpts{followFlags: ff, hfToken: token, stop: stop, stopWait: wait})
+	err = a.attach(ctx, r, followOpts{followFlags: ff, secrets: secrets, stop: stop, stopWait: wait})
 	if errors.Is(err, guard.ErrNoPod) {
 		a.say("run %s has no pod (it never got one, or it is gone): cleaning up", id)
 		if err := a.remove(ctx, r, true); err != nil {

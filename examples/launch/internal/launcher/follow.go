@@ -20,7 +20,8 @@ import (
 // followOpts says how to follow a run.
 type followOpts struct {
 	followFlags
-	hfToken string
+	// secrets are the job's, for a Start.
+	secrets map[string]string
 	// stop asks the job for a checkpoint (snapshot.request "stop") before
 	// following it, and gives up waiting after stopWait.
 	stop     bool
@@ -220,7 +221,7 @@ func (d *driver) steps(ctx context.Context, attached bool) error {
 		a.say("the job never started: nothing to checkpoint")
 		return d.end(ctx, guard.End{How: guard.NeverStarted, ExitCode: -1})
 	case !st.Started():
-		if err := run.Start(ctx, guard.Job{Dir: d.r.JobDir, Command: d.r.Command, HFToken: d.o.hfToken, ResumeFrom: d.r.ResumeFrom}); err != nil {
+		if err := run.Start(ctx, guard.Job{Dir: d.r.JobDir, Command: d.r.Command, Secrets: d.o.secrets, ResumeFrom: d.r.ResumeFrom}); err != nil {
 			return d.stopped(ctx, err)
 		}
 	case attached && st.Lost():
