@@ -26,7 +26,8 @@ import (
 // With a cost cap, it first writes the cap's plan for the watchdog on the
 // pod's clock. The job runs in a process group of its own, so that the
 // watchdog and the client can stop its whole tree, and gets its secrets
-// from the session's standard input only.
+// from the session's standard input only; with a network volume, its
+// caches default to the volume (VolumeCaches) unless Spec.NoVolumeCaches.
 //
 // A job whose run directory vanished (the pod's container restarted on a
 // disk that did not keep it) is not started again from its beginning: Start
@@ -89,7 +90,7 @@ func (r *Run) start(ctx context.Context, job Job) error {
 			r.plog.addSecret(v)
 		}
 	}
-	in, err := jobctl.JobInput(nil, secrets)
+	in, err := jobctl.JobInput(r.rec.jobDefaults(), secrets)
 	if err != nil {
 		return fmt.Errorf("the job's environment: %w", err)
 	}

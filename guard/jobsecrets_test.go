@@ -120,3 +120,48 @@ func TestPodLogRedactsSecrets(t *testing.T) {
 		}
 	}
 }
+
+// A job on a network volume finds its caches there, as defaults the pod's
+// env may override; NoVolumeCaches, or no network volume, leaves them out.
+func TestJobCachesOnTheNetworkVolume(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		volume string
+		off    bool
+		want   map[string]string
+	}{
+		{"network volume", "vol-1", false, map[string]string{
+			"HF_HOME": "/workspace/.cache/huggingface", "TORCH_HOME": "/workspace/.cache/torch", "PIP_CACHE_DIR": "/workspace/.cache/pip"}},
+		{"turned off", "vol-1", true, nil},
+		{"no volume", "", false, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, look{st: ready})
+			h.api.volumes["vol-1"] = 100
+			spec := h.spec()
+			spec.NetworkVolumeID, spec.NoVolumeCaches = tc.volume, tc.off
+			ctx := context.Background()
+			r, err := h.launch(ctx, spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Start(ctx, Job{Secrets: map[string]string{"TORCH_HOME": "/secret/torch"}}); err != nil {
+				t.Fatal(err)
+			}
+			if got := r.Record().NoVolumeCaches; got != tc.off {
+				t.Errorf("Record.NoVolumeCaches %v", got)
+			}
+			want, err := jobctl.JobInput(tc.want, map[string]string{"TORCH_HOME": "/secret/torch"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(want)
+			if len(h.pod.starts) != 1 || h.pod.starts[0].Stdin != string(b) {
+				t.Fatalf("start input %q, want %q", h.pod.starts, b)
+			}
+			if tc.want != nil && !strings.Contains(string(b), `[ -n "${HF_HOME-}" ] || HF_HOME='/workspace/.cache/huggingface'`) {
+				t.Fatalf("HF_HOME is not a default: %s", b)
+			}
+		})
+	}
+}

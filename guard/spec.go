@@ -82,7 +82,12 @@ type Spec struct {
 	// it fills (it bills every month, pod or not). Zero: it never grows,
 	// and the job is asked for a disk snapshot when it would have.
 	MaxVolumeGB int
-	VolumePath  string // DefaultVolumePath when empty
+	// NoVolumeCaches keeps the job's caches off the network volume: by
+	// default a job on one finds HF_HOME, TORCH_HOME and PIP_CACHE_DIR
+	// under it (VolumeCaches), so that the next pod does not download
+	// its models again while billing.
+	NoVolumeCaches bool
+	VolumePath     string // DefaultVolumePath when empty
 	// Workdir holds run directories on the pod (VolumePath/overbrainer
 	// when empty).
 	Workdir string
@@ -373,3 +378,26 @@ func (s Spec) check(now time.Time) error {
 }
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// VolumeCaches are the variables of the job's environment that put the
+// caches of Hugging Face, PyTorch and pip under a network volume mounted at
+// volumeDir: HF_HOME, TORCH_HOME and PIP_CACHE_DIR under volumeDir/.cache.
+// Each is a default: the pod's env (Spec.PodEnv, the image's ENV) or a
+// secret of that name wins.
+func VolumeCaches(volumeDir string) map[string]string {
+	dir := path.Join(volumeDir, ".cache")
+	return map[string]string{
+		"HF_HOME":       path.Join(dir, "huggingface"),
+		"TORCH_HOME":    path.Join(dir, "torch"),
+		"PIP_CACHE_DIR": path.Join(dir, "pip"),
+	}
+}
+
+// jobDefaults are the job's default variables: the caches on the network
+// volume, unless the run turned them off.
+func (rec Record) jobDefaults() map[string]string {
+	if rec.NetworkVolumeID == "" || rec.VolumeDir == "" || rec.NoVolumeCaches {
+		return nil
+	}
+	return VolumeCaches(rec.VolumeDir)
+}

@@ -131,6 +131,7 @@ type runFlags struct {
 	dataCenter, minCUDA string
 	volumeGB, maxVolGB  int
 	networkVolume       string
+	noVolumeCaches      bool
 	volumePath          string
 	workdir             string
 	maxHours            float64
@@ -192,6 +193,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.volumeGB, "volume-gb", 0, "a pod volume of this size in GB at --volume-path (0: none)")
 	fs.StringVar(&f.networkVolume, "network-volume", "", "id of a network volume to mount at --volume-path (grown by 25% when 92% of its usable part is used, up to --max-volume-gb)")
 	fs.IntVar(&f.maxVolGB, "max-volume-gb", 0, "the largest the network volume may grow to, in GB (0: it never grows, and a full one asks the job for a disk snapshot)")
+	fs.BoolVar(&f.noVolumeCaches, "no-volume-caches", false, "keep the job's HF_HOME, TORCH_HOME and PIP_CACHE_DIR off the network volume (by default they are under its .cache/)")
 	fs.StringVar(&f.volumePath, "volume-path", guard.DefaultVolumePath, "where the volume is mounted")
 	fs.StringVar(&f.workdir, "workdir", "", "directory of run directories on the pod (default: --volume-path/overbrainer)")
 	fs.Float64Var(&f.maxHours, "max-hours", 4, "deadline, in hours from now: the watchdog deletes the pod then unless this launcher still holds the lease")
@@ -305,7 +307,7 @@ the pod ends with the launcher.`)
 		RunID: id, Job: guard.Job{Dir: jobDir, Command: f.cmd},
 		Image: f.image, GPUTypes: guard.SplitList(f.gpu), GPUCount: f.gpuCount, Cloud: runpod.CloudType(f.cloud),
 		MinVRAMGB: f.minVRAM, MaxPricePerGPU: f.maxPrice, DataCenters: guard.SplitList(f.dataCenter), MinCUDA: f.minCUDA,
-		DiskGB: f.diskGB, VolumeGB: f.volumeGB, NetworkVolumeID: f.networkVolume, MaxVolumeGB: f.maxVolGB,
+		DiskGB: f.diskGB, VolumeGB: f.volumeGB, NetworkVolumeID: f.networkVolume, MaxVolumeGB: f.maxVolGB, NoVolumeCaches: f.noVolumeCaches,
 		VolumePath: f.volumePath, Workdir: f.workdir,
 		MaxExtension: f.maxExtension, HardDeadline: f.maxExtension == 0,
 		MaxCostUSD: f.maxCostUSD, Keep: f.keep, BootGrace: f.bootGrace, RetrieveGrace: f.retrieveGrace,
