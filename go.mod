@@ -13,6 +13,7 @@ require (
 )
 
 require (
+	github.com/spf13/pflag v1.0.10 // indirect
 	golang.org/x/net v0.62.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 )

@@ -14,8 +14,9 @@
 //     job started within the boot grace, once the results are collected or
 //     abandoned, when the bootstrap failed.
 //   - Run.Start uploads the job, writes the cost cap's plan on the pod's
-//     clock and starts the job in its own process group, its HF token on
-//     the session's standard input only. The job writes its results into
+//     clock and starts the job in its own process group, its secrets
+//     (Job.Secrets: HF_TOKEN, WANDB_API_KEY, storage credentials) on the
+//     session's standard input only, and in the job's environment alone. The job writes its results into
 //     $OVERBRAINER_OUTPUTS, and when the file $OVERBRAINER_SNAPSHOT_REQUEST
 //     appears (a Snapshot, or the watchdog ahead of the cost cap, the
 //     deadline or a full disk) it checkpoints there and exits. A Job with

@@ -73,7 +73,7 @@ func TestCycle(t *testing.T) {
 	if diff := cmp.Diff(wantFiles, h.pod.uploaded); diff != "" {
 		t.Errorf("uploaded (-want +got):\n%s", diff)
 	}
-	wantStart := []startCall{{jobctl.StartCommand(rec.RunDir, podenv.JobEnv), "\n"}}
+	wantStart := []startCall{{jobctl.StartCommand(rec.RunDir, podenv.JobEnv), ""}} // no secrets: nothing on stdin
 	if diff := cmp.Diff(wantStart, h.pod.starts); diff != "" {
 		t.Errorf("start (-want +got):\n%s", diff)
 	}

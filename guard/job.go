@@ -21,11 +21,13 @@ import (
 
 // Start uploads the job and starts it, unless it was started already (nil
 // then). A zero job means the one the Spec (or the Record) named, without
-// an HF token; a job with only HFToken set takes the rest from there.
+// secrets; a job with only Secrets (or HFToken) set takes the rest from
+// there.
 // With a cost cap, it first writes the cap's plan for the watchdog on the
 // pod's clock. The job runs in a process group of its own, so that the
-// watchdog and the client can stop its whole tree, and reads its HF token
-// from the session's standard input only.
+// watchdog and the client can stop its whole tree, and gets its secrets
+// from the session's standard input only; with a network volume, its
+// caches default to the volume (VolumeCaches) unless Spec.NoVolumeCaches.
 //
 // A job whose run directory vanished (the pod's container restarted on a
 // disk that did not keep it) is not started again from its beginning: Start
@@ -82,12 +84,15 @@ func (r *Run) start(ctx context.Context, job Job) error {
 	if err := r.upload(ctx, job); err != nil {
 		return err
 	}
+	secrets := job.secrets()
 	if r.plog != nil {
-		r.plog.addSecret(job.HFToken)
+		for _, v := range secrets {
+			r.plog.addSecret(v)
+		}
 	}
-	in, err := jobctl.StartInput(job.HFToken)
+	in, err := jobctl.JobInput(r.rec.jobDefaults(), secrets)
 	if err != nil {
-		return err
+		return fmt.Errorf("the job's environment: %w", err)
 	}
 	defer r.holdLease(ctx)()
 	sctx, cancel := context.WithTimeout(ctx, shortCommand)

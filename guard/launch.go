@@ -97,7 +97,7 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 		}
 		settings.VolumeDir, settings.VolumeGB = spec.VolumePath, v.SizeGB
 		r.rec.NetworkVolumeID, r.rec.VolumeDir, r.rec.VolumeGB = spec.NetworkVolumeID, spec.VolumePath, v.SizeGB
-		r.rec.MaxVolumeGB = spec.MaxVolumeGB
+		r.rec.MaxVolumeGB, r.rec.NoVolumeCaches = spec.MaxVolumeGB, spec.NoVolumeCaches
 		volDC = v.DataCenterID
 	}
 	cands, err := planGPUs(ctx, c, spec, volDC)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -89,13 +90,24 @@ func (r *Run) stopPodLog() {
 	r.plog = nil
 }
 
+// minRedacted is the shortest value redacted: a shorter one would blank
+// out common words of the log and hide nothing worth hiding.
+const minRedacted = 6
+
+// addSecret redacts s from the copy, and each line of it on its own: the
+// copy is written a line at a time, so a value of many lines (a JSON
+// credential) never appears whole.
 func (p *podLog) addSecret(s string) {
-	if len(s) < 6 {
-		return
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.secrets = append(p.secrets, s)
+	for _, v := range append([]string{s}, strings.Split(s, "\n")...) {
+		if v = strings.TrimSpace(v); len(v) >= minRedacted && !slices.Contains(p.secrets, v) {
+			p.secrets = append(p.secrets, v)
+		}
+	}
+	// The longest first, so that a value within another is not redacted
+	// first and leaves the rest of the longer one.
+	slices.SortFunc(p.secrets, func(a, b string) int { return len(b) - len(a) })
 }
 
 func (p *podLog) redact(s string) string {

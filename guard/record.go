@@ -85,6 +85,8 @@ type Record struct {
 	VolumeDir       string `json:"volume_dir,omitempty"`
 	VolumeGB        int    `json:"volume_gb,omitempty"`
 	MaxVolumeGB     int    `json:"max_volume_gb,omitempty"`
+	// NoVolumeCaches is the Spec's: the job's caches stay off the volume.
+	NoVolumeCaches bool `json:"no_volume_caches,omitempty"`
 	// Results is the Spec's, for a Collect from another process.
 	Results Results `json:"results,omitzero"`
 

@@ -60,7 +60,7 @@ func TestSecretsStayOut(t *testing.T) {
 	if _, err := r.Delete(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if len(h.pod.starts) != 1 || h.pod.starts[0].Stdin != hfToken+"\n" {
+	if len(h.pod.starts) != 1 || h.pod.starts[0].Stdin != "HF_TOKEN='"+hfToken+"'\nexport HF_TOKEN\n" {
 		t.Fatalf("start calls %+v: want the token on stdin", h.pod.starts)
 	}
 

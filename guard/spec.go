@@ -4,16 +4,19 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
+	"github.com/overbrainer/overbrainer-go/watchdog/jobctl"
 )
 
 // Defaults of a Spec's empty fields.
@@ -74,7 +77,12 @@ type Spec struct {
 	// it fills (it bills every month, pod or not). Zero: it never grows,
 	// and the job is asked for a disk snapshot when it would have.
 	MaxVolumeGB int
-	VolumePath  string // DefaultVolumePath when empty
+	// NoVolumeCaches keeps the job's caches off the network volume: by
+	// default a job on one finds HF_HOME, TORCH_HOME and PIP_CACHE_DIR
+	// under it (VolumeCaches), so that the next pod does not download
+	// its models again while billing.
+	NoVolumeCaches bool
+	VolumePath     string // DefaultVolumePath when empty
 	// Workdir holds run directories on the pod (VolumePath/overbrainer
 	// when empty).
 	Workdir string
@@ -126,9 +134,23 @@ type Job struct {
 	Dir string
 	// Command runs with sh in that directory, after the pod's job.env.
 	Command string
-	// HFToken, when set, is the job's HF_TOKEN. It travels only on the SSH
-	// session's standard input: never on a command line, in the pod's
-	// environment, in a file or in a Record.
+	// Secrets are variables of the job's environment, name to value: an
+	// API key (WANDB_API_KEY), storage credentials, a registry token.
+	// They travel only on the SSH session that starts the job, and are
+	// in the job's environment alone: never on a command line, in the
+	// pod's environment (Runpod's console shows it), in a file, in a
+	// Record, in an event or an error; WithPodLog's copy has their values
+	// replaced by [REDACTED]. They win over the pod's variables of the
+	// same name. A name is [A-Za-z_][A-Za-z0-9_]*, not one of the shell's
+	// own (PATH, IFS, HOME...) and not starting with OVERBRAINER_ or
+	// RUNPOD_; a value holds no NUL, and all of them take at most
+	// jobctl.MaxJobInput bytes. They are not kept: a Start after Attach
+	// needs them again.
+	Secrets map[string]string
+	// HFToken, when set, is the job's HF_TOKEN, as Secrets["HF_TOKEN"]
+	// would be.
+	//
+	// Deprecated: set Secrets["HF_TOKEN"].
 	HFToken string
 	// ResumeFrom, when set, is a local directory (an earlier run's
 	// collected outputs) whose contents are uploaded into the job's
@@ -156,7 +178,32 @@ func (j Job) check(prefix string, results Results) []error {
 	if strings.ContainsAny(j.HFToken, "\r\n\x00") {
 		bad("HFToken", "contains a newline or NUL")
 	}
+	if v, ok := j.Secrets[hfTokenName]; ok && j.HFToken != "" && v != j.HFToken {
+		bad("HFToken", "and Secrets[%s] differ", hfTokenName)
+	}
+	for _, name := range slices.Sorted(maps.Keys(j.Secrets)) {
+		if err := jobctl.CheckEnvName(name); err != nil {
+			bad("Secrets", "%s", strings.TrimPrefix(err.Error(), "jobctl: "))
+		} else if strings.Contains(j.Secrets[name], "\x00") {
+			bad("Secrets", "the value of %s contains a NUL byte", name)
+		}
+	}
 	return append(errs, j.checkResume(prefix, results.maxBytes())...)
+}
+
+// hfTokenName is the variable HFToken sets.
+const hfTokenName = "HF_TOKEN"
+
+// secrets are the job's secrets, HFToken among them.
+func (j Job) secrets() map[string]string {
+	s := maps.Clone(j.Secrets)
+	if j.HFToken != "" {
+		if s == nil {
+			s = map[string]string{}
+		}
+		s[hfTokenName] = j.HFToken
+	}
+	return s
 }
 
 // CheckRunID refuses a run id that could not be a pod name, a secret name
@@ -223,6 +270,20 @@ func (s Spec) check(now time.Time) error {
 		bad("RunID", "%v", err)
 	}
 	errs = append(errs, s.Job.check("Spec.Job.", s.Results)...)
+	// A secret in the pod's env would be in Runpod's console: refused,
+	// by its name or by its value, named, never shown.
+	secrets := s.Job.secrets()
+	for _, name := range slices.Sorted(maps.Keys(s.PodEnv)) {
+		if _, ok := secrets[name]; ok {
+			bad("PodEnv", "%s is a secret of the job (Job.Secrets): it must not be in the pod's env too", name)
+			continue
+		}
+		for sname, v := range secrets {
+			if len(v) >= minRedacted && strings.Contains(s.PodEnv[name], v) {
+				bad("PodEnv", "%s holds the value of the job's secret %s", name, sname)
+			}
+		}
+	}
 	switch {
 	case s.Deadline.IsZero() && !s.Keep:
 		bad("Deadline", "is not set, and Keep is not: without a deadline nothing would end a hung job")
@@ -290,3 +351,26 @@ func (s Spec) check(now time.Time) error {
 }
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// VolumeCaches are the variables of the job's environment that put the
+// caches of Hugging Face, PyTorch and pip under a network volume mounted at
+// volumeDir: HF_HOME, TORCH_HOME and PIP_CACHE_DIR under volumeDir/.cache.
+// Each is a default: the pod's env (Spec.PodEnv, the image's ENV) or a
+// secret of that name wins.
+func VolumeCaches(volumeDir string) map[string]string {
+	dir := path.Join(volumeDir, ".cache")
+	return map[string]string{
+		"HF_HOME":       path.Join(dir, "huggingface"),
+		"TORCH_HOME":    path.Join(dir, "torch"),
+		"PIP_CACHE_DIR": path.Join(dir, "pip"),
+	}
+}
+
+// jobDefaults are the job's default variables: the caches on the network
+// volume, unless the run turned them off.
+func (rec Record) jobDefaults() map[string]string {
+	if rec.NetworkVolumeID == "" || rec.VolumeDir == "" || rec.NoVolumeCaches {
+		return nil
+	}
+	return VolumeCaches(rec.VolumeDir)
+}

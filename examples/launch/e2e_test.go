@@ -274,7 +274,7 @@ func TestDetachLsStop(t *testing.T) {
 		}
 	}
 
-	s := w.run("stop", r.ID)
+	s := w.run("stop", r.ID, "--wait", "3m") // the README's order: flags after the run
 	if s.code != 0 {
 		t.Fatalf("stop exit %d", s.code)
 	}
@@ -444,7 +444,7 @@ func TestRmAndOrphans(t *testing.T) {
 	// Only the stop action works: the volume still bills, and rm says so.
 	w.srv.Fail("DELETE", "/v2/pods/"+r.PodID, runpodtest.Fault{Status: 400, Times: -1})
 	w.srv.Fail("POST", "/v2/pods/"+r.PodID+"/action", runpodtest.Fault{Status: 400, Times: 1})
-	rm = w.run("rm", "--force", r.ID)
+	rm = w.run("rm", r.ID, "--force") // as the README writes it
 	if rm.code != 1 {
 		t.Fatalf("rm exit %d, want 1", rm.code)
 	}
@@ -811,7 +811,7 @@ func TestStopWhileFollowed(t *testing.T) {
 	p := w.start(args([]string{"run"}, fast, demo(600))...)
 	p.waitOutput("step 2/600", patience)
 	r := w.onlyRun()
-	s := w.run("stop", r.ID)
+	s := w.run("stop", r.ID, "--wait", "3m") // the README's order: flags after the run
 	if s.code != 0 {
 		t.Fatalf("stop exit %d", s.code)
 	}

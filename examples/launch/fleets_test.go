@@ -39,7 +39,7 @@ func TestFleetFilesNameTheSweep(t *testing.T) {
 				continue
 			}
 			for _, m := range regexp.MustCompile(`--([a-z][a-z-]+)`).FindAllStringSubmatch(line, -1) {
-				if !strings.Contains(help, "\n  -"+m[1]+" ") && !strings.Contains(help, "\n  -"+m[1]+"\n") {
+				if !regexp.MustCompile(`(?m)^ +(-[a-z], )?--` + m[1] + `( |$)`).MatchString(help) {
 					t.Errorf("%s passes --%s, which launch sweep does not take:\n%s", f.path, m[1], line)
 				}
 			}

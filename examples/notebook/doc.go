@@ -10,7 +10,8 @@
 //
 // Everything the cells hand over is in ./overbrainer-notebook: record.json
 // (mode 0600: it holds the run's client key, so keep it out of a shared
-// notebook), the demo job and the results. Between two cells the pod's
+// notebook), the demo job and the results. The repository's .gitignore
+// keeps that directory out of a commit when the cells run in a checkout. Between two cells the pod's
 // watchdog guards it: a job not started within 30 minutes, the deadline an
 // hour after the launch, or collected results end it, whether or not a cell
 // ever runs again. Cell 4 works without connecting to the pod, since the
@@ -35,20 +36,46 @@
 //
 // # In gonb
 //
-// gonb keeps a cell's declarations (imports, variables, functions) for the
-// later cells and wraps the statements after %% in a new main at each run.
-// So: get the module (!*go get github.com/overbrainer/overbrainer-go@latest,
-// or for a checkout !*go mod edit -replace
-// github.com/overbrainer/overbrainer-go=/path/to/checkout), paste main.go's
-// imports and declarations into one cell (all but func main, and the
-// runpodtest import only main uses), then run one cell per step:
+// gonb (github.com/janpfeifer/gonb) compiles each cell that holds Go code
+// into a new program in its own module, in $GONB_TMP_DIR, keeping the
+// cell's declarations (imports, variables, functions) for the later cells
+// and wrapping the statements after a %% line in a new func main. Before
+// it compiles such a cell it runs goimports and then "go get", with no
+// arguments, in that module (%autoget, the default). Lines starting with !
+// run in a shell first; !* runs them in $GONB_TMP_DIR, where the module's
+// go.mod is. A cell of such lines alone (special commands, shell lines)
+// compiles and runs no Go at all. Hence these cells, one for each step:
+//
+// 1. The module, in a cell of its own. For a checkout of this repository,
+// both flags in one go mod edit, since a replace alone is not enough:
+// gonb's "go get" then looks the module up on the module proxy (no
+// version of it is required) and fails the next cell:
+//
+//	!*go mod edit -require=github.com/overbrainer/overbrainer-go@v0.0.0 -replace=github.com/overbrainer/overbrainer-go=/path/to/checkout
+//
+// (for a published version, !*go get github.com/overbrainer/overbrainer-go@VERSION
+// instead), and the API's variables in the same cell (see below).
+//
+// 2. The declarations: main.go's imports and declarations, pasted into one
+// cell, all but func main and the runpodtest import only main uses. gonb
+// compiles them with a stub main, which does nothing.
+//
+// 3. to 6. One cell per step, each a %% line and the call:
 //
 //	%%
 //	launch()
 //
-// then start(), follow() and remove() in three more %% cells (or %exec
-// launch, and so on). They run in gonb's current directory (%cd), where the
-// Record file stays.
+// then the same with start(), follow() and remove(). Not "%exec launch"
+// alone in a cell: gonb compiles no cell without Go code in it, so nothing
+// would run.
+//
+// The cells run in gonb's current directory (%cd), where the Record file
+// stays. Each one first checks that the API answers, within seconds: a
+// cell whose emulator or API is gone fails at once, saying so, instead of
+// waiting 20 minutes for the pod.
+//
+// Outside a notebook, "go run ./examples/notebook start" runs one cell (or
+// several, in the order named) as gonb would, each a program of its own.
 //
 // Each cell being a program of its own, an emulator in it would end with
 // the cell, and its pod with it: a local emulator must outlive the cells.
@@ -59,8 +86,8 @@
 // It writes its URL and account key to local-server.json in the launcher's
 // state directory ($OVERBRAINER_STATE_DIR, else
 // ~/.config/overbrainer/launch), mode 0600, which runpodtest.FindShared
-// reads. Give them to the cells before the first one runs, with %env
-// RUNPOD_API_KEY <key>, %env OVERBRAINER_API_URL <url>/v2 and %env
-// OVERBRAINER_GRAPHQL_URL <url>/graphql. For Runpod itself, start Jupyter with RUNPOD_API_KEY in its
+// reads. Give them to the cells before the first one runs, in the module's
+// cell, with %env RUNPOD_API_KEY <key>, %env OVERBRAINER_API_URL <url>/v2
+// and %env OVERBRAINER_GRAPHQL_URL <url>/graphql. For Runpod itself, start Jupyter with RUNPOD_API_KEY in its
 // environment rather than writing the key into the notebook.
 package main

@@ -32,10 +32,11 @@ var (
 	stop = func() {}
 )
 
-// main runs the cells in order, as a notebook's "run all" would. Without
-// RUNPOD_API_KEY it starts the local emulator, whose pods live as long as
-// this process: then all the cells run here, each from the Record file
-// alone, as if it were a program of its own.
+// main runs the cells named on its command line (launch, start, follow,
+// remove), by default all of them in order, as a notebook's "run all"
+// would. Without RUNPOD_API_KEY it starts the local emulator, whose pods
+// live as long as this process: then the cells run here, each from the
+// Record file alone, as if it were a program of its own.
 func main() {
 	if apiKey == "" {
 		check(runpodtest.CheckPodRunner())
@@ -43,15 +44,31 @@ func main() {
 		stop = srv.Close
 		apiKey, apiURL, gqlURL = srv.APIKey(), srv.BaseURL(), srv.GraphQLURL()
 	}
-	for _, cell := range []func(){launch, start, follow, remove} {
-		cell()
+	cells, names := map[string]func(){"launch": launch, "start": start, "follow": follow, "remove": remove}, os.Args[1:]
+	if len(names) == 0 {
+		names = []string{"launch", "start", "follow", "remove"}
+	}
+	for _, name := range names {
+		if cells[name] == nil {
+			check(fmt.Errorf("no cell %q: the cells are launch, start, follow and remove", name))
+		}
+		cells[name]()
 	}
 	stop()
 }
 
-// client is the API of apiKey, made anew by each cell.
+// client is the API of apiKey, made anew by each cell. It first makes sure
+// the API answers, so that a cell whose API is gone (a local-server
+// stopped) fails within seconds, not after Attach waited 20 minutes for
+// the pod.
 func client() *runpod.Client {
-	return must(runpod.New(apiKey, runpod.WithBaseURL(apiURL), runpod.WithGraphQLURL(gqlURL)))
+	c := must(runpod.New(apiKey, runpod.WithBaseURL(apiURL), runpod.WithGraphQLURL(gqlURL)))
+	pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if _, err := c.ListPods(pctx, runpod.ListPodsOptions{Name: guard.PodNamePrefix + "preflight"}); err != nil {
+		check(fmt.Errorf("the Runpod API at %s does not answer (an emulator must outlive the cells: is its local-server still running?): %w", apiURL, err))
+	}
+	return c
 }
 
 // say prints what the run does, but for its progress events (the looks,

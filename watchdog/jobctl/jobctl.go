@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -38,7 +40,7 @@ const (
 
 // StartCommand is the command line that starts the job of the run directory
 // runDir (its command.sh must exist), with jobEnv sourced. Its standard input
-// must be StartInput. It prints the job's process group.
+// must be JobInput's. It prints the job's process group.
 func StartCommand(runDir, jobEnv string) string {
 	return podssh.Command(startProgram(), runDir, jobEnv)
 }
@@ -50,14 +52,82 @@ func startProgram() string {
 	return "wake_function=" + podssh.Quote(watchdog.WakeFunction()) + "\n" + startScript
 }
 
-// StartInput is the start command's standard input: the HF token (empty for
-// none) on one line. A token with a newline is refused, since only its first
-// line would arrive.
+// StartInput is the start command's standard input with the HF token
+// (empty for none) as the job's HF_TOKEN.
+//
+// Deprecated: use JobInput with HF_TOKEN among the secrets.
 func StartInput(hfToken string) (io.Reader, error) {
 	if strings.ContainsAny(hfToken, "\r\n\x00") {
 		return nil, errors.New("jobctl: the HF token contains a newline or NUL")
 	}
-	return strings.NewReader(hfToken + "\n"), nil
+	secrets := map[string]string{}
+	if hfToken != "" {
+		secrets["HF_TOKEN"] = hfToken
+	}
+	return JobInput(nil, secrets)
+}
+
+// MaxJobInput bounds what JobInput carries: it reaches the job through one
+// environment variable, and Linux takes at most 128 KiB in one.
+const MaxJobInput = 100 << 10
+
+// JobInput is the start command's standard input: variables for the job's
+// environment, and for nothing else on the pod (no command line, no file,
+// not the pod's env). defaults apply where the pod's job.env leaves a
+// name unset or empty; secrets win over job.env. Names must pass
+// CheckEnvName, and no value may hold a NUL byte. Errors name the
+// variable, never its value.
+func JobInput(defaults, secrets map[string]string) (io.Reader, error) {
+	var b strings.Builder
+	for _, set := range []struct {
+		vars map[string]string
+		line string
+	}{
+		// The job's top shell evaluates these after it sourced job.env;
+		// each value is single-quoted (Quote), so it stays a word.
+		{defaults, "[ -n \"${%[1]s-}\" ] || %[1]s=%[2]s\nexport %[1]s\n"},
+		{secrets, "%[1]s=%[2]s\nexport %[1]s\n"},
+	} {
+		for _, name := range slices.Sorted(maps.Keys(set.vars)) {
+			if err := CheckEnvName(name); err != nil {
+				return nil, err
+			}
+			if strings.Contains(set.vars[name], "\x00") {
+				return nil, fmt.Errorf("jobctl: the value of %s contains a NUL byte", name)
+			}
+			fmt.Fprintf(&b, set.line, name, podssh.Quote(set.vars[name]))
+		}
+	}
+	if b.Len() > MaxJobInput {
+		return nil, fmt.Errorf("jobctl: the job's variables take %d bytes, more than %d", b.Len(), MaxJobInput)
+	}
+	return strings.NewReader(b.String()), nil
+}
+
+var envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// reservedEnv are names a job's variable may not take: the shell's own, or
+// ones the job's start relies on.
+var reservedEnv = map[string]bool{
+	"IFS": true, "PATH": true, "HOME": true, "PWD": true, "OLDPWD": true, "ENV": true, "SHELL": true,
+	"CDPATH": true, "PS1": true, "PS2": true, "PS4": true, "OPTIND": true, "OPTARG": true,
+	"LINENO": true, "PPID": true, "LD_PRELOAD": true, "LD_LIBRARY_PATH": true,
+}
+
+// CheckEnvName refuses a name that cannot be a variable of the job's
+// environment: not [A-Za-z_][A-Za-z0-9_]*, one of the shell's own (PATH,
+// IFS, HOME...), or starting with OVERBRAINER_ or RUNPOD_ (the run's and
+// Runpod's).
+func CheckEnvName(name string) error {
+	switch {
+	case !envNamePattern.MatchString(name):
+		return fmt.Errorf("jobctl: %q is not a variable name ([A-Za-z_][A-Za-z0-9_]*)", name)
+	case reservedEnv[name]:
+		return fmt.Errorf("jobctl: %s is the shell's own variable", name)
+	case strings.HasPrefix(name, "OVERBRAINER_"), strings.HasPrefix(name, "RUNPOD_"):
+		return fmt.Errorf("jobctl: %s: names starting with OVERBRAINER_ or RUNPOD_ are the run's and Runpod's", name)
+	}
+	return nil
 }
 
 // State is what one poll saw on the pod.

@@ -98,6 +98,8 @@ func newRun(t testing.TB, command string) (runDir, jobEnv string) {
 const testCommand = `echo "job $$ in $(pwd)"
 echo "FROM_ENV=$FROM_ENV PLAIN=$PLAIN"
 printf '%s' "${HF_TOKEN-unset}" > "$OVERBRAINER_OUTPUTS/token"
+printf '%s' "${MULTI-unset}" > "$OVERBRAINER_OUTPUTS/multi"
+echo "PLAIN_SECRET=$PLAIN CACHE=${CACHE_DIR-unset} FROM_DEFAULT=$FROM_ENV INPUT=${OVERBRAINER_JOB_INPUT-unset}"
 echo "request at $OVERBRAINER_SNAPSHOT_REQUEST"
 while [ ! -f "$OVERBRAINER_SNAPSHOT_REQUEST" ]; do sleep 0.05; done
 echo "done"
@@ -108,7 +110,11 @@ func startAndFinish(t *testing.T, shell, env []string) {
 	runDir, jobEnv := newRun(t, testCommand)
 	hups := fakeWatchdog(t, runDir)
 	token := "hf_test" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	in, err := StartInput(token)
+	// A secret of many lines and quotes stays one value; a secret wins
+	// over job.env's variable of its name, a default does not.
+	multi := "{\n  \"key\": \"it's $HOME `id`\"\n}\n"
+	in, err := JobInput(map[string]string{"CACHE_DIR": "/vol/cache", "FROM_ENV": "the default"},
+		map[string]string{"HF_TOKEN": token, "MULTI": multi, "PLAIN": "the secret"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,10 +149,14 @@ func startAndFinish(t *testing.T, shell, env []string) {
 	if got := waitFile(t, filepath.Join(runDir, OutputsDir, "token")); got != token {
 		t.Fatalf("the job saw HF_TOKEN %q", got)
 	}
+	if got := waitFile(t, filepath.Join(runDir, OutputsDir, "multi")); got != multi {
+		t.Fatalf("the job saw MULTI %q, want %q", got, multi)
+	}
 	log := waitFile(t, filepath.Join(runDir, JobLog))
 	for _, want := range []string{
 		fmt.Sprintf(" in %s/job\n", runDir),
-		"FROM_ENV=from the job env PLAIN=plain\n",
+		"FROM_ENV=from the job env PLAIN=the secret\n",
+		"PLAIN_SECRET=the secret CACHE=/vol/cache FROM_DEFAULT=from the job env INPUT=unset\n",
 		"request at " + runDir + "/snapshot.request\n",
 		"done\n",
 	} {
@@ -250,6 +260,30 @@ func TestStartWithoutSetsid(t *testing.T) {
 				t.Fatal("a job started without a process group of its own")
 			}
 		})
+	}
+}
+
+// A bad name is refused, named; a value never appears in an error.
+func TestJobInputRefusesBadNames(t *testing.T) {
+	const value = "s3cr3t-value"
+	for _, name := range []string{"", "1X", "A-B", "A B", "PATH", "IFS", "OVERBRAINER_RUN_ID", "RUNPOD_API_KEY", "X=Y"} {
+		_, err := JobInput(nil, map[string]string{name: value})
+		if err == nil {
+			t.Errorf("name %q accepted", name)
+			continue
+		}
+		if !strings.Contains(err.Error(), name) || strings.Contains(err.Error(), value) {
+			t.Errorf("name %q: %v", name, err)
+		}
+	}
+	if _, err := JobInput(nil, map[string]string{"NUL": "a\x00" + value}); err == nil || strings.Contains(err.Error(), value) || !strings.Contains(err.Error(), "NUL") {
+		t.Errorf("a NUL in a value: %v", err)
+	}
+	if _, err := JobInput(nil, map[string]string{"BIG": strings.Repeat("x", MaxJobInput)}); err == nil {
+		t.Error("a value past MaxJobInput was accepted")
+	}
+	if _, err := JobInput(nil, map[string]string{"wandb_key": value, "_X1": value}); err != nil {
+		t.Error(err)
 	}
 }
 

@@ -2,8 +2,10 @@
 # detached from the SSH session in a session and process group of its own.
 # It runs after a line, added by jobctl, that sets wake_function.
 #
-# Standard input carries one line, the HF token (possibly empty): it reaches
-# the job's environment without ever being on a command line or in a file.
+# Standard input carries the job's variables (secrets among them), as shell
+# assignments made by jobctl.JobInput, quoted: they reach the job's
+# environment without ever being on a command line, in a file or in the
+# environment of another process of the pod.
 # The job's top shell writes its pid, which is its process group, to job.pid
 # before anything else, sources JOB_ENV, runs command.sh in job/ with its
 # output appended to job.log, and writes exit_code (tmp + mv) when it ends,
@@ -25,14 +27,6 @@ fi
 mkdir -p job outputs || exit 1
 rm -f exit_code cancelled
 
-token=
-IFS= read -r token || :
-if [ -n "$token" ]; then
-  HF_TOKEN=$token
-  export HF_TOKEN
-fi
-token=
-
 # The job's top shell, run as sh -c with RUN_DIR and JOB_ENV as $1 and $2
 # after the definition of wake_watchdog, which the start command's first line
 # sets as wake_function (the watchdog package's WakeFunction, the one wake-up
@@ -40,11 +34,15 @@ token=
 # shellcheck disable=SC2016
 job_main='
 printf "%s\n" "$$" > "$1/job.pid.tmp" && mv -f "$1/job.pid.tmp" "$1/job.pid" || exit 1
+job_input=$OVERBRAINER_JOB_INPUT
+unset OVERBRAINER_JOB_INPUT
 if [ -f "$2" ]; then
   set -a
   . "$2"
   set +a
 fi
+eval "$job_input"
+unset job_input
 OVERBRAINER_OUTPUTS=$1/outputs
 OVERBRAINER_SNAPSHOT_REQUEST=$1/snapshot.request
 export OVERBRAINER_OUTPUTS OVERBRAINER_SNAPSHOT_REQUEST
@@ -67,14 +65,20 @@ else
   echo "neither setsid nor busybox is installed on the pod: the job cannot get a process group of its own" >&2
   exit 1
 fi
+# Read here, while the SSH session's input is ours; evaluated by the job's
+# top shell after job.env, so that a secret wins over the pod's variable of
+# that name (and a default does not). It travels in a variable exported to
+# that shell alone, which unsets it.
+OVERBRAINER_JOB_INPUT=$(cat) || OVERBRAINER_JOB_INPUT=
 # The redirections are made by exec in a subshell rather than on the
 # command: some shells (yash) keep a copy of the old descriptor for a
 # command's redirection, and the job would hold the SSH session open.
 (
   exec < /dev/null >> job.log 2>&1
+  export OVERBRAINER_JOB_INPUT
   exec $setsid sh -c "$wake_function$job_main" overbrainer-job "$run_dir" "$job_env"
 ) &
-unset HF_TOKEN
+OVERBRAINER_JOB_INPUT=
 
 # Wait for the job to record itself, so that the caller knows it started.
 # It does within milliseconds: the first looks come 20 ms apart, then

@@ -2,10 +2,11 @@ package launcher
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"strings"
 	"text/tabwriter"
+
+	flag "github.com/spf13/pflag"
 
 	"github.com/overbrainer/overbrainer-go/guard"
 	"github.com/overbrainer/overbrainer-go/runpod"
@@ -13,8 +14,11 @@ import (
 
 // parseOpen parses a catalog command's flags and opens the API.
 func (a *app) parseOpen(ctx context.Context, fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("%s takes no arguments", strings.TrimPrefix(fs.Name(), "launch "))
 	}
 	return a.open(ctx)
 }
@@ -80,14 +84,11 @@ func cmdVolumes(ctx context.Context, a *app, args []string) error {
 	fs := a.newFlags("volumes", "[create NAME]", "Lists the network volumes, or creates one (it bills every month until deleted).")
 	fs.IntVar(&size, "size", 0, "create: size in GB")
 	fs.StringVar(&dc, "data-center", "", "create: data center id")
-	err := fs.Parse(args)
-	sub, name := fs.Arg(0), fs.Arg(1)
-	if err == nil && sub == "create" {
-		err = fs.Parse(fs.Args()[min(2, fs.NArg()):]) // the flags after NAME
-	}
-	if err != nil {
+	if err := parse(fs, args); err != nil {
 		return err
-	} else if fs.NArg() > 0 || (sub != "" && name == "") {
+	}
+	sub, name := fs.Arg(0), fs.Arg(1)
+	if fs.NArg() > 2 || (sub != "" && (sub != "create" || name == "")) {
 		return usagef("volumes takes no arguments, or create NAME --size GB --data-center ID")
 	}
 	if err := a.open(ctx); err != nil {

@@ -60,7 +60,7 @@ pod and the secret.`
 	if stop {
 		fs.DurationVar(&wait, "wait", wait, "how long to wait for the job to checkpoint and end before collecting anyway")
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
@@ -97,17 +97,25 @@ pod and the secret.`
 		}
 	}
 	r.Results.MaxGB = cmp.Or(max(*maxGB, 0), r.Results.MaxGB)
-	if ff.hfTokenEnv == "" {
-		ff.hfTokenEnv = r.HFTokenEnv
+	// The job's secrets, from the variables its run named unless this
+	// command names others; needed only by a job not started yet.
+	src, err := ff.secretSources()
+	if err != nil {
+		return err
 	}
-	token := ""
-	if ff.hfTokenEnv != "" {
-		token = a.getenv(ff.hfTokenEnv)
+	if len(src) == 0 {
+		src = r.SecretSources()
+	}
+	var secrets map[string]string
+	if r.JobStarted.IsZero() && !stop {
+		if secrets, err = a.secretValues(src); err != nil {
+			return err
+		}
 	}
 	if r.PodID != "" {
 		a.say("%s run %s: pod %s", name, id, r.PodID)
 	}
-	err = a.attach(ctx, r, followOpts{followFlags: ff, hfToken: token, stop: stop, stopWait: wait})
+	err = a.attach(ctx, r, followOpts{followFlags: ff, secrets: secrets, stop: stop, stopWait: wait})
 	if errors.Is(err, guard.ErrNoPod) {
 		a.say("run %s has no pod (it never got one, or it is gone): cleaning up", id)
 		if err := a.remove(ctx, r, true); err != nil {
@@ -156,7 +164,7 @@ func cmdLs(ctx context.Context, a *app, args []string) error {
 last watchdog verdict seen, the rule by which the watchdog was seen deleting
 the pod, explained below the table), and the account's overbrainer pods that
 no local run knows (orphans: "launch rm --all-orphans" removes them).`)
-	if err := fs.Parse(args); err != nil {
+	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -234,7 +242,14 @@ no local run knows (orphans: "launch rm --all-orphans" removes them).`)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	// The reasons in words, once each.
+	// Why the failed runs failed, then the reasons in words, once each.
+	for _, r := range runs {
+		if r.Phase == state.PhaseFailed && r.Note != "" {
+			if _, err := fmt.Fprintf(a.stdout, "%s failed: %s\n", r.ID, termtext.Escape(r.Note, false)); err != nil {
+				return err
+			}
+		}
+	}
 	slices.Sort(reasons)
 	for _, reason := range reasons {
 		if _, err := fmt.Fprintf(a.stdout, "%s: %s\n", reason, reason.Summary()); err != nil {
@@ -262,7 +277,7 @@ running (one killed before it cleaned up).`)
 	force := fs.Bool("force", false, "delete a run's pod even when its results were not collected (they are lost)")
 	var policy sweep.Policy
 	policyFlags(fs, &policy)
-	if err := fs.Parse(args); err != nil {
+	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if err := policy.Validate(); err != nil {

@@ -20,7 +20,8 @@ import (
 // followOpts says how to follow a run.
 type followOpts struct {
 	followFlags
-	hfToken string
+	// secrets are the job's, for a Start.
+	secrets map[string]string
 	// stop asks the job for a checkpoint (snapshot.request "stop") before
 	// following it, and gives up waiting after stopWait.
 	stop     bool
@@ -182,6 +183,12 @@ func (a *app) launch(ctx context.Context, r *state.Run, spec guard.Spec, o follo
 	defer d.closePodLog()
 	run, err := guard.Launch(ctx, a.api, spec, d.options()...)
 	d.run = run
+	if err != nil && r.Phase == state.PhaseCreating {
+		// It failed before guard saved anything (a bad Spec, no GPU
+		// type to try): the run is over, not creating for ever.
+		r.Phase, r.Note = state.PhaseFailed, err.Error()
+		d.save()
+	}
 	if err != nil {
 		return d.stopped(ctx, err)
 	}
@@ -214,7 +221,7 @@ func (d *driver) steps(ctx context.Context, attached bool) error {
 		a.say("the job never started: nothing to checkpoint")
 		return d.end(ctx, guard.End{How: guard.NeverStarted, ExitCode: -1})
 	case !st.Started():
-		if err := run.Start(ctx, guard.Job{Dir: d.r.JobDir, Command: d.r.Command, HFToken: d.o.hfToken, ResumeFrom: d.r.ResumeFrom}); err != nil {
+		if err := run.Start(ctx, guard.Job{Dir: d.r.JobDir, Command: d.r.Command, Secrets: d.o.secrets, ResumeFrom: d.r.ResumeFrom}); err != nil {
 			return d.stopped(ctx, err)
 		}
 	case attached && st.Lost():
@@ -385,7 +392,7 @@ func (d *driver) interrupted() error {
 	}
 	run.Detach()
 	a.say("detached from pod %s: it goes on under its watchdog. %s", d.r.PodID, d.guarantees())
-	a.say("resume with: launch attach %s   (or: launch stop %s; launch rm --force %s loses its results)", d.r.ID, d.r.ID, d.r.ID)
+	a.say("resume with: launch attach %s   (or: launch stop %s; launch rm %s --force loses its results)", d.r.ID, d.r.ID, d.r.ID)
 	return &exitError{code: ExitInterrupted}
 }
 

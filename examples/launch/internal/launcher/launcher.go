@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	flag "github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/overbrainer/overbrainer-go/examples/launch/internal/state"
@@ -68,6 +68,9 @@ type app struct {
 	sayMu   sync.Mutex
 	liveLen int // length of the progress line on a terminal, to erase it
 	tty     bool
+	// usageLine is the command's one-line usage, shown with a bad command
+	// line.
+	usageLine string
 }
 
 type globalFlags struct {
@@ -86,7 +89,7 @@ func (g *globalFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.stateDir, "state-dir", g.stateDir, "where runs are kept (default: $"+state.EnvDir+", or overbrainer/launch in the user's config directory)")
 	fs.StringVar(&g.apiURL, "api-url", g.apiURL, "Runpod REST v2 base URL (default: $"+EnvAPIURL+" or "+runpod.DefaultBaseURL+")")
 	fs.StringVar(&g.graphQLURL, "graphql-url", g.graphQLURL, "Runpod GraphQL URL, for secrets (default: $"+EnvGraphQLURL+" or "+runpod.DefaultGraphQLURL+")")
-	fs.BoolVar(&g.verbose, "v", g.verbose, "log every API call")
+	fs.BoolVarP(&g.verbose, "verbose", "v", g.verbose, "log every API call")
 }
 
 // Main runs the launcher with the command line args (without the program
@@ -120,11 +123,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	fs := flag.NewFlagSet("launch", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	a.g.register(fs)
+	// The global flags stop at the command's name: what follows is the
+	// command's, whose own flag set takes the global flags again.
+	fs.SetInterspersed(false)
 	fs.Usage = func() { a.usage(fs) }
+	a.usageLine = "launch [global flags] COMMAND [flags] [args]"
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return ExitOK
 		}
+		a.sayUsage("launch", err.Error())
 		return ExitUsage
 	}
 	if fs.NArg() == 0 {
@@ -138,8 +146,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 			a.usage(fs)
 			return ExitOK
 		}
-		fmt.Fprintf(stderr, "launch: unknown command %q\n", name)
-		a.usage(fs)
+		a.sayUsage("launch", fmt.Sprintf("unknown command %q", name))
 		return ExitUsage
 	}
 	err := cmd(ctx, a, rest)
@@ -152,7 +159,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	case errors.Is(err, flag.ErrHelp):
 		return ExitOK
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "launch %s: %s (launch %s -h for help)\n", name, ue.msg, name)
+		a.sayUsage("launch "+name, ue.msg)
 		return ExitUsage
 	case errors.As(err, &ex):
 		if ex.msg != "" {
@@ -162,6 +169,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	}
 	a.say("error: %v", err)
 	return ExitFailed
+}
+
+// sayUsage says what is wrong with the command line, with the usage line.
+func (a *app) sayUsage(cmd, msg string) {
+	fmt.Fprintf(a.stderr, "%s: %s\nusage: %s\n(%s -h for help)\n", cmd, msg, a.usageLine, cmd)
 }
 
 // exitError ends a command with a status and a last message.
@@ -230,29 +242,36 @@ var hiddenFlags = map[string]bool{
 	"watchdog-interval": true, "lease-ttl": true, "snapshot-wait": true, "probe-tries": true, "probe-wait": true, "pod-env": true,
 }
 
-// printDefaults is flag.PrintDefaults without the hidden flags.
+// printDefaults prints the flags' help without the hidden flags.
 func printDefaults(fs *flag.FlagSet) {
-	show := flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
-	show.SetOutput(fs.Output())
-	fs.VisitAll(func(f *flag.Flag) {
-		if !hiddenFlags[f.Name] {
-			show.Var(f.Value, f.Name, f.Usage)
-		}
-	})
-	show.PrintDefaults()
+	fs.VisitAll(func(f *flag.Flag) { f.Hidden = f.Hidden || hiddenFlags[f.Name] })
+	fs.PrintDefaults()
 }
 
 // newFlags makes a command's flag set, with the global flags accepted after
-// the command name too.
+// the command name too. Flags and arguments may come in any order; "--"
+// ends the flags.
 func (a *app) newFlags(name, args, about string) *flag.FlagSet {
 	fs := flag.NewFlagSet("launch "+name, flag.ContinueOnError)
 	fs.SetOutput(a.stderr)
 	a.g.register(fs)
+	a.usageLine = strings.TrimSpace("launch " + name + " [flags] " + args)
 	fs.Usage = func() {
-		fmt.Fprintf(a.stderr, "usage: %s\n\n%s\n\nFlags:\n", strings.TrimSpace("launch "+name+" [flags] "+args), about)
+		fmt.Fprintf(a.stderr, "usage: %s\n\n%s\n\nFlags:\n", a.usageLine, about)
 		printDefaults(fs)
 	}
 	return fs
+}
+
+// parse parses a command's flags: a bad flag or value is a usage error
+// (exit 2), -h the command's help.
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil && !errors.Is(err, flag.ErrHelp) {
+		return usagef("%v", err)
+	} else if err != nil {
+		return err
+	}
+	return nil
 }
 
 // say prints one of the launcher's own lines on stderr.

@@ -62,7 +62,7 @@ func cmdLocalServer(ctx context.Context, a *app, args []string) error {
 foreground, so that "launch --local" commands in other terminals share it:
 a run can then be detached with Ctrl-C and resumed with attach. Ctrl-C here
 terminates every pod of the emulator.`)
-	if err := fs.Parse(args); err != nil {
+	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -94,7 +94,7 @@ Runpod while the pod lives.`)
 	tail := fs.Int("tail", 100, "how many of the kept lines to show (0: all)")
 	follow := fs.Bool("follow", false, "stream new lines from Runpod after the kept ones")
 	source := fs.String("source", "", "with --follow: container or system (default both)")
-	if err := fs.Parse(args); err != nil {
+	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 || *tail < 0 {

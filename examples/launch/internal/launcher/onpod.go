@@ -2,10 +2,11 @@ package launcher
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"time"
+
+	flag "github.com/spf13/pflag"
 
 	"github.com/overbrainer/overbrainer-go/examples/launch/internal/state"
 	"github.com/overbrainer/overbrainer-go/guard"
@@ -17,8 +18,12 @@ func cmdSSH(ctx context.Context, a *app, args []string) error {
 	fs := a.newFlags("ssh", "RUN [-- COMMAND [ARG...]]", `Opens a shell on the run's pod (host key pinned) on a terminal that follows
 this one's size, or runs COMMAND, each word as it is, and exits with its
 status. Prints the ssh -F line of the OpenSSH files it writes in the state.`)
-	if err := fs.Parse(args); err != nil {
+	if err := parse(fs, args); err != nil {
 		return err
+	}
+	// The command's words come after "--", flags or not.
+	if at := fs.ArgsLenAtDash(); at > 1 || (at < 0 && fs.NArg() > 1) {
+		return usagef("one run id, then the command after --")
 	}
 	r, err := a.openRun(ctx, fs, false)
 	if err != nil {
@@ -34,11 +39,9 @@ status. Prints the ssh -F line of the OpenSSH files it writes in the state.`)
 		return err
 	}
 	a.say("with OpenSSH: %s", cfg.Command)
-	if err := fs.Parse(fs.Args()[1:]); err != nil {
-		return err
-	}
-	o := guard.ShellOptions{Command: podssh.JoinArgs(fs.Args()), Stdin: os.Stdin, Stdout: a.stdout, Stderr: a.stderr}
-	if fs.NArg() == 0 {
+	words := fs.Args()[1:]
+	o := guard.ShellOptions{Command: podssh.JoinArgs(words), Stdin: os.Stdin, Stdout: a.stdout, Stderr: a.stderr}
+	if len(words) == 0 {
 		if restore, err := podssh.AttachTerminal(os.Stdin, &o); err == nil {
 			defer restore()
 		}
@@ -68,7 +71,7 @@ func (a *app) openRun(ctx context.Context, fs *flag.FlagSet, only bool) (*state.
 func cmdCancel(ctx context.Context, a *app, args []string) error {
 	fs := a.newFlags("cancel", "RUN", `Stops the run's job at once, with no checkpoint (TERM to its group, KILL 2 s
 later), collects what there is, deletes the pod (unless --keep-pod).`)
-	if err := fs.Parse(args); err != nil {
+	if err := parse(fs, args); err != nil {
 		return err
 	}
 	r, err := a.openRun(ctx, fs, true)

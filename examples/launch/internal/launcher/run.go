@@ -3,15 +3,18 @@ package launcher
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
+
+	flag "github.com/spf13/pflag"
 
 	"github.com/overbrainer/overbrainer-go/examples/launch/demo"
 	"github.com/overbrainer/overbrainer-go/examples/launch/internal/state"
@@ -33,6 +36,9 @@ type followFlags struct {
 	startTimeout    time.Duration
 	verdictTimeout  time.Duration
 	hfTokenEnv      string
+	// secrets are the job's secrets: name to the launcher's variable
+	// that holds the value.
+	secrets secretFlag
 }
 
 func (f *followFlags) register(fs *flag.FlagSet) {
@@ -42,6 +48,65 @@ func (f *followFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.startTimeout, "start-timeout", 20*time.Minute, "how long to wait for the pod to run and answer SSH")
 	fs.DurationVar(&f.verdictTimeout, "verdict-timeout", 10*time.Minute, "how long to wait for the watchdog's verdict")
 	fs.StringVar(&f.hfTokenEnv, "hf-token-env", "", "name of this launcher's environment variable holding the HF token; the job gets it as HF_TOKEN over SSH only")
+	fs.Var(&f.secrets, "secret", "NAME or NAME=VAR: the job gets NAME in its environment, from this launcher's variable VAR (default NAME), over SSH only: never in the pod's env, a file or a log (repeatable)")
+}
+
+// secretFlag collects --secret NAME and --secret NAME=VAR.
+type secretFlag map[string]string
+
+func (s *secretFlag) String() string { return "" }
+
+func (s *secretFlag) Type() string { return "NAME[=VAR]" }
+
+func (s *secretFlag) Set(v string) error {
+	name, from, ok := strings.Cut(v, "=")
+	if !ok {
+		from = name
+	}
+	if err := jobctl.CheckEnvName(name); err != nil {
+		return errors.New(strings.TrimPrefix(err.Error(), "jobctl: "))
+	}
+	if !envName.MatchString(from) {
+		return fmt.Errorf("%q is not a variable name", from)
+	}
+	if *s == nil {
+		*s = secretFlag{}
+	}
+	if _, dup := (*s)[name]; dup {
+		return fmt.Errorf("%s given twice", name)
+	}
+	(*s)[name] = from
+	return nil
+}
+
+// secretSources are the job's secrets, name to the launcher's variable,
+// --hf-token-env's HF_TOKEN among them.
+func (f *followFlags) secretSources() (map[string]string, error) {
+	src := maps.Clone(f.secrets)
+	if f.hfTokenEnv != "" {
+		if _, dup := src["HF_TOKEN"]; dup {
+			return nil, usagef("--hf-token-env and --secret HF_TOKEN both set HF_TOKEN")
+		}
+		if src == nil {
+			src = map[string]string{}
+		}
+		src["HF_TOKEN"] = f.hfTokenEnv
+	}
+	return src, nil
+}
+
+// secretValues reads each secret from the launcher's environment; one
+// unset or empty is an error naming its variable.
+func (a *app) secretValues(src map[string]string) (map[string]string, error) {
+	vals := make(map[string]string, len(src))
+	for _, name := range slices.Sorted(maps.Keys(src)) {
+		v := a.getenv(src[name])
+		if v == "" {
+			return nil, usagef("secret %s: the variable %s is empty or not set", name, src[name])
+		}
+		vals[name] = v
+	}
+	return vals, nil
 }
 
 func (f *followFlags) check() error {
@@ -66,6 +131,7 @@ type runFlags struct {
 	dataCenter, minCUDA string
 	volumeGB, maxVolGB  int
 	networkVolume       string
+	noVolumeCaches      bool
 	volumePath          string
 	workdir             string
 	maxHours            float64
@@ -91,6 +157,8 @@ type envFlag map[string]string
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 func (e *envFlag) String() string { return "" }
+
+func (e *envFlag) Type() string { return "NAME=VALUE" }
 
 func (e *envFlag) Set(v string) error {
 	name, value, ok := strings.Cut(v, "=")
@@ -125,6 +193,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.volumeGB, "volume-gb", 0, "a pod volume of this size in GB at --volume-path (0: none)")
 	fs.StringVar(&f.networkVolume, "network-volume", "", "id of a network volume to mount at --volume-path (grown by 25% when 92% of its usable part is used, up to --max-volume-gb)")
 	fs.IntVar(&f.maxVolGB, "max-volume-gb", 0, "the largest the network volume may grow to, in GB (0: it never grows, and a full one asks the job for a disk snapshot)")
+	fs.BoolVar(&f.noVolumeCaches, "no-volume-caches", false, "keep the job's HF_HOME, TORCH_HOME and PIP_CACHE_DIR off the network volume (by default they are under its .cache/)")
 	fs.StringVar(&f.volumePath, "volume-path", guard.DefaultVolumePath, "where the volume is mounted")
 	fs.StringVar(&f.workdir, "workdir", "", "directory of run directories on the pod (default: --volume-path/overbrainer)")
 	fs.Float64Var(&f.maxHours, "max-hours", 4, "deadline, in hours from now: the watchdog deletes the pod then unless this launcher still holds the lease")
@@ -195,7 +264,7 @@ Ctrl-C detaches (the pod goes on under its watchdog; "launch attach RUN"
 resumes) unless --down-on-interrupt; with the in-process local emulator
 the pod ends with the launcher.`)
 	f.register(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -208,7 +277,11 @@ the pod ends with the launcher.`)
 	if fi, err := os.Stat(jobDir); jobDir != "" && (err != nil || !fi.IsDir()) {
 		return usagef("--job %s is not a directory", jobDir)
 	}
-	hfToken, err := a.hfToken(f.follow.hfTokenEnv)
+	secretEnv, err := f.follow.secretSources()
+	if err != nil {
+		return err
+	}
+	secrets, err := a.secretValues(secretEnv)
 	if err != nil {
 		return err
 	}
@@ -223,7 +296,7 @@ the pod ends with the launcher.`)
 	}
 	r := &state.Run{
 		Record:  guard.Record{ID: id, PodName: podenv.PodName(id), Phase: state.PhaseCreating},
-		Created: now, Local: a.local != nil, HFTokenEnv: f.follow.hfTokenEnv, OutDir: f.out,
+		Created: now, Local: a.local != nil, SecretEnv: secretEnv, OutDir: f.out,
 	}
 	if r.OutDir == "" {
 		r.OutDir = filepath.Join(a.store.RunPath(id), "results")
@@ -234,7 +307,7 @@ the pod ends with the launcher.`)
 		RunID: id, Job: guard.Job{Dir: jobDir, Command: f.cmd},
 		Image: f.image, GPUTypes: guard.SplitList(f.gpu), GPUCount: f.gpuCount, Cloud: runpod.CloudType(f.cloud),
 		MinVRAMGB: f.minVRAM, MaxPricePerGPU: f.maxPrice, DataCenters: guard.SplitList(f.dataCenter), MinCUDA: f.minCUDA,
-		DiskGB: f.diskGB, VolumeGB: f.volumeGB, NetworkVolumeID: f.networkVolume, MaxVolumeGB: f.maxVolGB,
+		DiskGB: f.diskGB, VolumeGB: f.volumeGB, NetworkVolumeID: f.networkVolume, MaxVolumeGB: f.maxVolGB, NoVolumeCaches: f.noVolumeCaches,
 		VolumePath: f.volumePath, Workdir: f.workdir,
 		MaxExtension: f.maxExtension, HardDeadline: f.maxExtension == 0,
 		MaxCostUSD: f.maxCostUSD, Keep: f.keep, BootGrace: f.bootGrace, RetrieveGrace: f.retrieveGrace,
@@ -273,16 +346,8 @@ the pod ends with the launcher.`)
 	}
 	defer lock.Unlock()
 	a.say("run %s (state in %s)", id, a.store.RunPath(id))
-	spec.Job.HFToken = hfToken
-	return a.launch(ctx, r, spec, followOpts{followFlags: f.follow, hfToken: hfToken, poll: f.poll, leaseEvery: f.leaseEvery})
-}
-
-// hfToken reads the HF token from the launcher's environment variable name.
-func (a *app) hfToken(name string) (string, error) {
-	if v := a.getenv(name); name == "" || v != "" {
-		return v, nil
-	}
-	return "", usagef("--hf-token-env %s: the variable is empty or not set", name)
+	spec.Job.Secrets = secrets
+	return a.launch(ctx, r, spec, followOpts{followFlags: f.follow, secrets: secrets, poll: f.poll, leaseEvery: f.leaseEvery})
 }
 
 // resumeDir is the collected outputs of run id, for --resume-from; a run

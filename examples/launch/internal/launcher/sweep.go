@@ -4,8 +4,9 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
+
+	flag "github.com/spf13/pflag"
 
 	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
@@ -25,7 +26,7 @@ func cmdSweep(ctx context.Context, a *app, args []string) error {
 	every := fs.Duration("every", 0, "sweep again every period until interrupted (at least 1m against Runpod)")
 	p := &sweep.Policy{}
 	policyFlags(fs, p)
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+	if err := parse(fs, args); err != nil || fs.NArg() > 0 {
 		return cmp.Or(err, usagef("sweep takes no arguments"))
 	}
 	// A sweep is for an account: without a key it would sweep an

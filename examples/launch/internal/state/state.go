@@ -1,10 +1,12 @@
 package state
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -38,10 +40,13 @@ type Run struct {
 	Created time.Time `json:"created"`
 	// Local says the pod lives in the launcher's local emulator.
 	Local bool `json:"local,omitempty"`
-	// HFTokenEnv names the launcher's variable that holds the HF token;
-	// the token itself is never stored.
+	// HFTokenEnv names the launcher's variable that holds the HF token
+	// (runs of earlier launchers; SecretEnv since).
 	HFTokenEnv string `json:"hf_token_env,omitempty"`
-	OutDir     string `json:"out_dir"`
+	// SecretEnv names, for each of the job's secrets, the launcher's
+	// variable that holds its value; the values are never stored.
+	SecretEnv map[string]string `json:"secret_env,omitempty"`
+	OutDir    string            `json:"out_dir"`
 }
 
 // Store is a state directory.
@@ -243,4 +248,17 @@ func (l *Lock) Unlock() {
 		l.f.Close()
 		l.f = nil
 	}
+}
+
+// SecretSources are the job's secrets, name to the launcher's variable.
+func (r *Run) SecretSources() map[string]string {
+	if r.HFTokenEnv == "" {
+		return r.SecretEnv
+	}
+	src := maps.Clone(r.SecretEnv)
+	if src == nil {
+		src = map[string]string{}
+	}
+	src["HF_TOKEN"] = cmp.Or(src["HF_TOKEN"], r.HFTokenEnv)
+	return src
 }
