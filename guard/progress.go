@@ -19,14 +19,21 @@ const progressEvery = 500 * time.Millisecond
 // carries the bytes that moved.
 func (r *Run) transfer(kind EventKind, move func(podssh.Progress) error) error {
 	var done, total atomic.Int64
+	var moving atomic.Bool
 	total.Store(-1)
 	progress := func(d, t int64) {
 		total.Store(t)
 		done.Store(d)
+		moving.Store(true)
 	}
 	start := r.now()
 	told := int64(-1)
-	tell := func() {
+	// A tick before the transfer's first word tells nothing: its total is
+	// not known yet, and -1 would say the pod sent none.
+	tell := func(end bool) {
+		if !end && !moving.Load() {
+			return
+		}
 		if d := done.Load(); d != told {
 			told = d
 			r.emit(Event{Kind: kind, Bytes: d, Total: total.Load(), Elapsed: r.since(start)})
@@ -40,11 +47,11 @@ func (r *Run) transfer(kind EventKind, move func(podssh.Progress) error) error {
 		select {
 		case err := <-errc:
 			if err == nil {
-				tell()
+				tell(true)
 			}
 			return err
 		case <-tick.C:
-			tell()
+			tell(false)
 		}
 	}
 }
