@@ -15,8 +15,8 @@ import (
 
 // With the launcher SIGKILLed and the pod's watchdog killed by the job, no
 // enforcer is left on either side: two sweepers running at once delete the
-// pod (at its hard deadline plus the margin, or as EXITED when the
-// watchdog's death ended the container), once.
+// pod (as EXITED when the watchdog's death ended the container, or at its
+// hard deadline plus the margin), once.
 func TestSweepDeletesWhatNobodyGuards(t *testing.T) {
 	t.Parallel()
 	// Runpod restarts a container whose command ended, and the new boot
@@ -24,9 +24,17 @@ func TestSweepDeletesWhatNobodyGuards(t *testing.T) {
 	// (a restart that fails, an image that crash-loops), left EXITED.
 	w := newWorld(t, runpodtest.WithExitedOnEnd())
 	began := time.Now()
-	// The job kills the watchdog once the launcher is gone (step 4).
-	job := `DEMO_STEPS=600 sh train.sh & sleep 4; kill -KILL "$(cat ../.pod/watchdog.pid)"; wait`
-	p := w.start(append([]string{"run"}, append(fast, "--max-hours", "0.005", "--max-extension", "0", "--cmd", job)...)...)
+	// The job kills the watchdog once the launcher is gone: when the
+	// lease it renews every second has not moved for 10 s. (A fixed
+	// sleep let a busy machine kill the watchdog while the launcher still
+	// followed, and the launcher deleted the EXITED pod itself.) The
+	// deadline is far enough for a slow start: the watchdog's death
+	// leaves the pod EXITED, which the sweepers judge at once.
+	job := `DEMO_STEPS=600 sh train.sh &
+lease=../.pod/lease
+until [ -e "$lease" ] && [ $(($(date +%s) - $(stat -c %Y "$lease"))) -ge 10 ]; do sleep 1; done
+kill -KILL "$(cat ../.pod/watchdog.pid)"; wait`
+	p := w.start(append([]string{"run"}, append(fast, "--max-hours", "0.1", "--max-extension", "0", "--cmd", job)...)...)
 	p.waitOutput("step 2/600", patience)
 	p.signal(syscall.SIGKILL)
 	p.wait(patience)
