@@ -261,7 +261,7 @@ func TestCreatePodTimeoutLooksLonger(t *testing.T) {
 		if lists.Add(1) > 2 {
 			return false
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"pods": []any{}})
+		writeJSON(w, http.StatusOK, map[string]any{"pods": []any{}, "pagination": lastPage})
 		return true
 	}
 	store.serve(fs)

@@ -49,10 +49,15 @@ const (
 	ActionTerminate Action = "terminate"
 )
 
-// GPUConfig is a pod's GPU type and count.
+// GPUConfig is a pod's GPU type and count, and what comes with them.
 type GPUConfig struct {
 	ID    string `json:"id"`
 	Count int    `json:"count,omitempty"`
+	// VCPUCount and MemoryGB are the vCPUs and the system RAM (GB)
+	// allocated to the pod across all its GPUs; zero when Runpod does not
+	// say.
+	VCPUCount float64 `json:"vcpuCount,omitempty"`
+	MemoryGB  float64 `json:"memory,omitempty"`
 }
 
 // PersistentMount is host-local storage that lives as long as the pod (and
@@ -473,11 +478,13 @@ type ListPodsOptions struct {
 }
 
 // ListPods returns the account's pods that match opts, sorted by creation
-// time, oldest first. It follows Runpod's cursor pagination (limit, cursor,
-// pagination.nextCursor / hasNextPage) to the last page, and takes the
-// unpaged answer too (the pods object without pagination, or a bare
-// array). A failed page fails the whole listing: a caller that deletes
-// what is not listed must never act on part of it.
+// time, oldest first. It follows Runpod's cursor pagination to the last
+// page: every page repeats the first page's parameters, the same explicit
+// limit included (a cursor is valid only with the parameters that issued
+// it), adding the cursor of the page before. It takes an unpaged answer
+// too (no pagination block, or a bare array) as the whole list. A failed
+// page fails the whole listing: a caller that deletes what is not listed
+// must never act on part of it.
 func (c *Client) ListPods(ctx context.Context, opts ListPodsOptions) ([]Pod, error) {
 	var all []Pod
 	cursor := ""
@@ -488,15 +495,13 @@ func (c *Client) ListPods(ctx context.Context, opts ListPodsOptions) ([]Pod, err
 		if page == maxListPages {
 			return nil, fmt.Errorf("runpod: GET /pods: more than %d pages", maxListPages)
 		}
-		// The first call asks for no limit: REST v2 as documented takes
-		// none, and a server that pages says so in its answer.
 		r := &call{method: http.MethodGet, path: "/pods", query: url.Values{}, into: &body}
 		if opts.IncludeClusterPods {
 			r.query.Set("includeClusterPods", "true")
 		}
+		r.query.Set("limit", strconv.Itoa(listPageSize))
 		if cursor != "" {
 			r.query.Set("cursor", cursor)
-			r.query.Set("limit", strconv.Itoa(listPageSize))
 		}
 		resp, err := c.do(ctx, r, true)
 		if err != nil && page > 0 {
@@ -511,8 +516,8 @@ func (c *Client) ListPods(ctx context.Context, opts ListPodsOptions) ([]Pod, err
 		var out struct {
 			Pods       []Pod `json:"pods"`
 			Pagination *struct {
-				NextCursor  string `json:"nextCursor"`
-				HasNextPage bool   `json:"hasNextPage"`
+				NextCursor  *string `json:"nextCursor"`
+				HasNextPage bool    `json:"hasNextPage"`
 			} `json:"pagination"`
 		}
 		if b := bytes.TrimSpace(resp.body); len(b) > 0 && b[0] == '[' {
@@ -528,10 +533,10 @@ func (c *Client) ListPods(ctx context.Context, opts ListPodsOptions) ([]Pod, err
 		if pg == nil || !pg.HasNextPage {
 			break
 		}
-		if pg.NextCursor == "" || pg.NextCursor == cursor {
+		if pg.NextCursor == nil || *pg.NextCursor == "" || *pg.NextCursor == cursor {
 			return nil, fmt.Errorf("runpod: GET /pods: page %d says there is a next page but gives no new cursor", page+1)
 		}
-		cursor = pg.NextCursor
+		cursor = *pg.NextCursor
 	}
 	pods := all[:0]
 	for _, p := range all {
@@ -547,8 +552,9 @@ func (c *Client) ListPods(ctx context.Context, opts ListPodsOptions) ([]Pod, err
 	return pods, nil
 }
 
-// Pagination of ListPods: pods per page asked after the first, and a bound on the pages
-// followed (a server whose cursors never end must not loop for ever).
+// Pagination of ListPods: the limit asked on every page (REST v2's
+// largest), and a bound on the pages followed (a server whose cursors
+// never end must not loop for ever).
 const (
 	listPageSize = 1000
 	maxListPages = 10000

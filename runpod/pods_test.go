@@ -243,7 +243,7 @@ func TestListPodsFilters(t *testing.T) {
 	if _, err := c.ListPods(context.Background(), ListPodsOptions{IncludeClusterPods: true}); err != nil {
 		t.Fatal(err)
 	}
-	if q := fs.last().query; q != "includeClusterPods=true" {
+	if q := fs.last().query; q != "includeClusterPods=true&limit=1000" {
 		t.Errorf("query %q", q)
 	}
 }

@@ -25,8 +25,7 @@ const (
 	testKey = "rpa_TESTKEY_0123456789_never_printed_ZYX"
 	// apiBase is the fake's REST root: a non-empty base path, as
 	// https://api.runpod.io/v2 has, so a client that drops it fails.
-	apiBase     = "/fake-runpod/v2"
-	graphQLPath = "/fake-runpod/graphql"
+	apiBase = "/fake-runpod/v2"
 )
 
 // exchange is one request the fake server saw and what it answered.
@@ -65,7 +64,6 @@ func setup(t *testing.T, opts ...Option) (*Client, *fakeServer) {
 	logger := slog.New(slog.NewTextHandler(fs.logBuf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	all := append([]Option{
 		WithBaseURL(fs.srv.URL + apiBase),
-		WithGraphQLURL(fs.srv.URL + graphQLPath),
 		WithLogger(logger),
 		WithDebug(true),
 		WithRetry(4, 10*time.Second),
@@ -108,10 +106,6 @@ func (fs *fakeServer) handle(pattern string, h http.HandlerFunc) {
 	fs.mux.HandleFunc(method+" "+apiBase+path, h)
 }
 
-func (fs *fakeServer) handleGraphQL(h http.HandlerFunc) {
-	fs.mux.HandleFunc("POST "+graphQLPath, h)
-}
-
 func (fs *fakeServer) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	r.Body = io.NopCloser(bytes.NewReader(body))
@@ -145,9 +139,6 @@ func (fs *fakeServer) requests() []string {
 	var out []string
 	for _, e := range fs.exchanges {
 		p := strings.TrimPrefix(e.path, apiBase)
-		if e.path == graphQLPath {
-			p = "graphql"
-		}
 		out = append(out, e.method+" "+p)
 	}
 	return out
@@ -206,10 +197,6 @@ func (fs *fakeServer) checkAgainst(d *openAPI) {
 		if strings.Contains(e.path, testKey) || strings.Contains(e.query, testKey) {
 			t.Errorf("%s: the key is in the URL", name)
 		}
-		if e.path == graphQLPath {
-			fs.checkGraphQL(e)
-			continue
-		}
 		if !strings.HasPrefix(e.path, apiBase+"/") {
 			t.Errorf("%s: outside the REST root %s", name, apiBase)
 			continue
@@ -260,20 +247,6 @@ func urlParseQuery(q string) ([]string, error) {
 		names = append(names, k)
 	}
 	return names, nil
-}
-
-// checkGraphQL checks a GraphQL request's shape: a JSON object with a query
-// string and variables, and no secret spelled into the query text.
-func (fs *fakeServer) checkGraphQL(e exchange) {
-	var req struct {
-		Query     string          `json:"query"`
-		Variables json.RawMessage `json:"variables"`
-	}
-	if err := json.Unmarshal(e.body, &req); err != nil || req.Query == "" {
-		fs.t.Errorf("graphql: body is not {query, variables}: %s", e.body)
-		return
-	}
-	fs.checkNoLeak("GraphQL query text", req.Query)
 }
 
 // recorder notes the answer in the exchange as it is written.
@@ -369,6 +342,15 @@ func wirePod(p Pod) map[string]any {
 	if p.ContainerDiskGB == 0 {
 		m["disk"] = 20 // the schema's minimum is 1
 	}
+	if g, ok := m["gpu"].(map[string]any); ok {
+		// Allocated totals, required on a pod's gpu since 2026-09.
+		if _, ok := g["vcpuCount"]; !ok {
+			g["vcpuCount"] = 8
+		}
+		if _, ok := g["memory"]; !ok {
+			g["memory"] = 31
+		}
+	}
 	m["registry"] = nil
 	m["globalNetworking"] = map[string]any{"enabled": false}
 	return m
@@ -447,7 +429,7 @@ func (s *podStore) serve(fs *fakeServer) {
 		for _, p := range s.all() {
 			pods = append(pods, wirePod(p))
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"pods": pods})
+		writeJSON(w, http.StatusOK, map[string]any{"pods": pods, "pagination": lastPage})
 	})
 	fs.handle("GET /pods/{id}", func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
@@ -501,3 +483,6 @@ func testJSONBody(t *testing.T, r *http.Request, want string) {
 }
 
 func jsonDecode(r *http.Request, v any) error { return json.NewDecoder(r.Body).Decode(v) }
+
+// lastPage is the pagination block of a list's last page.
+var lastPage = map[string]any{"nextCursor": nil, "hasNextPage": false}

@@ -21,7 +21,7 @@ import (
 // specPaths are where the OpenAPI document may be: beside the repository
 // root in CI (../shared next to the clone), or the shared directory of the
 // development machine.
-var specPaths = []string{"../../shared/runpod/openapi_v2.json", "/work/shared/runpod/openapi_v2.json"}
+var specPaths = []string{"runpodtest/testdata/openapi_v2.json"}
 
 type openAPI struct {
 	Paths      map[string]map[string]json.RawMessage `json:"paths"`

@@ -22,8 +22,6 @@ type call struct {
 	id     string // path-escaped when sent
 	query  url.Values
 	body   any // marshalled to JSON; nil for no body
-	// graphQL sends the request to the GraphQL URL instead of base+path.
-	graphQL bool
 	// into, when set, is where the answer's body is read, its old content
 	// dropped: a caller that reads page after page keeps one buffer.
 	into *bytes.Buffer
@@ -35,12 +33,7 @@ type call struct {
 
 // where is the request's path with its placeholders filled in, for logs and
 // errors.
-func (r *call) where() string {
-	if r.graphQL {
-		return "graphql"
-	}
-	return r.fill("")
-}
+func (r *call) where() string { return r.fill("") }
 
 // fill is prefix and the request's path with its {id} filled in, built in
 // one allocation: the client hands resty a whole URL, which it then need
@@ -188,12 +181,8 @@ func (c *Client) once(ctx context.Context, r *call, attempt int) (response, erro
 		// http.NoBody, which it need not probe for data.
 		req.SetBody(noBody)
 	}
-	target := c.graphQLURL
-	if !r.graphQL {
-		target = r.fill(c.baseURL)
-	}
-	// Runpod's quota covers REST, not GraphQL.
-	if c.pace != nil && !r.graphQL {
+	target := r.fill(c.baseURL)
+	if c.pace != nil {
 		if err := c.pace.wait(ctx, c, r); err != nil {
 			return response{}, err
 		}
@@ -206,7 +195,7 @@ func (c *Client) once(ctx context.Context, r *call, attempt int) (response, erro
 	}
 	raw := res.RawResponse
 	defer raw.Body.Close()
-	if c.pace != nil && !r.graphQL {
+	if c.pace != nil {
 		c.pace.observe(raw.Header, c.now())
 	}
 	code := raw.StatusCode

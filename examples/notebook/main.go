@@ -21,7 +21,6 @@ var (
 	record = dir + "/record.json"
 	apiKey = os.Getenv("RUNPOD_API_KEY")
 	apiURL = cmp.Or(os.Getenv("OVERBRAINER_API_URL"), runpod.DefaultBaseURL)
-	gqlURL = cmp.Or(os.Getenv("OVERBRAINER_GRAPHQL_URL"), runpod.DefaultGraphQLURL)
 	// ctx ends on Ctrl-C (a notebook's interrupt): Launch then deletes its
 	// pod, and the other calls leave the pod to its watchdog.
 	ctx, _ = signal.NotifyContext(context.Background(), os.Interrupt)
@@ -41,7 +40,7 @@ func main() {
 		check(runpodtest.CheckPodRunner())
 		srv := runpodtest.NewServer(runpodtest.WithPodRunner())
 		stop = srv.Close
-		apiKey, apiURL, gqlURL = srv.APIKey(), srv.BaseURL(), srv.GraphQLURL()
+		apiKey, apiURL = srv.APIKey(), srv.BaseURL()
 	}
 	for _, cell := range []func(){launch, start, follow, remove} {
 		cell()
@@ -51,7 +50,7 @@ func main() {
 
 // client is the API of apiKey, made anew by each cell.
 func client() *runpod.Client {
-	return must(runpod.New(apiKey, runpod.WithBaseURL(apiURL), runpod.WithGraphQLURL(gqlURL)))
+	return must(runpod.New(apiKey, runpod.WithBaseURL(apiURL)))
 }
 
 // say prints what the run does, but for its progress events (the looks,

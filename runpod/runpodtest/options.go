@@ -38,8 +38,8 @@ func defaultConfig() config {
 	}
 }
 
-// WithPageSize pages every pod list of the fake by n pods, as if each
-// request asked for that limit (a request's own limit still wins).
+// WithPageSize makes every page of the fake's pod list hold at most n pods,
+// fewer than a request's limit asks (which Runpod's document allows).
 func WithPageSize(n int) Option { return func(c *config) { c.pageSize = n } }
 
 // WithAPIKey sets the account key the fake accepts (default: a generated
@@ -147,6 +147,13 @@ type GPUType struct {
 	// CUDA is its machines' CUDA version (DefaultCUDA when empty).
 	CUDA string
 }
+
+// What the fake allocates to a GPU pod for each of its GPUs, reported as
+// the pod's gpu.vcpuCount and gpu.memory (GB of system RAM).
+const (
+	fakeVCPUsPerGPU = 8
+	fakeRAMPerGPU   = 31
+)
 
 // DefaultGPUTypes is the fake's built-in catalog. Its prices are in the
 // range of Runpod's list prices, not a copy of them.
