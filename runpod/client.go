@@ -165,11 +165,11 @@ func WithUserAgent(ua string) Option {
 
 // WithRetry sets how many times a retryable request is sent in all
 // (maxAttempts ≥ 1; 1 means never retry) and the longest wait between two
-// attempts (maxWait > 0). maxWait caps both the exponential backoff and a
-// server's Retry-After: asked to wait longer, the client waits maxWait and
-// tries again. A 429 whose RateLimit header shows a window exhausted for
-// longer than maxWait is not retried: it fails at once with a
-// *RateLimitError.
+// attempts (maxWait > 0). maxWait caps the exponential backoff. A 429
+// whose Retry-After, or whose RateLimit header's exhausted window, asks
+// for a longer wait than maxWait is not retried: it fails at once with a
+// *RateLimitError saying how long to wait. A 502, 503 or 504 asking for
+// longer is retried after maxWait.
 func WithRetry(maxAttempts int, maxWait time.Duration) Option {
 	return func(c *config) error {
 		if maxAttempts < 1 || maxAttempts > 100 {

@@ -33,10 +33,12 @@
 // Reads, deletes, PATCH and pod actions are retried on transport errors,
 // 429, 502, 503 and 504, with exponential backoff and jitter, never sooner
 // than a Retry-After header (seconds or HTTP-date) asks, never longer than
-// the cap set by WithRetry. A 429 waits until the exhausted window of its
-// RateLimit header that resets last has reset; when that is past the cap,
-// the call fails at once with a *RateLimitError (ErrRateLimited) instead
-// of spending its attempts. Creating a pod is never retried blindly: before
+// the cap set by WithRetry. A 429 waits for the later of its Retry-After
+// and the exhausted window of its RateLimit header that resets last; when
+// that is past the cap, the call (any call: DeletePod does not fall back
+// to terminate or stop then) fails at once with a *RateLimitError
+// (ErrRateLimited) that says how long to wait, instead of spending its
+// attempts. Creating a pod is never retried blindly: before
 // sending the create again, CreatePod looks for the pod by name, so one call
 // makes at most one pod. A cancelled context ends any call at once with
 // ctx.Err(), during a backoff too.

@@ -23,8 +23,8 @@ var (
 	// ErrForbidden matches a 403: the key is valid but lacks the permission.
 	ErrForbidden = errors.New("runpod: forbidden")
 	// ErrRateLimited matches a 429 that outlasted the client's retries, and
-	// a *RateLimitError: a 429 whose exhausted window resets past the
-	// retry cap, not retried at all.
+	// a *RateLimitError: a 429 asking to wait past the retry cap (by
+	// Retry-After or an exhausted window), not retried at all.
 	ErrRateLimited = errors.New("runpod: rate limited")
 	// ErrConflict matches a 409, e.g. an action not valid in the pod's
 	// current status, or a cluster pod that cannot be deleted alone.

@@ -67,7 +67,7 @@ func (e permanentError) Unwrap() error { return e.error }
 // transport error (connection refused or reset, timeout), 429, 502, 503 or
 // 504. It waits between attempts with exponential backoff and jitter, never
 // less than a Retry-After or an exhausted RateLimit window asks and never
-// more than maxWait (a window that outlasts maxWait ends the call, see
+// more than maxWait (a 429 that asks for longer ends the call, see
 // RateLimitError). A cancelled ctx
 // ends the call at once with ctx.Err(), in flight or mid-wait.
 //
@@ -245,8 +245,9 @@ func readBody(buf *bytes.Buffer, rd io.Reader) ([]byte, error) {
 }
 
 // answerError is the error of a non-2xx answer to r: an *APIError with
-// the wait the server asked for, or a *RateLimitError for a 429 whose
-// exhausted window resets later than the client waits.
+// the wait the server asked for, or a *RateLimitError for a 429 that asks
+// for a longer wait than the client's cap, by its Retry-After or by an
+// exhausted RateLimit window.
 func (c *Client) answerError(r *call, code int, h http.Header, body []byte, truncated bool, attempt int) error {
 	ae := parseAPIError(r.method, r.where(), code, h, body, truncated)
 	if d, ok := parseRetryAfter(h.Get("Retry-After"), c.now()); ok {
@@ -255,12 +256,14 @@ func (c *Client) answerError(r *call, code int, h http.Header, body []byte, trun
 	ae.Attempts = attempt
 	c.scrubAPIError(ae, r.secrets)
 	if code == http.StatusTooManyRequests {
-		if name, wait, ok := exhaustedWindow(h); ok {
-			if wait > c.maxWait {
-				return &RateLimitError{Window: name, Wait: wait, MaxWait: c.maxWait, Err: ae}
-			}
-			ae.RetryAfter = max(ae.RetryAfter, wait)
+		name, wait, ok := exhaustedWindow(h)
+		if !ok || ae.RetryAfter > wait {
+			name, wait = "", ae.RetryAfter
 		}
+		if wait > c.maxWait {
+			return &RateLimitError{Window: name, Wait: wait, MaxWait: c.maxWait, Err: ae}
+		}
+		ae.RetryAfter = wait
 	}
 	return ae
 }
