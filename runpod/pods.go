@@ -3,6 +3,7 @@ package runpod
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -311,6 +312,78 @@ func (req *CreatePodRequest) body() (*createPodBody, error) {
 	return b, nil
 }
 
+// MaxCreatePodBody is the largest create body Runpod takes, in bytes; a
+// larger one is answered 413. (A template's fields count too, once
+// merged; this client sends no template.)
+const MaxCreatePodBody = 102400
+
+// BodyTooLargeError is CreatePod's error for a request whose body would be
+// over MaxCreatePodBody, returned before anything is sent. Parts names the
+// largest parts of the body, so the caller knows what to cut. It matches
+// ErrInvalid. It holds sizes and env variable names, never values.
+type BodyTooLargeError struct {
+	Size, Limit int
+	Parts       []BodyPart // largest first, at most 5
+}
+
+// BodyPart is one part of a create body and its size in bytes, as JSON:
+// "args" (the start command), "env.NAME" (one env variable), "other".
+type BodyPart struct {
+	Field string
+	Size  int
+}
+
+func (e *BodyTooLargeError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "runpod: CreatePod: the request body is %d bytes, over Runpod's %d-byte limit: cut at least %d bytes; largest parts:",
+		e.Size, e.Limit, e.Size-e.Limit)
+	for i, p := range e.Parts {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, " %s %d bytes", p.Field, p.Size)
+	}
+	return b.String()
+}
+
+// Is makes a *BodyTooLargeError match ErrInvalid.
+func (e *BodyTooLargeError) Is(target error) bool { return target == ErrInvalid }
+
+// encode renders the body as JSON, refusing one over MaxCreatePodBody.
+func (b *createPodBody) encode() (json.RawMessage, error) {
+	raw, err := json.Marshal(b)
+	if err != nil {
+		return nil, invalidf("CreatePod: encoding the request: %v", err)
+	}
+	if len(raw) <= MaxCreatePodBody {
+		return raw, nil
+	}
+	size := func(v any) int {
+		j, _ := json.Marshal(v)
+		return len(j)
+	}
+	var parts []BodyPart
+	rest := len(raw)
+	if b.Args != "" {
+		n := size(b.Args) + len(`"args":,`)
+		parts = append(parts, BodyPart{"args", n})
+		rest -= n
+	}
+	for k, v := range b.Env {
+		n := size(k) + size(v) + 2
+		parts = append(parts, BodyPart{"env." + k, n})
+		rest -= n
+	}
+	parts = append(parts, BodyPart{"other", max(rest, 0)})
+	sort.Slice(parts, func(i, j int) bool {
+		if parts[i].Size != parts[j].Size {
+			return parts[i].Size > parts[j].Size
+		}
+		return parts[i].Field < parts[j].Field
+	})
+	return nil, &BodyTooLargeError{Size: len(raw), Limit: MaxCreatePodBody, Parts: parts[:min(len(parts), 5)]}
+}
+
 func checkPort(p string) error {
 	num, proto, ok := strings.Cut(p, "/")
 	n, err := strconv.Atoi(num)
@@ -332,7 +405,9 @@ const reconcileSkew = 10 * time.Minute
 var DefaultCreateLooks = []time.Duration{5 * time.Second, 10 * time.Second, 15 * time.Second, 30 * time.Second}
 
 // CreatePod creates a GPU pod and returns it as Runpod reports it (usually
-// PROVISIONING; poll GetPod for RUNNING).
+// PROVISIONING; poll GetPod for RUNNING). A request whose body would be
+// over MaxCreatePodBody is refused before it is sent, with a
+// *BodyTooLargeError naming its largest parts.
 //
 // A create is never resent blindly. When an attempt fails in a way that may
 // have made the pod anyway (a timeout, a dropped connection, 500, 502,
@@ -350,7 +425,11 @@ func (c *Client) CreatePod(ctx context.Context, req CreatePodRequest) (*Pod, err
 	if err != nil {
 		return nil, err
 	}
-	r := &call{method: http.MethodPost, path: "/pods", body: b}
+	raw, err := b.encode()
+	if err != nil {
+		return nil, err
+	}
+	r := &call{method: http.MethodPost, path: "/pods", body: raw}
 	began := c.now()
 	for attempt := 1; ; attempt++ {
 		resp, err := c.once(ctx, r, attempt)

@@ -170,7 +170,11 @@ func (c *Client) once(ctx context.Context, r *call, attempt int) (response, erro
 	}
 	var reqBody []byte
 	if r.body != nil {
-		b, err := json.Marshal(r.body)
+		b, ok := r.body.(json.RawMessage) // encoded already (CreatePod)
+		var err error
+		if !ok {
+			b, err = json.Marshal(r.body)
+		}
 		if err != nil {
 			return response{}, permanentError{fmt.Errorf("encoding request: %w", err)}
 		}

@@ -1,8 +1,10 @@
 package runpodtest
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"path"
 	"regexp"
@@ -204,7 +206,21 @@ func validateCreate(req *wireCreatePod) []string {
 	return errs
 }
 
+// maxCreateBody is the largest create body Runpod takes (413 past it).
+const maxCreateBody = 102400
+
 func (s *Server) createPod(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		writeProblem(w, http.StatusBadRequest, "could not read the request body")
+		return
+	}
+	if len(body) > maxCreateBody {
+		writeProblem(w, http.StatusRequestEntityTooLarge,
+			fmt.Sprintf("the request body is %d bytes, over the %d-byte limit", len(body), maxCreateBody))
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
 	var req wireCreatePod
 	if err := decodeStrict(r, &req); err != nil {
 		writeProblem(w, http.StatusUnprocessableEntity, "Request validation failed.", "$: "+err.Error())
@@ -219,16 +235,16 @@ func (s *Server) createPod(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if (req.GPU == nil) == (req.CPU == nil) {
-		writeProblem(w, http.StatusBadRequest, "exactly one of gpu or cpu must be set")
+		writeProblem(w, http.StatusUnprocessableEntity, "Request validation failed.", "$: exactly one of gpu or cpu must be set")
 		return
 	}
 	if m := req.Mounts; m != nil {
 		if m.Persistent != nil && len(m.Network) > 0 {
-			writeProblem(w, http.StatusBadRequest, "mounts.persistent and mounts.network are mutually exclusive")
+			writeProblem(w, http.StatusUnprocessableEntity, "Request validation failed.", "$: mounts.persistent and mounts.network are mutually exclusive")
 			return
 		}
 		if m.Persistent != nil && req.CPU != nil {
-			writeProblem(w, http.StatusBadRequest, "mounts.persistent is not allowed on a CPU pod")
+			writeProblem(w, http.StatusUnprocessableEntity, "Request validation failed.", "$: mounts.persistent is not allowed on a CPU pod")
 			return
 		}
 	}
@@ -262,7 +278,7 @@ func (s *Server) createPod(w http.ResponseWriter, r *http.Request) {
 	}
 	if g := req.GPU; g != nil {
 		if len(g.AllowedCudaVersions) > 0 && g.MinCudaVersion != nil {
-			writeProblem(w, http.StatusBadRequest, "gpu.allowedCudaVersions and gpu.minCudaVersion are mutually exclusive")
+			writeProblem(w, http.StatusUnprocessableEntity, "Request validation failed.", "$: gpu.allowedCudaVersions and gpu.minCudaVersion are mutually exclusive")
 			return
 		}
 		count := 1

@@ -200,8 +200,9 @@ func TestCreateRefusesBadRequests(t *testing.T) {
 			b["mounts"] = map[string]any{"persistent": map[string]any{"size": 5, "path": "/workspace"}}
 		}), 422},
 		{"wrong type", with(func(b map[string]any) { b["disk"] = "big" }), 422},
-		{"no compute", with(func(b map[string]any) { delete(b, "gpu") }), 400},
-		{"gpu and cpu", with(func(b map[string]any) { b["cpu"] = map[string]any{"id": "cpu3c", "vcpuCount": 2} }), 400},
+		{"no compute", with(func(b map[string]any) { delete(b, "gpu") }), 422},
+		{"gpu and cpu", with(func(b map[string]any) { b["cpu"] = map[string]any{"id": "cpu3c", "vcpuCount": 2} }), 422},
+		{"body over 102,400 bytes", with(func(b map[string]any) { b["env"] = map[string]string{"BIG": strings.Repeat("x", 102400)} }), 413},
 		{"unknown gpu", with(func(b map[string]any) { b["gpu"] = map[string]any{"id": "NVIDIA Quantum 9000"} }), 400},
 		{"not in community", with(func(b map[string]any) {
 			b["gpu"] = map[string]any{"id": "NVIDIA H100 80GB HBM3"}
@@ -212,7 +213,7 @@ func TestCreateRefusesBadRequests(t *testing.T) {
 				"persistent": map[string]any{"size": 20, "path": "/workspace"},
 				"network":    []any{map[string]any{"volumeId": "vol1", "path": "/data"}},
 			}
-		}), 400},
+		}), 422},
 		{"unknown network volume", with(func(b map[string]any) {
 			b["mounts"] = map[string]any{"network": []any{map[string]any{"volumeId": "nope", "path": "/data"}}}
 		}), 404},
