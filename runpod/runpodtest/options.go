@@ -1,6 +1,7 @@
 package runpodtest
 
 import (
+	"net/http"
 	"sync"
 	"time"
 )
@@ -25,6 +26,7 @@ type config struct {
 	restartDelay   time.Duration
 	goneAfter      time.Duration
 	hidden         []string
+	middleware     []func(http.Handler) http.Handler
 }
 
 func defaultConfig() config {
@@ -36,6 +38,14 @@ func defaultConfig() config {
 		restartDelay: time.Second,
 		goneAfter:    2 * time.Second,
 	}
+}
+
+// WithMiddleware wraps the fake's handler in m, outermost last given: a
+// test can check every request and answer, for example against Runpod's
+// OpenAPI document (internal/openapicheck.Middleware does, in this
+// module's tests). The fake itself stays free of any such checker.
+func WithMiddleware(m func(http.Handler) http.Handler) Option {
+	return func(c *config) { c.middleware = append(c.middleware, m) }
 }
 
 // WithPageSize makes every page of the fake's pod list hold at most n pods,

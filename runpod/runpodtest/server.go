@@ -97,7 +97,11 @@ func NewServer(opts ...Option) *Server {
 	// Everything a handler may read is set before the server serves: a
 	// request from another process is not ordered after NewServer's
 	// writes (the race detector sees none of TCP's ordering).
-	s.hs = httptest.NewUnstartedServer(http.HandlerFunc(s.serveHTTP))
+	var h http.Handler = http.HandlerFunc(s.serveHTTP)
+	for _, m := range cfg.middleware {
+		h = m(h)
+	}
+	s.hs = httptest.NewUnstartedServer(h)
 	s.URL = "http://" + s.hs.Listener.Addr().String()
 	s.hs.Start()
 	return s
