@@ -45,7 +45,7 @@ func BenchmarkFollowFlood(b *testing.B) {
 					b.Fatal(err)
 				}
 				cmd := exec.Command(bin, "run", "--state-dir", filepath.Join(b.TempDir(), "state"),
-					"--api-url", srv.BaseURL(), "--graphql-url", srv.GraphQLURL(),
+					"--api-url", srv.BaseURL(),
 					"--job", job, "--cmd", "sh flood.sh", "--max-hours", "1")
 				cmd.Env = append(os.Environ(), "RUNPOD_API_KEY="+srv.APIKey())
 				cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

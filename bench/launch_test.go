@@ -90,7 +90,7 @@ type launch struct {
 func startLaunch(b *testing.B, bin string, srv *runpodtest.Server, args ...string) *launch {
 	b.Helper()
 	full := append([]string{"run", "--state-dir", filepath.Join(b.TempDir(), "state"),
-		"--api-url", srv.BaseURL(), "--graphql-url", srv.GraphQLURL()}, args...)
+		"--api-url", srv.BaseURL()}, args...)
 	cmd := exec.Command(bin, full...)
 	cmd.Env = append(os.Environ(), "RUNPOD_API_KEY="+srv.APIKey())
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -203,7 +203,7 @@ func startListFake(b *testing.B, n int) *listFake {
 }
 
 func (f *listFake) client(b *testing.B, hc *http.Client) *runpod.Client {
-	c, err := runpod.New(listKey, runpod.WithBaseURL(f.url+"/v2"), runpod.WithGraphQLURL(f.url+"/graphql"),
+	c, err := runpod.New(listKey, runpod.WithBaseURL(f.url+"/v2"),
 		runpod.WithHTTPClient(hc), runpod.WithPacing(false))
 	if err != nil {
 		b.Fatal(err)

@@ -60,7 +60,7 @@ func BenchmarkLaunchesUnderQuota(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			for range b.N {
 				srv := runpodtest.NewTestServer(b, runpodtest.WithPodRunner(), runpodtest.WithQuota(quota))
-				api, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()), runpod.WithGraphQLURL(srv.GraphQLURL()),
+				api, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()),
 					runpod.WithRetry(10, 2*quota.Window), runpod.WithPacing(c.pacing))
 				if err != nil {
 					b.Fatal(err)

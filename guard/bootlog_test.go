@@ -85,7 +85,7 @@ func podRunner(t *testing.T) (*runpodtest.Server, *runpod.Client) {
 	t.Helper()
 	shtest.NeedPods(t, runpodtest.CheckPodRunner())
 	srv := runpodtest.NewTestServer(t, runpodtest.WithPodRunner())
-	api, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()), runpod.WithGraphQLURL(srv.GraphQLURL()))
+	api, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -132,7 +132,7 @@ func ExampleAttach() {
 func ExampleLaunch_badSpec() {
 	srv := runpodtest.NewServer() // no pod runner: no pod is made
 	defer srv.Close()
-	api, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()), runpod.WithGraphQLURL(srv.GraphQLURL()))
+	api, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func emulator() (*runpod.Client, string, func()) {
 		log.Fatal(err)
 	}
 	srv := runpodtest.NewServer(runpodtest.WithPodRunner())
-	api, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()), runpod.WithGraphQLURL(srv.GraphQLURL()))
+	api, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -48,7 +48,7 @@ func main() {
 
 func cycle(srv *runpodtest.Server) error {
 	ctx := context.Background()
-	api, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()), runpod.WithGraphQLURL(srv.GraphQLURL()))
+	api, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()))
 	if err != nil {
 		return err
 	}

@@ -29,7 +29,7 @@ type fallback struct {
 func newFallback(t *testing.T, opts ...runpodtest.Option) *fallback {
 	t.Helper()
 	srv := runpodtest.NewTestServer(t, opts...)
-	api, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()), runpod.WithGraphQLURL(srv.GraphQLURL()),
+	api, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()),
 		runpod.WithRetry(3, 20*time.Millisecond), runpod.WithCreateLooks(10*time.Millisecond, 20*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -83,6 +83,20 @@ func (f *fallback) noneBilling(t *testing.T) {
 	}
 	if s := f.srv.Secrets(); len(s) != 0 {
 		t.Errorf("secrets left: %v", s)
+	}
+	// A pod was asked for, so the host key secret was made first (over
+	// REST), and deleted again when no pod could be had.
+	made, deleted := 0, 0
+	for _, r := range f.srv.Requests() {
+		switch {
+		case r.Method == "POST" && r.Path == "/v2/account/secrets" && r.Status == 201:
+			made++
+		case r.Method == "DELETE" && strings.HasPrefix(r.Path, "/v2/account/secrets/") && r.Status == 204:
+			deleted++
+		}
+	}
+	if f.creates() > 0 && (made != 1 || deleted != 1) {
+		t.Errorf("secrets made %d, deleted %d; want one of each", made, deleted)
 	}
 }
 

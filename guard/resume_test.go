@@ -36,7 +36,7 @@ func files(t *testing.T, dir string, contents map[string][]byte) {
 func emulatorAPI(t *testing.T, opts ...runpodtest.Option) *runpod.Client {
 	t.Helper()
 	srv := runpodtest.NewTestServer(t, opts...)
-	api, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()), runpod.WithGraphQLURL(srv.GraphQLURL()))
+	api, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ func TestShellSSHConfigAndCancel(t *testing.T) {
 	shtest.NeedPods(t, runpodtest.CheckPodRunner())
 	sshBin := shtest.NeedTool(t, "ssh")
 	srv := runpodtest.NewTestServer(t, runpodtest.WithPodRunner())
-	api, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()), runpod.WithGraphQLURL(srv.GraphQLURL()))
+	api, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()))
 	if err != nil {
 		t.Fatal(err)
 	}

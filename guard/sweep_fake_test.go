@@ -21,7 +21,7 @@ func TestSweepOnTheFake(t *testing.T) {
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
 	srv := runpodtest.NewTestServer(t, runpodtest.WithClock(clock), runpodtest.WithPageSize(2), runpodtest.AllowPodsLeft())
-	c, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()), runpod.WithGraphQLURL(srv.GraphQLURL()))
+	c, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestSweepOnTheFake(t *testing.T) {
 	advance(time.Hour + 10*time.Minute)
 	policy := SweepPolicy{Now: clock}
 
-	bad, err := runpod.New("rpa_NOT_THE_KEY", runpod.WithBaseURL(srv.BaseURL()), runpod.WithGraphQLURL(srv.GraphQLURL()), runpod.WithRetry(1, time.Millisecond))
+	bad, err := runpod.New("rpa_NOT_THE_KEY", runpod.WithBaseURL(srv.BaseURL()), runpod.WithRetry(1, time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

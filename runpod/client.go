@@ -17,8 +17,11 @@ const (
 	// DefaultBaseURL is Runpod's REST v2 API. Request paths ("/pods",
 	// "/network-volumes/{id}", ...) are relative to it.
 	DefaultBaseURL = "https://api.runpod.io/v2"
-	// DefaultGraphQLURL is Runpod's GraphQL API, used only for secrets,
-	// which REST v2 does not offer.
+	// DefaultGraphQLURL is Runpod's GraphQL API, which the client no
+	// longer uses.
+	//
+	// Deprecated: secrets go over REST v2 (/v2/account/secrets); nothing
+	// in this package speaks GraphQL.
 	DefaultGraphQLURL = "https://api.runpod.io/graphql"
 	// DefaultUserAgent is sent as User-Agent unless WithUserAgent says
 	// otherwise.
@@ -41,12 +44,10 @@ const baseWait = 500 * time.Millisecond
 // under this; a body over it is a fault, not something to truncate.
 const maxSuccessBody = 64 << 20
 
-// Client talks to Runpod's REST v2 API (and, for secrets only, its GraphQL
-// API). It is safe for concurrent use. Make one with New.
+// Client talks to Runpod's REST v2 API. It is safe for concurrent use. Make one with New.
 type Client struct {
 	key         string
 	baseURL     string
-	graphQLURL  string
 	userAgent   string
 	log         *slog.Logger
 	maxAttempts int
@@ -70,7 +71,6 @@ type Option func(*config) error
 
 type config struct {
 	baseURL     string
-	graphQLURL  string
 	userAgent   string
 	httpClient  *http.Client
 	log         *slog.Logger
@@ -112,12 +112,14 @@ func WithBaseURL(u string) Option {
 	}
 }
 
-// WithGraphQLURL points the client at another GraphQL endpoint (used for
-// secrets only), with the same rules as WithBaseURL.
+// WithGraphQLURL once pointed the client's secret calls at a GraphQL
+// endpoint. It still checks u as WithBaseURL does, and changes nothing.
+//
+// Deprecated: secrets go over REST v2 under the base URL (see
+// WithBaseURL); the client speaks no GraphQL.
 func WithGraphQLURL(u string) Option {
-	return func(c *config) error {
-		v, err := checkURL("GraphQL URL", u)
-		c.graphQLURL = v
+	return func(*config) error {
+		_, err := checkURL("GraphQL URL", u)
 		return err
 	}
 }
@@ -163,11 +165,11 @@ func WithUserAgent(ua string) Option {
 
 // WithRetry sets how many times a retryable request is sent in all
 // (maxAttempts ≥ 1; 1 means never retry) and the longest wait between two
-// attempts (maxWait > 0). maxWait caps both the exponential backoff and a
-// server's Retry-After: asked to wait longer, the client waits maxWait and
-// tries again. A 429 whose RateLimit header shows a window exhausted for
-// longer than maxWait is not retried: it fails at once with a
-// *RateLimitError.
+// attempts (maxWait > 0). maxWait caps the exponential backoff. A 429
+// whose Retry-After, or whose RateLimit header's exhausted window, asks
+// for a longer wait than maxWait is not retried: it fails at once with a
+// *RateLimitError saying how long to wait. A 502, 503 or 504 asking for
+// longer is retried after maxWait.
 func WithRetry(maxAttempts int, maxWait time.Duration) Option {
 	return func(c *config) error {
 		if maxAttempts < 1 || maxAttempts > 100 {
@@ -219,7 +221,6 @@ func New(apiKey string, opts ...Option) (*Client, error) {
 	}
 	cfg := config{
 		baseURL:     DefaultBaseURL,
-		graphQLURL:  DefaultGraphQLURL,
 		userAgent:   DefaultUserAgent,
 		log:         slog.New(slog.DiscardHandler),
 		maxAttempts: DefaultMaxAttempts,
@@ -247,7 +248,6 @@ func New(apiKey string, opts ...Option) (*Client, error) {
 	c := &Client{
 		key:         apiKey,
 		baseURL:     cfg.baseURL,
-		graphQLURL:  cfg.graphQLURL,
 		userAgent:   cfg.userAgent,
 		log:         cfg.log,
 		maxAttempts: cfg.maxAttempts,
@@ -299,7 +299,7 @@ func emptyBody(_ *resty.Client, req *http.Request) error {
 // BaseURL returns the REST root the client talks to.
 func (c *Client) BaseURL() string { return c.baseURL }
 
-// checkURL validates a base or GraphQL URL. Its errors never quote the URL
+// checkURL validates a base URL. Its errors never quote the URL
 // itself: user info, a query or a fragment may hold a key, and a URL that
 // does not parse may hold one anywhere.
 func checkURL(what, raw string) (string, error) {

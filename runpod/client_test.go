@@ -55,7 +55,7 @@ func TestNewDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.BaseURL() != DefaultBaseURL || c.graphQLURL != DefaultGraphQLURL || c.maxAttempts != DefaultMaxAttempts ||
+	if c.BaseURL() != DefaultBaseURL || c.maxAttempts != DefaultMaxAttempts ||
 		c.maxWait != DefaultMaxWait || c.userAgent != DefaultUserAgent {
 		t.Errorf("defaults: %+v", c)
 	}
@@ -82,7 +82,7 @@ func TestWithHTTPClientIsNotModified(t *testing.T) {
 func TestHeaders(t *testing.T) {
 	c, fs := setup(t, WithUserAgent("launcher/2"))
 	fs.handle("GET /pods", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, 200, map[string]any{"pods": []any{}})
+		writeJSON(w, 200, map[string]any{"pods": []any{}, "pagination": lastPage})
 	})
 	if _, err := c.ListPods(context.Background(), ListPodsOptions{}); err != nil {
 		t.Fatal(err)
@@ -121,7 +121,7 @@ func TestBodilessRequest(t *testing.T) {
 
 // TestSecretsNeverLeak drives the client through the ways a key or a secret
 // could escape (a server that echoes the Authorization header into its
-// errors, GraphQL errors that echo variables, transport failures, debug
+// errors, problem documents that echo a secret's value, transport failures, debug
 // dumps) and checks every error string and the whole debug log.
 func TestSecretsNeverLeak(t *testing.T) {
 	c, fs := setup(t, WithRetry(2, time.Second))
@@ -138,14 +138,14 @@ func TestSecretsNeverLeak(t *testing.T) {
 	fs.handle("POST /pods", func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusUnprocessableEntity, "bad key "+strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
 	})
-	fs.handleGraphQL(func(w http.ResponseWriter, r *http.Request) {
-		var req struct{ Variables map[string]any }
+	fs.handle("POST /account/secrets", func(w http.ResponseWriter, r *http.Request) {
+		var req struct{ Value string }
 		_ = jsonDecode(r, &req)
-		v, _ := req.Variables["value"].(string)
-		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Type", "application/problem+json")
 		w.WriteHeader(http.StatusBadRequest)
 		// A JSON-escaped echo of the value and the key.
-		_, _ = w.Write([]byte(mustJSON(map[string]any{"errors": []map[string]any{{"message": "value " + v + " for " + r.Header.Get("Authorization")}}})))
+		_, _ = w.Write([]byte(mustJSON(map[string]any{"title": "Bad Request", "status": 400, "detail": "bad value",
+			"errors": []string{"value " + req.Value + " for " + r.Header.Get("Authorization")}})))
 	})
 	ctx := context.Background()
 	var errs []error
@@ -174,7 +174,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	if !strings.Contains(log, "http dump") || !strings.Contains(log, "Authorization: Bearer [REDACTED]") {
 		t.Errorf("no redacted debug dump in the log, so the check above proves nothing:\n%s", log)
 	}
-	if strings.Contains(log, "secretCreate") {
+	if strings.Contains(log, `"value"`) {
 		t.Errorf("a request carrying a secret was dumped:\n%s", log)
 	}
 }

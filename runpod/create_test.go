@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -261,7 +263,7 @@ func TestCreatePodTimeoutLooksLonger(t *testing.T) {
 		if lists.Add(1) > 2 {
 			return false
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"pods": []any{}})
+		writeJSON(w, http.StatusOK, map[string]any{"pods": []any{}, "pagination": lastPage})
 		return true
 	}
 	store.serve(fs)
@@ -274,5 +276,40 @@ func TestCreatePodTimeoutLooksLonger(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"POST /pods", "GET /pods", "GET /pods", "GET /pods"}, fs.requests()); diff != "" {
 		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+}
+
+// TestCreatePodBodyTooLarge: a body over Runpod's 102,400 bytes is refused
+// before it is sent, with its size and what to cut, and no env value.
+func TestCreatePodBodyTooLarge(t *testing.T) {
+	c, fs := setup(t)
+	big := strings.Repeat("Z", 90_000)
+	fs.secrets = []string{big}
+	req := simpleCreate("n")
+	req.Env = map[string]string{"BIG_BLOB": big, "SMALL": "1"}
+	req.Command = []string{"bash", "-c", strings.Repeat("echo hi; ", 2000)}
+	_, err := c.CreatePod(context.Background(), req)
+	var te *BodyTooLargeError
+	if !errors.As(err, &te) || !errors.Is(err, ErrInvalid) {
+		t.Fatalf("err %v, want a *BodyTooLargeError", err)
+	}
+	if te.Size <= MaxCreatePodBody || te.Limit != MaxCreatePodBody || len(te.Parts) < 2 ||
+		te.Parts[0].Field != "env.BIG_BLOB" || te.Parts[0].Size < 90_000 || te.Parts[1].Field != "args" {
+		t.Errorf("error %+v", te)
+	}
+	for _, want := range []string{strconv.Itoa(te.Size), "102400", "env.BIG_BLOB", "args"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q lacks %q", err, want)
+		}
+	}
+	fs.checkNoLeak("error", err.Error())
+	if n := len(fs.requests()); n != 0 {
+		t.Errorf("%d requests sent", n)
+	}
+	// Under the limit, it goes out.
+	(&podStore{}).serve(fs)
+	req.Env = map[string]string{"BIG_BLOB": big[:60_000]}
+	if _, err := c.CreatePod(context.Background(), req); err != nil {
+		t.Fatalf("a body under the limit: %v", err)
 	}
 }

@@ -101,7 +101,9 @@ func (e *DeleteError) Unwrap() []error {
 // A 404 at any step means the pod is already gone: Deleted. The error is nil
 // only for Deleted and Terminated; for Stopped and NotDeleted it is a
 // *DeleteError (matching ErrStillBilling for Stopped). A cancelled ctx
-// stops the chain at once and returns ctx.Err().
+// stops the chain at once and returns ctx.Err(); a DELETE refused with a
+// *RateLimitError stops it too, NotDeleted, the error matching
+// ErrRateLimited.
 func (c *Client) DeletePod(ctx context.Context, id string) (DeleteResult, error) {
 	if err := checkID("DeletePod", "pod", id); err != nil {
 		return NotDeleted, err
@@ -115,6 +117,11 @@ func (c *Client) DeletePod(ctx context.Context, id string) (DeleteResult, error)
 		return NotDeleted, ctx.Err()
 	}
 	e := &DeleteError{PodID: id, Result: NotDeleted, Delete: err}
+	if errors.As(err, new(*RateLimitError)) {
+		// The terminate and the stop would meet the same 429 wall: the
+		// caller learns at once how long to wait (see RateLimitError).
+		return NotDeleted, e
+	}
 	c.logFallback(ctx, id, "terminate", err)
 
 	_, err = c.PodAction(ctx, id, ActionTerminate)

@@ -1,6 +1,6 @@
 // Package runpod is a client for Runpod's REST v2 API
-// (https://api.runpod.io/v2): GPU pods, pod actions, network volumes and the
-// GPU catalog, plus secrets, which only Runpod's GraphQL API offers.
+// (https://api.runpod.io/v2): GPU pods, pod actions, network volumes, the
+// GPU catalog and account secrets. It speaks no GraphQL.
 //
 // Make a client with New and an API key; every method takes a context:
 //
@@ -34,10 +34,12 @@
 // Reads, deletes, PATCH and pod actions are retried on transport errors,
 // 429, 502, 503 and 504, with exponential backoff and jitter, never sooner
 // than a Retry-After header (seconds or HTTP-date) asks, never longer than
-// the cap set by WithRetry. A 429 waits until the exhausted window of its
-// RateLimit header that resets last has reset; when that is past the cap,
-// the call fails at once with a *RateLimitError (ErrRateLimited) instead
-// of spending its attempts. Creating a pod is never retried blindly: before
+// the cap set by WithRetry. A 429 waits for the later of its Retry-After
+// and the exhausted window of its RateLimit header that resets last; when
+// that is past the cap, the call (any call: DeletePod does not fall back
+// to terminate or stop then) fails at once with a *RateLimitError
+// (ErrRateLimited) that says how long to wait, instead of spending its
+// attempts. Creating a pod is never retried blindly: before
 // sending the create again, CreatePod looks for the pod by name, so one call
 // makes at most one pod. A cancelled context ends any call at once with
 // ctx.Err(), during a backoff too.
@@ -89,10 +91,34 @@
 //
 // # Secrets
 //
-// CreateSecret, DeleteSecret, ListSecrets and FindSecret use the GraphQL
-// API at DefaultGraphQLURL (see WithGraphQLURL), the only Runpod API with
-// secrets in the OpenAPI snapshot this package follows. A pod's env value
-// "{{ RUNPOD_SECRET_<name> }}" is replaced by the secret at boot.
+// CreateSecret, UpdateSecretValue, DeleteSecret, ListSecrets and FindSecret
+// use REST v2's account secrets (/v2/account/secrets), under the same base
+// URL and key as every other call. A pod's env value
+// "{{ RUNPOD_SECRET_<name> }}" is replaced by the secret at boot. A name
+// must follow Runpod's rule (CheckSecretName: SecretNameRule, at most 191
+// characters, not starting with RUNPOD in any case) and a value hold 1
+// byte to 16 MiB of UTF-8; either is refused before any request. The value
+// is write-only: it travels only in a create's or a rotation's body, is
+// never returned, and never appears in an error, a log line or a dump.
+// CreateSecret on a taken name (409: a crashed earlier try of the same
+// run) rotates that secret's value and returns it; DeleteSecret of a
+// secret already gone is a success.
+//
+// Two questions Runpod's document leaves open, and what this package
+// assumes:
+//
+//   - Does a secret name's uniqueness ignore case? The ?name= filter does.
+//     The client assumes it may, and fails safe: FindSecret returns only a
+//     secret of exactly the name asked, and CreateSecret rotates only such
+//     a secret; a 409 caused by a name spelt otherwise is an ErrConflict
+//     error, and nothing is changed or deleted. (The fake in runpodtest
+//     takes names as unique ignoring case.)
+//   - Does a pod's own key (RUNPOD_API_KEY) see /v2/account/secrets? The
+//     code assumes not and never needs it: secrets are made and deleted
+//     with the account key, by the launcher and the sweeps; the pod gets
+//     its host key through the placeholder at boot. Were a pod's key to
+//     see them, it would see names only (values are write-only), and the
+//     job's environment holds no key at all. The fake answers 403.
 //
 // The package keeps its HTTP library (resty) out of its API.
 package runpod

@@ -23,8 +23,8 @@ var (
 	// ErrForbidden matches a 403: the key is valid but lacks the permission.
 	ErrForbidden = errors.New("runpod: forbidden")
 	// ErrRateLimited matches a 429 that outlasted the client's retries, and
-	// a *RateLimitError: a 429 whose exhausted window resets past the
-	// retry cap, not retried at all.
+	// a *RateLimitError: a 429 asking to wait past the retry cap (by
+	// Retry-After or an exhausted window), not retried at all.
 	ErrRateLimited = errors.New("runpod: rate limited")
 	// ErrConflict matches a 409, e.g. an action not valid in the pod's
 	// current status, or a cluster pod that cannot be deleted alone.
@@ -59,24 +59,21 @@ var (
 // client buffer an endless HTML page.
 const maxErrorBody = 1 << 20
 
-// APIError is a non-2xx answer from Runpod, or a GraphQL answer carrying
-// errors. It is built from an RFC 9457 problem document when the body is one
+// APIError is a non-2xx answer from Runpod. It is built from an RFC 9457 problem document when the body is one
 // and from the raw body text otherwise (an HTML page from a proxy's 502, for
 // instance). Its strings never contain the API key or a secret value.
 type APIError struct {
 	// Method and Path name the request, Path relative to the base URL
-	// ("/pods/abc"), or "graphql" for GraphQL calls.
+	// ("/pods/abc").
 	Method, Path string
-	// StatusCode is the HTTP status. A GraphQL error that arrives with
-	// HTTP 200 gets the status its error code implies (401, 403, 404) or
-	// keeps 200 when there is none.
+	// StatusCode is the HTTP status.
 	StatusCode int
 	// Title is the problem's short summary, or the status text.
 	Title string
 	// Detail is the problem's explanation, or the raw body text.
 	Detail string
 	// Errors lists individual validation failures (the problem document's
-	// errors[]) or GraphQL error messages.
+	// errors[]).
 	Errors []string
 	// RequestID is Runpod's request identifier from the response headers,
 	// for support tickets.
@@ -167,13 +164,6 @@ type problem struct {
 	Errors json.RawMessage `json:"errors"`
 }
 
-type graphQLError struct {
-	Message    string `json:"message"`
-	Extensions struct {
-		Code string `json:"code"`
-	} `json:"extensions"`
-}
-
 // parseAPIError builds the error for a response with status code, header and
 // the first maxErrorBody bytes of its body (truncated tells if there was
 // more).
@@ -201,7 +191,8 @@ func parseAPIError(method, path string, code int, h http.Header, body []byte, tr
 	return e
 }
 
-// errorList reads errors[] as RFC 9457 strings or as GraphQL error objects.
+// errorList reads errors[] as RFC 9457 strings or as objects with a
+// message (as some gateways send).
 func errorList(raw json.RawMessage) []string {
 	if len(raw) == 0 {
 		return nil
@@ -210,7 +201,9 @@ func errorList(raw json.RawMessage) []string {
 	if json.Unmarshal(raw, &ss) == nil {
 		return ss
 	}
-	var gs []graphQLError
+	var gs []struct {
+		Message string `json:"message"`
+	}
 	if json.Unmarshal(raw, &gs) == nil {
 		out := make([]string, 0, len(gs))
 		for _, g := range gs {
@@ -219,26 +212,6 @@ func errorList(raw json.RawMessage) []string {
 		return out
 	}
 	return []string{string(raw)}
-}
-
-// graphQLAPIError turns the errors of a GraphQL answer into an *APIError.
-func graphQLAPIError(code int, h http.Header, errs []graphQLError) *APIError {
-	e := &APIError{Method: http.MethodPost, Path: "graphql", StatusCode: code, RequestID: requestID(h), Title: "GraphQL error"}
-	for _, g := range errs {
-		e.Errors = append(e.Errors, g.Message)
-		switch strings.ToUpper(g.Extensions.Code) {
-		case "UNAUTHENTICATED":
-			e.StatusCode = http.StatusUnauthorized
-		case "FORBIDDEN":
-			e.StatusCode = http.StatusForbidden
-		case "NOT_FOUND":
-			e.StatusCode = http.StatusNotFound
-		}
-	}
-	if len(e.Errors) == 1 {
-		e.Detail, e.Errors = e.Errors[0], nil
-	}
-	return e
 }
 
 func requestID(h http.Header) string {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"reflect"
 	"strconv"
 	"sync/atomic"
@@ -25,6 +26,9 @@ func pagedServer(t *testing.T, n, size, failPage int) (*httptest.Server, *atomic
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		page := int(calls.Add(1))
+		if got := r.URL.Query().Get("limit"); got != "1000" {
+			t.Errorf("page %d: limit %q, want 1000 on every page", page, got)
+		}
 		from := 0
 		if c := r.URL.Query().Get("cursor"); c != "" {
 			from, _ = strconv.Atoi(c)
@@ -48,7 +52,7 @@ func pagedServer(t *testing.T, n, size, failPage int) (*httptest.Server, *atomic
 		if from+size < n {
 			out.Pagination = map[string]any{"nextCursor": strconv.Itoa(from + size), "hasNextPage": true}
 		} else {
-			out.Pagination = map[string]any{"hasNextPage": false}
+			out.Pagination = map[string]any{"nextCursor": nil, "hasNextPage": false}
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(out)
@@ -113,8 +117,8 @@ func TestListPodsUnpagedAndBadCursor(t *testing.T) {
 	}
 }
 
-// The fake pages when configured to (or asked: a limit), and the client
-// reads every page.
+// The fake pages when configured to, and the client reads every page,
+// each with the first page's parameters.
 func TestFakePagesPods(t *testing.T) {
 	srv := runpodtest.NewTestServer(t, runpodtest.WithPageSize(3), runpodtest.AllowPodsLeft())
 	c, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()))
@@ -126,21 +130,63 @@ func TestFakePagesPods(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	pods, err := c.ListPods(context.Background(), runpod.ListPodsOptions{})
+	pods, err := c.ListPods(context.Background(), runpod.ListPodsOptions{IncludeClusterPods: true})
 	if err != nil || len(pods) != 8 {
 		t.Fatalf("%d pods, %v; want 8", len(pods), err)
 	}
-	gets := 0
+	checkListQueries(t, srv, 3, "includeClusterPods=true&limit=1000")
+}
+
+// checkListQueries checks that the fake got n list calls, each with the
+// first one's parameters, and a cursor on all but the first.
+func checkListQueries(t *testing.T, srv *runpodtest.Server, n int, params string) {
+	t.Helper()
+	var got []string
 	for _, r := range srv.Requests() {
 		if r.Method == "GET" && r.Path == "/v2/pods" {
-			gets++
+			got = append(got, r.RawQuery)
 		}
 	}
-	// The first answer is a page of 3; the client then asks for pages
-	// of 1,000, which the fake's own limit gives way to.
-	if gets != 2 {
-		t.Errorf("%d list calls, want 2", gets)
+	if len(got) != n {
+		t.Fatalf("list calls %q, want %d", got, n)
 	}
+	for i, q := range got {
+		v, _ := url.ParseQuery(q)
+		hasCursor := v.Get("cursor") != ""
+		v.Del("cursor")
+		if v.Encode() != params || hasCursor != (i > 0) {
+			t.Errorf("list call %d: %q, want %q with a cursor after the first", i, q, params)
+		}
+	}
+}
+
+// Past 1,000 pods the list takes two pages of the same limit, and the
+// fake (which refuses a cursor sent with other parameters) serves both.
+func TestListPodsPast1000(t *testing.T) {
+	srv := runpodtest.NewTestServer(t, runpodtest.AllowPodsLeft(), runpodtest.WithProvisioningDelay(24*time.Hour))
+	c, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seeds := make([]runpodtest.SeedPod, 1005)
+	for i := range seeds {
+		seeds[i] = runpodtest.SeedPod{Name: fmt.Sprint("overbrainer-r", i)}
+	}
+	ids := srv.AddPods(seeds...)
+	pods, err := c.ListPods(context.Background(), runpod.ListPodsOptions{SkipArgs: true})
+	if err != nil || len(pods) != len(ids) {
+		t.Fatalf("%d pods, %v; want %d", len(pods), err, len(ids))
+	}
+	seen := map[string]bool{}
+	for _, p := range pods {
+		seen[p.ID] = true
+	}
+	for _, id := range ids {
+		if !seen[id] {
+			t.Fatalf("pod %s not listed", id)
+		}
+	}
+	checkListQueries(t, srv, 2, "limit=1000")
 }
 
 // TestListPodsSkipArgs: with SkipArgs every page's pods come without their

@@ -3,6 +3,7 @@ package runpod
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -50,10 +51,15 @@ const (
 	ActionTerminate Action = "terminate"
 )
 
-// GPUConfig is a pod's GPU type and count.
+// GPUConfig is a pod's GPU type and count, and what comes with them.
 type GPUConfig struct {
 	ID    string `json:"id"`
 	Count int    `json:"count,omitempty"`
+	// VCPUCount and MemoryGB are the vCPUs and the system RAM (GB)
+	// allocated to the pod across all its GPUs; zero when Runpod does not
+	// say.
+	VCPUCount float64 `json:"vcpuCount,omitempty"`
+	MemoryGB  float64 `json:"memory,omitempty"`
 }
 
 // PersistentMount is host-local storage that lives as long as the pod (and
@@ -344,6 +350,78 @@ func (req *CreatePodRequest) body() (*createPodBody, error) {
 	return b, nil
 }
 
+// MaxCreatePodBody is the largest create body Runpod takes, in bytes; a
+// larger one is answered 413. (A template's fields count too, once
+// merged; this client sends no template.)
+const MaxCreatePodBody = 102400
+
+// BodyTooLargeError is CreatePod's error for a request whose body would be
+// over MaxCreatePodBody, returned before anything is sent. Parts names the
+// largest parts of the body, so the caller knows what to cut. It matches
+// ErrInvalid. It holds sizes and env variable names, never values.
+type BodyTooLargeError struct {
+	Size, Limit int
+	Parts       []BodyPart // largest first, at most 5
+}
+
+// BodyPart is one part of a create body and its size in bytes, as JSON:
+// "args" (the start command), "env.NAME" (one env variable), "other".
+type BodyPart struct {
+	Field string
+	Size  int
+}
+
+func (e *BodyTooLargeError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "runpod: CreatePod: the request body is %d bytes, over Runpod's %d-byte limit: cut at least %d bytes; largest parts:",
+		e.Size, e.Limit, e.Size-e.Limit)
+	for i, p := range e.Parts {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, " %s %d bytes", p.Field, p.Size)
+	}
+	return b.String()
+}
+
+// Is makes a *BodyTooLargeError match ErrInvalid.
+func (e *BodyTooLargeError) Is(target error) bool { return target == ErrInvalid }
+
+// encode renders the body as JSON, refusing one over MaxCreatePodBody.
+func (b *createPodBody) encode() (json.RawMessage, error) {
+	raw, err := json.Marshal(b)
+	if err != nil {
+		return nil, invalidf("CreatePod: encoding the request: %v", err)
+	}
+	if len(raw) <= MaxCreatePodBody {
+		return raw, nil
+	}
+	size := func(v any) int {
+		j, _ := json.Marshal(v)
+		return len(j)
+	}
+	var parts []BodyPart
+	rest := len(raw)
+	if b.Args != "" {
+		n := size(b.Args) + len(`"args":,`)
+		parts = append(parts, BodyPart{"args", n})
+		rest -= n
+	}
+	for k, v := range b.Env {
+		n := size(k) + size(v) + 2
+		parts = append(parts, BodyPart{"env." + k, n})
+		rest -= n
+	}
+	parts = append(parts, BodyPart{"other", max(rest, 0)})
+	sort.Slice(parts, func(i, j int) bool {
+		if parts[i].Size != parts[j].Size {
+			return parts[i].Size > parts[j].Size
+		}
+		return parts[i].Field < parts[j].Field
+	})
+	return nil, &BodyTooLargeError{Size: len(raw), Limit: MaxCreatePodBody, Parts: parts[:min(len(parts), 5)]}
+}
+
 func checkPort(p string) error {
 	num, proto, ok := strings.Cut(p, "/")
 	n, err := strconv.Atoi(num)
@@ -365,7 +443,9 @@ const reconcileSkew = 10 * time.Minute
 var DefaultCreateLooks = []time.Duration{5 * time.Second, 10 * time.Second, 15 * time.Second, 30 * time.Second}
 
 // CreatePod creates a GPU pod and returns it as Runpod reports it (usually
-// PROVISIONING; poll GetPod for RUNNING).
+// PROVISIONING; poll GetPod for RUNNING). A request whose body would be
+// over MaxCreatePodBody is refused before it is sent, with a
+// *BodyTooLargeError naming its largest parts.
 //
 // A create is never resent blindly. When an attempt fails in a way that may
 // have made the pod anyway (a timeout, a dropped connection, 500, 502,
@@ -383,7 +463,11 @@ func (c *Client) CreatePod(ctx context.Context, req CreatePodRequest) (*Pod, err
 	if err != nil {
 		return nil, err
 	}
-	r := &call{method: http.MethodPost, path: "/pods", body: b}
+	raw, err := b.encode()
+	if err != nil {
+		return nil, err
+	}
+	r := &call{method: http.MethodPost, path: "/pods", body: raw}
 	began := c.now()
 	for attempt := 1; ; attempt++ {
 		resp, err := c.once(ctx, r, attempt)
@@ -511,11 +595,13 @@ type ListPodsOptions struct {
 }
 
 // ListPods returns the account's pods that match opts, sorted by creation
-// time, oldest first. It follows Runpod's cursor pagination (limit, cursor,
-// pagination.nextCursor / hasNextPage) to the last page, and takes the
-// unpaged answer too (the pods object without pagination, or a bare
-// array). A failed page fails the whole listing: a caller that deletes
-// what is not listed must never act on part of it.
+// time, oldest first. It follows Runpod's cursor pagination to the last
+// page: every page repeats the first page's parameters, the same explicit
+// limit included (a cursor is valid only with the parameters that issued
+// it), adding the cursor of the page before. It takes an unpaged answer
+// too (no pagination block, or a bare array) as the whole list. A failed
+// page fails the whole listing: a caller that deletes what is not listed
+// must never act on part of it.
 func (c *Client) ListPods(ctx context.Context, opts ListPodsOptions) ([]Pod, error) {
 	var all []Pod
 	cursor := ""
@@ -526,15 +612,13 @@ func (c *Client) ListPods(ctx context.Context, opts ListPodsOptions) ([]Pod, err
 		if page == maxListPages {
 			return nil, fmt.Errorf("runpod: GET /pods: more than %d pages", maxListPages)
 		}
-		// The first call asks for no limit: REST v2 as documented takes
-		// none, and a server that pages says so in its answer.
 		r := &call{method: http.MethodGet, path: "/pods", query: url.Values{}, into: &body}
 		if opts.IncludeClusterPods {
 			r.query.Set("includeClusterPods", "true")
 		}
+		r.query.Set("limit", strconv.Itoa(listPageSize))
 		if cursor != "" {
 			r.query.Set("cursor", cursor)
-			r.query.Set("limit", strconv.Itoa(listPageSize))
 		}
 		resp, err := c.do(ctx, r, true)
 		if err != nil && page > 0 {
@@ -549,8 +633,8 @@ func (c *Client) ListPods(ctx context.Context, opts ListPodsOptions) ([]Pod, err
 		var out struct {
 			Pods       []Pod `json:"pods"`
 			Pagination *struct {
-				NextCursor  string `json:"nextCursor"`
-				HasNextPage bool   `json:"hasNextPage"`
+				NextCursor  *string `json:"nextCursor"`
+				HasNextPage bool    `json:"hasNextPage"`
 			} `json:"pagination"`
 		}
 		if b := bytes.TrimSpace(resp.body); len(b) > 0 && b[0] == '[' {
@@ -566,10 +650,10 @@ func (c *Client) ListPods(ctx context.Context, opts ListPodsOptions) ([]Pod, err
 		if pg == nil || !pg.HasNextPage {
 			break
 		}
-		if pg.NextCursor == "" || pg.NextCursor == cursor {
+		if pg.NextCursor == nil || *pg.NextCursor == "" || *pg.NextCursor == cursor {
 			return nil, fmt.Errorf("runpod: GET /pods: page %d says there is a next page but gives no new cursor", page+1)
 		}
-		cursor = pg.NextCursor
+		cursor = *pg.NextCursor
 	}
 	pods := all[:0]
 	for _, p := range all {
@@ -585,8 +669,9 @@ func (c *Client) ListPods(ctx context.Context, opts ListPodsOptions) ([]Pod, err
 	return pods, nil
 }
 
-// Pagination of ListPods: pods per page asked after the first, and a bound on the pages
-// followed (a server whose cursors never end must not loop for ever).
+// Pagination of ListPods: the limit asked on every page (REST v2's
+// largest), and a bound on the pages followed (a server whose cursors
+// never end must not loop for ever).
 const (
 	listPageSize = 1000
 	maxListPages = 10000

@@ -19,13 +19,16 @@ import (
 // A 429 lasts until every exhausted window has reset, so the wait is the
 // longest t among the windows with r=0, which Retry-After may understate.
 
-// RateLimitError is the error for a 429 whose exhausted window resets later
-// than the client's retry cap (WithRetry): retrying within the cap would
-// spend every attempt on more 429s, so the call fails at once. It matches
+// RateLimitError is the error for a 429 that asks for a longer wait than
+// the client's retry cap (WithRetry), by its Retry-After header or by an
+// exhausted RateLimit window: retrying within the cap would only spend
+// every attempt on more 429s, so the call fails at once, having sent one
+// request. Wait says how long to wait before calling again. It matches
 // ErrRateLimited, and unwraps to the 429's *APIError.
 type RateLimitError struct {
 	// Window names the exhausted window that resets last, as RateLimit
-	// names it ("hour"); Wait is how long until it resets.
+	// names it ("hour"); empty when the wait is Retry-After's. Wait is
+	// how long until the server takes requests again.
 	Window string
 	Wait   time.Duration
 	// MaxWait is the client's cap on one wait.
@@ -34,12 +37,12 @@ type RateLimitError struct {
 }
 
 func (e *RateLimitError) Error() string {
-	w := ""
-	if e.Window != "" {
-		w = fmt.Sprintf(" %q", e.Window)
+	if e.Window == "" {
+		return fmt.Sprintf("runpod: %s %s: rate limited: Retry-After asks to wait %s, past the %s retry cap; not retried, call again after that wait",
+			e.Err.Method, e.Err.Path, e.Wait, e.MaxWait)
 	}
-	return fmt.Sprintf("runpod: %s %s: rate limited: the%s window resets in %s, past the %s retry cap; not retried",
-		e.Err.Method, e.Err.Path, w, e.Wait, e.MaxWait)
+	return fmt.Sprintf("runpod: %s %s: rate limited: the %q window resets in %s, past the %s retry cap; not retried, call again after that wait",
+		e.Err.Method, e.Err.Path, e.Window, e.Wait, e.MaxWait)
 }
 
 // Is makes a *RateLimitError match ErrRateLimited.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -94,14 +95,75 @@ func TestParseRetryAfter(t *testing.T) {
 	}
 }
 
+// A 503's Retry-After past the cap is waited at the cap.
 func TestRetryAfterIsCapped(t *testing.T) {
 	c, fs := setup(t, WithRetry(3, 20*time.Second))
-	fs.handle("GET /pods/{id}", failThen(1, retryAfter(429, "3600")))
+	fs.handle("GET /pods/{id}", failThen(1, retryAfter(503, "3600")))
 	if _, err := c.GetPod(context.Background(), "p1"); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]time.Duration{20 * time.Second}, fs.recordedWaits()); diff != "" {
 		t.Errorf("waits (-want +got):\n%s", diff)
+	}
+}
+
+// TestRetryAfterPastCapFailsAtOnce: a 429 asking to wait an hour, past the
+// retry cap, ends every call at once, after its one request, with
+// ErrRateLimited and the hour to wait.
+func TestRetryAfterPastCapFailsAtOnce(t *testing.T) {
+	ctx := context.Background()
+	calls := map[string]func(c *Client) error{
+		"GetPod":    func(c *Client) error { _, err := c.GetPod(ctx, "p1"); return err },
+		"ListPods":  func(c *Client) error { _, err := c.ListPods(ctx, ListPodsOptions{}); return err },
+		"CreatePod": func(c *Client) error { _, err := c.CreatePod(ctx, simpleCreate("n")); return err },
+		"PodAction": func(c *Client) error { _, err := c.PodAction(ctx, "p1", ActionStop); return err },
+		"DeletePod": func(c *Client) error { _, err := c.DeletePod(ctx, "p1"); return err },
+		"DeletePods": func(c *Client) error {
+			_, err := c.DeletePods(ctx, "p1")
+			return err
+		},
+		"CreateSecret":      func(c *Client) error { _, err := c.CreateSecret(ctx, "k", hostKey); return err },
+		"UpdateSecretValue": func(c *Client) error { _, err := c.UpdateSecretValue(ctx, "s1", hostKey); return err },
+		"DeleteSecret":      func(c *Client) error { return c.DeleteSecret(ctx, "s1") },
+		"ListSecrets":       func(c *Client) error { _, err := c.ListSecrets(ctx); return err },
+		"FindSecret":        func(c *Client) error { _, err := c.FindSecret(ctx, "k"); return err },
+		"GetGPUType":        func(c *Client) error { _, err := c.GetGPUType(ctx, "g1"); return err },
+		"ListGPUTypes":      func(c *Client) error { _, err := c.ListGPUTypes(ctx); return err },
+		"ListDataCenters":   func(c *Client) error { _, err := c.ListDataCenters(ctx, false); return err },
+		"GetNetworkVolume":  func(c *Client) error { _, err := c.GetNetworkVolume(ctx, "v1"); return err },
+		"GrowNetworkVolume": func(c *Client) error { _, err := c.GrowNetworkVolume(ctx, "v1", 100); return err },
+		"ListNetworkVolumes": func(c *Client) error {
+			_, err := c.ListNetworkVolumes(ctx)
+			return err
+		},
+		"CreateNetworkVolume": func(c *Client) error {
+			_, err := c.CreateNetworkVolume(ctx, "v", 10, "EU-RO-1")
+			return err
+		},
+		"DeleteNetworkVolume": func(c *Client) error { return c.DeleteNetworkVolume(ctx, "v1") },
+	}
+	for name, call := range calls {
+		t.Run(name, func(t *testing.T) {
+			c, fs := setup(t) // cap 10s, 4 attempts
+			fs.secrets = []string{hostKey}
+			fs.mux.HandleFunc(apiBase+"/", func(w http.ResponseWriter, r *http.Request) {
+				retryAfter(http.StatusTooManyRequests, "3600")(w)
+			})
+			err := call(c)
+			var rl *RateLimitError
+			if !errors.Is(err, ErrRateLimited) || !errors.As(err, &rl) || rl.Wait != time.Hour || rl.Window != "" {
+				t.Fatalf("err %v, want a *RateLimitError asking for an hour", err)
+			}
+			if !strings.Contains(err.Error(), "1h0m0s") {
+				t.Errorf("%q does not say how long to wait", err)
+			}
+			if got := fs.requests(); len(got) != 1 {
+				t.Errorf("requests %q, want one", got)
+			}
+			if w := fs.recordedWaits(); len(w) != 0 {
+				t.Errorf("waited %v", w)
+			}
+		})
 	}
 }
 

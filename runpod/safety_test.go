@@ -2,7 +2,6 @@ package runpod
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -38,7 +37,8 @@ func TestRedirectsAreRefused(t *testing.T) {
 	fs.handle("DELETE /pods/{id}", redirect(http.StatusPermanentRedirect))
 	fs.handle("POST /pods/{id}/action", redirect(http.StatusFound))
 	fs.handle("POST /pods", redirect(http.StatusMovedPermanently))
-	fs.handleGraphQL(redirect(http.StatusTemporaryRedirect))
+	fs.handle("POST /account/secrets", redirect(http.StatusTemporaryRedirect))
+	fs.handle("DELETE /account/secrets/{id}", redirect(http.StatusTemporaryRedirect))
 	ctx := context.Background()
 	var errs []error
 	_, err := c.GetPod(ctx, "p1")
@@ -154,28 +154,6 @@ func TestBadURLErrorsHideCredentials(t *testing.T) {
 	}
 }
 
-// TestDeleteSecretDeclaresID: Runpod's secretDelete takes id: ID!, and a
-// GraphQL server refuses a String! variable in that position.
-func TestDeleteSecretDeclaresID(t *testing.T) {
-	c, fs := setup(t)
-	fs.handleGraphQL(func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"data": map[string]any{"secretDelete": nil}})
-	})
-	if err := c.DeleteSecret(context.Background(), "s1"); err != nil {
-		t.Fatal(err)
-	}
-	var req struct {
-		Query     string
-		Variables map[string]any
-	}
-	if err := json.Unmarshal(fs.last().body, &req); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(req.Query, "($id: ID!)") || !strings.Contains(req.Query, "secretDelete(id: $id)") || req.Variables["id"] != "s1" {
-		t.Errorf("query %q with %v, want $id declared ID!", req.Query, req.Variables)
-	}
-}
-
 // TestDebugDumpShowsRedactedBodies: WithDebug dumps response bodies, and a
 // dump holds neither the account key, nor a secret's value, nor a pod's env
 // values, even when the server echoes them.
@@ -189,11 +167,11 @@ func TestDebugDumpShowsRedactedBodies(t *testing.T) {
 		p["image"] = "img-" + strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
 		writeJSON(w, http.StatusOK, p)
 	})
-	fs.handleGraphQL(func(w http.ResponseWriter, r *http.Request) {
-		var req struct{ Variables map[string]any }
+	fs.handle("POST /account/secrets", func(w http.ResponseWriter, r *http.Request) {
+		var req struct{ Value string }
 		_ = jsonDecode(r, &req)
-		writeJSON(w, http.StatusOK, map[string]any{"data": map[string]any{"secretCreate": map[string]any{
-			"id": "secret-marker-id", "name": "k " + req.Variables["value"].(string)}}})
+		writeJSON(w, http.StatusCreated, map[string]any{"id": "secret-marker-id", "name": "k",
+			"description": "echo " + req.Value, "createdAt": "2026-09-01T12:00:00Z"})
 	})
 	ctx := context.Background()
 	if _, err := c.GetPod(ctx, "p1"); err != nil {
@@ -239,7 +217,7 @@ func TestRateLimitPastCapFailsAtOnce(t *testing.T) {
 	c, fs := setup(t) // cap 10s
 	fs.handle("GET /pods/{id}", failThen(100, rateLimited(`"minute";r=0;t=5, "hour";r=0;t=1800, "day";r=4000;t=50000`)))
 	fs.handle("POST /pods", failThen(100, rateLimited(`"minute";r=0;t=5, "hour";r=0;t=1800`)))
-	fs.handleGraphQL(failThen(100, rateLimited(`"day";r=0;t=40000`)))
+	fs.handle("POST /account/secrets", failThen(100, rateLimited(`"day";r=0;t=40000`)))
 	ctx := context.Background()
 	_, err1 := c.GetPod(ctx, "p1")
 	_, err2 := c.CreatePod(ctx, simpleCreate("n"))

@@ -2,7 +2,6 @@ package runpod
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -17,71 +16,99 @@ import (
 // hostKey stands for the run's host private key, sent as a secret.
 const hostKey = "LS0tLS1CRUdJTiBPUEVOU1NIIFBSSVZBVEUgS0VZLS0tLS0KSECRETHOSTKEY=="
 
-// secretBackend is a fake of the GraphQL calls the client makes.
+type storedSecret struct{ id, name, value string }
+
+// secretBackend is a fake of REST v2's account secrets.
 type secretBackend struct {
 	mu      sync.Mutex
-	secrets []struct{ id, name, value string }
+	secrets []storedSecret
 	seq     int
+	// foldCase makes names unique ignoring case, as Runpod may.
+	foldCase bool
 	// hook, when set, runs first and may answer instead (returns true).
-	hook func(w http.ResponseWriter, op string, vars map[string]any) bool
+	hook func(w http.ResponseWriter, r *http.Request, body map[string]string) bool
 }
 
-func (b *secretBackend) serve(t *testing.T, fs *fakeServer) {
-	fs.handleGraphQL(func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Query     string         `json:"query"`
-			Variables map[string]any `json:"variables"`
-		}
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-			writeJSON(w, http.StatusBadRequest, map[string]any{"errors": []map[string]any{{"message": err.Error()}}})
-			return
-		}
-		op := ""
-		for _, name := range []string{"secretCreate", "secretDelete", "myself"} {
-			if strings.Contains(req.Query, name) {
-				op = name
-			}
-		}
-		if b.hook != nil && b.hook(w, op, req.Variables) {
-			return
-		}
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		switch op {
-		case "secretCreate":
-			name, _ := req.Variables["name"].(string)
-			value, _ := req.Variables["value"].(string)
-			for _, s := range b.secrets {
-				if s.name == name {
-					writeJSON(w, 200, map[string]any{"data": nil, "errors": []map[string]any{{"message": "Secret with name " + name + " already exists"}}})
+func (b *secretBackend) same(x, y string) bool {
+	if b.foldCase {
+		return strings.EqualFold(x, y)
+	}
+	return x == y
+}
+
+func (b *secretBackend) wire(s storedSecret) map[string]any {
+	return map[string]any{"id": s.id, "name": s.name, "description": nil, "createdAt": "2026-09-01T12:00:00Z", "valueLastUpdatedAt": nil}
+}
+
+func (b *secretBackend) serve(fs *fakeServer) {
+	hooked := func(h func(w http.ResponseWriter, r *http.Request, body map[string]string)) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			body := map[string]string{}
+			if r.Method == http.MethodPost || r.Method == http.MethodPatch {
+				if err := jsonDecode(r, &body); err != nil {
+					writeProblem(w, http.StatusUnprocessableEntity, err.Error())
 					return
 				}
 			}
-			b.seq++
-			id := "sec" + strconv.Itoa(b.seq)
-			b.secrets = append(b.secrets, struct{ id, name, value string }{id, name, value})
-			writeJSON(w, 200, map[string]any{"data": map[string]any{"secretCreate": map[string]any{"id": id, "name": name}}})
-		case "secretDelete":
-			id, _ := req.Variables["id"].(string)
-			for i, s := range b.secrets {
-				if s.id == id {
-					b.secrets = append(b.secrets[:i], b.secrets[i+1:]...)
-					writeJSON(w, 200, map[string]any{"data": map[string]any{"secretDelete": nil}})
-					return
-				}
+			if b.hook != nil && b.hook(w, r, body) {
+				return
 			}
-			writeJSON(w, 200, map[string]any{"data": nil, "errors": []map[string]any{{"message": "secret not found", "extensions": map[string]any{"code": "NOT_FOUND"}}}})
-		case "myself":
-			list := []map[string]any{}
-			for _, s := range b.secrets {
-				list = append(list, map[string]any{"id": s.id, "name": s.name})
-			}
-			writeJSON(w, 200, map[string]any{"data": map[string]any{"myself": map[string]any{"secrets": list}}})
-		default:
-			t.Errorf("unexpected GraphQL query %q", req.Query)
-			writeJSON(w, 400, map[string]any{"errors": []map[string]any{{"message": "unknown operation"}}})
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			h(w, r, body)
 		}
-	})
+	}
+	fs.handle("POST /account/secrets", hooked(func(w http.ResponseWriter, r *http.Request, body map[string]string) {
+		for _, s := range b.secrets {
+			if b.same(s.name, body["name"]) {
+				writeProblem(w, http.StatusConflict, "a secret with this name already exists")
+				return
+			}
+		}
+		b.seq++
+		s := storedSecret{"sec" + strconv.Itoa(b.seq), body["name"], body["value"]}
+		b.secrets = append(b.secrets, s)
+		writeJSON(w, http.StatusCreated, b.wire(s))
+	}))
+	fs.handle("GET /account/secrets", hooked(func(w http.ResponseWriter, r *http.Request, _ map[string]string) {
+		list := []map[string]any{}
+		name, filter := r.URL.Query()["name"]
+		for _, s := range b.secrets {
+			if !filter || strings.EqualFold(s.name, name[0]) {
+				list = append(list, b.wire(s))
+			}
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"secrets": list})
+	}))
+	fs.handle("PATCH /account/secrets/{id}", hooked(func(w http.ResponseWriter, r *http.Request, body map[string]string) {
+		for i, s := range b.secrets {
+			if s.id == r.PathValue("id") {
+				b.secrets[i].value = body["value"]
+				writeJSON(w, http.StatusOK, b.wire(b.secrets[i]))
+				return
+			}
+		}
+		writeProblem(w, http.StatusNotFound, "secret not found")
+	}))
+	fs.handle("DELETE /account/secrets/{id}", hooked(func(w http.ResponseWriter, r *http.Request, _ map[string]string) {
+		for i, s := range b.secrets {
+			if s.id == r.PathValue("id") {
+				b.secrets = append(b.secrets[:i], b.secrets[i+1:]...)
+				w.WriteHeader(http.StatusNoContent)
+				return
+			}
+		}
+		writeProblem(w, http.StatusNotFound, "secret not found")
+	}))
+}
+
+func (b *secretBackend) add(name, value string) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.seq++
+	id := "sec" + strconv.Itoa(b.seq)
+	b.secrets = append(b.secrets, storedSecret{id, name, value})
+	return id
 }
 
 func (b *secretBackend) values() map[string]string {
@@ -98,32 +125,19 @@ func TestSecretsRoundTrip(t *testing.T) {
 	c, fs := setup(t)
 	fs.secrets = []string{hostKey}
 	be := &secretBackend{}
-	be.serve(t, fs)
+	be.serve(fs)
 	ctx := context.Background()
 	s, err := c.CreateSecret(ctx, "overbrainer_host_key_r1", hostKey)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.ID == "" || s.Name != "overbrainer_host_key_r1" {
+	if s.ID == "" || s.Name != "overbrainer_host_key_r1" || s.CreatedAt.IsZero() {
 		t.Errorf("secret %+v", s)
 	}
 	if diff := cmp.Diff(map[string]string{"overbrainer_host_key_r1": hostKey}, be.values()); diff != "" {
 		t.Errorf("stored (-want +got):\n%s", diff)
 	}
-	// The value travels in the variables, never in the query text.
-	var req struct {
-		Query     string
-		Variables map[string]string
-	}
-	if err := json.Unmarshal(fs.last().body, &req); err != nil {
-		t.Fatal(err)
-	}
-	if req.Variables["value"] != hostKey || strings.Contains(req.Query, hostKey) || !strings.Contains(req.Query, "secretCreate") {
-		t.Errorf("request %+v", req)
-	}
-	if got := fs.last().header.Get("Authorization"); got != "Bearer "+testKey {
-		t.Errorf("Authorization %q", got)
-	}
+	testJSONBodyBytes(t, fs.last().body, `{"name":"overbrainer_host_key_r1","value":"`+hostKey+`"}`)
 
 	all, err := c.ListSecrets(ctx)
 	if err != nil || len(all) != 1 || all[0] != s {
@@ -133,45 +147,74 @@ func TestSecretsRoundTrip(t *testing.T) {
 	if err != nil || found != s {
 		t.Errorf("FindSecret = %+v, %v", found, err)
 	}
+	if q := fs.last().query; q != "name=overbrainer_host_key_r1" {
+		t.Errorf("FindSecret query %q, want the name filter", q)
+	}
 	if err := c.DeleteSecret(ctx, s.ID); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.FindSecret(ctx, s.Name); !errors.Is(err, ErrNotFound) {
 		t.Errorf("FindSecret after delete: %v", err)
 	}
-	if err := c.DeleteSecret(ctx, s.ID); !errors.Is(err, ErrNotFound) {
-		t.Errorf("DeleteSecret twice: %v, want ErrNotFound", err)
+	// A secret already gone is deleted: what the caller wants holds.
+	if err := c.DeleteSecret(ctx, s.ID); err != nil {
+		t.Errorf("DeleteSecret twice: %v, want success", err)
 	}
-	for _, r := range fs.requests() {
-		if r != "POST graphql" {
-			t.Errorf("secrets went through REST: %s", r)
-		}
+	want := []string{"POST /account/secrets", "GET /account/secrets", "GET /account/secrets",
+		"DELETE /account/secrets/" + s.ID, "GET /account/secrets", "DELETE /account/secrets/" + s.ID}
+	if diff := cmp.Diff(want, fs.requests()); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
 	}
 }
 
-// GraphQL errors arrive with HTTP 200; they are errors all the same, and a
-// server that echoes the value in its message does not leak it.
-func TestCreateSecretGraphQLErrorIsScrubbed(t *testing.T) {
+func testJSONBodyBytes(t *testing.T, got []byte, want string) {
+	t.Helper()
+	r, _ := http.NewRequest("POST", "/", strings.NewReader(string(got)))
+	testJSONBody(t, r, want)
+}
+
+// A taken name (a crashed earlier try of the same run) ends with the one
+// secret of that name holding the new value.
+func TestCreateSecretTakenNameRotates(t *testing.T) {
 	c, fs := setup(t)
 	fs.secrets = []string{hostKey}
-	be := &secretBackend{hook: func(w http.ResponseWriter, op string, vars map[string]any) bool {
-		writeJSON(w, 200, map[string]any{"data": nil, "errors": []map[string]any{
-			{"message": "Variable \"$value\" got invalid value \"" + vars["value"].(string) + "\"; too long"},
-		}})
-		return true
-	}}
-	be.serve(t, fs)
-	_, err := c.CreateSecret(context.Background(), "n", hostKey)
-	var ae *APIError
-	if !errors.As(err, &ae) || ae.StatusCode != 200 || ae.Title != "GraphQL error" {
-		t.Fatalf("err %v", err)
+	be := &secretBackend{}
+	be.serve(fs)
+	id := be.add("overbrainer_host_key_r3", "old-value")
+	s, err := c.CreateSecret(context.Background(), "overbrainer_host_key_r3", hostKey)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !strings.Contains(ae.Detail, "[REDACTED]") {
-		t.Errorf("detail %q: the echoed value should show as redacted", ae.Detail)
+	if s.ID != id || s.Name != "overbrainer_host_key_r3" {
+		t.Errorf("secret %+v, want the existing %s", s, id)
 	}
-	fs.checkNoLeak("error", err.Error())
-	if n := len(fs.requests()); n != 1 {
-		t.Errorf("a GraphQL error was retried: %d requests", n)
+	if diff := cmp.Diff(map[string]string{"overbrainer_host_key_r3": hostKey}, be.values()); diff != "" {
+		t.Errorf("stored (-want +got):\n%s", diff)
+	}
+	want := []string{"POST /account/secrets", "GET /account/secrets", "PATCH /account/secrets/" + id}
+	if diff := cmp.Diff(want, fs.requests()); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+	testJSONBodyBytes(t, fs.last().body, `{"value":"`+hostKey+`"}`)
+}
+
+// Should Runpod compare names ignoring case, a taken name may be another
+// secret's: it is never rotated.
+func TestCreateSecretNeverRotatesAnotherCase(t *testing.T) {
+	c, fs := setup(t)
+	fs.secrets = []string{hostKey}
+	be := &secretBackend{foldCase: true}
+	be.serve(fs)
+	be.add("Overbrainer_Host_Key_r4", "someone-elses")
+	_, err := c.CreateSecret(context.Background(), "overbrainer_host_key_r4", hostKey)
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "differing in case") {
+		t.Errorf("err %v, want a conflict naming the case", err)
+	}
+	if got := be.values()["Overbrainer_Host_Key_r4"]; got != "someone-elses" {
+		t.Errorf("the other secret was changed")
+	}
+	if n := fs.count("PATCH /account/secrets/sec1"); n != 0 {
+		t.Errorf("%d PATCH sent", n)
 	}
 }
 
@@ -181,24 +224,21 @@ func TestCreateSecretReconciles(t *testing.T) {
 	fs.secrets = []string{hostKey}
 	be := &secretBackend{}
 	var first atomic.Bool
-	be.hook = func(w http.ResponseWriter, op string, vars map[string]any) bool {
-		if op == "secretCreate" && first.CompareAndSwap(false, true) {
-			be.mu.Lock()
-			be.seq++
-			be.secrets = append(be.secrets, struct{ id, name, value string }{"sec-lost", vars["name"].(string), vars["value"].(string)})
-			be.mu.Unlock()
+	be.hook = func(w http.ResponseWriter, r *http.Request, body map[string]string) bool {
+		if r.Method == http.MethodPost && first.CompareAndSwap(false, true) {
+			be.add(body["name"], body["value"])
 			dropConnection(t, w)
 			return true
 		}
 		return false
 	}
-	be.serve(t, fs)
+	be.serve(fs)
 	s, err := c.CreateSecret(context.Background(), "overbrainer_host_key_r2", hostKey)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.ID != "sec-lost" || len(be.values()) != 1 {
-		t.Errorf("secret %+v, stored %d", s, len(be.values()))
+	if s.ID != "sec1" || len(be.values()) != 1 || fs.count("POST /account/secrets") != 1 {
+		t.Errorf("secret %+v, stored %d, requests %v", s, len(be.values()), fs.requests())
 	}
 
 	// And when nothing was stored, the create is sent again.
@@ -206,29 +246,74 @@ func TestCreateSecretReconciles(t *testing.T) {
 	fs2.secrets = []string{hostKey}
 	be2 := &secretBackend{}
 	var n atomic.Int32
-	be2.hook = func(w http.ResponseWriter, op string, vars map[string]any) bool {
-		if op == "secretCreate" {
-			if n.Add(1) == 1 {
-				writeJSON(w, http.StatusServiceUnavailable, map[string]any{"errors": []map[string]any{{"message": "unavailable"}}})
-				return true
-			}
+	be2.hook = func(w http.ResponseWriter, r *http.Request, _ map[string]string) bool {
+		if r.Method == http.MethodPost && n.Add(1) == 1 {
+			writeProblem(w, http.StatusServiceUnavailable, "unavailable")
+			return true
 		}
 		return false
 	}
-	be2.serve(t, fs2)
+	be2.serve(fs2)
 	if _, err := c2.CreateSecret(context.Background(), "k", hostKey); err != nil || len(be2.values()) != 1 || n.Load() != 2 {
 		t.Errorf("err %v, stored %d, creates %d", err, len(be2.values()), n.Load())
 	}
 }
 
-func TestGraphQLHTTPError(t *testing.T) {
+// TestSecretNameRule: a name Runpod would refuse is refused before any
+// request, with an error that names the rule.
+func TestSecretNameRule(t *testing.T) {
+	c, fs := setup(t)
+	fs.secrets = []string{hostKey}
+	bad := []string{"", "1abc", "-a", "a b", "a$b", "é", "RUNPOD_X", "runpod_x", "RunPod", "runpod",
+		strings.Repeat("a", MaxSecretNameLen+1), "a\nb"}
+	for _, name := range bad {
+		_, err := c.CreateSecret(context.Background(), name, hostKey)
+		var ne *SecretNameError
+		if !errors.Is(err, ErrInvalid) || !errors.As(err, &ne) || !strings.Contains(err.Error(), SecretNameRule) {
+			t.Errorf("%q: err %v, want a *SecretNameError naming the rule", name, err)
+		}
+		if _, err := c.FindSecret(context.Background(), name); !errors.Is(err, ErrInvalid) {
+			t.Errorf("FindSecret %q: err %v, want ErrInvalid", name, err)
+		}
+	}
+	if got := fs.requests(); len(got) != 0 {
+		t.Errorf("requests were sent: %v", got)
+	}
+	good := []string{"_", "a", "overbrainer_host_key_2026-09-01.x/y", "RUNPO", "xRUNPOD", strings.Repeat("a", MaxSecretNameLen)}
+	for _, name := range good {
+		if err := CheckSecretName(name); err != nil {
+			t.Errorf("%q: %v", name, err)
+		}
+	}
+}
+
+// TestSecretValueNeverInErrors: a value refused before sending, or
+// echoed back by the server, never shows in the error.
+func TestSecretValueNeverInErrors(t *testing.T) {
 	c, fs := setup(t, WithRetry(1, 1))
-	fs.handleGraphQL(func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusUnauthorized, map[string]any{"errors": []map[string]any{{"message": "invalid api key", "extensions": map[string]any{"code": "UNAUTHENTICATED"}}}})
+	huge := strings.Repeat("S", MaxSecretValueLen+1)
+	notUTF8 := hostKey + "\xff"
+	fs.secrets = []string{hostKey, huge[:64]}
+	fs.handle("PATCH /account/secrets/{id}", func(w http.ResponseWriter, r *http.Request) {
+		var req struct{ Value string }
+		_ = jsonDecode(r, &req)
+		writeProblem(w, http.StatusUnprocessableEntity, "value "+req.Value+" refused")
 	})
-	_, err := c.ListSecrets(context.Background())
-	var ae *APIError
-	if !errors.As(err, &ae) || !errors.Is(err, ErrUnauthorized) || !cmp.Equal(ae.Errors, []string{"invalid api key"}) {
-		t.Errorf("err %v (%+v)", err, ae)
+	ctx := context.Background()
+	_, err1 := c.CreateSecret(ctx, "k", "")
+	_, err2 := c.CreateSecret(ctx, "k", huge)
+	_, err3 := c.CreateSecret(ctx, "k", notUTF8)
+	_, err4 := c.UpdateSecretValue(ctx, "s1", hostKey)
+	for i, err := range []error{err1, err2, err3, err4} {
+		if err == nil {
+			t.Fatalf("%d: no error", i)
+		}
+		fs.checkNoLeak("error", err.Error())
+		if i < 3 && !errors.Is(err, ErrInvalid) {
+			t.Errorf("%d: %v, want ErrInvalid", i, err)
+		}
+	}
+	if got := fs.requests(); len(got) != 1 {
+		t.Errorf("requests %v, want the PATCH alone", got)
 	}
 }

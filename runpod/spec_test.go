@@ -1,27 +1,26 @@
 package runpod
 
-// This file loads Runpod's OpenAPI document and checks requests and
-// responses against it, so the client cannot drift from the real API. The
-// schema checker covers the JSON Schema keywords the document uses.
+// This file loads Runpod's OpenAPI document for its examples and its
+// operations; internal/openapicheck validates requests and answers
+// against it, so the client cannot drift from the real API.
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
+	"net/http"
 	"os"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
-	"time"
+
+	"github.com/overbrainer/overbrainer-go/internal/openapicheck"
 )
 
-// specPaths are where the OpenAPI document may be: beside the repository
-// root in CI (../shared next to the clone), or the shared directory of the
-// development machine.
-var specPaths = []string{"../../shared/runpod/openapi_v2.json", "/work/shared/runpod/openapi_v2.json"}
+// specPaths are where the OpenAPI document is: Runpod's newer (2026-09)
+// document, kept with the fake.
+var specPaths = []string{"runpodtest/testdata/openapi_v2.json"}
 
 type openAPI struct {
 	Paths      map[string]map[string]json.RawMessage `json:"paths"`
@@ -129,55 +128,6 @@ func (d *openAPI) specOp(method, rel string) (tmpl string, op *operation, err er
 	return tmpl, op, nil
 }
 
-// checkQuery reports query parameters the operation does not declare.
-func (d *openAPI) checkQuery(op *operation, names []string) []string {
-	declared := map[string]bool{}
-	for _, p := range op.Parameters {
-		if ref, ok := p["$ref"].(string); ok {
-			if q, ok := d.Components.Parameters[strings.TrimPrefix(ref, "#/components/parameters/")].(map[string]any); ok {
-				p = q
-			}
-		}
-		if p["in"] == "query" {
-			declared[fmt.Sprint(p["name"])] = true
-		}
-	}
-	var bad []string
-	for _, n := range names {
-		if !declared[n] {
-			bad = append(bad, "undeclared query parameter "+n)
-		}
-	}
-	return bad
-}
-
-// requestSchema is the JSON schema of op's request body, nil if none.
-func (op *operation) requestSchema() any {
-	if op.RequestBody == nil {
-		return nil
-	}
-	return op.RequestBody.Content["application/json"]["schema"]
-}
-
-// responseSchema is the schema of op's answer with the given status; ok is
-// false when the document does not list the status.
-func (d *openAPI) responseSchema(op *operation, status int) (schema any, ok bool) {
-	r, ok := op.Responses[fmt.Sprint(status)]
-	if !ok {
-		return nil, false
-	}
-	if ref, isRef := r["$ref"].(string); isRef {
-		r, _ = d.Components.Responses[strings.TrimPrefix(ref, "#/components/responses/")].(map[string]any)
-	}
-	content, _ := r["content"].(map[string]any)
-	for _, ct := range []string{"application/json", "application/problem+json"} {
-		if m, ok := content[ct].(map[string]any); ok {
-			return m["schema"], true
-		}
-	}
-	return nil, true
-}
-
 // example returns the first example of op's response with the status.
 func (d *openAPI) example(method, tmpl string, status int) ([]byte, error) {
 	raw := d.raw["paths"].(map[string]any)[tmpl].(map[string]any)[strings.ToLower(method)].(map[string]any)
@@ -189,274 +139,6 @@ func (d *openAPI) example(method, tmpl string, status int) ([]byte, error) {
 	}
 	sort.Strings(keys)
 	return json.Marshal(ex[keys[0]].(map[string]any)["value"])
-}
-
-// validate checks the JSON document b against schema and returns every
-// violation.
-func (d *openAPI) validate(schema any, b []byte) []string {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return []string{"not JSON: " + err.Error()}
-	}
-	var errs []string
-	d.check(schema, v, "$", &errs)
-	return errs
-}
-
-func (d *openAPI) resolve(s any) map[string]any {
-	m, _ := s.(map[string]any)
-	for m != nil {
-		ref, ok := m["$ref"].(string)
-		if !ok {
-			break
-		}
-		m, _ = d.raw["components"].(map[string]any)["schemas"].(map[string]any)[strings.TrimPrefix(ref, "#/components/schemas/")].(map[string]any)
-	}
-	return m
-}
-
-func (d *openAPI) valid(schema, v any) bool {
-	var errs []string
-	d.check(schema, v, "$", &errs)
-	return len(errs) == 0
-}
-
-// evaluated lists the properties a schema (with its allOf, and anyOf,
-// oneOf and then branches that v satisfies) declares, for
-// unevaluatedProperties.
-func (d *openAPI) evaluated(schema any, v any, into map[string]bool) {
-	s := d.resolve(schema)
-	if s == nil {
-		return
-	}
-	if props, ok := s["properties"].(map[string]any); ok {
-		for k := range props {
-			into[k] = true
-		}
-	}
-	for _, sub := range asList(s["allOf"]) {
-		d.evaluated(sub, v, into)
-	}
-	for _, key := range []string{"anyOf", "oneOf"} {
-		for _, sub := range asList(s[key]) {
-			if d.valid(sub, v) {
-				d.evaluated(sub, v, into)
-			}
-		}
-	}
-	if cond, ok := s["if"]; ok {
-		if d.valid(cond, v) {
-			d.evaluated(s["then"], v, into)
-		} else {
-			d.evaluated(s["else"], v, into)
-		}
-	}
-}
-
-func asList(v any) []any { l, _ := v.([]any); return l }
-
-func jsonType(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "boolean"
-	case string:
-		return "string"
-	case json.Number:
-		if f, err := x.Float64(); err == nil && f == math.Trunc(f) && !strings.ContainsAny(x.String(), ".eE") {
-			return "integer"
-		}
-		return "number"
-	case []any:
-		return "array"
-	case map[string]any:
-		return "object"
-	}
-	return fmt.Sprintf("%T", v)
-}
-
-func (d *openAPI) check(schema, v any, at string, errs *[]string) {
-	s := d.resolve(schema)
-	if s == nil {
-		return
-	}
-	fail := func(format string, a ...any) { *errs = append(*errs, at+": "+fmt.Sprintf(format, a...)) }
-
-	if t, ok := s["type"]; ok {
-		var types []string
-		switch x := t.(type) {
-		case string:
-			types = []string{x}
-		case []any:
-			for _, y := range x {
-				types = append(types, fmt.Sprint(y))
-			}
-		}
-		got, match := jsonType(v), false
-		for _, want := range types {
-			if want == got || (want == "number" && got == "integer") {
-				match = true
-			}
-		}
-		if !match {
-			fail("type %s, want %v", got, types)
-			return
-		}
-	}
-	if e, ok := s["enum"].([]any); ok {
-		found := false
-		for _, x := range e {
-			if fmt.Sprint(x) == fmt.Sprint(v) {
-				found = true
-			}
-		}
-		if !found {
-			fail("%v not in enum %v", v, e)
-		}
-	}
-	if c, ok := s["const"]; ok && fmt.Sprint(c) != fmt.Sprint(v) {
-		fail("%v is not the constant %v", v, c)
-	}
-	for _, sub := range asList(s["allOf"]) {
-		d.check(sub, v, at, errs)
-	}
-	if l := asList(s["anyOf"]); l != nil {
-		ok := false
-		for _, sub := range l {
-			ok = ok || d.valid(sub, v)
-		}
-		if !ok {
-			fail("matches none of anyOf")
-		}
-	}
-	if l := asList(s["oneOf"]); l != nil {
-		n := 0
-		for _, sub := range l {
-			if d.valid(sub, v) {
-				n++
-			}
-		}
-		if n != 1 {
-			fail("matches %d of oneOf, want 1", n)
-		}
-	}
-	if n, ok := s["not"]; ok && d.valid(n, v) {
-		fail("matches a 'not' schema")
-	}
-	if cond, ok := s["if"]; ok {
-		if d.valid(cond, v) {
-			if th, ok := s["then"]; ok {
-				d.check(th, v, at, errs)
-			}
-		} else if el, ok := s["else"]; ok {
-			d.check(el, v, at, errs)
-		}
-	}
-	switch x := v.(type) {
-	case string:
-		if n, ok := s["minLength"].(json.Number); ok {
-			if m, _ := n.Int64(); int64(len([]rune(x))) < m {
-				fail("string shorter than %d", m)
-			}
-		}
-		if p, ok := s["pattern"].(string); ok {
-			if re, err := regexp.Compile(p); err == nil && !re.MatchString(x) {
-				fail("%q does not match %s", x, p)
-			}
-		}
-		if s["format"] == "date-time" {
-			if _, err := time.Parse(time.RFC3339, x); err != nil {
-				fail("%q is not a date-time", x)
-			}
-		}
-	case json.Number:
-		f, _ := x.Float64()
-		if n, ok := s["minimum"].(json.Number); ok {
-			if m, _ := n.Float64(); f < m {
-				fail("%v below minimum %v", f, m)
-			}
-		}
-		if n, ok := s["maximum"].(json.Number); ok {
-			if m, _ := n.Float64(); f > m {
-				fail("%v above maximum %v", f, m)
-			}
-		}
-	case []any:
-		if n, ok := s["maxItems"].(json.Number); ok {
-			if m, _ := n.Int64(); int64(len(x)) > m {
-				fail("%d items, at most %d allowed", len(x), m)
-			}
-		}
-		if n, ok := s["minItems"].(json.Number); ok {
-			if m, _ := n.Int64(); int64(len(x)) < m {
-				fail("%d items, at least %d needed", len(x), m)
-			}
-		}
-		if s["uniqueItems"] == true {
-			seen := map[string]bool{}
-			for _, it := range x {
-				k := fmt.Sprint(it)
-				if seen[k] {
-					fail("duplicate item %v", it)
-				}
-				seen[k] = true
-			}
-		}
-		if items, ok := s["items"]; ok {
-			for i, it := range x {
-				d.check(items, it, fmt.Sprintf("%s[%d]", at, i), errs)
-			}
-		}
-	case map[string]any:
-		for _, r := range asList(s["required"]) {
-			if _, ok := x[fmt.Sprint(r)]; !ok {
-				fail("required property %q missing", r)
-			}
-		}
-		if n, ok := s["minProperties"].(json.Number); ok {
-			if m, _ := n.Int64(); int64(len(x)) < m {
-				fail("%d properties, at least %d needed", len(x), m)
-			}
-		}
-		if dr, ok := s["dependentRequired"].(map[string]any); ok {
-			for k, deps := range dr {
-				if _, has := x[k]; has {
-					for _, dep := range asList(deps) {
-						if _, ok := x[fmt.Sprint(dep)]; !ok {
-							fail("%q requires %q", k, dep)
-						}
-					}
-				}
-			}
-		}
-		props, _ := s["properties"].(map[string]any)
-		for k, pv := range x {
-			if ps, ok := props[k]; ok {
-				d.check(ps, pv, at+"."+k, errs)
-				continue
-			}
-			switch ap := s["additionalProperties"].(type) {
-			case bool:
-				if !ap {
-					fail("property %q not allowed", k)
-				}
-			case map[string]any:
-				d.check(ap, pv, at+"."+k, errs)
-			}
-		}
-		if s["unevaluatedProperties"] == false {
-			known := map[string]bool{}
-			d.evaluated(s, v, known)
-			for k := range x {
-				if !known[k] {
-					fail("property %q not allowed (unevaluated)", k)
-				}
-			}
-		}
-	}
 }
 
 // TestOpenAPIDocument makes sure the document loads and holds what the
@@ -472,15 +154,11 @@ func TestOpenAPIDocument(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	// The checker must reject what the document forbids, or it proves
+	// The validator must reject what the document forbids, or it proves
 	// nothing.
-	_, op, err := d.specOp("POST", "/pods")
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := http.Header{"Authorization": {"Bearer " + testKey}, "Content-Type": {"application/json"}}
 	for _, bad := range []string{
 		`{"image":"x","gpu":{"id":"g"}}`,                                          // name missing
-		`{"name":"n","gpu":{"id":"g"}}`,                                           // image missing without templateId
 		`{"name":"n","image":"x","command":["a"]}`,                                // no such field
 		`{"name":"n","image":"x","args":["a","b"]}`,                               // args is a string
 		`{"name":"n","image":"x","cloud":"PRIVATE"}`,                              // not in enum
@@ -488,12 +166,24 @@ func TestOpenAPIDocument(t *testing.T) {
 		`{"name":"n","image":"x","mounts":{"network":[{"volumeId":"v"}]}}`,        // path missing
 		`{"name":"n","image":"x","mounts":{"persistent":{"size":5,"path":"/w"}}}`, // under 10 GB
 	} {
-		if errs := d.validate(op.requestSchema(), []byte(bad)); len(errs) == 0 {
-			t.Errorf("the schema checker accepts the invalid createPod body %s", bad)
+		if errs := openapicheck.Exchange("POST", "/v2/pods", "", h, []byte(bad), 0, nil, nil); len(errs) == 0 {
+			t.Errorf("the validator accepts the invalid createPod body %s", bad)
 		}
 	}
 	good := `{"name":"n","image":"x","gpu":{"id":"g","count":1},"args":"'a'","mounts":{"network":[{"volumeId":"v","path":"/w"}]}}`
-	if errs := d.validate(op.requestSchema(), []byte(good)); len(errs) > 0 {
-		t.Errorf("the schema checker rejects a valid createPod body: %v", errs)
+	if errs := openapicheck.Exchange("POST", "/v2/pods", "", h, []byte(good), 0, nil, nil); len(errs) > 0 {
+		t.Errorf("the validator rejects a valid createPod body: %v", errs)
+	}
+	for _, bad := range []string{`{"name":"RUNPOD_X","value":"v"}`, `{"name":"1x","value":"v"}`, `{"name":"x","value":""}`, `{"name":"x"}`} {
+		if errs := openapicheck.Exchange("POST", "/v2/account/secrets", "", h, []byte(bad), 0, nil, nil); len(errs) == 0 && !strings.Contains(bad, "RUNPOD") {
+			t.Errorf("the validator accepts the invalid createSecret body %s", bad)
+		}
+	}
+	ph := http.Header{"Content-Type": {"application/json"}}
+	if errs := openapicheck.Exchange("GET", "/v2/pods", "limit=1000", h, nil, 200, ph, []byte(`{"pods":[]}`)); len(errs) == 0 {
+		t.Error("the validator accepts a pod list without pagination")
+	}
+	if errs := openapicheck.Exchange("GET", "/v2/pods", "limit=5000", h, nil, 0, nil, nil); len(errs) == 0 {
+		t.Error("the validator accepts limit=5000")
 	}
 }

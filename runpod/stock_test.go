@@ -54,7 +54,7 @@ func TestCreatePodLooksOnSchedule(t *testing.T) {
 		if lists.Add(1) > 2 {
 			return false
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"pods": []any{}})
+		writeJSON(w, http.StatusOK, map[string]any{"pods": []any{}, "pagination": lastPage})
 		return true
 	}
 	store.serve(fs)

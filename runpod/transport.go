@@ -22,8 +22,6 @@ type call struct {
 	id     string // path-escaped when sent
 	query  url.Values
 	body   any // marshalled to JSON; nil for no body
-	// graphQL sends the request to the GraphQL URL instead of base+path.
-	graphQL bool
 	// into, when set, is where the answer's body is read, its old content
 	// dropped: a caller that reads page after page keeps one buffer.
 	into *bytes.Buffer
@@ -35,12 +33,7 @@ type call struct {
 
 // where is the request's path with its placeholders filled in, for logs and
 // errors.
-func (r *call) where() string {
-	if r.graphQL {
-		return "graphql"
-	}
-	return r.fill("")
-}
+func (r *call) where() string { return r.fill("") }
 
 // fill is prefix and the request's path with its {id} filled in, built in
 // one allocation: the client hands resty a whole URL, which it then need
@@ -74,7 +67,7 @@ func (e permanentError) Unwrap() error { return e.error }
 // transport error (connection refused or reset, timeout), 429, 502, 503 or
 // 504. It waits between attempts with exponential backoff and jitter, never
 // less than a Retry-After or an exhausted RateLimit window asks and never
-// more than maxWait (a window that outlasts maxWait ends the call, see
+// more than maxWait (a 429 that asks for longer ends the call, see
 // RateLimitError). A cancelled ctx
 // ends the call at once with ctx.Err(), in flight or mid-wait.
 //
@@ -177,7 +170,11 @@ func (c *Client) once(ctx context.Context, r *call, attempt int) (response, erro
 	}
 	var reqBody []byte
 	if r.body != nil {
-		b, err := json.Marshal(r.body)
+		b, ok := r.body.(json.RawMessage) // encoded already (CreatePod)
+		var err error
+		if !ok {
+			b, err = json.Marshal(r.body)
+		}
 		if err != nil {
 			return response{}, permanentError{fmt.Errorf("encoding request: %w", err)}
 		}
@@ -188,12 +185,8 @@ func (c *Client) once(ctx context.Context, r *call, attempt int) (response, erro
 		// http.NoBody, which it need not probe for data.
 		req.SetBody(noBody)
 	}
-	target := c.graphQLURL
-	if !r.graphQL {
-		target = r.fill(c.baseURL)
-	}
-	// Runpod's quota covers REST, not GraphQL.
-	if c.pace != nil && !r.graphQL {
+	target := r.fill(c.baseURL)
+	if c.pace != nil {
 		if err := c.pace.wait(ctx, c, r); err != nil {
 			return response{}, err
 		}
@@ -206,7 +199,7 @@ func (c *Client) once(ctx context.Context, r *call, attempt int) (response, erro
 	}
 	raw := res.RawResponse
 	defer raw.Body.Close()
-	if c.pace != nil && !r.graphQL {
+	if c.pace != nil {
 		c.pace.observe(raw.Header, c.now())
 	}
 	code := raw.StatusCode
@@ -256,8 +249,9 @@ func readBody(buf *bytes.Buffer, rd io.Reader) ([]byte, error) {
 }
 
 // answerError is the error of a non-2xx answer to r: an *APIError with
-// the wait the server asked for, or a *RateLimitError for a 429 whose
-// exhausted window resets later than the client waits.
+// the wait the server asked for, or a *RateLimitError for a 429 that asks
+// for a longer wait than the client's cap, by its Retry-After or by an
+// exhausted RateLimit window.
 func (c *Client) answerError(r *call, code int, h http.Header, body []byte, truncated bool, attempt int) error {
 	ae := parseAPIError(r.method, r.where(), code, h, body, truncated)
 	if d, ok := parseRetryAfter(h.Get("Retry-After"), c.now()); ok {
@@ -266,12 +260,14 @@ func (c *Client) answerError(r *call, code int, h http.Header, body []byte, trun
 	ae.Attempts = attempt
 	c.scrubAPIError(ae, r.secrets)
 	if code == http.StatusTooManyRequests {
-		if name, wait, ok := exhaustedWindow(h); ok {
-			if wait > c.maxWait {
-				return &RateLimitError{Window: name, Wait: wait, MaxWait: c.maxWait, Err: ae}
-			}
-			ae.RetryAfter = max(ae.RetryAfter, wait)
+		name, wait, ok := exhaustedWindow(h)
+		if !ok || ae.RetryAfter > wait {
+			name, wait = "", ae.RetryAfter
 		}
+		if wait > c.maxWait {
+			return &RateLimitError{Window: name, Wait: wait, MaxWait: c.maxWait, Err: ae}
+		}
+		ae.RetryAfter = wait
 	}
 	return ae
 }

@@ -160,7 +160,7 @@ func TestAttachAfterKill(t *testing.T) {
 	// The end meets API errors: the delete call fails once (terminate
 	// takes over), the secret's delete fails (rm finishes it).
 	w.srv.Fail("DELETE", "/v2/pods/"+r.PodID, runpodtest.Fault{Status: 400, Caller: runpodtest.CallerAccount})
-	w.srv.Fail("POST", "/graphql", runpodtest.Fault{Status: 400})
+	w.srv.Fail("DELETE", "/v2/account/secrets/*", runpodtest.Fault{Status: 400})
 	a := w.run("attach", r.ID)
 	if a.code != 0 {
 		t.Fatalf("attach exit %d", a.code)
@@ -400,7 +400,7 @@ func TestRmAndOrphans(t *testing.T) {
 
 	// Orphans: pods and secrets of runs this machine never knew; one of
 	// them provably abandoned, its container ended.
-	api, err := runpod.New(w.srv.APIKey(), runpod.WithBaseURL(w.srv.BaseURL()), runpod.WithGraphQLURL(w.srv.GraphQLURL()))
+	api, err := runpod.New(w.srv.APIKey(), runpod.WithBaseURL(w.srv.BaseURL()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -580,8 +580,10 @@ func TestFailuresDeleteThePod(t *testing.T) {
 		verify func(t *testing.T, w *world, r *state.Run)
 	}{
 		{
-			name:  "secret create fails",
-			setup: func(t *testing.T, w *world) { w.srv.Fail("POST", "/graphql", runpodtest.Fault{Status: 400, Times: 1}) },
+			name: "secret create fails",
+			setup: func(t *testing.T, w *world) {
+				w.srv.Fail("POST", "/v2/account/secrets", runpodtest.Fault{Status: 400, Times: 1})
+			},
 			want:  []string{"creating the host key secret"},
 			noPod: true,
 		},
@@ -880,7 +882,7 @@ exit 7
 	for _, call := range [][2]string{{"DELETE", "/v2/pods/" + podID}, {"POST", "/v2/pods/" + podID + "/action"}} {
 		w.srv.Fail(call[0], call[1], runpodtest.Fault{Status: 403, Times: -1, Caller: podID})
 	}
-	api, err := runpod.New(w.srv.APIKey(), runpod.WithBaseURL(w.srv.BaseURL()), runpod.WithGraphQLURL(w.srv.GraphQLURL()))
+	api, err := runpod.New(w.srv.APIKey(), runpod.WithBaseURL(w.srv.BaseURL()))
 	if err != nil {
 		t.Fatal(err)
 	}

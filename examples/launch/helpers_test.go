@@ -82,7 +82,7 @@ func demo(steps int) []string {
 
 func (w *world) command(args ...string) *exec.Cmd {
 	name, rest := args[0], args[1:]
-	full := append([]string{name, "--state-dir", w.stateDir, "--api-url", w.srv.BaseURL(), "--graphql-url", w.srv.GraphQLURL()}, rest...)
+	full := append([]string{name, "--state-dir", w.stateDir, "--api-url", w.srv.BaseURL()}, rest...)
 	cmd := exec.Command(binary, full...)
 	cmd.Env = append(os.Environ(), "RUNPOD_API_KEY="+w.srv.APIKey())
 	cmd.Env = append(cmd.Env, w.env...)

@@ -23,8 +23,8 @@
 // # The API
 //
 // With RUNPOD_API_KEY (an account key, never sent to the pod) the cells use
-// Runpod, or the Runpod emulator that OVERBRAINER_API_URL and
-// OVERBRAINER_GRAPHQL_URL point at (the launcher's variables). Without it,
+// Runpod, or the Runpod emulator that OVERBRAINER_API_URL points at (the
+// launcher's variable). Without it,
 // main starts the local emulator of runpod/runpodtest in its own process,
 // whose pods really run on this machine (as root, with bash, sshd, curl,
 // setsid and tar), and runs all four cells there, each from the Record file
@@ -86,8 +86,8 @@
 // It writes its URL and account key to local-server.json in the launcher's
 // state directory ($OVERBRAINER_STATE_DIR, else
 // ~/.config/overbrainer/launch), mode 0600, which runpodtest.FindShared
-// reads. Give them to the cells before the first one runs, in the module's
-// cell, with %env RUNPOD_API_KEY <key>, %env OVERBRAINER_API_URL <url>/v2
-// and %env OVERBRAINER_GRAPHQL_URL <url>/graphql. For Runpod itself, start Jupyter with RUNPOD_API_KEY in its
-// environment rather than writing the key into the notebook.
+// reads. Give them to the cells before the first one runs, with %env
+// RUNPOD_API_KEY <key> and %env OVERBRAINER_API_URL <url>/v2. For Runpod
+// itself, start Jupyter with RUNPOD_API_KEY in its environment rather than
+// writing the key into the notebook.
 package main

@@ -21,7 +21,6 @@ var (
 	record = dir + "/record.json"
 	apiKey = os.Getenv("RUNPOD_API_KEY")
 	apiURL = cmp.Or(os.Getenv("OVERBRAINER_API_URL"), runpod.DefaultBaseURL)
-	gqlURL = cmp.Or(os.Getenv("OVERBRAINER_GRAPHQL_URL"), runpod.DefaultGraphQLURL)
 	// ctx ends on Ctrl-C (a notebook's interrupt): Launch then deletes its
 	// pod, and the other calls leave the pod to its watchdog.
 	ctx, _ = signal.NotifyContext(context.Background(), os.Interrupt)
@@ -42,7 +41,7 @@ func main() {
 		check(runpodtest.CheckPodRunner())
 		srv := runpodtest.NewServer(runpodtest.WithPodRunner())
 		stop = srv.Close
-		apiKey, apiURL, gqlURL = srv.APIKey(), srv.BaseURL(), srv.GraphQLURL()
+		apiKey, apiURL = srv.APIKey(), srv.BaseURL()
 	}
 	cells, names := map[string]func(){"launch": launch, "start": start, "follow": follow, "remove": remove}, os.Args[1:]
 	if len(names) == 0 {
@@ -62,7 +61,7 @@ func main() {
 // stopped) fails within seconds, not after Attach waited 20 minutes for
 // the pod.
 func client() *runpod.Client {
-	c := must(runpod.New(apiKey, runpod.WithBaseURL(apiURL), runpod.WithGraphQLURL(gqlURL)))
+	c := must(runpod.New(apiKey, runpod.WithBaseURL(apiURL)))
 	pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	if _, err := c.ListPods(pctx, runpod.ListPodsOptions{Name: guard.PodNamePrefix + "preflight"}); err != nil {

@@ -219,7 +219,7 @@ func TestNotebookOnAnEmulatorThatOutlivesIt(t *testing.T) {
 	needPods(t)
 	srv := runpodtest.NewTestServer(t, runpodtest.WithPodRunner())
 	out := runNotebook(t, "RUNPOD_API_KEY="+srv.APIKey(),
-		"OVERBRAINER_API_URL="+srv.BaseURL(), "OVERBRAINER_GRAPHQL_URL="+srv.GraphQLURL())
+		"OVERBRAINER_API_URL="+srv.BaseURL())
 	if strings.Contains(out, srv.APIKey()) {
 		t.Error("the notebook printed the API key")
 	}

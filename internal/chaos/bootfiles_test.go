@@ -64,7 +64,7 @@ func TestChaosBootFiles(t *testing.T) {
 					if err := os.WriteFile(filepath.Join(jobDir, "job.sh"), []byte("echo done\n"), 0o644); err != nil {
 						t.Fatal(err)
 					}
-					api, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()), runpod.WithGraphQLURL(srv.GraphQLURL()))
+					api, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()))
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -324,7 +324,7 @@ func (e *env) environ() []string {
 }
 
 func (e *env) global() []string {
-	return []string{"--state-dir", e.stateDir, "--api-url", e.srv.BaseURL(), "--graphql-url", e.srv.GraphQLURL()}
+	return []string{"--state-dir", e.stateDir, "--api-url", e.srv.BaseURL()}
 }
 
 // runArgs are the cell's `launch run` flags.
@@ -402,7 +402,7 @@ func faultFor(kind string) runpodtest.Fault {
 }
 
 // apiPatterns are every API path a launch calls.
-var apiPatterns = []string{"/graphql", "/v2/pods", "/v2/pods/*", "/v2/pods/*/action", "/v2/network-volumes/*"}
+var apiPatterns = []string{"/v2/account/secrets", "/v2/account/secrets/*", "/v2/pods", "/v2/pods/*", "/v2/pods/*/action", "/v2/network-volumes/*"}
 
 // stepMarkers are what the launcher writes when it enters each step after
 // the pod's create (the create itself is seen in the fake's request log).
@@ -475,7 +475,7 @@ func runCell(t *testing.T, c *cell, sec *secretSet) (again bool) {
 		f := faultFor(c.fault)
 		switch c.step {
 		case "secret":
-			e.srv.Fail("POST", "/graphql", f)
+			e.srv.Fail("POST", "/v2/account/secrets", f)
 		case "create":
 			e.srv.Fail("POST", "/v2/pods", f)
 		case "boot":
@@ -490,7 +490,7 @@ func runCell(t *testing.T, c *cell, sec *secretSet) (again bool) {
 		e.srv.Fail("DELETE", "/v2/pods/*", runpodtest.Fault{Times: 1, Hang: true, Caller: runpodtest.CallerAccount})
 	} else if c.step == "secret" {
 		// Hold it in the secret's create call.
-		e.srv.Fail("POST", "/graphql", runpodtest.Fault{Times: 1, Hang: true})
+		e.srv.Fail("POST", "/v2/account/secrets", runpodtest.Fault{Times: 1, Hang: true})
 	}
 
 	began := time.Now()
@@ -898,7 +898,7 @@ func (e *env) deleteByHand() {
 	if id == "" {
 		return
 	}
-	api, err := runpod.New(e.srv.APIKey(), runpod.WithBaseURL(e.srv.BaseURL()), runpod.WithGraphQLURL(e.srv.GraphQLURL()))
+	api, err := runpod.New(e.srv.APIKey(), runpod.WithBaseURL(e.srv.BaseURL()))
 	if err != nil {
 		e.t.Fatal(err)
 	}

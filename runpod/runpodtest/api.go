@@ -1,8 +1,10 @@
 package runpodtest
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"path"
 	"regexp"
@@ -30,28 +32,62 @@ func decodeStrict(r *http.Request, v any) error {
 	return nil
 }
 
-// listPods answers the whole list, or one page of it when the request
-// has a limit (or WithPageSize pages every answer): the cursor is the id
-// of the last pod of the page before.
+// listPods answers one page of the pod list (GET /v2/pods is always
+// paged: limit 1..1000, default 1000; WithPageSize may make pages
+// smaller, as the document allows). A page's nextCursor is valid only
+// with the very parameters of the request that got it: a cursor sent with
+// others, or one the fake never issued, is a 422.
 func (s *Server) listPods(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	limit := s.cfg.pageSize
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			writeProblem(w, http.StatusBadRequest, "limit must be a positive number")
-			return
+	var errs []string
+	limit := maxListLimit
+	if v, ok := q["limit"]; ok {
+		n, err := strconv.Atoi(v[0])
+		if err != nil || n < 1 || n > maxListLimit || len(v) > 1 {
+			errs = append(errs, fmt.Sprintf("limit: must be one integer in 1..%d", maxListLimit))
 		}
 		limit = n
 	}
+	if v, ok := q["includeClusterPods"]; ok && (len(v) > 1 || (v[0] != "true" && v[0] != "false")) {
+		errs = append(errs, "includeClusterPods: must be true or false")
+	}
+	if v, ok := q["cursor"]; ok && (len(v) > 1 || v[0] == "") {
+		errs = append(errs, "cursor: must be one non-empty string")
+	}
+	if len(errs) > 0 {
+		writeProblem(w, http.StatusUnprocessableEntity, "Request validation failed.", errs...)
+		return
+	}
 	cursor := q.Get("cursor")
+	q.Del("cursor")
+	params := q.Encode()
+	page := limit
+	if s.cfg.pageSize > 0 {
+		page = min(page, s.cfg.pageSize)
+	}
 	s.mu.Lock()
+	after := ""
+	if cursor != "" {
+		c, ok := s.cursors[cursor]
+		switch {
+		case !ok:
+			s.mu.Unlock()
+			writeProblem(w, http.StatusUnprocessableEntity, "Request validation failed.", "cursor: unknown or expired")
+			return
+		case c.params != params:
+			s.mu.Unlock()
+			writeProblem(w, http.StatusUnprocessableEntity, "Request validation failed.",
+				fmt.Sprintf("cursor: valid only with the parameters that issued it (%q), not %q", c.params, params))
+			return
+		}
+		after = c.after
+	}
 	now := s.cfg.now()
 	out := wireListPods{Pods: []wirePod{}}
-	after := cursor == ""
+	started := after == ""
 	for _, id := range s.order {
-		if !after {
-			after = id == cursor
+		if !started {
+			started = id == after
 			continue
 		}
 		p := s.pods[id]
@@ -59,21 +95,25 @@ func (s *Server) listPods(w http.ResponseWriter, r *http.Request) {
 		if p.status == StatusTerminated {
 			continue // terminated pods leave the list
 		}
-		if limit > 0 && len(out.Pods) == limit {
-			out.Pagination = &wirePagination{NextCursor: out.Pods[len(out.Pods)-1].ID, HasNextPage: true}
+		if len(out.Pods) == page {
+			next := newID()
+			s.cursors[next] = listCursor{after: out.Pods[len(out.Pods)-1].ID, params: params}
+			out.Pagination = wirePagination{NextCursor: &next, HasNextPage: true}
 			break
 		}
 		out.Pods = append(out.Pods, p.wire(now))
 	}
 	s.mu.Unlock()
-	if !after {
-		writeProblem(w, http.StatusBadRequest, "unknown cursor")
-		return
-	}
-	if limit > 0 && out.Pagination == nil {
-		out.Pagination = &wirePagination{}
-	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// maxListLimit is the largest (and the default) limit of a list page.
+const maxListLimit = 1000
+
+// listCursor is what a nextCursor stands for: the list goes on after the
+// pod after, for requests with exactly params (the query without cursor).
+type listCursor struct {
+	after, params string
 }
 
 func (s *Server) getPod(w http.ResponseWriter, id string) {
@@ -166,7 +206,21 @@ func validateCreate(req *wireCreatePod) []string {
 	return errs
 }
 
+// maxCreateBody is the largest create body Runpod takes (413 past it).
+const maxCreateBody = 102400
+
 func (s *Server) createPod(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		writeProblem(w, http.StatusBadRequest, "could not read the request body")
+		return
+	}
+	if len(body) > maxCreateBody {
+		writeProblem(w, http.StatusRequestEntityTooLarge,
+			fmt.Sprintf("the request body is %d bytes, over the %d-byte limit", len(body), maxCreateBody))
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
 	var req wireCreatePod
 	if err := decodeStrict(r, &req); err != nil {
 		writeProblem(w, http.StatusUnprocessableEntity, "Request validation failed.", "$: "+err.Error())
@@ -181,16 +235,16 @@ func (s *Server) createPod(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if (req.GPU == nil) == (req.CPU == nil) {
-		writeProblem(w, http.StatusBadRequest, "exactly one of gpu or cpu must be set")
+		writeProblem(w, http.StatusUnprocessableEntity, "Request validation failed.", "$: exactly one of gpu or cpu must be set")
 		return
 	}
 	if m := req.Mounts; m != nil {
 		if m.Persistent != nil && len(m.Network) > 0 {
-			writeProblem(w, http.StatusBadRequest, "mounts.persistent and mounts.network are mutually exclusive")
+			writeProblem(w, http.StatusUnprocessableEntity, "Request validation failed.", "$: mounts.persistent and mounts.network are mutually exclusive")
 			return
 		}
 		if m.Persistent != nil && req.CPU != nil {
-			writeProblem(w, http.StatusBadRequest, "mounts.persistent is not allowed on a CPU pod")
+			writeProblem(w, http.StatusUnprocessableEntity, "Request validation failed.", "$: mounts.persistent is not allowed on a CPU pod")
 			return
 		}
 	}
@@ -227,7 +281,7 @@ func (s *Server) createPod(w http.ResponseWriter, r *http.Request) {
 	}
 	if g := req.GPU; g != nil {
 		if len(g.AllowedCudaVersions) > 0 && g.MinCudaVersion != nil {
-			writeProblem(w, http.StatusBadRequest, "gpu.allowedCudaVersions and gpu.minCudaVersion are mutually exclusive")
+			writeProblem(w, http.StatusUnprocessableEntity, "Request validation failed.", "$: gpu.allowedCudaVersions and gpu.minCudaVersion are mutually exclusive")
 			return
 		}
 		count := 1

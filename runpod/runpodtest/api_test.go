@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -199,8 +200,9 @@ func TestCreateRefusesBadRequests(t *testing.T) {
 			b["mounts"] = map[string]any{"persistent": map[string]any{"size": 5, "path": "/workspace"}}
 		}), 422},
 		{"wrong type", with(func(b map[string]any) { b["disk"] = "big" }), 422},
-		{"no compute", with(func(b map[string]any) { delete(b, "gpu") }), 400},
-		{"gpu and cpu", with(func(b map[string]any) { b["cpu"] = map[string]any{"id": "cpu3c", "vcpuCount": 2} }), 400},
+		{"no compute", with(func(b map[string]any) { delete(b, "gpu") }), 422},
+		{"gpu and cpu", with(func(b map[string]any) { b["cpu"] = map[string]any{"id": "cpu3c", "vcpuCount": 2} }), 422},
+		{"body over 102,400 bytes", with(func(b map[string]any) { b["env"] = map[string]string{"BIG": strings.Repeat("x", 102400)} }), 413},
 		{"unknown gpu", with(func(b map[string]any) { b["gpu"] = map[string]any{"id": "NVIDIA Quantum 9000"} }), 400},
 		{"not in community", with(func(b map[string]any) {
 			b["gpu"] = map[string]any{"id": "NVIDIA H100 80GB HBM3"}
@@ -211,7 +213,7 @@ func TestCreateRefusesBadRequests(t *testing.T) {
 				"persistent": map[string]any{"size": 20, "path": "/workspace"},
 				"network":    []any{map[string]any{"volumeId": "vol1", "path": "/data"}},
 			}
-		}), 400},
+		}), 422},
 		{"unknown network volume", with(func(b map[string]any) {
 			b["mounts"] = map[string]any{"network": []any{map[string]any{"volumeId": "nope", "path": "/data"}}}
 		}), 404},
@@ -257,10 +259,9 @@ func TestKeys(t *testing.T) {
 	checkProblem(t, srv, keyA, "POST", "/v2/pods", gpuPodBody("c"), 403)
 	checkProblem(t, srv, keyA, "GET", "/v2/network-volumes/vol1", nil, 403)
 	checkProblem(t, srv, keyA, "GET", "/v2/catalog/gpus", nil, 403)
-	status, _, _ := call(t, srv, keyA, "POST", "/graphql", map[string]any{"query": "query { myself { secrets { id name } } }"})
-	if status != 403 {
-		t.Errorf("GraphQL with a pod key: %d, want 403", status)
-	}
+	// The fake assumes a pod's key cannot see the account's secrets.
+	checkProblem(t, srv, keyA, "GET", "/v2/account/secrets", nil, 403)
+	checkProblem(t, srv, keyA, "POST", "/v2/account/secrets", map[string]any{"name": "x", "value": "v"}, 403)
 	if p, _ := srv.Pod(b.ID); p.Status != StatusRunning {
 		t.Errorf("pod b is %s after refused calls", p.Status)
 	}
@@ -538,92 +539,80 @@ func TestRequestLog(t *testing.T) {
 	}
 }
 
-func graphQL(t testing.TB, srv *Server, key string, query string, vars map[string]any) (int, map[string]any) {
-	t.Helper()
-	body := map[string]any{"query": query}
-	if vars != nil {
-		body["variables"] = vars
-	}
-	status, _, raw := call(t, srv, key, "POST", "/graphql", body)
-	return status, decode[map[string]any](t, raw)
-}
-
-func TestGraphQLSecrets(t *testing.T) {
+func TestSecretsREST(t *testing.T) {
 	srv := NewTestServer(t)
 	key := srv.APIKey()
-	status, out := graphQL(t, srv, key, `mutation($input: SecretCreateInput!) { secretCreate(input: $input) { id name } }`,
-		map[string]any{"input": map[string]any{"name": "overbrainer_host_key_r1", "value": "c2VjcmV0IGtleQ=="}})
-	if status != 200 || out["errors"] != nil {
-		t.Fatalf("secretCreate: %d %v", status, out)
+	const value = "c2VjcmV0IGtleQ=="
+	raw := mustCall(t, srv, key, "POST", "/v2/account/secrets", map[string]any{"name": "overbrainer_host_key_r1", "value": value}, 201)
+	checkSchema(t, "Secret", raw)
+	if strings.Contains(string(raw), value) {
+		t.Errorf("the create's answer holds the value: %s", raw)
 	}
-	created := out["data"].(map[string]any)["secretCreate"].(map[string]any)
-	if created["name"] != "overbrainer_host_key_r1" || created["id"] == "" {
-		t.Errorf("created %v", created)
+	created := decode[wireSecret](t, raw)
+	if created.Name != "overbrainer_host_key_r1" || created.ID == "" || created.CreatedAt == "" {
+		t.Errorf("created %+v", created)
 	}
-	_, out = graphQL(t, srv, key, `mutation { secretCreate(input: {name: "hf", value: "hf_\"quoted\""}) { id name } }`, nil)
-	if out["errors"] != nil {
-		t.Fatalf("inline secretCreate: %v", out)
+	mustCall(t, srv, key, "POST", "/v2/account/secrets", map[string]any{"name": "hf/read.token-1", "value": `hf_"quoted"`, "description": "HF"}, 201)
+	// A taken name, in any case, is a conflict; nothing changes.
+	checkProblem(t, srv, key, "POST", "/v2/account/secrets", map[string]any{"name": "Overbrainer_Host_Key_R1", "value": "again"}, 409)
+	if got := srv.Secrets(); len(got) != 2 || got[0].Value != value || got[1].Value != `hf_"quoted"` || got[1].Description != "HF" {
+		t.Errorf("secrets %+v", got)
 	}
-	_, out = graphQL(t, srv, key, `mutation { secretCreate(input: {name: "hf", value: "again"}) { id } }`, nil)
-	if out["errors"] == nil {
-		t.Error("a second secret of the same name was accepted")
-	}
-	want := []Secret{
-		{ID: created["id"].(string), Name: "overbrainer_host_key_r1", Value: "c2VjcmV0IGtleQ=="},
-		{Name: "hf", Value: `hf_"quoted"`},
-	}
-	got := srv.Secrets()
-	if len(got) == 2 {
-		want[1].ID = got[1].ID
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("secrets (-want +got):\n%s", diff)
-	}
-
-	_, out = graphQL(t, srv, key, `query { myself { secrets { id name } } }`, nil)
-	listed, _ := json.Marshal(out)
-	if strings.Contains(string(listed), "c2VjcmV0") || !strings.Contains(string(listed), "overbrainer_host_key_r1") {
-		t.Errorf("myself.secrets: %s", listed)
-	}
-
-	// Variables are type-checked as a real GraphQL server does: a
-	// String! in an ID! position is refused, and nothing is deleted.
-	for q, vars := range map[string]map[string]any{
-		`mutation($id: String!) { secretDelete(id: $id) }`:                                                   {"id": created["id"]},
-		`mutation DeleteSecret { secretDelete(id: $id) }`:                                                    {"id": created["id"]},
-		`mutation($id: ID!) { secretDelete(id: $id) }`:                                                       {},
-		`mutation($id: ID!) { secretDelete(id: $id) }   `:                                                    {"id": true},
-		`mutation($name: ID!, $value: String!) { secretCreate(input: {name: $name, value: $value}) { id } }`: {"name": "n", "value": "v"},
+	// Names and values outside Runpod's rule are 422 problems that never
+	// quote the value.
+	for _, body := range []map[string]any{
+		{"name": "RunPod_x", "value": "v"},
+		{"name": "1x", "value": "v"},
+		{"name": "a b", "value": "v"},
+		{"name": strings.Repeat("a", 192), "value": "v"},
+		{"name": "ok", "value": ""},
+		{"name": "ok"},
+		{"value": "v"},
+		{"name": "ok", "value": "v", "extra": 1},
+		{"name": "ok", "value": strings.Repeat("v", 16<<20)},
 	} {
-		if status, out := graphQL(t, srv, key, q, vars); status != 400 || out["errors"] == nil {
-			t.Errorf("%s with %v: %d %v, want a 400 with errors", q, vars, status, out)
+		p := checkProblem(t, srv, key, "POST", "/v2/account/secrets", body, 422)
+		if len(p.Errors) == 0 || strings.Contains(fmt.Sprint(p), "vvvv") {
+			t.Errorf("%.80v: problem %.200v", body, p)
 		}
 	}
 	if got := srv.Secrets(); len(got) != 2 {
-		t.Fatalf("a refused operation ran: %+v", got)
+		t.Fatalf("a refused create made a secret: %+v", got)
 	}
-	_, out = graphQL(t, srv, key, `mutation($id: ID!) { secretDelete(id: $id) }`, map[string]any{"id": created["id"]})
-	if out["errors"] != nil {
-		t.Fatalf("secretDelete: %v", out)
+
+	raw = mustCall(t, srv, key, "GET", "/v2/account/secrets", nil, 200)
+	checkSchema(t, "ListSecretsResponse", raw)
+	if strings.Contains(string(raw), value) || len(decode[wireListSecrets](t, raw).Secrets) != 2 {
+		t.Errorf("list: %s", raw)
 	}
-	if got := srv.Secrets(); len(got) != 1 || got[0].Name != "hf" {
+	// ?name= ignores case and returns only that secret.
+	raw = mustCall(t, srv, key, "GET", "/v2/account/secrets?name=OVERBRAINER_HOST_KEY_R1", nil, 200)
+	if l := decode[wireListSecrets](t, raw).Secrets; len(l) != 1 || l[0].ID != created.ID {
+		t.Errorf("filtered list: %s", raw)
+	}
+	raw = mustCall(t, srv, key, "GET", "/v2/account/secrets/"+created.ID, nil, 200)
+	checkSchema(t, "Secret", raw)
+
+	// PATCH rotates the value.
+	raw = mustCall(t, srv, key, "PATCH", "/v2/account/secrets/"+created.ID, map[string]any{"value": "rotated"}, 200)
+	checkSchema(t, "Secret", raw)
+	if strings.Contains(string(raw), "rotated") || srv.Secrets()[0].Value != "rotated" {
+		t.Errorf("patch: %s, stored %+v", raw, srv.Secrets()[0])
+	}
+	checkProblem(t, srv, key, "PATCH", "/v2/account/secrets/"+created.ID, map[string]any{}, 422)
+	checkProblem(t, srv, key, "PATCH", "/v2/account/secrets/"+created.ID, map[string]any{"name": "renamed"}, 422)
+	checkProblem(t, srv, key, "PATCH", "/v2/account/secrets/nope", map[string]any{"value": "x"}, 404)
+
+	mustCall(t, srv, key, "DELETE", "/v2/account/secrets/"+created.ID, nil, 204)
+	checkProblem(t, srv, key, "DELETE", "/v2/account/secrets/"+created.ID, nil, 404)
+	checkProblem(t, srv, key, "GET", "/v2/account/secrets/"+created.ID, nil, 404)
+	if got := srv.Secrets(); len(got) != 1 || got[0].Name != "hf/read.token-1" {
 		t.Errorf("after delete: %+v", got)
 	}
-	_, out = graphQL(t, srv, key, `mutation { secretDelete(id: "nope") }`, nil)
-	if out["errors"] == nil {
-		t.Error("deleting an unknown secret succeeded")
-	}
-	if status, _ := graphQL(t, srv, "", `query { myself { secrets { id } } }`, nil); status != 401 {
-		t.Errorf("GraphQL without a key: %d", status)
-	}
-	req, _ := http.NewRequest("POST", srv.GraphQLURL()+"?api_key="+key, strings.NewReader(`{"query":"query { myself { secrets { id } } }"}`))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Errorf("GraphQL with ?api_key=: %d", resp.StatusCode)
+	checkProblem(t, srv, "", "GET", "/v2/account/secrets", nil, 401)
+	// No GraphQL is served any more.
+	if status, _, _ := call(t, srv, key, "POST", "/graphql", map[string]any{"query": "query { myself { secrets { id } } }"}); status != 404 {
+		t.Errorf("POST /graphql: %d, want 404", status)
 	}
 }
 
@@ -722,12 +711,9 @@ func TestQuota(t *testing.T) {
 	if status != 429 || h.Get("Retry-After") != "50" || h.Get("RateLimit") != `"minute";r=0;t=50, "hour";r=1;t=3590` {
 		t.Fatalf("third: %d, Retry-After %q, state %q: %s", status, h.Get("Retry-After"), h.Get("RateLimit"), body)
 	}
-	// Unauthenticated calls and GraphQL are not counted.
+	// Unauthenticated calls are not counted.
 	if status, _, _ := call(t, srv, "", "GET", "/v2/pods", nil); status != 401 {
 		t.Errorf("no key: %d", status)
-	}
-	if status, _ := graphQL(t, srv, key, `query { myself { secrets { id } } }`, nil); status != 200 {
-		t.Errorf("graphql: %d", status)
 	}
 	clock.Advance(50 * time.Second)
 	if status, _, _ := call(t, srv, key, "GET", "/v2/pods", nil); status != 200 {
@@ -782,4 +768,53 @@ func TestFaultLost(t *testing.T) {
 		t.Errorf("logged as %+v", last)
 	}
 	mustCall(t, srv, srv.APIKey(), "POST", "/v2/pods/"+p.ID+"/action", map[string]string{"action": "stop"}, http.StatusConflict)
+}
+
+// TestListPodsPagination: every list answer carries pagination; a cursor
+// is valid only with the parameters that issued it.
+func TestListPodsPagination(t *testing.T) {
+	srv := NewTestServer(t, WithProvisioningDelay(24*time.Hour), AllowPodsLeft())
+	key := srv.APIKey()
+	for i := range 5 {
+		srv.AddPods(SeedPod{Name: fmt.Sprint("p", i)})
+	}
+	raw := mustCall(t, srv, key, "GET", "/v2/pods", nil, 200)
+	checkSchema(t, "ListPodsResponse", raw)
+	if l := decode[wireListPods](t, raw); len(l.Pods) != 5 || l.Pagination.HasNextPage || l.Pagination.NextCursor != nil {
+		t.Errorf("one page: %s", raw)
+	}
+	var ids []string
+	cursor := ""
+	for page := 0; ; page++ {
+		path := "/v2/pods?limit=2&includeClusterPods=true"
+		if cursor != "" {
+			path += "&cursor=" + url.QueryEscape(cursor)
+		}
+		raw := mustCall(t, srv, key, "GET", path, nil, 200)
+		checkSchema(t, "ListPodsResponse", raw)
+		l := decode[wireListPods](t, raw)
+		for _, p := range l.Pods {
+			ids = append(ids, p.ID)
+		}
+		if !l.Pagination.HasNextPage {
+			break
+		}
+		if page == 0 {
+			// The same cursor with other parameters is refused.
+			next := url.QueryEscape(*l.Pagination.NextCursor)
+			for _, q := range []string{"limit=3&includeClusterPods=true", "limit=2", "includeClusterPods=true", "limit=2&includeClusterPods=false"} {
+				p := checkProblem(t, srv, key, "GET", "/v2/pods?"+q+"&cursor="+next, nil, 422)
+				if !strings.Contains(strings.Join(p.Errors, " "), "cursor") {
+					t.Errorf("%s: %+v does not name the cursor", q, p)
+				}
+			}
+		}
+		cursor = *l.Pagination.NextCursor
+	}
+	if len(ids) != 5 {
+		t.Errorf("paged ids %q, want 5", ids)
+	}
+	for _, q := range []string{"limit=0", "limit=1001", "limit=x", "cursor=never-issued", "includeClusterPods=yes"} {
+		checkProblem(t, srv, key, "GET", "/v2/pods?"+q, nil, 422)
+	}
 }

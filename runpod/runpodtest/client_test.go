@@ -20,7 +20,7 @@ func newClient(t *testing.T, srv *runpodtest.Server, opts ...runpod.Option) *run
 	t.Helper()
 	opts = append([]runpod.Option{
 		runpod.WithBaseURL(srv.BaseURL()),
-		runpod.WithGraphQLURL(srv.GraphQLURL()),
+
 		runpod.WithRetry(4, 50*time.Millisecond),
 	}, opts...)
 	c, err := runpod.New(srv.APIKey(), opts...)
@@ -189,7 +189,7 @@ func TestClientDeleteFallbacksAgainstFaults(t *testing.T) {
 func Example_client() {
 	srv := runpodtest.NewServer()
 	defer srv.Close()
-	client, _ := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()), runpod.WithGraphQLURL(srv.GraphQLURL()))
+	client, _ := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()))
 
 	ctx := context.Background()
 	pod, _ := client.CreatePod(ctx, runpod.CreatePodRequest{

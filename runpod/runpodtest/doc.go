@@ -1,18 +1,16 @@
 // Package runpodtest is an in-process fake of Runpod for tests, in the way
 // of net/http/httptest and Google's pubsub pstest: a real HTTP server on
-// 127.0.0.1 that speaks Runpod's REST v2 API and the GraphQL secret calls,
-// backed by state a test can read and break, and an optional pod runner that
+// 127.0.0.1 that speaks Runpod's REST v2 API (account secrets included; no
+// GraphQL), backed by state a test can read and break, and an optional pod runner that
 // really runs each created pod's command on this machine.
 //
 // # Setup
 //
 //	srv := runpodtest.NewTestServer(t)
-//	client, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()),
-//		runpod.WithGraphQLURL(srv.GraphQLURL()))
+//	client, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()))
 //
 // Any other client works the same way: srv.BaseURL() stands for
-// https://api.runpod.io/v2, srv.GraphQLURL() for the GraphQL endpoint and
-// srv.APIKey() for the account key. Then srv.Pods() and srv.Requests() show
+// https://api.runpod.io/v2 and srv.APIKey() for the account key. Then srv.Pods() and srv.Requests() show
 // what the code under test did.
 //
 // NewTestServer closes the fake when the test ends and fails the test if a pod
@@ -22,8 +20,15 @@
 //
 // Under BaseURL (URL + "/v2"), with Authorization: Bearer <key>:
 //
-//	GET    /v2/pods                  ListPodsResponse {pods: [...]}
-//	POST   /v2/pods                  201 Pod (PROVISIONING); args, entrypoint, cmd as Runpod stores them
+//	GET    /v2/pods                  ListPodsResponse {pods, pagination}; limit 1..1000 (default
+//	                                 1000), a cursor valid only with the parameters that got it
+//	GET    /v2/account/secrets       ListSecretsResponse; ?name= ignores case
+//	POST   /v2/account/secrets       201 Secret, 409 for a taken name (ignoring case), 422 off the rule
+//	GET    /v2/account/secrets/{id}  Secret (never its value)
+//	PATCH  /v2/account/secrets/{id}  Secret; rotates the value
+//	DELETE /v2/account/secrets/{id}  204
+//	POST   /v2/pods                  201 Pod (PROVISIONING); args, entrypoint, cmd as Runpod stores
+//	                                 them; 413 for a body over 102,400 bytes
 //	GET    /v2/pods/{id}             Pod; TERMINATED for a while after a delete, then 404
 //	DELETE /v2/pods/{id}             204, terminates the pod
 //	POST   /v2/pods/{id}/action      start|stop|restart 200 Pod, terminate 204, 409 when not valid now
@@ -33,21 +38,16 @@
 //
 // Errors are RFC 9457 problem objects (title, status, detail, and errors for
 // a 422), with the statuses of openapi_v2.json: 401 without a valid key, 403
-// for a key without access, 404, 409, 400 for a request that breaks a rule,
-// 422 for one that breaks the schema (unknown fields included).
-//
-// GraphQLURL (URL + "/graphql") serves secretCreate(input: {name, value}),
-// secretDelete(id) and myself { secrets { id name } }, with arguments in
-// variables or as inline string literals. Variables are checked against
-// their declarations and Runpod's argument types (secretDelete's id is ID!,
-// the input's name and value String!), and a mismatch answers 400 with
-// graphql-js's message, as a real GraphQL server refuses it.
+// for a key without access, 404, 409, 400 for a request that breaks a rule
+// (placement, a volume shrink), 422 for one that breaks the schema (unknown
+// fields included). Nothing answers under /graphql (404).
 //
 // # Keys
 //
 // The account key (WithAPIKey, or generated: APIKey) may do everything. Each
 // pod gets a pod-scoped key (its RUNPOD_API_KEY, see PodKey) that may read,
-// delete and act on its own pod only: anything else answers 403.
+// delete and act on its own pod only: anything else, secrets included,
+// answers 403.
 //
 // # State and faults
 //
@@ -127,7 +127,8 @@
 // next NewServer, once its owner is provably gone.
 //
 // The command's env is PATH and HOME, the pod's env with its
-// {{ RUNPOD_SECRET_<name> }} placeholders resolved from the fake's secrets,
+// {{ RUNPOD_SECRET_<name> }} placeholders resolved, as the pod boots, from
+// the account secrets (POST /v2/account/secrets or AddSecret),
 // then RUNPOD_POD_ID, a pod-scoped RUNPOD_API_KEY, RUNPOD_PUBLIC_IP=127.0.0.1,
 // RUNPOD_TCP_PORT_22 and OVERBRAINER_SSH_PORT (a free port, which the pod
 // reports as its mapping of port 22; see below), RUNPOD_POD_HOSTNAME,

@@ -91,7 +91,7 @@ type e2eOptions struct {
 }
 
 // startRun makes a run's keys and secret as the client would (the secret
-// through GraphQL), and creates its pod with the bootstrap as its
+// through POST /v2/account/secrets), and creates its pod with the bootstrap as its
 // entrypoint and cmd (bootstrap.Entrypoint, bootstrap.Cmd) and podenv's env.
 func startRun(t *testing.T, o e2eOptions) *e2eRun {
 	t.Helper()
@@ -117,15 +117,10 @@ func startRun(t *testing.T, o e2eOptions) *e2eRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	status, out := graphQL(t, srv, srv.APIKey(),
-		`mutation($input: SecretCreateInput!) { secretCreate(input: $input) { id name } }`,
-		map[string]any{"input": map[string]any{
-			"name":  podenv.HostKeySecretName(r.runID),
-			"value": base64.StdEncoding.EncodeToString(pem.EncodeToMemory(block)),
-		}})
-	if status != 200 || out["errors"] != nil {
-		t.Fatalf("secretCreate: %d %v", status, out)
-	}
+	mustCall(t, srv, srv.APIKey(), "POST", "/v2/account/secrets", map[string]any{
+		"name":  podenv.HostKeySecretName(r.runID),
+		"value": base64.StdEncoding.EncodeToString(pem.EncodeToMemory(block)),
+	}, 201)
 
 	env, err := podenv.Settings{
 		RunID:         r.runID,

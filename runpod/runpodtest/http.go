@@ -9,9 +9,9 @@ import (
 	"time"
 )
 
-// maxBody bounds what the fake reads of a request body: a pod command with
-// the whole bootstrap is far smaller.
-const maxBody = 8 << 20
+// maxBody bounds what the fake reads of a request body: a secret's value
+// may hold up to 16 MiB, which JSON escaping may grow.
+const maxBody = 40 << 20
 
 // statusRecorder writes the status a handler answers into the request log
 // as it answers, so that the log is complete before anything that follows
@@ -73,7 +73,6 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	s.logMu.Unlock()
 	var overQuota bool
 	var wait time.Duration
-	// Runpod's quota covers the REST API, not GraphQL.
 	if caller != CallerNone && (r.URL.Path == "/v2" || strings.HasPrefix(r.URL.Path, "/v2/")) {
 		overQuota, wait = s.takeQuotaLocked(caller, w.Header())
 	}
@@ -110,10 +109,6 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 // or CallerNone. s.mu must be held.
 func (s *Server) callerLocked(r *http.Request) string {
 	key := bearer(r)
-	if key == "" && r.URL.Path == "/graphql" {
-		// Runpod's GraphQL also takes the key as ?api_key=.
-		key = r.URL.Query().Get("api_key")
-	}
 	switch {
 	case key == "":
 		return CallerNone
@@ -137,10 +132,6 @@ func bearer(r *http.Request) string {
 // route serves the API behind the faults.
 func (s *Server) route(w http.ResponseWriter, r *http.Request, caller string) {
 	path := r.URL.Path
-	if path == "/graphql" {
-		s.serveGraphQL(w, r, caller)
-		return
-	}
 	if path != "/v2" && !strings.HasPrefix(path, "/v2/") {
 		writeProblem(w, http.StatusNotFound, "no such path: "+path)
 		return
@@ -206,7 +197,28 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, caller string) {
 		}
 		s.podLogs(w, r, parts[1])
 	case podScoped:
+		// Secrets too: the fake assumes a pod's key cannot see them.
 		writeProblem(w, http.StatusForbidden, "access denied")
+	case len(parts) == 2 && parts[0] == "account" && parts[1] == "secrets":
+		switch r.Method {
+		case http.MethodGet:
+			s.listSecrets(w, r)
+		case http.MethodPost:
+			s.createSecret(w, r)
+		default:
+			methodNotAllowed(w, "GET, POST")
+		}
+	case len(parts) == 3 && parts[0] == "account" && parts[1] == "secrets":
+		switch r.Method {
+		case http.MethodGet:
+			s.getSecret(w, parts[2])
+		case http.MethodPatch:
+			s.patchSecret(w, r, parts[2])
+		case http.MethodDelete:
+			s.deleteSecret(w, parts[2])
+		default:
+			methodNotAllowed(w, "GET, PATCH, DELETE")
+		}
 	case len(parts) == 1 && parts[0] == "network-volumes":
 		switch r.Method {
 		case http.MethodGet:

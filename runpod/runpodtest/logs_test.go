@@ -29,7 +29,7 @@ func podOutput(t *testing.T, srv *Server, id string, lines ...string) {
 // end of the stream when the pod is deleted.
 func TestStreamPodLogs(t *testing.T) {
 	srv := NewTestServer(t)
-	c, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()), runpod.WithGraphQLURL(srv.GraphQLURL()))
+	c, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()))
 	if err != nil {
 		t.Fatal(err)
 	}

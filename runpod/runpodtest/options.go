@@ -1,6 +1,7 @@
 package runpodtest
 
 import (
+	"net/http"
 	"sync"
 	"time"
 )
@@ -26,6 +27,7 @@ type config struct {
 	goneAfter      time.Duration
 	hidden         []string
 	images         map[string]Image // guarded by Server.mu once serving
+	middleware     []func(http.Handler) http.Handler
 }
 
 func defaultConfig() config {
@@ -39,8 +41,16 @@ func defaultConfig() config {
 	}
 }
 
-// WithPageSize pages every pod list of the fake by n pods, as if each
-// request asked for that limit (a request's own limit still wins).
+// WithMiddleware wraps the fake's handler in m, outermost last given: a
+// test can check every request and answer, for example against Runpod's
+// OpenAPI document (internal/openapicheck.Middleware does, in this
+// module's tests). The fake itself stays free of any such checker.
+func WithMiddleware(m func(http.Handler) http.Handler) Option {
+	return func(c *config) { c.middleware = append(c.middleware, m) }
+}
+
+// WithPageSize makes every page of the fake's pod list hold at most n pods,
+// fewer than a request's limit asks (which Runpod's document allows).
 func WithPageSize(n int) Option { return func(c *config) { c.pageSize = n } }
 
 // WithAPIKey sets the account key the fake accepts (default: a generated
@@ -148,6 +158,13 @@ type GPUType struct {
 	// CUDA is its machines' CUDA version (DefaultCUDA when empty).
 	CUDA string
 }
+
+// What the fake allocates to a GPU pod for each of its GPUs, reported as
+// the pod's gpu.vcpuCount and gpu.memory (GB of system RAM).
+const (
+	fakeVCPUsPerGPU = 8
+	fakeRAMPerGPU   = 31
+)
 
 // DefaultGPUTypes is the fake's built-in catalog. Its prices are in the
 // range of Runpod's list prices, not a copy of them.

@@ -317,7 +317,8 @@ func (p *pod) wire(now time.Time) wirePod {
 		w.Env = map[string]string{}
 	}
 	if p.gpuID != "" {
-		w.GPU = &wireGPU{ID: p.gpuID, Count: p.gpuCount}
+		w.GPU = &wireGPU{ID: p.gpuID, Count: p.gpuCount,
+			VCPUCount: float64(fakeVCPUsPerGPU * p.gpuCount), Memory: float64(fakeRAMPerGPU * p.gpuCount)}
 		cuda := "12.8"
 		w.CudaVersion = &cuda
 	} else {

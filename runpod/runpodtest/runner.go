@@ -295,18 +295,16 @@ type podMount struct {
 // would.
 const podBasePath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-var placeholderRE = regexp.MustCompile(`\{\{\s*RUNPOD_SECRET_([A-Za-z0-9_.-]+)\s*\}\}`)
+var placeholderRE = regexp.MustCompile(`\{\{\s*RUNPOD_SECRET_([a-zA-Z_][a-zA-Z0-9_.\-/]*)\s*\}\}`)
 
 // resolveLocked replaces the {{ RUNPOD_SECRET_name }} placeholders of value
-// with the secrets' values; an unknown secret's placeholder stays as it is.
-// s.mu must be held.
+// with the values of the account secrets (those made by POST
+// /v2/account/secrets or AddSecret) as they are at boot; an unknown
+// secret's placeholder stays as it is. s.mu must be held.
 func (s *Server) resolveLocked(value string) string {
 	return placeholderRE.ReplaceAllStringFunc(value, func(m string) string {
-		name := placeholderRE.FindStringSubmatch(m)[1]
-		for _, sec := range s.secrets {
-			if sec.Name == name {
-				return sec.Value
-			}
+		if sec := s.secretByNameLocked(placeholderRE.FindStringSubmatch(m)[1]); sec != nil {
+			return sec.Value
 		}
 		return m
 	})

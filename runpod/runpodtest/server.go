@@ -16,8 +16,8 @@ import (
 	"time"
 )
 
-// Server is a fake Runpod: the REST v2 API under BaseURL and the GraphQL
-// secret calls under GraphQLURL, served on 127.0.0.1, with state a test can
+// Server is a fake Runpod: the REST v2 API under BaseURL (account secrets
+// included), served on 127.0.0.1, with state a test can
 // read and break. Create one with NewServer or NewTestServer; it is safe for
 // concurrent use.
 type Server struct {
@@ -41,6 +41,7 @@ type Server struct {
 	pods     map[string]*pod
 	order    []string          // pod ids, oldest first
 	podKeys  map[string]string // pod-scoped key -> pod id
+	cursors  map[string]listCursor
 	secrets  []*Secret
 	volumes  map[string]*volume
 	volOrder []string
@@ -90,12 +91,17 @@ func NewServer(opts ...Option) *Server {
 		changed: make(chan struct{}),
 		pods:    map[string]*pod{},
 		podKeys: map[string]string{},
+		cursors: map[string]listCursor{},
 		volumes: map[string]*volume{},
 	}
 	// Everything a handler may read is set before the server serves: a
 	// request from another process is not ordered after NewServer's
 	// writes (the race detector sees none of TCP's ordering).
-	s.hs = httptest.NewUnstartedServer(http.HandlerFunc(s.serveHTTP))
+	var h http.Handler = http.HandlerFunc(s.serveHTTP)
+	for _, m := range cfg.middleware {
+		h = m(h)
+	}
+	s.hs = httptest.NewUnstartedServer(h)
 	s.URL = "http://" + s.hs.Listener.Addr().String()
 	s.hs.Start()
 	return s
@@ -105,7 +111,10 @@ func NewServer(opts ...Option) *Server {
 // OVERBRAINER_API_URL) is given in place of https://api.runpod.io/v2.
 func (s *Server) BaseURL() string { return s.URL + "/v2" }
 
-// GraphQLURL is the GraphQL endpoint, URL + "/graphql".
+// GraphQLURL is URL + "/graphql", where the fake once served secrets over
+// GraphQL. Nothing answers there now but 404.
+//
+// Deprecated: secrets are REST v2 calls under BaseURL.
 func (s *Server) GraphQLURL() string { return s.URL + "/graphql" }
 
 // APIKey is the account key: the one WithAPIKey gave, or a generated one.
@@ -295,26 +304,30 @@ func (s *Server) Requests() []Request {
 	return out
 }
 
-// Secret is a Runpod secret, as created by GraphQL secretCreate or
-// AddSecret.
+// Secret is a Runpod account secret, as created by POST
+// /v2/account/secrets or AddSecret. Value is the fake's to show a test;
+// the API never returns it.
 type Secret struct {
-	ID    string
-	Name  string
-	Value string
+	ID             string
+	Name           string
+	Value          string
+	Description    string
+	CreatedAt      time.Time // on the fake's clock
+	ValueUpdatedAt time.Time
 }
 
-// AddSecret creates a secret as secretCreate would and returns its id. It
-// replaces the value of a secret of the same name.
+// AddSecret creates a secret as POST /v2/account/secrets would, without its
+// checks, and returns its id. It replaces the value of a secret of the
+// same name (ignoring case, as the fake's names are unique so).
 func (s *Server) AddSecret(name, value string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, sec := range s.secrets {
-		if sec.Name == name {
-			sec.Value = value
-			return sec.ID
-		}
+	now := s.cfg.now()
+	if sec := s.secretByNameLocked(name); sec != nil {
+		sec.Value, sec.ValueUpdatedAt = value, now
+		return sec.ID
 	}
-	sec := &Secret{ID: newID(), Name: name, Value: value}
+	sec := &Secret{ID: newID(), Name: name, Value: value, CreatedAt: now, ValueUpdatedAt: now}
 	s.secrets = append(s.secrets, sec)
 	return sec.ID
 }

@@ -29,7 +29,9 @@ type Shared struct {
 // BaseURL is the emulator's REST root (runpod.WithBaseURL).
 func (s Shared) BaseURL() string { return s.URL + "/v2" }
 
-// GraphQLURL is the emulator's GraphQL endpoint (runpod.WithGraphQLURL).
+// GraphQLURL is URL + "/graphql", where nothing answers any more.
+//
+// Deprecated: secrets are REST v2 calls under BaseURL.
 func (s Shared) GraphQLURL() string { return s.URL + "/graphql" }
 
 // FindShared reads dir's SharedFile and reports the emulator it names

@@ -51,6 +51,10 @@ type wireNetworkMount struct {
 type wireGPU struct {
 	ID    string `json:"id"`
 	Count int    `json:"count"`
+	// VCPUCount and Memory (GB of system RAM) are the pod's allocated
+	// totals across its GPUs.
+	VCPUCount float64 `json:"vcpuCount"`
+	Memory    float64 `json:"memory"`
 }
 
 type wireCPU struct {
@@ -88,14 +92,15 @@ type wireRuntimePort struct {
 }
 
 type wireListPods struct {
-	Pods       []wirePod       `json:"pods"`
-	Pagination *wirePagination `json:"pagination,omitempty"`
+	Pods       []wirePod      `json:"pods"`
+	Pagination wirePagination `json:"pagination"`
 }
 
 // wirePagination is a paged list's cursor: the next page starts after it.
+// NextCursor is null on the last page.
 type wirePagination struct {
-	NextCursor  string `json:"nextCursor,omitempty"`
-	HasNextPage bool   `json:"hasNextPage"`
+	NextCursor  *string `json:"nextCursor"`
+	HasNextPage bool    `json:"hasNextPage"`
 }
 
 // wireCreatePod is CreatePodRequest. Decoding rejects unknown fields, as

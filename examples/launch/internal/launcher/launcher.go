@@ -25,8 +25,12 @@ import (
 
 // Environment variables the launcher reads.
 const (
-	EnvAPIKey     = "RUNPOD_API_KEY"
-	EnvAPIURL     = "OVERBRAINER_API_URL"
+	EnvAPIKey = "RUNPOD_API_KEY"
+	EnvAPIURL = "OVERBRAINER_API_URL"
+	// EnvGraphQLURL is read by no one: secrets are REST v2 calls under
+	// the API URL. Kept so that programs naming it still build.
+	//
+	// Deprecated: the launcher speaks no GraphQL.
 	EnvGraphQLURL = "OVERBRAINER_GRAPHQL_URL"
 )
 
@@ -88,7 +92,9 @@ func (g *globalFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&g.local, "local", g.local, "use the local Runpod emulator (the default when "+EnvAPIKey+" is not set); needs root, sshd and curl")
 	fs.StringVar(&g.stateDir, "state-dir", g.stateDir, "where runs are kept (default: $"+state.EnvDir+", or overbrainer/launch in the user's config directory)")
 	fs.StringVar(&g.apiURL, "api-url", g.apiURL, "Runpod REST v2 base URL (default: $"+EnvAPIURL+" or "+runpod.DefaultBaseURL+")")
-	fs.StringVar(&g.graphQLURL, "graphql-url", g.graphQLURL, "Runpod GraphQL URL, for secrets (default: $"+EnvGraphQLURL+" or "+runpod.DefaultGraphQLURL+")")
+	// Accepted and ignored, so that scripts that pass it still run:
+	// secrets go over REST v2 under --api-url.
+	fs.StringVar(&g.graphQLURL, "graphql-url", g.graphQLURL, "ignored (secrets now go over REST v2 under --api-url)")
 	fs.BoolVarP(&g.verbose, "verbose", "v", g.verbose, "log every API call")
 }
 
@@ -346,7 +352,6 @@ func (a *app) openStore() error {
 func (a *app) connectAPI(ctx context.Context) error {
 	key := a.getenv(EnvAPIKey)
 	apiURL := cmp.Or(a.g.apiURL, a.getenv(EnvAPIURL))
-	gqlURL := cmp.Or(a.g.graphQLURL, a.getenv(EnvGraphQLURL))
 	if a.g.local || key == "" {
 		if !a.g.local {
 			a.say("no %s: using the local Runpod emulator (--local)", EnvAPIKey)
@@ -355,7 +360,7 @@ func (a *app) connectAPI(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		key, apiURL, gqlURL = l.key, l.baseURL, l.graphQLURL
+		key, apiURL = l.key, l.baseURL
 	}
 	level := slog.LevelWarn
 	if a.g.verbose {
@@ -366,9 +371,6 @@ func (a *app) connectAPI(ctx context.Context) error {
 	opts := []runpod.Option{runpod.WithUserAgent(userAgent), runpod.WithLogger(logger)}
 	if apiURL != "" {
 		opts = append(opts, runpod.WithBaseURL(apiURL))
-	}
-	if gqlURL != "" {
-		opts = append(opts, runpod.WithGraphQLURL(gqlURL))
 	}
 	c, err := runpod.New(key, opts...)
 	if err != nil {

@@ -12,9 +12,9 @@ import (
 // runner, either in this process (it ends with it) or a local-server in
 // another one.
 type localEmulator struct {
-	srv                      *runpodtest.Server // nil for a local-server
-	key, baseURL, graphQLURL string
-	shared                   bool
+	srv          *runpodtest.Server // nil for a local-server
+	key, baseURL string
+	shared       bool
 }
 
 // checkLocal says what stops the pod runner from running pods here, and
@@ -32,14 +32,14 @@ func (a *app) checkLocal() error {
 func (a *app) startLocal(context.Context) (*localEmulator, error) {
 	if info, ok := runpodtest.FindShared(a.store.Dir); ok {
 		a.say("using the local-server at %s (pid %d)", info.URL, info.PID)
-		a.local = &localEmulator{key: info.Key, baseURL: info.BaseURL(), graphQLURL: info.GraphQLURL(), shared: true}
+		a.local = &localEmulator{key: info.Key, baseURL: info.BaseURL(), shared: true}
 		return a.local, nil
 	}
 	if err := a.checkLocal(); err != nil {
 		return nil, err
 	}
 	srv := runpodtest.NewServer(localOptions(a)...)
-	a.local = &localEmulator{srv: srv, key: srv.APIKey(), baseURL: srv.BaseURL(), graphQLURL: srv.GraphQLURL()}
+	a.local = &localEmulator{srv: srv, key: srv.APIKey(), baseURL: srv.BaseURL()}
 	return a.local, nil
 }
 
