@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -67,8 +68,14 @@ cat "$OVERBRAINER_SNAPSHOT_REQUEST"
 			t.Fatal(err)
 		}
 		startWatchdog(t, sh, runDir)
-		if _, stderr, err := runScript(t, sh.Argv, nil, "\n", startProgram(), runDir, jobEnv); err != nil {
+		out, stderr, err := runScript(t, sh.Argv, nil, "\n", startProgram(), runDir, jobEnv)
+		if err != nil {
 			t.Fatalf("start: %v\n%s", err, stderr)
+		}
+		// A job never asked would wait for ever: its group goes with the
+		// test.
+		if pid, err := strconv.Atoi(strings.TrimSpace(out)); err == nil && pid > 1 {
+			t.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGKILL) })
 		}
 		// The job ends once it read the request: the watchdog asked.
 		if code := waitFile(t, filepath.Join(runDir, "exit_code")); code != "0\n" {
