@@ -1,40 +1,48 @@
 package main
 
 import (
-	"bytes"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 )
 
 // The launcher is a command line over guard: what a guarded run does
-// belongs there, where every Go program gets it. These bounds keep it so.
-// The bound was 2,000 for the commands of the guard issue; the catalog
-// (gpus, datacenters, volumes), sweep and logs commands came after, their
-// logic in guard and runpod, their flags and tables here; then ssh,
-// cancel and --resume-from, with progress drawn from guard's events; then
-// job secrets, caches and command lines checked as strictly as the README
-// promises.
-const maxLauncherLines = 2600
+// belongs to the module's public packages, where every Go program gets it,
+// and the launcher keeps the wording. A line budget held it so until it
+// pushed code the wrong way (symbols exported from guard only to stay
+// under it); what it was for is this: the launcher's own packages import
+// of this module only what any program can import, plus its own
+// internal/. The module-internal packages it still imports are listed
+// here, each a loose end to move (a new one fails the test).
+var launcherInternalImports = []string{
+	"github.com/overbrainer/overbrainer-go/internal/costplan", // money wording guard shares
+	"github.com/overbrainer/overbrainer-go/internal/termtext", // escaping for the terminal
+}
 
-func TestTheLauncherStaysThin(t *testing.T) {
-	lines := 0
-	err := filepath.WalkDir(".", func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		lines += bytes.Count(b, []byte("\n"))
-		return err
-	})
+func TestTheLauncherImportsOnlyPublicPackages(t *testing.T) {
+	const module = "github.com/overbrainer/overbrainer-go/"
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...").Output()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("go list: %v", err)
 	}
-	if lines > maxLauncherLines {
-		t.Errorf("examples/launch has %d lines of non-test Go, more than %d: move what a run does into guard", lines, maxLauncherLines)
+	checked := 0
+	for line := range strings.Lines(string(out)) {
+		f := strings.Fields(line)
+		for _, imp := range f[1:] {
+			if !strings.HasPrefix(imp, module) || strings.HasPrefix(imp, module+"examples/launch/") {
+				continue
+			}
+			checked++
+			if strings.Contains(imp, "/internal/") || strings.HasSuffix(imp, "/internal") {
+				if !slices.Contains(launcherInternalImports, imp) {
+					t.Errorf("%s imports %s: a launcher may import only the module's public packages", f[0], imp)
+				}
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatalf("no import of the module's packages seen in:\n%s", out)
 	}
 }
 
