@@ -191,7 +191,7 @@ func TestACellWhoseAPIIsGoneFails(t *testing.T) {
 	t.Parallel()
 	needPods(t)
 	srv := runpodtest.NewTestServer(t, runpodtest.WithPodRunner(), runpodtest.AllowPodsLeft())
-	env := []string{"RUNPOD_API_KEY=" + srv.APIKey(), "OVERBRAINER_API_URL=" + srv.BaseURL(), "OVERBRAINER_GRAPHQL_URL=" + srv.GraphQLURL()}
+	env := []string{"RUNPOD_API_KEY=" + srv.APIKey(), "OVERBRAINER_API_URL=" + srv.BaseURL()}
 	binary, dir := buildNotebook(t), t.TempDir()
 	if out, errOut, err := runCells(t, binary, dir, env, "launch"); err != nil {
 		t.Fatalf("launch cell: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
