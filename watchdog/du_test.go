@@ -67,6 +67,9 @@ func TestHungDuNeverPilesUp(t *testing.T) {
 		p.bin.Stub("timeout", `shift 3; exec "$@"`)
 		calls := filepath.Join(p.bin.Dir, ".du-calls")
 		p.onVolume(`echo "$*" >> ` + calls + `; exec ` + realSleep + ` 1000`)
+		// Ten-second ticks: twenty in the 200 s, each of which would
+		// start a du if a hung one did not hold the next back.
+		p.setEnv("OVERBRAINER_INTERVAL", "10")
 		p.startJob()
 		p.start()
 		shtest.Eventually(t, wait, func() bool { return clock.Now() >= t0+200 || p.proc.Exited() },
