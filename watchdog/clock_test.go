@@ -15,6 +15,7 @@ import (
 // INTERVAL would act up to 59 s late. (The real-clock latency is measured by
 // BenchmarkReaction.)
 func TestTimeRulesFireAtTheirDueTime(t *testing.T) {
+	t.Parallel()
 	const t0 = 1_800_000_000
 	type at struct {
 		kind string
@@ -143,6 +144,7 @@ func TestTimeRulesFireAtTheirDueTime(t *testing.T) {
 const clockEvery = 10
 
 func TestWallClockStepSeenWithinTheResync(t *testing.T) {
+	t.Parallel()
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		const t0 = 1_800_000_000
 		p := newPod(t, sh)
@@ -165,6 +167,7 @@ func TestWallClockStepSeenWithinTheResync(t *testing.T) {
 // client set 300 s ahead of the stepped wall clock, read at the very next
 // tick, deletes the pod at its time on the wall clock, not at once.
 func TestClockSteppedBackDeletesOnTheWallClock(t *testing.T) {
+	t.Parallel()
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		const t0 = 1_800_000_000
 		p := newPod(t, sh)
@@ -185,6 +188,7 @@ func TestClockSteppedBackDeletesOnTheWallClock(t *testing.T) {
 // Without a readable uptime the watchdog reads date every tick, as it did
 // before the uptime clock: a step is seen at the first tick after it.
 func TestClockWithoutUptimeReadsDateEveryTick(t *testing.T) {
+	t.Parallel()
 	for name, content := range map[string]string{"missing": "", "malformed": "4711\n", "two_dots": "12.34.56 7.00\n"} {
 		t.Run(name, func(t *testing.T) {
 			shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
@@ -217,6 +221,7 @@ func TestClockWithoutUptimeReadsDateEveryTick(t *testing.T) {
 // rule still acts at the first tick whose wall time reached it, never one
 // tick late.
 func TestTimeRulesActAtTheFirstTickOnADriftingClock(t *testing.T) {
+	t.Parallel()
 	const t0 = 1_800_000_000
 	cases := []struct {
 		name  string

@@ -15,6 +15,7 @@ import (
 // variables the watchdog inherits, never reaches the watchdog's curl, and no
 // child of the watchdog inherits a proxy variable.
 func TestCurlIgnoresConfigAndProxies(t *testing.T) {
+	t.Parallel()
 	const deadProxy = "http://127.0.0.1:9"
 	t.Run("curlrc", func(t *testing.T) {
 		shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {

@@ -15,6 +15,7 @@ import (
 // and kept running gets another one while the disk stays full, and none
 // while the last one is still there.
 func TestDiskSnapshotAskedAgainOnceConsumed(t *testing.T) {
+	t.Parallel()
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		p := newPod(t, sh)
 		p.setDisk(98, 2)
@@ -47,6 +48,7 @@ func (l lazyLog) String() string { return l.p.logText() }
 // df every tick would see it: here from 60% at t0, 98% (over DISK_ACT, 97)
 // at the 20th tick, t0+19*60.
 func TestDiskFillingSeenAtItsTick(t *testing.T) {
+	t.Parallel()
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		const t0 = 1_800_000_000
 		p := newPod(t, sh)
@@ -83,6 +85,7 @@ echo "/dev/vda1 1000000 $((pct * 10000)) $(((100 - pct) * 10000)) $pct%% /"`, ca
 const diskEvery = 5
 
 func TestDiskFilledAtOnceSeenWithinDiskEvery(t *testing.T) {
+	t.Parallel()
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		const t0, full = 1_800_000_000, 1_800_000_000 + 60
 		p := newPod(t, sh)

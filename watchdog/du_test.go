@@ -18,6 +18,7 @@ import (
 // every kill the watchdog's processes make; none may name a du (or the
 // timeout around it).
 func TestDuEndSeenWithoutSignals(t *testing.T) {
+	t.Parallel()
 	strace := shtest.NeedTool(t, "strace")
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		p := newPod(t, sh)
@@ -56,6 +57,7 @@ printf '10\t%%s\n' "$3"; echo >> %q`, pids, runs))
 // timeout that cannot end it (as with a du in uninterruptible sleep), on a
 // fake clock, for minutes.
 func TestHungDuNeverPilesUp(t *testing.T) {
+	t.Parallel()
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		p := newPod(t, sh)
 		realSleep, err := exec.LookPath("sleep")

@@ -12,6 +12,7 @@ import (
 // without a newline, binary junk), ParseLog still returns them, so that a
 // client reading the log learns why its pod was deleted.
 func TestParseLogAfterHostileContent(t *testing.T) {
+	t.Parallel()
 	tail := "1800000001 probe result=ready\n1800000002 delete_reason reason=cost_cap\n"
 	for name, head := range map[string]string{
 		"huge line": strings.Repeat("x", 2<<20) + "\n",

@@ -13,6 +13,7 @@ import (
 )
 
 func TestParseLine(t *testing.T) {
+	t.Parallel()
 	at := time.Unix(1800000000, 0).UTC()
 	cases := []struct {
 		line string
@@ -42,6 +43,7 @@ func TestParseLine(t *testing.T) {
 }
 
 func TestParseLineRejects(t *testing.T) {
+	t.Parallel()
 	for _, line := range []string{
 		"", "\n", "start x=1", "-5 start", "1800000000", "1800000000 ", "1800000000 bad-kind",
 		"1800000000 start novalue", "1800000000 start =v", "1800000000 start a=1  b=2",
@@ -56,6 +58,7 @@ func TestParseLineRejects(t *testing.T) {
 }
 
 func TestParseLogKeepsGoodLines(t *testing.T) {
+	t.Parallel()
 	log := "1800000000 start keep=0\n\n1800000001 probe result=ready\ngarbage\n1800000002 job_started\n1800000003 job_ended by"
 	evs, err := watchdog.ParseLog(strings.NewReader(log))
 	if err == nil || !strings.Contains(err.Error(), "line 4") || !strings.Contains(err.Error(), "line 6") {
@@ -71,6 +74,7 @@ func TestParseLogKeepsGoodLines(t *testing.T) {
 }
 
 func TestEventStringRoundTrip(t *testing.T) {
+	t.Parallel()
 	e := watchdog.Event{Time: time.Unix(1800000042, 0).UTC(), Kind: "stopped",
 		Fields: map[string]string{"method": "stop", "msg": "the volume keeps billing"}}
 	if s := e.String(); s != "1800000042 stopped method=stop msg=the volume keeps billing" {

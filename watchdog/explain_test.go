@@ -11,6 +11,7 @@ import (
 // Every rule by which the watchdog deletes a pod is explained, and an
 // unknown one says so rather than say nothing.
 func TestEveryDeleteReasonIsExplained(t *testing.T) {
+	t.Parallel()
 	for _, r := range watchdog.DeleteReasons() {
 		if r.Summary() == "unknown reason" || strings.Contains(r.Explain(), "unknown to this program") {
 			t.Errorf("%q has no explanation", r)

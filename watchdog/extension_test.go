@@ -12,6 +12,7 @@ import (
 // On the fake clock: on a real one a busy machine could start the watchdog
 // past the deadline plus the extension, and nothing would be held.
 func TestMaxExtensionEndsAFreshLease(t *testing.T) {
+	t.Parallel()
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		p := newPod(t, sh)
 		n := p.fakeClock(fakeT0).Now()
@@ -35,6 +36,7 @@ func TestMaxExtensionEndsAFreshLease(t *testing.T) {
 
 // MAX_EXTENSION=0 makes the deadline hard: a fresh lease does not hold it.
 func TestHardDeadline(t *testing.T) {
+	t.Parallel()
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		p := newPod(t, sh)
 		n := now()
@@ -51,6 +53,7 @@ func TestHardDeadline(t *testing.T) {
 // Without OVERBRAINER_MAX_EXTENSION the extension is a day: a fresh lease
 // still holds a deadline that passed seconds ago.
 func TestDefaultExtensionLetsALeaseHold(t *testing.T) {
+	t.Parallel()
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		p := newPod(t, sh)
 		n := now()

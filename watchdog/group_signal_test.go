@@ -71,6 +71,7 @@ func gone(pid int) bool {
 }
 
 func TestGroupSignal(t *testing.T) {
+	t.Parallel()
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		pgid, children := startGroup(t)
 		script := watchdog.GroupSignal() + `

@@ -18,6 +18,7 @@ import (
 // A redirection that fails (a directory where the watchdog writes a file, or
 // .pod removed under it) never ends the watchdog.
 func TestFailingRedirectionsNeverEndTheWatchdog(t *testing.T) {
+	t.Parallel()
 	t.Run("du.running_is_a_directory", func(t *testing.T) {
 		shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 			p := newPod(t, sh)
@@ -65,6 +66,7 @@ func TestFailingRedirectionsNeverEndTheWatchdog(t *testing.T) {
 // swapped in for a client's file between the regular-file test and the read
 // (the head stub swaps it, once, just before reading).
 func TestFIFOsNeverBlockTheWatchdog(t *testing.T) {
+	t.Parallel()
 	mkfifo := func(t *testing.T, path string) {
 		t.Helper()
 		if err := syscall.Mkfifo(path, 0o644); err != nil {

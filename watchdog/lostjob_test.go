@@ -16,6 +16,7 @@ import (
 // container_restarted; the abandoned rule counts from there and the group
 // is never signalled.
 func TestLostJobEndsAtOnce(t *testing.T) {
+	t.Parallel()
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		p := newPod(t, sh)
 		p.setEnv("OVERBRAINER_RETRIEVE_GRACE", "2")
@@ -57,6 +58,7 @@ func TestLostJobEndsAtOnce(t *testing.T) {
 // A cancelled marker without a word of [a-z_] ends the job without a
 // reason field.
 func TestCancelledWithoutReason(t *testing.T) {
+	t.Parallel()
 	for name, content := range map[string]string{"empty": "", "not_a_word": "Restarted 12\n"} {
 		t.Run(name, func(t *testing.T) {
 			shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
@@ -81,6 +83,7 @@ func TestCancelledWithoutReason(t *testing.T) {
 // group test itself plays the job here (a stub after the real group_signal),
 // which makes the race deterministic.
 func TestJobEndingDuringTheGroupTest(t *testing.T) {
+	t.Parallel()
 	for by, write := range map[string]string{
 		"exit_code": `printf '0\n' > "$OVERBRAINER_RUN_DIR/exit_code.tmp" && mv -f "$OVERBRAINER_RUN_DIR/exit_code.tmp" "$OVERBRAINER_RUN_DIR/exit_code"`,
 		"cancelled": `: > "$OVERBRAINER_RUN_DIR/cancelled"`,

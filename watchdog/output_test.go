@@ -17,6 +17,7 @@ import (
 // Each log line also reaches the container's output (the watchdog's
 // standard output), the last one too, and no secret goes with them.
 func TestLogLinesReachTheContainerOutput(t *testing.T) {
+	t.Parallel()
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		p := newPod(t, sh)
 		p.write(watchdog.Retrieved, "")
@@ -44,6 +45,7 @@ func TestLogLinesReachTheContainerOutput(t *testing.T) {
 // A tail without --pid (busybox's) relays too, the last line included, and
 // does not outlive the watchdog.
 func TestLogRelayWithoutGNUTail(t *testing.T) {
+	t.Parallel()
 	busybox := shtest.NeedTool(t, "busybox")
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		p := newPod(t, sh)
@@ -70,6 +72,7 @@ func (f lazy) String() string { return f() }
 // holds or ends the watchdog: it still deletes the pod by its rule and
 // exits.
 func TestABrokenContainerOutputNeverStopsTheWatchdog(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name string
 		out  func(t *testing.T) *os.File

@@ -91,6 +91,7 @@ func scriptReasons(t *testing.T) []string {
 // DeleteReasons lists every Delete* constant, and they are exactly the
 // reasons the script deletes by.
 func TestDeleteReasonsAreComplete(t *testing.T) {
+	t.Parallel()
 	consts := deleteConstants(t)
 	script := scriptReasons(t)
 	// The finders find what is known to be there, so an empty result

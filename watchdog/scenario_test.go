@@ -19,6 +19,7 @@ import (
 // request log and from watchdog.log.
 
 func TestProbeReady(t *testing.T) {
+	t.Parallel()
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		p := newPod(t, sh)
 		p.start()
@@ -45,6 +46,7 @@ func TestProbeReady(t *testing.T) {
 
 // Transient answers (no answer, 408, 429, 5xx) are retried up to PROBE_TRIES.
 func TestProbeRetriesTransientAnswers(t *testing.T) {
+	t.Parallel()
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		p := newPod(t, sh)
 		p.setEnv("OVERBRAINER_PROBE_TRIES", "5")
@@ -61,6 +63,7 @@ func TestProbeRetriesTransientAnswers(t *testing.T) {
 }
 
 func TestProbeFailedVerdicts(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		setup  func(p *pod)
@@ -113,6 +116,7 @@ func pathWithout(t *testing.T, first, without string) string {
 // A failed bootstrap: the verdict says so and the pod is deleted at once,
 // kept and with a job recorded or not.
 func TestBootstrapFailed(t *testing.T) {
+	t.Parallel()
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		p := newPod(t, sh)
 		p.setEnv("OVERBRAINER_BOOT_FAILED", "1", "OVERBRAINER_KEEP_POD", "1", "OVERBRAINER_INTERVAL", "3600")
@@ -131,6 +135,7 @@ func TestBootstrapFailed(t *testing.T) {
 }
 
 func TestNeverStarted(t *testing.T) {
+	t.Parallel()
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		p := newPod(t, sh)
 		p.setEnv("OVERBRAINER_BOOT_GRACE", "2")
@@ -141,6 +146,7 @@ func TestNeverStarted(t *testing.T) {
 
 // Keep mode guards nothing before the job exists.
 func TestKeepBeforeJobStarted(t *testing.T) {
+	t.Parallel()
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		p := newPod(t, sh)
 		p.setEnv("OVERBRAINER_KEEP_POD", "1", "OVERBRAINER_BOOT_GRACE", "2")
@@ -153,6 +159,7 @@ func TestKeepBeforeJobStarted(t *testing.T) {
 // passed, stale lease, job ended, results retrieved), but a full disk still
 // asks for a snapshot.
 func TestKeepAfterJobStarted(t *testing.T) {
+	t.Parallel()
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		p := newPod(t, sh)
 		n := now()
@@ -176,6 +183,7 @@ func TestKeepAfterJobStarted(t *testing.T) {
 }
 
 func TestKeepStillRequestsDiskSnapshot(t *testing.T) {
+	t.Parallel()
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		p := newPod(t, sh)
 		p.setEnv("OVERBRAINER_KEEP_POD", "1")
@@ -192,6 +200,7 @@ func TestKeepStillRequestsDiskSnapshot(t *testing.T) {
 // The cost cap deletes the pod even while the client's lease is fresh, after
 // asking for a snapshot SNAPSHOT_LEAD before it.
 func TestCostCapWhateverTheLease(t *testing.T) {
+	t.Parallel()
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		p := newPod(t, sh)
 		n := p.fakeClock(fakeT0).Now()
@@ -208,6 +217,7 @@ func TestCostCapWhateverTheLease(t *testing.T) {
 }
 
 func TestDeadlineWithStaleLease(t *testing.T) {
+	t.Parallel()
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		p := newPod(t, sh)
 		n := now()
@@ -220,6 +230,7 @@ func TestDeadlineWithStaleLease(t *testing.T) {
 
 // A fresh lease holds the deadline off until it is LEASE_TTL old.
 func TestDeadlineHeldByFreshLease(t *testing.T) {
+	t.Parallel()
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		p := newPod(t, sh)
 		n := p.fakeClock(fakeT0).Now()
@@ -241,6 +252,7 @@ func TestDeadlineHeldByFreshLease(t *testing.T) {
 // A lease touched in the future does not count as fresh: the pod's clock went
 // back, or the mtime is bogus.
 func TestLeaseInTheFutureIsStale(t *testing.T) {
+	t.Parallel()
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		p := newPod(t, sh)
 		n := now()
@@ -254,6 +266,7 @@ func TestLeaseInTheFutureIsStale(t *testing.T) {
 
 // snapshot_at asks for a cost snapshot and logs the minutes left to the cap.
 func TestSnapshotAt(t *testing.T) {
+	t.Parallel()
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		p := newPod(t, sh)
 		n := p.fakeClock(fakeT0).Now()
@@ -278,6 +291,7 @@ func TestSnapshotAt(t *testing.T) {
 // When the cost cap minus SNAPSHOT_LEAD comes before snapshot_at, the cost
 // snapshot is asked for then.
 func TestCostSnapshotLeadBeforeCap(t *testing.T) {
+	t.Parallel()
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		p := newPod(t, sh)
 		n := p.fakeClock(fakeT0).Now()
@@ -296,6 +310,7 @@ func TestCostSnapshotLeadBeforeCap(t *testing.T) {
 // SNAPSHOT_LEAD before the deadline, the job is asked for a snapshot, but only
 // once the lease is stale.
 func TestDeadlineSnapshotWhileLeaseStale(t *testing.T) {
+	t.Parallel()
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		p := newPod(t, sh)
 		n := now()
@@ -316,6 +331,7 @@ func TestDeadlineSnapshotWhileLeaseStale(t *testing.T) {
 // df of the run directory at DISK_ACT (97) percent asks for a snapshot; 96
 // percent does not.
 func TestDiskFullDf(t *testing.T) {
+	t.Parallel()
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		p := newPod(t, sh)
 		p.setDisk(96, 4)
@@ -335,6 +351,7 @@ func TestDiskFullDf(t *testing.T) {
 // On a network volume, the background du is weighed against VOLUME_USABLE
 // percent of .pod/volume_gb, or of OVERBRAINER_VOLUME_GB without it.
 func TestDiskFullVolume(t *testing.T) {
+	t.Parallel()
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		p := newPod(t, sh)
 		vol := t.TempDir()
@@ -364,6 +381,7 @@ func TestDiskFullVolume(t *testing.T) {
 // A du that hangs never delays the cost cap, and no second du starts while
 // the first still runs.
 func TestHungDuNeverBlocksCostCap(t *testing.T) {
+	t.Parallel()
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		p := newPod(t, sh)
 		calls := filepath.Join(p.bin.Dir, ".du-calls")
@@ -390,6 +408,7 @@ func TestHungDuNeverBlocksCostCap(t *testing.T) {
 // A snapshot.request already there (the client's stop) is adopted, never
 // overwritten.
 func TestSnapshotRequestAdopted(t *testing.T) {
+	t.Parallel()
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		p := newPod(t, sh)
 		p.write(watchdog.SnapshotRequest, "stop\n")
@@ -406,6 +425,7 @@ func TestSnapshotRequestAdopted(t *testing.T) {
 // deadline_due (a): after the watchdog asked for a snapshot, the deadline
 // waits SNAPSHOT_WAIT for the job to stop.
 func TestDeadlineWaitsForSnapshot(t *testing.T) {
+	t.Parallel()
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		p := newPod(t, sh)
 		n := now()
@@ -428,6 +448,7 @@ func TestDeadlineWaitsForSnapshot(t *testing.T) {
 // deadline_due (b): once a snapshot ended the job, the deadline gives way to
 // the retrieve grace, so the client can still collect the snapshot.
 func TestDeadlineGivesWayToRetrieveGrace(t *testing.T) {
+	t.Parallel()
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		p := newPod(t, sh)
 		n := now()
@@ -447,6 +468,7 @@ func TestDeadlineGivesWayToRetrieveGrace(t *testing.T) {
 
 // ... but no longer than RETRIEVE_GRACE after the deadline itself.
 func TestDeadlineRetrieveGraceCappedAtDeadline(t *testing.T) {
+	t.Parallel()
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		p := newPod(t, sh)
 		n := now()
@@ -466,6 +488,7 @@ func TestDeadlineRetrieveGraceCappedAtDeadline(t *testing.T) {
 }
 
 func TestRetrieved(t *testing.T) {
+	t.Parallel()
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		p := newPod(t, sh)
 		p.startJob()
@@ -481,6 +504,7 @@ func TestRetrieved(t *testing.T) {
 // stale one, or one touched so far in the future (a bogus mtime, a clock
 // stepped back) that it never counts as fresh.
 func TestAbandoned(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		lease func(p *pod)
@@ -516,6 +540,7 @@ func TestAbandoned(t *testing.T) {
 // downloads the results) holds the abandoned rule off past the retrieve
 // grace; once the lease goes stale, the pod is deleted as abandoned.
 func TestAbandonedHeldByFreshLease(t *testing.T) {
+	t.Parallel()
 	const ttl = 5
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		p := newPod(t, sh)
@@ -579,6 +604,7 @@ func TestAbandonedHeldByFreshLease(t *testing.T) {
 // The cost cap deletes the pod at once, even while a fresh lease holds the
 // abandoned rule off.
 func TestCostCapWhileAbandonedHeld(t *testing.T) {
+	t.Parallel()
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		p := newPod(t, sh)
 		p.setEnv("OVERBRAINER_RETRIEVE_GRACE", "1", "OVERBRAINER_LEASE_TTL", "3600")
@@ -599,6 +625,7 @@ func TestCostCapWhileAbandonedHeld(t *testing.T) {
 // The end of a job is seen from exit_code, cancelled, or its process group
 // being gone.
 func TestJobEnded(t *testing.T) {
+	t.Parallel()
 	for _, by := range []string{"exit_code", "cancelled", "group_gone"} {
 		t.Run(by, func(t *testing.T) {
 			shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
@@ -629,6 +656,7 @@ func TestJobEnded(t *testing.T) {
 type call struct{ method, body string }
 
 func TestDeleteFallbacks(t *testing.T) {
+	t.Parallel()
 	del := call{"DELETE", ""}
 	term := call{"POST", `{"action":"terminate"}`}
 	stop := call{"POST", `{"action":"stop"}`}
@@ -706,6 +734,7 @@ func fmtCalls(cs []call) []string {
 // With the API down for several ticks, every way fails and the next tick
 // tries again; once the API is back, the pod is deleted.
 func TestAPIDownThenBack(t *testing.T) {
+	t.Parallel()
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		p := newPod(t, sh)
 		p.setEnv("OVERBRAINER_BOOT_GRACE", "1")
@@ -738,6 +767,7 @@ func TestAPIDownThenBack(t *testing.T) {
 // TERM and INT are logged and end the watchdog with status 0 at once, even
 // in the middle of a long sleep.
 func TestSignals(t *testing.T) {
+	t.Parallel()
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		name := map[syscall.Signal]string{syscall.SIGTERM: "TERM", syscall.SIGINT: "INT"}[sig]
 		t.Run(name, func(t *testing.T) {
@@ -761,6 +791,7 @@ func TestSignals(t *testing.T) {
 
 // Malformed control files never make the watchdog exit or misread the job.
 func TestMalformedControlFiles(t *testing.T) {
+	t.Parallel()
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		p := newPod(t, sh)
 		p.setEnv("OVERBRAINER_RETRIEVE_GRACE", "1", "OVERBRAINER_BOOT_GRACE", "1",
@@ -796,6 +827,7 @@ func TestMalformedControlFiles(t *testing.T) {
 // Malformed settings fall back to their defaults; a malformed deadline fails
 // closed (it counts as passed).
 func TestMalformedSettings(t *testing.T) {
+	t.Parallel()
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		p := newPod(t, sh)
 		p.setEnv("OVERBRAINER_INTERVAL", "1m", "OVERBRAINER_PROBE_TRIES", "-3", "OVERBRAINER_BOOT_GRACE", "09",
@@ -816,6 +848,7 @@ func TestMalformedSettings(t *testing.T) {
 // The watchdog's own log on a full disk: every write fails, the rules still
 // run.
 func TestFullDiskForTheLog(t *testing.T) {
+	t.Parallel()
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		p := newPod(t, sh)
 		p.setEnv("OVERBRAINER_BOOT_GRACE", "1")
@@ -836,6 +869,7 @@ func TestFullDiskForTheLog(t *testing.T) {
 // Without RUNPOD_POD_ID there is nothing to delete: the watchdog keeps trying
 // (every tick logs the failure) and never calls the API on a wrong path.
 func TestNoPodIDNeverCallsTheCollection(t *testing.T) {
+	t.Parallel()
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		p := newPod(t, sh)
 		p.setEnv("RUNPOD_POD_ID", "", "OVERBRAINER_BOOT_GRACE", "1")
@@ -852,6 +886,7 @@ func TestNoPodIDNeverCallsTheCollection(t *testing.T) {
 // is read at once when the client wakes the watchdog (WakeCommand), not at
 // the next tick a minute later.
 func TestWakeReadsAControlFileAtOnce(t *testing.T) {
+	t.Parallel()
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		p := newPod(t, sh)
 		p.setEnv("OVERBRAINER_INTERVAL", "3600")
@@ -877,6 +912,7 @@ func TestWakeReadsAControlFileAtOnce(t *testing.T) {
 
 // WakeCommand never fails, with no watchdog to wake.
 func TestWakeCommandWithoutWatchdog(t *testing.T) {
+	t.Parallel()
 	wake := exec.Command("sh", "-c", watchdog.WakeCommand())
 	wake.Dir = t.TempDir()
 	if out, err := wake.CombinedOutput(); err != nil {
@@ -890,6 +926,7 @@ func TestWakeCommandWithoutWatchdog(t *testing.T) {
 // own and a session of its own, so that a failure cannot signal the
 // machine's processes.
 func TestWakeCommandRefusesABadPid(t *testing.T) {
+	t.Parallel()
 	unshare := shtest.NeedTool(t, "unshare")
 	// The client's command runs in the pod's login shell: bash on Runpod's
 	// images, whose kill takes "-1" where dash's refuses it.

@@ -42,6 +42,7 @@ func procGroup(pid int) int {
 // shell that ran an external echo or printf with the key would be caught
 // even between two /proc scans.
 func TestKeyNeverExposed(t *testing.T) {
+	t.Parallel()
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		p := newPod(t, sh)
 		p.setEnv("OVERBRAINER_BOOT_GRACE", "1")

@@ -12,6 +12,7 @@ import (
 )
 
 func TestParseVerdict(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		line string
 		want watchdog.Verdict
@@ -128,6 +129,7 @@ func expand(t *testing.T, parts []syntax.WordPart, samples map[string][]string) 
 // Every verdict the script can write parses as ready or as a failure, and
 // String writes it back as the script does.
 func TestEveryScriptVerdictParses(t *testing.T) {
+	t.Parallel()
 	samples := map[string][]string{
 		"code":        {"401", "503"},
 		"boot_reason": bootstrap.Reasons(),

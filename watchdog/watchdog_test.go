@@ -35,6 +35,7 @@ func scriptFiles(t *testing.T) map[string]string {
 }
 
 func TestScriptIsGroupSignalThenWatchdog(t *testing.T) {
+	t.Parallel()
 	s := watchdog.Script()
 	if !strings.HasPrefix(s, watchdog.GroupSignal()) {
 		t.Fatal("Script() does not start with GroupSignal()")
@@ -48,6 +49,7 @@ func TestScriptIsGroupSignalThenWatchdog(t *testing.T) {
 }
 
 func TestShellcheck(t *testing.T) {
+	t.Parallel()
 	sc := shtest.NeedTool(t, "shellcheck")
 	for name, p := range scriptFiles(t) {
 		out, err := exec.Command(sc, "-s", "sh", p).CombinedOutput()
@@ -58,6 +60,7 @@ func TestShellcheck(t *testing.T) {
 }
 
 func TestSyntaxUnderEveryShell(t *testing.T) {
+	t.Parallel()
 	files := scriptFiles(t)
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		for _, name := range []string{"script.sh", "wake.sh"} {
@@ -70,6 +73,7 @@ func TestSyntaxUnderEveryShell(t *testing.T) {
 }
 
 func TestPOSIXParse(t *testing.T) {
+	t.Parallel()
 	p := syntax.NewParser(syntax.Variant(syntax.LangPOSIX))
 	for name, body := range map[string]string{"group_signal.sh": watchdog.GroupSignal(), "script": watchdog.Script(), "wake": watchdog.WakeCommand()} {
 		if _, err := p.Parse(strings.NewReader(body), name); err != nil {
@@ -81,6 +85,7 @@ func TestPOSIXParse(t *testing.T) {
 // The here-document that carries the watchdog in the bootstrap ends at a line
 // equal to its delimiter; no line of the watchdog may look like one.
 func TestNoLineLooksLikeAHeredocEnd(t *testing.T) {
+	t.Parallel()
 	for i, line := range strings.Split(watchdog.Script(), "\n") {
 		if strings.HasPrefix(line, "OVERBRAINER_") && !strings.ContainsAny(line, " =$") {
 			t.Errorf("line %d %q could end a here-document", i+1, line)
