@@ -2,7 +2,6 @@ package watchdog_test
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,15 +18,7 @@ import (
 
 // Scenario subtests mostly wait for the watchdog's one-second ticks; run many
 // at once unless -parallel says otherwise.
-func TestMain(m *testing.M) {
-	flag.Parse()
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
-	if !set {
-		_ = flag.Set("test.parallel", "16")
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { shtest.Main(m, 16) }
 
 const (
 	podID  = "pod-7f3a9c"

@@ -1,8 +1,10 @@
 package shtest
 
 import (
+	"flag"
 	"os"
 	"os/exec"
+	"strconv"
 	"sync"
 	"testing"
 )
@@ -156,4 +158,18 @@ func NeedPods(t testing.TB, runnerErr error) {
 	for _, tool := range []string{"bash", "curl", "setsid", "tar"} {
 		NeedTool(t, tool)
 	}
+}
+
+// Main runs a package's tests with -parallel defaulting to parallel
+// instead of GOMAXPROCS, unless the command line sets it: shell tests
+// mostly wait on ticks and processes, and at two at a time a 2-core
+// machine spends their wall time waiting. Call it from TestMain.
+func Main(m *testing.M, parallel int) {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		_ = flag.Set("test.parallel", strconv.Itoa(parallel))
+	}
+	os.Exit(m.Run())
 }
