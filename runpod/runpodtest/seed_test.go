@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
@@ -12,7 +13,7 @@ import (
 // TestAddPods: seeded pods are listed page by page, read and deleted through
 // the API like created ones, with the status, times and env they were given.
 func TestAddPods(t *testing.T) {
-	srv := runpodtest.NewTestServer(t, runpodtest.WithPageSize(2), runpodtest.WithProvisioningDelay(24*time.Hour))
+	srv := checkedfake.NewTestServer(t, runpodtest.WithPageSize(2), runpodtest.WithProvisioningDelay(24*time.Hour))
 	c := newClient(t, srv)
 	ctx := context.Background()
 	created := srv.Now().Add(-time.Hour).Truncate(time.Second)
