@@ -2,6 +2,7 @@ package runpodtest_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -52,5 +53,20 @@ func TestAddPods(t *testing.T) {
 	}
 	if left := srv.Billing(); len(left) != 0 {
 		t.Errorf("%d pods left billing", len(left))
+	}
+}
+
+// A seeded pod's entrypoint and cmd read back as a created pod's do,
+// args holding them as Runpod stores them.
+func TestAddPodsStartCommand(t *testing.T) {
+	srv := checkedfake.NewTestServer(t, runpodtest.AllowPodsLeft())
+	c := newClient(t, srv)
+	id := srv.AddPods(runpodtest.SeedPod{Name: "ep", Entrypoint: []string{"bash", "-c"}, Cmd: []string{"echo hi"}})[0]
+	p, err := c.GetPod(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := p.Command(); !slices.Equal(got, []string{"bash", "-c", "echo hi"}) || p.Args != `{"cmd":["echo hi"],"entrypoint":["bash","-c"]}` {
+		t.Errorf("entrypoint %q cmd %q args %q", p.Entrypoint, p.Cmd, p.Args)
 	}
 }
