@@ -365,7 +365,8 @@ type BodyTooLargeError struct {
 }
 
 // BodyPart is one part of a create body and its size in bytes, as JSON:
-// "args" (the start command), "env.NAME" (one env variable), "other".
+// "args", "entrypoint" or "cmd" (the start command), "env.NAME" (one env
+// variable), "other".
 type BodyPart struct {
 	Field string
 	Size  int
@@ -402,10 +403,16 @@ func (b *createPodBody) encode() (json.RawMessage, error) {
 	}
 	var parts []BodyPart
 	rest := len(raw)
-	if b.Args != "" {
-		n := size(b.Args) + len(`"args":,`)
-		parts = append(parts, BodyPart{"args", n})
-		rest -= n
+	for _, m := range []struct {
+		name string
+		v    any
+		set  bool
+	}{{"args", b.Args, b.Args != ""}, {"entrypoint", b.Entrypoint, len(b.Entrypoint) > 0}, {"cmd", b.Cmd, len(b.Cmd) > 0}} {
+		if m.set {
+			n := size(m.v) + len(m.name) + len(`"":,`)
+			parts = append(parts, BodyPart{m.name, n})
+			rest -= n
+		}
 	}
 	for k, v := range b.Env {
 		n := size(k) + size(v) + 2
