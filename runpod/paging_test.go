@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -96,6 +97,28 @@ func TestListPodsFailedPage(t *testing.T) {
 	var ae *runpod.APIError
 	if err == nil || pods != nil || !errors.As(err, &ae) {
 		t.Fatalf("ListPods = %d pods, %v; want no pods and the page's error", len(pods), err)
+	}
+}
+
+// A cursor the server refuses (Runpod answers 422 to one sent with other
+// parameters, or expired) fails the listing with an error that names the
+// page and the server's reason, and lists nothing.
+func TestListPodsRefusedCursor(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("cursor") == "" {
+			_, _ = w.Write([]byte(`{"pods":[{"id":"a"}],"pagination":{"nextCursor":"c1","hasNextPage":true}}`))
+			return
+		}
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusUnprocessableEntity)
+		_, _ = w.Write([]byte(`{"title":"Unprocessable Entity","status":422,"detail":"Request validation failed.","errors":["cursor: not valid with these parameters"]}`))
+	}))
+	defer srv.Close()
+	pods, err := pagedClient(t, srv.URL).ListPods(context.Background(), runpod.ListPodsOptions{})
+	var ae *runpod.APIError
+	if pods != nil || !errors.As(err, &ae) || ae.StatusCode != http.StatusUnprocessableEntity ||
+		!strings.Contains(err.Error(), "page 2") || !strings.Contains(err.Error(), "cursor: not valid") {
+		t.Fatalf("ListPods = %d pods, %v", len(pods), err)
 	}
 }
 
