@@ -39,8 +39,9 @@ import (
 // The fake runs in a child process (this test binary, re-executed) so that
 // the memory and CPU measured are the lister's alone; the fake's own CPU
 // time is reported apart (fake-cpu-s). Its pods are seeded (no request,
-// no process each) and look like a launcher's: the real pod command
-// (bootstrap.Command, some 24 KB) and environment, a host-key secret each,
+// no process each) and look like a launcher's: the real start command
+// (bootstrap.Entrypoint and Cmd, some 31 KB, which the fake reports in the
+// pod's cmd and again in its args, as Runpod does) and environment, a host-key secret each,
 // statuses and times for every rule of the sweep.
 //
 // 10,000 pods with OVERBRAINER_BENCH_FULL=1, else 2,000, or
@@ -130,7 +131,6 @@ func serveListFake(n int) {
 	srv := runpodtest.NewServer(runpodtest.WithAPIKey(listKey), runpodtest.WithPageSize(listPage))
 	defer srv.Close()
 	now := srv.Now()
-	args := runpod.QuoteArgs(bootstrap.Command())
 	seeds := make([]runpodtest.SeedPod, n)
 	for i := range seeds {
 		created := now.Add(-time.Duration(30+i%600) * time.Minute)
@@ -155,7 +155,8 @@ func serveListFake(n int) {
 			delete(env, "OVERBRAINER_RUN_ID")
 		}
 		seeds[i] = runpodtest.SeedPod{
-			Name: guard.PodNamePrefix + runID, Image: guard.DefaultImage, Args: args, Env: env,
+			Name: guard.PodNamePrefix + runID, Image: guard.DefaultImage, Env: env,
+			Entrypoint: bootstrap.Entrypoint(), Cmd: bootstrap.Cmd(),
 			Status: status, CreatedAt: created, StartedAt: created.Add(time.Minute),
 		}
 		srv.AddSecret(podenv.HostKeySecretName(runID), "host key of "+runID)

@@ -20,29 +20,39 @@ import (
 	"github.com/overbrainer/overbrainer-go/bootstrap"
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
 	"github.com/overbrainer/overbrainer-go/podenv"
-	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
-// BenchmarkCommandSize reports the size of the pod's command as it travels:
-// args-bytes is the create call's args string (QuoteArgs of Command), the
-// one bounded by bootstrap.MaxCommandBytes (32 KiB); json-bytes is that
-// string JSON-encoded in the request body; watchdog-bytes is the watchdog
-// alone, the payload the command has to carry (the baseline), as package
-// watchdog embeds it: with the comment lines the command leaves out.
+// BenchmarkCommandSize reports the size of the pod's start command as the
+// create call sends it, as entrypoint and cmd (bootstrap.Entrypoint and
+// bootstrap.Cmd; see "The start command" in runpod's package doc):
+// cmd-bytes is its words together, the size bounded by
+// bootstrap.MaxCommandBytes (32 KiB); json-bytes is the two JSON-encoded
+// as the create body's members, their share of the body Runpod refuses
+// past runpod.MaxCreatePodBody (100 KiB). The loop times that encoding.
+// watchdog-bytes is the watchdog alone, the payload the command has to
+// carry (the baseline), as package watchdog embeds it: with the comment
+// lines the command leaves out.
 //
 //	go test -run '^$' -bench CommandSize -benchtime 1x ./bootstrap
 func BenchmarkCommandSize(b *testing.B) {
-	var args string
+	type startCommand struct {
+		Entrypoint []string `json:"entrypoint"`
+		Cmd        []string `json:"cmd"`
+	}
+	var js []byte
 	for b.Loop() {
-		args = runpod.QuoteArgs(bootstrap.Command())
+		var err error
+		if js, err = json.Marshal(startCommand{bootstrap.Entrypoint(), bootstrap.Cmd()}); err != nil {
+			b.Fatal(err)
+		}
 	}
-	js, err := json.Marshal(args)
-	if err != nil {
-		b.Fatal(err)
+	words := 0
+	for _, w := range bootstrap.Command() {
+		words += len(w)
 	}
-	b.ReportMetric(float64(len(args)), "args-bytes")
-	b.ReportMetric(float64(len(js)), "json-bytes")
+	b.ReportMetric(float64(words), "cmd-bytes")
+	b.ReportMetric(float64(len(js)-len("{}")), "json-bytes")
 	b.ReportMetric(float64(len(bootstrap.Script())), "script-bytes")
 	b.ReportMetric(float64(len(watchdog.Script())), "watchdog-bytes")
 	// No check against bootstrap.MaxCommandBytes here: a failed benchmark

@@ -306,6 +306,14 @@ func TestCreatePodBodyTooLarge(t *testing.T) {
 	if n := len(fs.requests()); n != 0 {
 		t.Errorf("%d requests sent", n)
 	}
+	// The bootstrap's form: the command is named by its members.
+	req.Command = nil
+	req.Entrypoint, req.Cmd = []string{"bash", "-c"}, []string{strings.Repeat("echo hi; ", 4000)}
+	_, err = c.CreatePod(context.Background(), req)
+	if !errors.As(err, &te) || len(te.Parts) < 3 || te.Parts[0].Field != "env.BIG_BLOB" || te.Parts[1].Field != "cmd" ||
+		te.Parts[1].Size < 36_000 || !strings.Contains(err.Error(), " cmd ") {
+		t.Errorf("with entrypoint and cmd: %v", err)
+	}
 	// Under the limit, it goes out.
 	(&podStore{}).serve(fs)
 	req.Env = map[string]string{"BIG_BLOB": big[:60_000]}

@@ -9,11 +9,14 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"reflect"
+	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
@@ -94,6 +97,28 @@ func TestListPodsFailedPage(t *testing.T) {
 	var ae *runpod.APIError
 	if err == nil || pods != nil || !errors.As(err, &ae) {
 		t.Fatalf("ListPods = %d pods, %v; want no pods and the page's error", len(pods), err)
+	}
+}
+
+// A cursor the server refuses (Runpod answers 422 to one sent with other
+// parameters, or expired) fails the listing with an error that names the
+// page and the server's reason, and lists nothing.
+func TestListPodsRefusedCursor(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("cursor") == "" {
+			_, _ = w.Write([]byte(`{"pods":[{"id":"a"}],"pagination":{"nextCursor":"c1","hasNextPage":true}}`))
+			return
+		}
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusUnprocessableEntity)
+		_, _ = w.Write([]byte(`{"title":"Unprocessable Entity","status":422,"detail":"Request validation failed.","errors":["cursor: not valid with these parameters"]}`))
+	}))
+	defer srv.Close()
+	pods, err := pagedClient(t, srv.URL).ListPods(context.Background(), runpod.ListPodsOptions{})
+	var ae *runpod.APIError
+	if pods != nil || !errors.As(err, &ae) || ae.StatusCode != http.StatusUnprocessableEntity ||
+		!strings.Contains(err.Error(), "page 2") || !strings.Contains(err.Error(), "cursor: not valid") {
+		t.Fatalf("ListPods = %d pods, %v", len(pods), err)
 	}
 }
 
@@ -190,36 +215,47 @@ func TestListPodsPast1000(t *testing.T) {
 }
 
 // TestListPodsSkipArgs: with SkipArgs every page's pods come without their
-// command and with all else, an env variable named args included, the
-// same as a listing that keeps them.
+// start command, whether it was given as args or as entrypoint and cmd
+// (the bootstrap's form), and with all else, env variables named args or
+// cmd included, the same as a listing that keeps them.
 func TestListPodsSkipArgs(t *testing.T) {
-	srv := runpodtest.NewTestServer(t, runpodtest.WithPageSize(2), runpodtest.AllowPodsLeft())
+	srv := checkedfake.NewTestServer(t, runpodtest.WithPageSize(2), runpodtest.AllowPodsLeft())
 	c, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := runpod.QuoteArgs([]string{"bash", "-c", `echo "args":"x" \ 'q'` + "\n"})
-	for i := range 5 {
-		srv.AddPods(runpodtest.SeedPod{Name: fmt.Sprint("p", i), Args: cmd, Env: map[string]string{"args": "kept", "K": `"args":"v"`}})
+	script := `echo "args":"x" ["cmd"] \ 'q'` + "\n"
+	cmd := []string{"bash", "-c", script}
+	env := map[string]string{"args": "kept", "cmd": "kept", "K": `"args":"v","cmd":["v"]`}
+	for i := range 6 {
+		seed := runpodtest.SeedPod{Name: fmt.Sprint("p", i), Env: env}
+		if i%2 == 0 {
+			seed.Args = runpod.QuoteArgs(cmd)
+		} else {
+			seed.Entrypoint, seed.Cmd = cmd[:2], cmd[2:]
+		}
+		srv.AddPods(seed)
 	}
 	ctx := context.Background()
 	whole, err := c.ListPods(ctx, runpod.ListPodsOptions{})
-	if err != nil || len(whole) != 5 {
+	if err != nil || len(whole) != 6 {
 		t.Fatalf("ListPods: %d pods, %v", len(whole), err)
 	}
 	lean, err := c.ListPods(ctx, runpod.ListPodsOptions{SkipArgs: true})
-	if err != nil || len(lean) != 5 {
+	if err != nil || len(lean) != 6 {
 		t.Fatalf("ListPods with SkipArgs: %d pods, %v", len(lean), err)
 	}
 	for i := range whole {
-		if whole[i].Args != cmd {
-			t.Errorf("pod %d: args %q, want %q", i, whole[i].Args, cmd)
+		if got, err := whole[i].Command(); err != nil || !slices.Equal(got, cmd) || (i%2 == 1) != (len(whole[i].Entrypoint) > 0) {
+			t.Errorf("pod %d: command %q (%v), entrypoint %q", i, got, err, whole[i].Entrypoint)
 		}
-		if lean[i].Args != "" {
-			t.Errorf("pod %d with SkipArgs: args %q", i, lean[i].Args)
+		l := lean[i]
+		if l.Args != "" || len(l.Entrypoint)+len(l.Cmd) > 0 {
+			t.Errorf("pod %d with SkipArgs: args %q, entrypoint %q, cmd %q", i, l.Args, l.Entrypoint, l.Cmd)
 		}
-		w, l := whole[i], lean[i]
-		w.Args = ""
+		w := whole[i]
+		w.Args, w.Entrypoint, w.Cmd = "", nil, nil
+		l.Entrypoint, l.Cmd = nil, nil // [] or absent: no command either way
 		if !reflect.DeepEqual(w, l) {
 			t.Errorf("pod %d with SkipArgs:\n%+v\nwant\n%+v", i, l, w)
 		}

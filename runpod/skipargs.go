@@ -2,26 +2,44 @@ package runpod
 
 import "bytes"
 
-// withoutArgs returns a page of GET /pods with the value of each pod's
-// "args" member emptied (""), compacted in place, for ListPods' SkipArgs.
-// A guarded pod's args are some 24 KB of escaped shell, nine tenths of the
-// page: encoding/json would scan them twice (once to validate, once to
-// decode) only for them to be dropped, while this finds each string's end
-// with memchr. A pod is an object in the page's top-level array or in
-// the array of its top-level object; an "args" met anywhere else (an env
-// variable of that name, say) is kept. A page it cannot follow is returned
-// unchanged, for json to judge.
+// withoutArgs returns a page of GET /pods with each pod's start command
+// dropped, compacted in place, for ListPods' SkipArgs: the value of its
+// "args" member emptied ("") and those of its "cmd" and "entrypoint"
+// members (arrays of strings) made []. A guarded pod's command is some
+// 30 KB of shell, in its cmd and again, escaped, in its args: nine tenths
+// of the page. encoding/json would scan it twice (once to validate, once
+// to decode) only for it to be dropped, while this finds each string's
+// end with memchr. A pod is an object in the page's top-level array or in
+// the array of its top-level object; a member of those names met anywhere
+// else (an env variable, say) is kept, as is one whose value is of
+// another type. A page it cannot follow is returned unchanged, for json
+// to judge.
 func withoutArgs(page []byte) []byte {
-	var cuts [][2]int // [start, end) of each args string, quotes included
+	// Each cut is the [start, end) of a value to drop, quotes or brackets
+	// included; it keeps its first and last byte: "" or [].
+	var cuts [][2]int
 	// stack holds '{' or '[' per open container; key is true where the
-	// next string of the current object is a member name.
+	// next string of the current object is a member name; member is the
+	// command member whose value comes next, if any.
 	var stack []byte
-	key, podArgs := false, false
+	key, member := false, ""
 	for i := 0; i < len(page); i++ {
 		switch c := page[i]; c {
-		case '{', '[':
+		case '[':
+			if member == "cmd" || member == "entrypoint" {
+				end := arrayEnd(page, i)
+				if end < 0 {
+					return page
+				}
+				cuts = append(cuts, [2]int{i, end})
+				member = ""
+				i = end - 1
+				continue
+			}
+			fallthrough
+		case '{':
 			stack = append(stack, c)
-			key, podArgs = c == '{', false
+			key, member = c == '{', ""
 		case '}', ']':
 			if len(stack) == 0 {
 				return page
@@ -37,30 +55,34 @@ func withoutArgs(page []byte) []byte {
 			}
 			switch {
 			case key:
-				podArgs = string(page[i:end]) == `"args"` && inPod(stack)
+				member = ""
+				if name := string(page[i+1 : end-1]); inPod(stack) && (name == "args" || name == "cmd" || name == "entrypoint") {
+					member = name
+				}
 				key = false
-			case podArgs:
+			case member == "args":
 				cuts = append(cuts, [2]int{i, end})
-				podArgs = false
+				member = ""
+			default:
+				member = ""
 			}
 			i = end - 1
 		case ':':
 		default:
-			// A literal or a number ends any args member that is not a
-			// string; blanks change nothing.
+			// A literal or a number ends any command member of another
+			// type; blanks change nothing.
 			if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
-				podArgs = false
+				member = ""
 			}
 		}
 	}
 	if len(stack) != 0 {
 		return page
 	}
-	// Each cut keeps its two quotes: the string becomes "".
 	w, r := 0, 0
 	for _, c := range cuts {
 		w += copy(page[w:], page[r:c[0]+1])
-		page[w] = '"'
+		page[w] = page[c[1]-1]
 		w++
 		r = c[1]
 	}
@@ -73,6 +95,36 @@ func withoutArgs(page []byte) []byte {
 // object (its "pods").
 func inPod(stack []byte) bool {
 	return bytes.Equal(stack, []byte("[{")) || bytes.Equal(stack, []byte("{[{"))
+}
+
+// arrayEnd returns the index just past the bracket that closes the JSON
+// array opening at start, or -1 when it does not close or its brackets do
+// not match.
+func arrayEnd(b []byte, start int) int {
+	var open []byte // the closers awaited, innermost last
+	for i := start; i < len(b); i++ {
+		switch c := b[i]; c {
+		case '[':
+			open = append(open, ']')
+		case '{':
+			open = append(open, '}')
+		case ']', '}':
+			if len(open) == 0 || open[len(open)-1] != c {
+				return -1
+			}
+			open = open[:len(open)-1]
+			if len(open) == 0 {
+				return i + 1
+			}
+		case '"':
+			end := stringEnd(b, i)
+			if end < 0 {
+				return -1
+			}
+			i = end - 1
+		}
+	}
+	return -1
 }
 
 // stringEnd returns the index just past the closing quote of the JSON

@@ -7,9 +7,10 @@ import (
 	"testing"
 )
 
-// clearPodArgs sets the args of each pod of a decoded page to "", where
-// withoutArgs empties them: in the top-level array, or in an array member
-// of the top-level object.
+// clearPodArgs drops the start command of each pod of a decoded page
+// where withoutArgs does (in the top-level array, or in an array member of
+// the top-level object): a string args becomes "", an array cmd or
+// entrypoint becomes [].
 func clearPodArgs(v any) {
 	clear := func(arr any) {
 		list, _ := arr.([]any)
@@ -17,6 +18,11 @@ func clearPodArgs(v any) {
 			if pod, ok := e.(map[string]any); ok {
 				if _, isString := pod["args"].(string); isString {
 					pod["args"] = ""
+				}
+				for _, k := range []string{"cmd", "entrypoint"} {
+					if _, isArray := pod[k].([]any); isArray {
+						pod[k] = []any{}
+					}
 				}
 			}
 		}
@@ -70,6 +76,11 @@ func TestWithoutArgs(t *testing.T) {
 		`{"pods":[],"args":"kept: not in a pod"}`,
 		`[[{"args":"kept: not a pod"}]]`,
 		`{"pods":[{"args":["not","a","string"]}]}`,
+		`{"pods":[{"id":"a","entrypoint":["bash","-c"],"cmd":["echo \"]}[{\" done"],"args":"{\"cmd\":[\"x\"]}","env":{"cmd":"kept"}}],"pagination":{"hasNextPage":false}}`,
+		`[{"cmd" : [ ["nested", {"a":"]"}], 1, null ] , "entrypoint":[]}, {"cmd":null,"entrypoint":"not an array"}]`,
+		`{"pods":[{"mounts":{"cmd":["kept"]},"cmd":["gone"]}],"entrypoint":["kept: not in a pod"]}`,
+		`{"pods":[{"cmd":["unterminated"}]}`,
+		`{"pods":[{"cmd":["mismatched"}]]}`,
 		`{"pods":[{"args":"unterminated}]}`,
 		`{"pods":[{"args":"x"}]`,
 		`]`,
@@ -82,5 +93,6 @@ func TestWithoutArgs(t *testing.T) {
 func FuzzWithoutArgs(f *testing.F) {
 	f.Add(`{"pods":[{"id":"a","args":"x\\\"y","env":{"args":"k"}}],"pagination":{}}`)
 	f.Add(`[{"args":"a"},{"args":1}]`)
+	f.Add(`{"pods":[{"cmd":["a\"]"],"entrypoint":[["b"]]}]}`)
 	f.Fuzz(checkWithoutArgs)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/overbrainer/overbrainer-go/examples/launch/internal/state"
 	"github.com/overbrainer/overbrainer-go/guard"
+	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
 
@@ -17,7 +18,7 @@ import (
 // only talk to the API and the state directory.
 func newAPIWorld(t *testing.T) *world {
 	t.Helper()
-	srv := runpodtest.NewTestServer(t, runpodtest.AllowPodsLeft())
+	srv := checkedfake.NewTestServer(t, runpodtest.AllowPodsLeft())
 	return &world{t: t, srv: srv, stateDir: filepath.Join(t.TempDir(), "state")}
 }
 

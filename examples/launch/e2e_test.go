@@ -82,6 +82,33 @@ func TestRunDemo(t *testing.T) {
 	w.assertPrivate(w.srv.APIKey())
 }
 
+// An image whose ENTRYPOINT ignores its arguments (a server's start
+// script) cannot swallow the bootstrap: the launcher sends it as the pod's
+// entrypoint, so the run goes as on any image (verdict ready, the job, the
+// pod deleted) and the image's ENTRYPOINT never runs.
+func TestRunOnAnImageWhoseEntrypointIgnoresItsArguments(t *testing.T) {
+	t.Parallel()
+	const image = "example/server-ignores-args:1"
+	w := newWorld(t, runpodtest.WithImage(image, runpodtest.Image{
+		Entrypoint: []string{"/usr/local/bin/serve"},
+		Cmd:        []string{"--port", "8000"},
+		Files:      map[string]string{"/usr/local/bin/serve": "#!/bin/sh\necho image server starting\nexec sleep 100000\n"},
+	}))
+	p := w.run(args([]string{"run", "--image", image}, fast, demo(2))...)
+	if p.code != 0 {
+		t.Fatalf("exit %d:\n%s", p.code, p.stderr.String())
+	}
+	mustContain(t, "stderr", p.stderr.String(), "watchdog verdict: ready", "job ended: exit code 0", "deleted")
+	pod := w.pod(w.onlyRun())
+	if pod.Image != image || pod.Status != runpodtest.StatusTerminated || len(pod.Argv) < 2 || pod.Argv[0] != "bash" || pod.Argv[1] != "-c" {
+		t.Errorf("pod on %s, %s, ran %.2q", pod.Image, pod.Status, pod.Argv)
+	}
+	if log := w.srv.PodLog(pod.ID); strings.Contains(log, "image server starting") {
+		t.Errorf("the image's ENTRYPOINT ran:\n%s", log)
+	}
+	w.assertClean()
+}
+
 // A job of one's own, with an HF token that reaches the job and nothing
 // else, and a non-zero exit that is collected all the same.
 func TestRunOwnJobWithToken(t *testing.T) {

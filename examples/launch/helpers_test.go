@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/examples/launch/internal/state"
+	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
@@ -48,7 +49,8 @@ func needPods(t *testing.T) {
 	shtest.NeedPods(t, runpodtest.CheckPodRunner())
 }
 
-// world is one test's fake Runpod and state directory.
+// world is one test's fake Runpod, every exchange of which is held to
+// the OpenAPI document (internal/checkedfake), and state directory.
 type world struct {
 	t        *testing.T
 	srv      *runpodtest.Server
@@ -59,7 +61,7 @@ type world struct {
 func newWorld(t *testing.T, opts ...runpodtest.Option) *world {
 	t.Helper()
 	needPods(t)
-	srv := runpodtest.NewTestServer(t, append([]runpodtest.Option{runpodtest.WithPodRunner()}, opts...)...)
+	srv := checkedfake.NewTestServer(t, append([]runpodtest.Option{runpodtest.WithPodRunner()}, opts...)...)
 	return &world{t: t, srv: srv, stateDir: filepath.Join(t.TempDir(), "state")}
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/guard"
+	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
@@ -48,7 +49,7 @@ func TestChaosBootFiles(t *testing.T) {
 			t.Run(c.name, func(t *testing.T) {
 				t.Parallel()
 				shtest.ForShells(t, []string{"dash", "busybox", "bash"}, func(t *testing.T, sh shtest.Shell) {
-					srv := runpodtest.NewTestServer(t, runpodtest.WithPodRunner(), runpodtest.AllowPodsLeft())
+					srv := checkedfake.NewTestServer(t, runpodtest.WithPodRunner(), runpodtest.AllowPodsLeft())
 					vol := srv.AddNetworkVolume("", 20)
 					runID := "fifo-" + strings.ReplaceAll(c.name, "_", "-") + "-" + sh.Name
 					podDir := filepath.Join(vol.Dir, "overbrainer", runID, watchdog.PodDir)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
@@ -49,7 +50,7 @@ func TestChaosPodClockSkew(t *testing.T) {
 			c := &cell{step: "clock", fault: fmt.Sprintf("%+dm", int(skew.Minutes())), rule: string(watchdog.DeleteCostCap)}
 			e := &env{t: t, c: c, sec: sec, stateDir: filepath.Join(t.TempDir(), "state"),
 				hf: fmt.Sprintf("hf_clock%dToken", time.Now().UnixNano()), bin: launcherBinary(t, "")}
-			e.srv = runpodtest.NewTestServer(t, runpodtest.WithPodRunner())
+			e.srv = checkedfake.NewTestServer(t, runpodtest.WithPodRunner())
 			_ = e.srv.Pods()
 			e.vol = e.srv.AddNetworkVolume("", 20)
 			e.job = stubbornJob(t)

@@ -16,8 +16,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
 	"github.com/overbrainer/overbrainer-go/runpod"
-	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
 
 // flakyProxy stands between a client and the fake Runpod and breaks some of
@@ -106,7 +106,7 @@ func TestChaosLoadCreatePods(t *testing.T) {
 	} {
 		t.Run(run.name, func(t *testing.T) {
 			t.Parallel()
-			srv := runpodtest.NewTestServer(t)
+			srv := checkedfake.NewTestServer(t)
 			proxy := newFlakyProxy(t, srv.URL, run.every429, run.everyLost)
 			waits := &waitLog{}
 			c, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(proxy.srv.URL+"/v2"),

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
@@ -443,7 +444,7 @@ func runCell(t *testing.T, c *cell, sec *secretSet) (again bool) {
 		// deletes it below.
 		opts = append(opts, runpodtest.AllowPodsLeft())
 	}
-	e.srv = runpodtest.NewTestServer(t, opts...)
+	e.srv = checkedfake.NewTestServer(t, opts...)
 	e.vol = e.srv.AddNetworkVolume("", 20)
 	switch {
 	case c.step == "upload" || c.step == "retrieve":

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
 
@@ -138,7 +139,7 @@ func runStateCell(t *testing.T, sc stateCell) {
 	c := &cell{step: "states", fault: sc.name}
 	e := &env{t: t, c: c, sec: newSecretSet(), stateDir: filepath.Join(t.TempDir(), "state"), hf: "hf_states" + strconv.Itoa(os.Getpid())}
 	e.bin = launcherBinary(t, "")
-	e.srv = runpodtest.NewTestServer(t, append([]runpodtest.Option{runpodtest.WithPodRunner()}, sc.opts...)...)
+	e.srv = checkedfake.NewTestServer(t, append([]runpodtest.Option{runpodtest.WithPodRunner()}, sc.opts...)...)
 	e.vol = e.srv.AddNetworkVolume("", 20)
 	e.bootGrace, e.retrieveGrace = longGrace, longGrace
 	args := e.runArgs()

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
 
@@ -29,7 +30,7 @@ func TestChaosSweeperIsTheLastEnforcer(t *testing.T) {
 	// Runpod would restart the container and its watchdog with it; this
 	// pod is one that does not come back (a failing restart, a crash
 	// loop), so the fake keeps it EXITED.
-	srv := runpodtest.NewTestServer(t, runpodtest.WithPodRunner(), runpodtest.AllowPodsLeft(), runpodtest.WithExitedOnEnd())
+	srv := checkedfake.NewTestServer(t, runpodtest.WithPodRunner(), runpodtest.AllowPodsLeft(), runpodtest.WithExitedOnEnd())
 	bin := launcherBinary(t, "")
 	e := &env{t: t, srv: srv, stateDir: filepath.Join(t.TempDir(), "state")}
 	job := `DEMO_STEPS=600 sh train.sh & sleep 4; kill -KILL "$(cat ../.pod/watchdog.pid)"; wait`

@@ -119,7 +119,7 @@ func createPod(t testing.TB, srv *Server, body map[string]any) wirePod {
 }
 
 func TestPodCreateGetListDelete(t *testing.T) {
-	srv := NewTestServer(t, WithTerminatedVisible(0))
+	srv := newTestServer(t, WithTerminatedVisible(0))
 	key := srv.APIKey()
 	created := createPod(t, srv, gpuPodBody("train-1"))
 	if created.Status != StatusProvisioning || created.Runtime != nil || created.SSH.Direct != nil {
@@ -178,7 +178,7 @@ func TestPodCreateGetListDelete(t *testing.T) {
 }
 
 func TestCreateRefusesBadRequests(t *testing.T) {
-	srv := NewTestServer(t)
+	srv := newTestServer(t)
 	srv.AddNetworkVolume("vol1", 50)
 	with := func(change func(map[string]any)) map[string]any {
 		b := gpuPodBody("x")
@@ -233,7 +233,7 @@ func TestCreateRefusesBadRequests(t *testing.T) {
 }
 
 func TestKeys(t *testing.T) {
-	srv := NewTestServer(t, WithAPIKey("rpa_TESTACCOUNTKEY"))
+	srv := newTestServer(t, WithAPIKey("rpa_TESTACCOUNTKEY"))
 	if srv.APIKey() != "rpa_TESTACCOUNTKEY" {
 		t.Fatalf("APIKey %q", srv.APIKey())
 	}
@@ -279,7 +279,7 @@ func TestKeys(t *testing.T) {
 }
 
 func TestPodActions(t *testing.T) {
-	srv := NewTestServer(t)
+	srv := newTestServer(t)
 	key := srv.APIKey()
 	p := createPod(t, srv, gpuPodBody("acts"))
 	path := "/v2/pods/" + p.ID + "/action"
@@ -321,7 +321,7 @@ func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 
 func TestBillingFollowsTheClock(t *testing.T) {
 	clock := NewManualClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
-	srv := NewTestServer(t, WithClock(clock.Now), WithProvisioningDelay(2*time.Minute))
+	srv := newTestServer(t, WithClock(clock.Now), WithProvisioningDelay(2*time.Minute))
 	body := gpuPodBody("billed")
 	body["gpu"] = map[string]any{"id": gpu4090, "count": 2}
 	body["mounts"] = map[string]any{"persistent": map[string]any{"size": 100, "path": "/workspace"}}
@@ -370,7 +370,7 @@ func TestBillingFollowsTheClock(t *testing.T) {
 }
 
 func TestCustomCatalogPricesPods(t *testing.T) {
-	srv := NewTestServer(t, WithGPUTypes(GPUType{ID: "NVIDIA Test GPU", Name: "Test", MemoryGB: 8, SecurePrice: 0.5, CommunityPrice: 0.25, MaxCount: 2}))
+	srv := newTestServer(t, WithGPUTypes(GPUType{ID: "NVIDIA Test GPU", Name: "Test", MemoryGB: 8, SecurePrice: 0.5, CommunityPrice: 0.25, MaxCount: 2}))
 	raw := mustCall(t, srv, srv.APIKey(), "GET", "/v2/catalog/gpus", nil, 200)
 	checkSchema(t, "ListGpuTypesResponse", raw)
 	list := decode[wireListGPUTypes](t, raw)
@@ -400,7 +400,7 @@ func TestCustomCatalogPricesPods(t *testing.T) {
 }
 
 func TestNetworkVolumes(t *testing.T) {
-	srv := NewTestServer(t)
+	srv := newTestServer(t)
 	key := srv.APIKey()
 	v := srv.AddNetworkVolume("vol1", 50)
 	if v.Dir == "" || v.SizeGB != 50 {
@@ -436,7 +436,7 @@ func TestNetworkVolumes(t *testing.T) {
 }
 
 func TestFaults(t *testing.T) {
-	srv := NewTestServer(t)
+	srv := newTestServer(t)
 	key := srv.APIKey()
 	p := createPod(t, srv, gpuPodBody("faulty"))
 
@@ -461,15 +461,19 @@ func TestFaults(t *testing.T) {
 
 	// A fresh transport: Go retries a GET that fails on a reused connection.
 	fresh := &http.Client{Transport: &http.Transport{}}
+	get := func(c *http.Client, path string) (*http.Response, error) {
+		req, _ := http.NewRequest("GET", srv.BaseURL()+path, nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		return c.Do(req)
+	}
 	srv.Fail("GET", "/v2/pods", Fault{Drop: true})
-	if resp, err := fresh.Get(srv.BaseURL() + "/pods"); err == nil {
+	if resp, err := get(fresh, "/pods"); err == nil {
 		resp.Body.Close()
 		t.Errorf("a dropped connection answered %d", resp.StatusCode)
 	}
 
 	srv.Fail("GET", "/v2/catalog/gpus", Fault{Hang: true})
-	client := &http.Client{Timeout: 200 * time.Millisecond}
-	if _, err := client.Get(srv.BaseURL() + "/catalog/gpus"); err == nil {
+	if _, err := get(&http.Client{Timeout: 200 * time.Millisecond}, "/catalog/gpus"); err == nil {
 		t.Error("a hanging call answered")
 	}
 	mustCall(t, srv, key, "GET", "/v2/catalog/gpus", nil, 200)
@@ -516,7 +520,7 @@ func TestCloseReleasesHangingCalls(t *testing.T) {
 }
 
 func TestRequestLog(t *testing.T) {
-	srv := NewTestServer(t)
+	srv := newTestServer(t)
 	body := gpuPodBody("logged")
 	p := createPod(t, srv, body)
 	mustCall(t, srv, srv.PodKey(p.ID), "DELETE", "/v2/pods/"+p.ID, nil, 204)
@@ -540,7 +544,7 @@ func TestRequestLog(t *testing.T) {
 }
 
 func TestSecretsREST(t *testing.T) {
-	srv := NewTestServer(t)
+	srv := newTestServer(t)
 	key := srv.APIKey()
 	const value = "c2VjcmV0IGtleQ=="
 	raw := mustCall(t, srv, key, "POST", "/v2/account/secrets", map[string]any{"name": "overbrainer_host_key_r1", "value": value}, 201)
@@ -617,7 +621,7 @@ func TestSecretsREST(t *testing.T) {
 }
 
 func TestExitPodAndWaitStatus(t *testing.T) {
-	srv := NewTestServer(t)
+	srv := newTestServer(t)
 	p := createPod(t, srv, gpuPodBody("exits"))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -696,7 +700,7 @@ func TestNewTestServerFailsOnPodsLeftBilling(t *testing.T) {
 // that resets last decides the Retry-After.
 func TestQuota(t *testing.T) {
 	clock := NewManualClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
-	srv := NewTestServer(t, WithClock(clock.Now), WithQuota(
+	srv := newTestServer(t, WithClock(clock.Now), WithQuota(
 		QuotaWindow{Name: "minute", Limit: 2, Window: time.Minute},
 		QuotaWindow{Name: "hour", Limit: 3, Window: time.Hour},
 	))
@@ -729,7 +733,7 @@ func TestQuota(t *testing.T) {
 // TestQuotaIsPerKey: a pod's key has a quota of its own, as on Runpod, so
 // that its watchdog's calls do not use up the account's.
 func TestQuotaIsPerKey(t *testing.T) {
-	srv := NewTestServer(t, WithQuota(QuotaWindow{Name: "hour", Limit: 2, Window: time.Hour}))
+	srv := newTestServer(t, WithQuota(QuotaWindow{Name: "hour", Limit: 2, Window: time.Hour}))
 	p := createPod(t, srv, gpuPodBody("quota"))
 	mustCall(t, srv, srv.APIKey(), "GET", "/v2/pods", nil, http.StatusOK)
 	mustCall(t, srv, srv.APIKey(), "GET", "/v2/pods", nil, http.StatusTooManyRequests)
@@ -745,7 +749,7 @@ func TestQuotaIsPerKey(t *testing.T) {
 // TestFaultLost: a Lost fault runs the call, then closes the connection
 // without its answer, as when an answer is lost on the way back.
 func TestFaultLost(t *testing.T) {
-	srv := NewTestServer(t)
+	srv := newTestServer(t)
 	p := createPod(t, srv, gpuPodBody("lost"))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -773,7 +777,7 @@ func TestFaultLost(t *testing.T) {
 // TestListPodsPagination: every list answer carries pagination; a cursor
 // is valid only with the parameters that issued it.
 func TestListPodsPagination(t *testing.T) {
-	srv := NewTestServer(t, WithProvisioningDelay(24*time.Hour), AllowPodsLeft())
+	srv := newTestServer(t, WithProvisioningDelay(24*time.Hour), AllowPodsLeft())
 	key := srv.APIKey()
 	for i := range 5 {
 		srv.AddPods(SeedPod{Name: fmt.Sprint("p", i)})

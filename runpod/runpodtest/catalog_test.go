@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
@@ -29,7 +30,7 @@ func gpuReq(name, gpu string) runpod.CreatePodRequest {
 // The stock in the catalog follows the pods: a create takes it, a delete
 // gives it back, and a create with none left is Runpod's capacity 400.
 func TestStockRunsOutAndComesBack(t *testing.T) {
-	srv := runpodtest.NewTestServer(t, stocked())
+	srv := checkedfake.NewTestServer(t, stocked())
 	c := newClient(t, srv)
 	ctx := context.Background()
 	stockOf := func(id string) (runpod.Availability, []string) {
@@ -94,7 +95,7 @@ func TestStockRunsOutAndComesBack(t *testing.T) {
 }
 
 func TestCatalogOptionsRefusedBeforeAnyRequest(t *testing.T) {
-	srv := runpodtest.NewTestServer(t)
+	srv := checkedfake.NewTestServer(t)
 	c := newClient(t, srv)
 	for _, o := range []runpod.CatalogOption{runpod.StockCloud("MOON"), runpod.StockCount(0), runpod.StockMinCUDA("12"), runpod.StockDataCenter("a/b"), nil} {
 		if _, err := c.ListGPUTypes(context.Background(), o); !errors.Is(err, runpod.ErrInvalid) {
@@ -109,7 +110,7 @@ func TestCatalogOptionsRefusedBeforeAnyRequest(t *testing.T) {
 // A refused type answers what RefuseGPU says, and ClassifyCreate reads it
 // as the launcher must: 402 stops, 403 and capacity go on, 422 stops.
 func TestCreateRefusals(t *testing.T) {
-	srv := runpodtest.NewTestServer(t)
+	srv := checkedfake.NewTestServer(t)
 	c := newClient(t, srv)
 	ctx := context.Background()
 	const gpu = "NVIDIA RTX A5000"
@@ -144,7 +145,7 @@ func TestCreateRefusals(t *testing.T) {
 }
 
 func TestDataCentersAndVolumes(t *testing.T) {
-	srv := runpodtest.NewTestServer(t, stocked())
+	srv := checkedfake.NewTestServer(t, stocked())
 	c := newClient(t, srv)
 	ctx := context.Background()
 	dcs, err := c.ListDataCenters(ctx, true)
@@ -231,7 +232,7 @@ func dataCenterOf(t *testing.T, srv *runpodtest.Server, c *runpod.Client, id str
 // pods have been billed that much, then answer 402.
 func TestBalanceRunsOut(t *testing.T) {
 	clock := runpodtest.NewManualClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	srv := runpodtest.NewTestServer(t, runpodtest.WithClock(clock.Now))
+	srv := checkedfake.NewTestServer(t, runpodtest.WithClock(clock.Now))
 	srv.SetBalance(0.01)
 	c := newClient(t, srv)
 	ctx := context.Background()

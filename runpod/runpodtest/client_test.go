@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
@@ -31,7 +32,7 @@ func newClient(t *testing.T, srv *runpodtest.Server, opts ...runpod.Option) *run
 }
 
 func TestClientAgreesWithTheFake(t *testing.T) {
-	srv := runpodtest.NewTestServer(t)
+	srv := checkedfake.NewTestServer(t)
 	c := newClient(t, srv)
 	ctx := context.Background()
 
@@ -132,7 +133,7 @@ func TestClientAgreesWithTheFake(t *testing.T) {
 // DeletePod's fallbacks against the fake's faults: a refused DELETE falls
 // back to terminate, and when both are refused, to stop, which still bills.
 func TestClientDeleteFallbacksAgainstFaults(t *testing.T) {
-	srv := runpodtest.NewTestServer(t, runpodtest.AllowPodsLeft())
+	srv := checkedfake.NewTestServer(t, runpodtest.AllowPodsLeft())
 	c := newClient(t, srv)
 	ctx := context.Background()
 	create := func(name string) string {
@@ -205,7 +206,7 @@ func Example_client() {
 // within its retry cap, and fails at once, with one request, when the
 // window resets past it.
 func TestClientHonoursTheQuota(t *testing.T) {
-	srv := runpodtest.NewTestServer(t, runpodtest.WithQuota(
+	srv := checkedfake.NewTestServer(t, runpodtest.WithQuota(
 		runpodtest.QuotaWindow{Name: "second", Limit: 1, Window: time.Second},
 		runpodtest.QuotaWindow{Name: "hour", Limit: 3, Window: time.Hour},
 	))
@@ -232,7 +233,7 @@ func TestClientHonoursTheQuota(t *testing.T) {
 // before resending, and reports the action done; resent, the stop would
 // answer 409.
 func TestClientLostActionIsCheckedBeforeResending(t *testing.T) {
-	srv := runpodtest.NewTestServer(t)
+	srv := checkedfake.NewTestServer(t)
 	c := newClient(t, srv)
 	ctx := context.Background()
 	for _, a := range []runpod.Action{runpod.ActionStop, runpod.ActionTerminate} {
@@ -268,7 +269,7 @@ func TestClientLostActionIsCheckedBeforeResending(t *testing.T) {
 // TestClientLostCreateIsAdopted: the fake makes the pod but the answer is
 // lost; the client finds it by name instead of making a second one.
 func TestClientLostCreateIsAdopted(t *testing.T) {
-	srv := runpodtest.NewTestServer(t)
+	srv := checkedfake.NewTestServer(t)
 	c := newClient(t, srv)
 	ctx := context.Background()
 	srv.Fail("POST", "/v2/pods", runpodtest.Fault{Lost: true})

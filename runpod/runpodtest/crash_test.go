@@ -10,7 +10,7 @@ import (
 // restarts; BreakPod leaves the pod in ERROR with nothing running.
 func TestCrashAndBreakPod(t *testing.T) {
 	requireRunner(t)
-	srv := NewTestServer(t, WithPodRunner(), WithRestartDelay(10*time.Millisecond))
+	srv := newTestServer(t, WithPodRunner(), WithRestartDelay(10*time.Millisecond))
 	created := createPod(t, srv, shPod("crash", "echo up; exec sleep 1000", nil))
 	ctx := waitCtx(t)
 	if _, err := srv.WaitStatus(ctx, created.ID, StatusRunning); err != nil {

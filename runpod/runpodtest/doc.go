@@ -42,6 +42,13 @@
 // (placement, a volume shrink), 422 for one that breaks the schema (unknown
 // fields included). Nothing answers under /graphql (404).
 //
+// testdata/openapi_v2.json is Runpod's OpenAPI document (its 2026-09
+// version), the contract the fake follows. This module's tests hold every
+// request the fake takes and every answer it gives to it, failing the test
+// on an exchange off the document (WithMiddleware, with a validator that
+// stays out of this package, so that a program embedding the fake links
+// none).
+//
 // # Keys
 //
 // The account key (WithAPIKey, or generated: APIKey) may do everything. Each

@@ -104,7 +104,7 @@ func startRun(t *testing.T, o e2eOptions) *e2eRun {
 			t.Fatalf("the pod needs %s: %v", tool, err)
 		}
 	}
-	srv := NewTestServer(t, append([]Option{WithPodRunner()}, o.opts...)...)
+	srv := newTestServer(t, append([]Option{WithPodRunner()}, o.opts...)...)
 	r := &e2eRun{t: t, srv: srv, runID: "e2e-" + newID()[:8], ctx: e2eCtx(t)}
 
 	hostPriv, hostSigner := newKeyPair(t)

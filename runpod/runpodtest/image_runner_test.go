@@ -42,7 +42,7 @@ exec "$@"
 // image's env under the pod's and the image's files in the pod's root.
 func TestPodRunnerCombinesTheImageWithTheCreate(t *testing.T) {
 	requireRunner(t)
-	srv := NewTestServer(t, append(testImages(), WithPodRunner(), WithExitedOnEnd())...)
+	srv := newTestServer(t, append(testImages(), WithPodRunner(), WithExitedOnEnd())...)
 	ctx := waitCtx(t)
 	const probe = `echo "mine: setup=${IMAGE_SETUP:-none} from=${FROM_IMAGE:-none} over=$OVERRIDDEN"`
 	for _, tc := range []struct {

@@ -83,7 +83,7 @@ func TestStartCommandForms(t *testing.T) {
 // The API keeps the command as Runpod does: args as stored, and the
 // entrypoint and cmd arrays on every read.
 func TestCreatePodStoresTheCommand(t *testing.T) {
-	srv := NewTestServer(t)
+	srv := newTestServer(t)
 	body := gpuPodBody("arrays")
 	delete(body, "args")
 	body["entrypoint"] = []string{"bash", "-c"}

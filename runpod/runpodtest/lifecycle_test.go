@@ -15,7 +15,7 @@ import (
 // ports or SSH endpoint, and only then RUNNING with them.
 func TestStartingPhaseShowsNoPorts(t *testing.T) {
 	clock := NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	srv := NewTestServer(t, WithClock(clock.Now), WithProvisioningDelay(time.Minute), WithStartingDelay(2*time.Minute))
+	srv := newTestServer(t, WithClock(clock.Now), WithProvisioningDelay(time.Minute), WithStartingDelay(2*time.Minute))
 	key := srv.APIKey()
 	created := createPod(t, srv, gpuPodBody("boot"))
 	get := func() wirePod {
@@ -45,7 +45,7 @@ func TestStartingPhaseShowsNoPorts(t *testing.T) {
 // while the pod shows STARTING without its ports; RUNNING follows.
 func TestPodRunnerStartingPhase(t *testing.T) {
 	requireRunner(t)
-	srv := NewTestServer(t, WithPodRunner(), WithStartingDelay(time.Second))
+	srv := newTestServer(t, WithPodRunner(), WithStartingDelay(time.Second))
 	created := createPod(t, srv, shPod("boot", "echo up; exec sleep 1000", nil))
 	ctx := waitCtx(t)
 	if _, err := srv.WaitStatus(ctx, created.ID, StatusStarting); err != nil {
@@ -71,7 +71,7 @@ func TestPodRunnerStartingPhase(t *testing.T) {
 // never shows EXITED meanwhile, and keeps billing.
 func TestPodRunnerRestartsAnEndedContainer(t *testing.T) {
 	requireRunner(t)
-	srv := NewTestServer(t, WithPodRunner(), WithRestartDelay(20*time.Millisecond))
+	srv := newTestServer(t, WithPodRunner(), WithRestartDelay(20*time.Millisecond))
 	created := createPod(t, srv, shPod("loop", "echo run-$$; exit 3", nil))
 	ctx := waitCtx(t)
 	p, err := srv.WaitPod(ctx, created.ID, func(p Pod) bool { return p.Restarts >= 3 || p.Status == StatusExited })
@@ -101,7 +101,7 @@ func TestPodRunnerRestartsAnEndedContainer(t *testing.T) {
 // TestTerminatedShowsThenGoes: a deleted pod answers GET as TERMINATED for
 // a while, leaves the list at once, and then answers 404.
 func TestTerminatedShowsThenGoes(t *testing.T) {
-	srv := NewTestServer(t, WithTerminatedVisible(300*time.Millisecond))
+	srv := newTestServer(t, WithTerminatedVisible(300*time.Millisecond))
 	key := srv.APIKey()
 	created := createPod(t, srv, gpuPodBody("gone"))
 	mustCall(t, srv, key, "DELETE", "/v2/pods/"+created.ID, nil, http.StatusNoContent)
@@ -147,7 +147,7 @@ func TestPodRunnerIsolation(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("TMPDIR", base)
-	srv := NewTestServer(t, WithPodRunner(), WithExitedOnEnd(), WithHiddenDirs(state))
+	srv := newTestServer(t, WithPodRunner(), WithExitedOnEnd(), WithHiddenDirs(state))
 	if !strings.HasPrefix(srv.tmp, base) {
 		t.Fatalf("the fake's directory %s is not under %s", srv.tmp, base)
 	}

@@ -28,7 +28,7 @@ func podOutput(t *testing.T, srv *Server, id string, lines ...string) {
 // that come while it streams, a resume after the last line seen, and the
 // end of the stream when the pod is deleted.
 func TestStreamPodLogs(t *testing.T) {
-	srv := NewTestServer(t)
+	srv := newTestServer(t)
 	c, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()))
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +95,7 @@ func TestStreamPodLogs(t *testing.T) {
 
 // Bad options fail before any request, naming the option.
 func TestStreamPodLogsOptions(t *testing.T) {
-	srv := NewTestServer(t)
+	srv := newTestServer(t)
 	c, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()))
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
@@ -52,7 +53,7 @@ func TestClientPacesABurstWithinTheQuota(t *testing.T) {
 		{"no pacing", 1, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := runpodtest.NewTestServer(t, runpodtest.WithQuota(quota))
+			srv := checkedfake.NewTestServer(t, runpodtest.WithQuota(quota))
 			var clients []*runpod.Client
 			for range tc.clients {
 				clients = append(clients, newClient(t, srv, runpod.WithRetry(10, 2*time.Second), runpod.WithPacing(tc.pacing)))
@@ -76,7 +77,7 @@ func TestClientPacesABurstWithinTheQuota(t *testing.T) {
 
 // A call waiting for its turn ends with its context, without sending.
 func TestClientPacingHonoursCancel(t *testing.T) {
-	srv := runpodtest.NewTestServer(t, runpodtest.WithQuota(runpodtest.QuotaWindow{Name: "slow", Limit: 1, Window: 20 * time.Second}))
+	srv := checkedfake.NewTestServer(t, runpodtest.WithQuota(runpodtest.QuotaWindow{Name: "slow", Limit: 1, Window: 20 * time.Second}))
 	c := newClient(t, srv, runpod.WithRetry(4, time.Minute))
 	if _, err := c.ListPods(context.Background(), runpod.ListPodsOptions{}); err != nil {
 		t.Fatal(err)

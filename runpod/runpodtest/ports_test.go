@@ -102,7 +102,7 @@ func TestPodPortsAreNeverShared(t *testing.T) {
 	// Three pods for each port of the window: without the reservation,
 	// some must collide.
 	narrowPorts(t, 8)
-	srv := NewTestServer(t)
+	srv := newTestServer(t)
 	first := createPods(t, srv, 24)
 	ports := livePorts(t, srv)
 	if len(ports) != len(first) {

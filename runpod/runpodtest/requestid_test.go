@@ -5,7 +5,7 @@ import "testing"
 // TestRequestIDs: every answer, errors and faults included, carries an
 // X-Request-Id of its own, the one the request log shows.
 func TestRequestIDs(t *testing.T) {
-	srv := NewTestServer(t)
+	srv := newTestServer(t)
 	srv.Fail("GET", "/v2/catalog/gpus", Fault{Status: 503})
 	seen := map[string]bool{}
 	for _, c := range []struct{ key, path string }{

@@ -129,14 +129,17 @@ func waitCtx(t *testing.T) context.Context {
 }
 
 func shPod(name, script string, env map[string]string) map[string]any {
-	return map[string]any{
+	body := map[string]any{
 		"name":  name,
 		"image": "runpod/base:local",
 		"gpu":   map[string]any{"id": gpu4090},
 		"ports": []string{"22/tcp"},
-		"env":   env,
 		"args":  QuoteArgs([]string{"sh", "-c", script}),
 	}
+	if env != nil { // the document has no null env
+		body["env"] = env
+	}
+	return body
 }
 
 // The pod's script for TestPodRunnerRunsThePodAsThePodWould: it writes what
@@ -182,7 +185,7 @@ func TestPodRunnerRunsThePodAsThePodWould(t *testing.T) {
 	// without the host getting it.
 	workTop := "/runpodtest-" + newID()
 	t.Setenv("HOST_ONLY_VAR", "host")
-	srv := NewTestServer(t, WithPodRunner())
+	srv := newTestServer(t, WithPodRunner())
 	srv.AddSecret("token", "s3cr3t-value-xyz")
 	vol := srv.AddNetworkVolume("vol1", 20)
 	// What the pod writes to, as the host has it.
@@ -299,7 +302,7 @@ func waitLog(t testing.TB, srv *Server, id, text string) {
 
 func TestPodRunnerStopKeepsTheVolumeAndBilling(t *testing.T) {
 	requireRunner(t)
-	srv := NewTestServer(t, WithPodRunner(), WithStopGrace(time.Minute))
+	srv := newTestServer(t, WithPodRunner(), WithStopGrace(time.Minute))
 	// The persistent volume counts the starts.
 	script := `n=$(cat /workspace/count 2>/dev/null || echo 0); n=$((n+1)); echo "$n" > /workspace/count
 trap 'echo "term $n"; exit 0' TERM
@@ -333,7 +336,7 @@ while :; do sleep 0.1; done`
 
 func TestPodRunnerCommandEndsAndFailures(t *testing.T) {
 	requireRunner(t)
-	srv := NewTestServer(t, WithPodRunner(), WithExitedOnEnd())
+	srv := newTestServer(t, WithPodRunner(), WithExitedOnEnd())
 	ctx := waitCtx(t)
 
 	exits := createPod(t, srv, shPod("exits", "echo bye; exit 7", nil))
@@ -373,7 +376,7 @@ func TestPodRunnerWithoutRootSaysSo(t *testing.T) {
 	if err := CheckPodRunner(); err != ErrPodRunnerNeedsRoot {
 		t.Fatalf("CheckPodRunner() = %v", err)
 	}
-	srv := NewTestServer(t, WithPodRunner())
+	srv := newTestServer(t, WithPodRunner())
 	created := createPod(t, srv, shPod("rootless", "true", nil))
 	p, err := srv.WaitStatus(waitCtx(t), created.ID, StatusError)
 	if err != nil {
@@ -391,7 +394,7 @@ func TestPodRunnerWithoutRootSaysSo(t *testing.T) {
 
 func TestCloseKillsEveryPod(t *testing.T) {
 	requireRunner(t)
-	srv := NewServer(WithPodRunner())
+	srv := NewServer(checked(t), WithPodRunner())
 	var ids []string
 	for i := range 3 {
 		p := createPod(t, srv, shPod(fmt.Sprint("pod", i), "setsid sleep 1000 & exec sleep 1000", nil))
@@ -422,7 +425,7 @@ func TestPodRunnerDeleteCutsAStopShort(t *testing.T) {
 	requireRunner(t)
 	// A grace far longer than the test's timeout: only the DELETE can end
 	// the stop in time.
-	srv := NewTestServer(t, WithPodRunner(), WithStopGrace(time.Hour))
+	srv := newTestServer(t, WithPodRunner(), WithStopGrace(time.Hour))
 	p := createPod(t, srv, shPod("stubborn", `trap 'echo got-term' TERM; echo ready; while :; do sleep 0.1; done`, nil))
 	waitLog(t, srv, p.ID, "ready\n")
 	stopped := make(chan int, 1)
@@ -430,6 +433,7 @@ func TestPodRunnerDeleteCutsAStopShort(t *testing.T) {
 		// Not call: t.Fatal must stay on the test's goroutine.
 		req, _ := http.NewRequest("POST", srv.BaseURL()+"/pods/"+p.ID+"/action", strings.NewReader(`{"action":"stop"}`))
 		req.Header.Set("Authorization", "Bearer "+srv.APIKey())
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			stopped <- -1
@@ -466,7 +470,7 @@ func TestPodRunnerDeleteCutsAStopShort(t *testing.T) {
 // then. The runner is held in that window until the stop has asked.
 func TestPodRunnerStopWhileStartingTermsTheCommand(t *testing.T) {
 	requireRunner(t)
-	srv := NewTestServer(t, WithPodRunner(), WithStopGrace(time.Hour))
+	srv := newTestServer(t, WithPodRunner(), WithStopGrace(time.Hour))
 	inWindow := make(chan struct{})
 	srv.podStarted = func(l *launch) {
 		close(inWindow)
@@ -525,7 +529,7 @@ func TestPodRunnerPodHasItsOwnRoot(t *testing.T) {
 		before[p] = hostTree(t, p)
 	}
 
-	srv := NewTestServer(t, WithPodRunner(), WithExitedOnEnd())
+	srv := newTestServer(t, WithPodRunner(), WithExitedOnEnd())
 	script := `set -eu
 echo "home=$HOME entries=[$(ls -A /root | tr '\n' ' ')] mode=$(stat -c '%a %U' /root)"
 mkdir -p /root/.ssh && echo pod > /root/.ssh/authorized_keys
@@ -596,7 +600,7 @@ func TestURLIsSetBeforeTheServerServes(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	srv := NewTestServer(t, WithPodRunner(), WithExitedOnEnd(), WithAPIKey(key))
+	srv := newTestServer(t, WithPodRunner(), WithExitedOnEnd(), WithAPIKey(key))
 	out, err := exec.Command(curl, "-sS", "-o", "/dev/null", "-w", "%{http_code}",
 		"-K", cfg, "--data-binary", "@"+bodyFile, srv.BaseURL()+"/pods").Output()
 	if err != nil || string(out) != "201" {
@@ -624,7 +628,7 @@ func TestURLIsSetBeforeTheServerServes(t *testing.T) {
 func TestPodRunnerCommandListensOnItsPort(t *testing.T) {
 	requireRunner(t)
 	shtest.NeedTool(t, "busybox")
-	srv := NewTestServer(t, WithPodRunner(), WithExitedOnEnd())
+	srv := newTestServer(t, WithPodRunner(), WithExitedOnEnd())
 	// An echo server on the pod's port, for one connection.
 	p := createPod(t, srv, shPod("listener", `exec busybox nc -l -p "$OVERBRAINER_SSH_PORT" -e cat`, nil))
 	running, err := srv.WaitStatus(waitCtx(t), p.ID, StatusRunning)

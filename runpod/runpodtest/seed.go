@@ -8,8 +8,13 @@ import (
 
 // SeedPod is a pod for AddPods: one the account already has.
 type SeedPod struct {
-	Name, Image, Args string
-	Env               map[string]string
+	Name, Image string
+	// Args, or Entrypoint and Cmd, are the pod's start command, given as
+	// a create call would give them (Args then reads back as Runpod
+	// stores the two).
+	Args            string
+	Entrypoint, Cmd []string
+	Env             map[string]string
 	// Status is PROVISIONING, RUNNING (the default), EXITED or ERROR.
 	Status string
 	// CreatedAt defaults to the fake's now; StartedAt, for a pod that
@@ -30,13 +35,22 @@ func (s *Server) AddPods(pods ...SeedPod) []string {
 	ids := make([]string, 0, len(pods))
 	for _, sp := range pods {
 		p := &pod{
-			id: newID(), key: newKey(), name: sp.Name, image: sp.Image, args: sp.Args,
+			id: newID(), key: newKey(), name: sp.Name, image: sp.Image,
 			disk: 50, env: maps.Clone(sp.Env), ports: []string{"22/tcp"}, cloud: "SECURE",
 			dataCenter: fakeDataCenter, status: StatusProvisioning, exitCode: -1,
 			createdAt: sp.CreatedAt, log: newPodLog(s),
 		}
-		if words, err := SplitArgs(p.args); err == nil && p.args != "" {
-			p.words, p.cmd = words, words
+		var args *string
+		if sp.Args != "" {
+			args = &sp.Args
+		}
+		stored, ep, cmd, err := startCommand(args, sp.Entrypoint, sp.Cmd)
+		if err != nil {
+			panic("runpodtest: AddPods: " + err.Error())
+		}
+		p.args, p.entrypoint, p.cmd = stored, ep, cmd
+		if len(ep)+len(cmd) > 0 {
+			p.words = slices.Concat(ep, cmd)
 		}
 		if p.env == nil {
 			p.env = map[string]string{}

@@ -2,9 +2,11 @@ package runpodtest_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
@@ -12,7 +14,7 @@ import (
 // TestAddPods: seeded pods are listed page by page, read and deleted through
 // the API like created ones, with the status, times and env they were given.
 func TestAddPods(t *testing.T) {
-	srv := runpodtest.NewTestServer(t, runpodtest.WithPageSize(2), runpodtest.WithProvisioningDelay(24*time.Hour))
+	srv := checkedfake.NewTestServer(t, runpodtest.WithPageSize(2), runpodtest.WithProvisioningDelay(24*time.Hour))
 	c := newClient(t, srv)
 	ctx := context.Background()
 	created := srv.Now().Add(-time.Hour).Truncate(time.Second)
@@ -51,5 +53,20 @@ func TestAddPods(t *testing.T) {
 	}
 	if left := srv.Billing(); len(left) != 0 {
 		t.Errorf("%d pods left billing", len(left))
+	}
+}
+
+// A seeded pod's entrypoint and cmd read back as a created pod's do,
+// args holding them as Runpod stores them.
+func TestAddPodsStartCommand(t *testing.T) {
+	srv := checkedfake.NewTestServer(t, runpodtest.AllowPodsLeft())
+	c := newClient(t, srv)
+	id := srv.AddPods(runpodtest.SeedPod{Name: "ep", Entrypoint: []string{"bash", "-c"}, Cmd: []string{"echo hi"}})[0]
+	p, err := c.GetPod(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := p.Command(); !slices.Equal(got, []string{"bash", "-c", "echo hi"}) || p.Args != `{"cmd":["echo hi"],"entrypoint":["bash","-c"]}` {
+		t.Errorf("entrypoint %q cmd %q args %q", p.Entrypoint, p.Cmd, p.Args)
 	}
 }

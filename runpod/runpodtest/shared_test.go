@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
 
@@ -20,7 +21,7 @@ func TestSharedEmulator(t *testing.T) {
 	if _, ok := runpodtest.FindShared(dir); ok {
 		t.Fatal("found a shared emulator in an empty directory")
 	}
-	srv := runpodtest.NewTestServer(t)
+	srv := checkedfake.NewTestServer(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- runpodtest.ServeShared(ctx, dir, srv) }()
@@ -54,7 +55,7 @@ func TestSharedEmulator(t *testing.T) {
 // A file left by a process that died names no emulator.
 func TestSharedFileOfADeadProcess(t *testing.T) {
 	dir := t.TempDir()
-	srv := runpodtest.NewTestServer(t)
+	srv := checkedfake.NewTestServer(t)
 	dead := exec.Command("true")
 	if err := dead.Run(); err != nil {
 		t.Fatal(err)
