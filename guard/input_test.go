@@ -247,8 +247,8 @@ func TestRemoveRefusesUncollectedResults(t *testing.T) {
 // without the run marker is never.
 func TestRemoveOrphan(t *testing.T) {
 	marked := testPodEnv(t, podenv.Settings{RunID: "elsewhere-1"})
-	late := testPodEnv(t, podenv.Settings{RunID: "elsewhere-1", Deadline: t0.Add(-25 * time.Hour)})
-	kept := testPodEnv(t, podenv.Settings{RunID: "elsewhere-1", Keep: true})
+	late := testPodEnv(t, podenv.Settings{RunID: "elsewhere-1", Rules: podenv.Rules{Deadline: t0.Add(-25 * time.Hour)}})
+	kept := testPodEnv(t, podenv.Settings{RunID: "elsewhere-1", Rules: podenv.Rules{Keep: true}})
 	for _, tc := range []struct {
 		status  runpod.PodStatus
 		env     map[string]string

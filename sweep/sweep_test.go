@@ -108,8 +108,10 @@ const (
 // podEnv is run id's env as podenv writes it: a deadline far off (which
 // a test sets to its own), not kept, the default graces and extension.
 func podEnv(id string) map[string]string {
-	env, err := podenv.Settings{RunID: id, Workdir: "/workspace/overbrainer", AuthorizedKey: clientKey, Claim: hostKey,
-		Deadline: sweepNow.Add(1000 * time.Hour)}.Env()
+	env, err := podenv.Settings{
+		RunID: id, Workdir: "/workspace/overbrainer", AuthorizedKey: clientKey, Claim: hostKey,
+		Rules: podenv.Rules{Deadline: sweepNow.Add(1000 * time.Hour)},
+	}.Env()
 	if err != nil {
 		panic(err)
 	}

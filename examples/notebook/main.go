@@ -10,6 +10,7 @@ import (
 
 	"github.com/overbrainer/overbrainer-go/examples/launch/demo"
 	"github.com/overbrainer/overbrainer-go/guard"
+	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
@@ -97,7 +98,7 @@ func must[T any](v T, err error) T {
 func launch() {
 	job := dir + "/job"
 	check(demo.WriteTo(job))
-	spec := guard.Spec{Job: guard.Job{Dir: job, Command: demo.Command}, Deadline: time.Now().Add(time.Hour)}
+	spec := guard.Spec{Job: guard.Job{Dir: job, Command: demo.Command}, Rules: podenv.Rules{Deadline: time.Now().Add(time.Hour)}}
 	must(guard.Launch(ctx, client(), spec, opts...)).Detach()
 }
 
