@@ -153,7 +153,7 @@ func serveListFake(n int) {
 			panic(err)
 		}
 		if i%50 == 3 { // named like a guarded run's pod, but unmarked
-			delete(env, "OVERBRAINER_RUN_ID")
+			delete(env, podenv.RunIDEnv)
 		}
 		seeds[i] = runpodtest.SeedPod{
 			Name: guard.PodNamePrefix + runID, Image: guard.DefaultImage, Args: args, Env: env,

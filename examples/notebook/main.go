@@ -21,7 +21,7 @@ var (
 	dir    = "overbrainer-notebook"
 	record = dir + "/record.json"
 	apiKey = os.Getenv("RUNPOD_API_KEY")
-	apiURL = cmp.Or(os.Getenv("OVERBRAINER_API_URL"), runpod.DefaultBaseURL)
+	apiURL = cmp.Or(os.Getenv(podenv.APIURLEnv), runpod.DefaultBaseURL)
 	// ctx ends on Ctrl-C (a notebook's interrupt): Launch then deletes its
 	// pod, and the other calls leave the pod to its watchdog.
 	ctx, _ = signal.NotifyContext(context.Background(), os.Interrupt)

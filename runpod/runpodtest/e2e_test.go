@@ -138,8 +138,8 @@ func startRun(t *testing.T, o e2eOptions) *e2eRun {
 		t.Fatal(err)
 	}
 	// A tick a second, so that the test is quick.
-	env["OVERBRAINER_INTERVAL"] = "1"
-	env["OVERBRAINER_PROBE_WAIT"] = "1"
+	env[podenv.IntervalEnv] = "1"
+	env[podenv.ProbeWaitEnv] = "1"
 	maps.Copy(env, o.env)
 
 	body := map[string]any{
