@@ -65,7 +65,7 @@ func client() *runpod.Client {
 	c := must(runpod.New(apiKey, runpod.WithBaseURL(apiURL)))
 	pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	if _, err := c.ListPods(pctx, runpod.ListPodsOptions{Name: guard.PodNamePrefix + "preflight"}); err != nil {
+	if _, err := c.ListPods(pctx, runpod.ListPodsOptions{Name: podenv.PodName("preflight")}); err != nil {
 		check(fmt.Errorf("the Runpod API at %s does not answer (an emulator must outlive the cells: is its local-server still running?): %w", apiURL, err))
 	}
 	return c
