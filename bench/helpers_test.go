@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
+	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
@@ -70,13 +71,13 @@ func runDir(b testing.TB) string {
 // watchdogEnv is the pod's environment for a watchdog talking to api.
 func watchdogEnv(dir string, api *shtest.FakeAPI, interval int) map[string]string {
 	return map[string]string{
-		"OVERBRAINER_RUN_DIR":     dir,
-		"RUNPOD_POD_ID":           benchPodID,
-		"RUNPOD_API_KEY":          benchAPIKey,
-		"OVERBRAINER_API_URL":     api.URL(),
-		"OVERBRAINER_INTERVAL":    strconv.Itoa(interval),
-		"OVERBRAINER_PROBE_WAIT":  "1",
-		"OVERBRAINER_PROBE_TRIES": "3",
+		podenv.RunDirEnv:     dir,
+		"RUNPOD_POD_ID":      benchPodID,
+		"RUNPOD_API_KEY":     benchAPIKey,
+		podenv.APIURLEnv:     api.URL(),
+		podenv.IntervalEnv:   strconv.Itoa(interval),
+		podenv.ProbeWaitEnv:  "1",
+		podenv.ProbeTriesEnv: "3",
 	}
 }
 

@@ -144,7 +144,8 @@ func serveListFake(n int) {
 			status = runpodtest.StatusExited
 		}
 		env, err := podenv.Settings{
-			RunID: runID, Workdir: "/workspace/overbrainer", Deadline: deadline, MaxCostUSD: 50,
+			RunID: runID, Workdir: "/workspace/overbrainer",
+			Rules:         podenv.Rules{Deadline: deadline, MaxCostUSD: 50},
 			AuthorizedKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJcomaqb8ckRepkDHH1CfKQjIlXD1MGWnmwCZJZcsNG3 overbrainer-" + runID,
 			Claim:         "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFaKCIGTAorZfRm38a9XqitAU3FLqS55pVZdcKm+u+LV",
 		}.Env()
@@ -152,7 +153,7 @@ func serveListFake(n int) {
 			panic(err)
 		}
 		if i%50 == 3 { // named like a guarded run's pod, but unmarked
-			delete(env, "OVERBRAINER_RUN_ID")
+			delete(env, podenv.RunIDEnv)
 		}
 		seeds[i] = runpodtest.SeedPod{
 			Name: guard.PodNamePrefix + runID, Image: guard.DefaultImage, Env: env,

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
+	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
@@ -96,7 +97,7 @@ func markerWatchdog(b *testing.B, sh shtest.Shell, marker string, interval int) 
 	markerPath := filepath.Join(dir, watchdog.Retrieved)
 	reason := "reason=retrieved"
 	if marker == "job_end" {
-		env["OVERBRAINER_RETRIEVE_GRACE"] = "0"
+		env[podenv.RetrieveGraceEnv] = "0"
 		markerPath = filepath.Join(dir, watchdog.ExitCode)
 		reason = "reason=abandoned"
 	} else {

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/overbrainer/overbrainer-go/guard"
+	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
@@ -119,7 +120,7 @@ func quotaRun(b *testing.B, api *runpod.Client, i int) (launched bool, err error
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	spec := guard.Spec{Job: guard.Job{Dir: dir, Command: "sh train.sh"}, Deadline: time.Now().Add(time.Hour)}
+	spec := guard.Spec{Job: guard.Job{Dir: dir, Command: "sh train.sh"}, Rules: podenv.Rules{Deadline: time.Now().Add(time.Hour)}}
 	run, err := guard.Launch(ctx, api, spec, guard.WithPoll(time.Second))
 	if err != nil {
 		return false, fmt.Errorf("run %d: launch: %w", i, err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
+	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
@@ -74,7 +75,7 @@ func measureTicks(b *testing.B, sh shtest.Shell, script string, ticks int) tickM
 	dir := runDir(b)
 	startJob(b, dir)
 	env := watchdogEnv(dir, api, 1)
-	env["OVERBRAINER_DEADLINE"] = itoa(time.Now().Unix() + 86400)
+	env[podenv.DeadlineEnv] = itoa(time.Now().Unix() + 86400)
 	g := newCPUGroup(b)
 	p := shtest.Start(b, sh, script, shtest.Opts{Dir: dir, Env: env})
 	pid := p.Cmd.Process.Pid
@@ -125,7 +126,7 @@ func BenchmarkLoopProcesses(b *testing.B) {
 				out := filepath.Join(b.TempDir(), "strace")
 				traced := shtest.Shell{Name: sh.Name, Argv: append([]string{strace, "-f", "-qq", "-o", out,
 					"-e", "trace=clone,clone3,fork,vfork,execve"}, sh.Argv...)}
-				p := shtest.Start(b, traced, loopScript, shtest.Opts{Env: map[string]string{"OVERBRAINER_INTERVAL": "1"}})
+				p := shtest.Start(b, traced, loopScript, shtest.Opts{Env: map[string]string{podenv.IntervalEnv: "1"}})
 				turns := 2
 				if full() {
 					turns = 5

@@ -84,7 +84,7 @@ func (w *world) env() map[string]string {
 	env, err := podenv.Settings{
 		RunID:         "r1",
 		Workdir:       w.workdir,
-		BootGrace:     time.Hour,
+		Rules:         podenv.Rules{BootGrace: time.Hour},
 		APIURL:        w.api.URL(),
 		AuthorizedKey: w.client.line,
 		// The claim's comment differs from the key's: only type and base64

@@ -146,7 +146,9 @@ func bootOnce(b *testing.B, baseline bool) (sshd, ready, login time.Duration) {
 	runDir := filepath.Join(workdir, "bench")
 	port := freePort(b)
 	env, err := podenv.Settings{
-		RunID: "bench", Workdir: workdir, BootGrace: time.Hour, APIURL: api.URL(),
+		RunID: "bench", Workdir: workdir,
+		Rules:         podenv.Rules{BootGrace: time.Hour},
+		APIURL:        api.URL(),
 		AuthorizedKey: client.line, Claim: host.line,
 	}.Env()
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/overbrainer/overbrainer-go/bootstrap"
 	"github.com/overbrainer/overbrainer-go/guard"
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
+	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 	"github.com/overbrainer/overbrainer-go/watchdog"
@@ -27,7 +28,7 @@ func TestBootAndWatchdogLinesReachTheLogStreamAndCollect(t *testing.T) {
 	job := writeJob(dir, `echo "the model" > "$OVERBRAINER_OUTPUTS/model"`)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	r, err := guard.Launch(ctx, api, guard.Spec{Job: guard.Job{Dir: job, Command: "sh train.sh"}, Deadline: time.Now().Add(time.Hour)},
+	r, err := guard.Launch(ctx, api, guard.Spec{Job: guard.Job{Dir: job, Command: "sh train.sh"}, Rules: podenv.Rules{Deadline: time.Now().Add(time.Hour)}},
 		guard.WithPoll(500*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
+	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/podssh"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
@@ -156,7 +157,7 @@ func TestCorruptedDownloadIsCaught(t *testing.T) {
 		}
 	})
 	ctx := context.Background()
-	spec := Spec{Job: Job{Dir: job, Command: "sh train.sh"}, Deadline: time.Now().Add(time.Hour)}
+	spec := Spec{Job: Job{Dir: job, Command: "sh train.sh"}, Rules: podenv.Rules{Deadline: time.Now().Add(time.Hour)}}
 	r, err := Launch(ctx, api, spec, dial, events, WithPoll(500*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -221,7 +222,7 @@ i=0
 while :; do i=$((i + 1)); echo "line $i"; sleep 0.002; done
 `)
 	ctx := context.Background()
-	spec := Spec{Job: Job{Dir: job, Command: "sh train.sh"}, Deadline: time.Now().Add(time.Hour)}
+	spec := Spec{Job: Job{Dir: job, Command: "sh train.sh"}, Rules: podenv.Rules{Deadline: time.Now().Add(time.Hour)}}
 	r, err := Launch(ctx, api, spec, WithPoll(500*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/guard"
+	"github.com/overbrainer/overbrainer-go/podenv"
 )
 
 // A job stopped at once, without a checkpoint: what it wrote so far is
@@ -17,7 +18,7 @@ func ExampleRun_Cancel() {
 	defer done()
 	job := writeJob(dir, "echo started > \"$OVERBRAINER_OUTPUTS/log\"; sleep 600")
 	ctx := context.Background()
-	spec := guard.Spec{Job: guard.Job{Dir: job, Command: "sh train.sh"}, Deadline: time.Now().Add(time.Hour)}
+	spec := guard.Spec{Job: guard.Job{Dir: job, Command: "sh train.sh"}, Rules: podenv.Rules{Deadline: time.Now().Add(time.Hour)}}
 	run, err := guard.Launch(ctx, api, spec, guard.WithPoll(500*time.Millisecond))
 	if err != nil {
 		log.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/guard"
+	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/podssh"
 )
 
@@ -19,7 +20,7 @@ func ExampleRun_Shell() {
 	defer done()
 	job := writeJob(dir, "echo training done")
 	ctx := context.Background()
-	spec := guard.Spec{Job: guard.Job{Dir: job, Command: "sh train.sh"}, Deadline: time.Now().Add(time.Hour)}
+	spec := guard.Spec{Job: guard.Job{Dir: job, Command: "sh train.sh"}, Rules: podenv.Rules{Deadline: time.Now().Add(time.Hour)}}
 	run, err := guard.Launch(ctx, api, spec)
 	if err != nil {
 		log.Fatal(err)

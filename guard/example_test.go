@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/guard"
+	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 	"github.com/overbrainer/overbrainer-go/watchdog"
@@ -40,7 +41,7 @@ func ExampleLaunch() {
 	})
 
 	ctx := context.Background()
-	spec := guard.Spec{Job: guard.Job{Dir: job, Command: "sh train.sh"}, Deadline: time.Now().Add(time.Hour)}
+	spec := guard.Spec{Job: guard.Job{Dir: job, Command: "sh train.sh"}, Rules: podenv.Rules{Deadline: time.Now().Add(time.Hour)}}
 	run, err := guard.Launch(ctx, api, spec, events, guard.WithPoll(500*time.Millisecond))
 	if err != nil {
 		log.Fatal(err) // the pod, if one was made, is deleted already
@@ -89,7 +90,7 @@ func ExampleAttach() {
 	save := guard.WithSave(func(r guard.Record) error { return r.Save(file) })
 
 	ctx := context.Background()
-	spec := guard.Spec{Job: guard.Job{Dir: job, Command: "sh train.sh"}, Deadline: time.Now().Add(time.Hour)}
+	spec := guard.Spec{Job: guard.Job{Dir: job, Command: "sh train.sh"}, Rules: podenv.Rules{Deadline: time.Now().Add(time.Hour)}}
 	run, err := guard.Launch(ctx, api, spec, save, guard.WithPoll(500*time.Millisecond))
 	if err != nil {
 		log.Fatal(err)

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/guard"
+	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
@@ -59,7 +60,7 @@ func cycle(srv *runpodtest.Server) error {
 	if err := os.WriteFile("job/train.sh", []byte(script), 0o644); err != nil {
 		return err
 	}
-	spec := guard.Spec{Job: guard.Job{Dir: "job", Command: "sh train.sh"}, Deadline: time.Now().Add(time.Hour)}
+	spec := guard.Spec{Job: guard.Job{Dir: "job", Command: "sh train.sh"}, Rules: podenv.Rules{Deadline: time.Now().Add(time.Hour)}}
 	run, err := guard.Launch(ctx, api, spec, guard.WithPoll(500*time.Millisecond))
 	if err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/podssh"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/watchdog"
@@ -678,7 +679,7 @@ func (h *harness) spec() Spec {
 	if err := os.WriteFile(filepath.Join(dir, "train.py"), []byte("print('hi')\n"), 0o644); err != nil {
 		h.t.Fatal(err)
 	}
-	return Spec{RunID: testRunID, Job: Job{Dir: dir, Command: testCommand}, Deadline: t0.Add(2 * time.Hour)}
+	return Spec{RunID: testRunID, Job: Job{Dir: dir, Command: testCommand}, Rules: podenv.Rules{Deadline: t0.Add(2 * time.Hour)}}
 }
 
 func (h *harness) launch(ctx context.Context, spec Spec, extra ...Option) (*Run, error) {

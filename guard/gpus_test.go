@@ -42,7 +42,7 @@ func (f *fallback) spec(t *testing.T, gpus ...string) guard.Spec {
 	if err := os.WriteFile(filepath.Join(dir, "train.sh"), []byte("echo hi\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return guard.Spec{Job: guard.Job{Dir: dir, Command: "sh train.sh"}, Deadline: time.Now().Add(time.Hour), GPUTypes: gpus}
+	return guard.Spec{Job: guard.Job{Dir: dir, Command: "sh train.sh"}, Rules: podenv.Rules{Deadline: time.Now().Add(time.Hour)}, GPUTypes: gpus}
 }
 
 func (f *fallback) launch(t *testing.T, spec guard.Spec, opts ...guard.Option) error {

@@ -56,9 +56,9 @@ func TestLaunchRefusesBadInput(t *testing.T) {
 		{"an extension with a hard deadline", func(s *Spec) { s.MaxExtension, s.HardDeadline = time.Hour, true }, nil, []string{"Spec.MaxExtension"}, nil},
 		{"the host key in PodEnv", func(s *Spec) { s.PodEnv = map[string]string{podenv.HostKeyEnv: "x"} }, nil, []string{"Spec.PodEnv"}, nil},
 		// The watchdog's own settings: keep mode, a knob, one Env never writes.
-		{"keep mode in PodEnv", func(s *Spec) { s.PodEnv = map[string]string{"OVERBRAINER_KEEP_POD": "1"} }, nil, []string{"Spec.PodEnv"}, nil},
-		{"a knob in PodEnv", func(s *Spec) { s.PodEnv = map[string]string{"OVERBRAINER_MAX_EXTENSION": "99999"} }, nil, []string{"Spec.PodEnv"}, nil},
-		{"the contract number in PodEnv", func(s *Spec) { s.PodEnv = map[string]string{"OVERBRAINER_CONTRACT": "1"} }, nil, []string{"Spec.PodEnv"}, nil},
+		{"keep mode in PodEnv", func(s *Spec) { s.PodEnv = map[string]string{podenv.KeepEnv: "1"} }, nil, []string{"Spec.PodEnv"}, nil},
+		{"a knob in PodEnv", func(s *Spec) { s.PodEnv = map[string]string{podenv.MaxExtensionEnv: "99999"} }, nil, []string{"Spec.PodEnv"}, nil},
+		{"the contract number in PodEnv", func(s *Spec) { s.PodEnv = map[string]string{podenv.ContractEnv: "1"} }, nil, []string{"Spec.PodEnv"}, nil},
 		{"a cost cap on a GPU type without a price", func(s *Spec) { s.MaxCostUSD, s.GPUTypeID = 5, "NVIDIA Nothing" }, nil,
 			[]string{"Spec.MaxCostUSD"}, []string{"GetGPUType"}},
 		{"a cost cap on a cloud without the type", func(s *Spec) { s.MaxCostUSD, s.Cloud = 5, runpod.CommunityCloud }, nil,
@@ -247,8 +247,8 @@ func TestRemoveRefusesUncollectedResults(t *testing.T) {
 // without the run marker is never.
 func TestRemoveOrphan(t *testing.T) {
 	marked := testPodEnv(t, podenv.Settings{RunID: "elsewhere-1"})
-	late := testPodEnv(t, podenv.Settings{RunID: "elsewhere-1", Deadline: t0.Add(-25 * time.Hour)})
-	kept := testPodEnv(t, podenv.Settings{RunID: "elsewhere-1", Keep: true})
+	late := testPodEnv(t, podenv.Settings{RunID: "elsewhere-1", Rules: podenv.Rules{Deadline: t0.Add(-25 * time.Hour)}})
+	kept := testPodEnv(t, podenv.Settings{RunID: "elsewhere-1", Rules: podenv.Rules{Keep: true}})
 	for _, tc := range []struct {
 		status  runpod.PodStatus
 		env     map[string]string

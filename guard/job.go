@@ -2,7 +2,6 @@ package guard
 
 import (
 	"archive/tar"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -169,7 +168,7 @@ func (r *Run) planCost(ctx context.Context) error {
 		return fmt.Errorf("reading the pod's clock: %w", err)
 	}
 	offset := costplan.ClockOffset(sent, received, st.PodNow)
-	plan, err := costplan.CostCap(r.rec.BillingStart, r.rec.CostPerHr, r.rec.budget(), r.rec.SnapshotLead, offset)
+	plan, err := costplan.CostCap(r.rec.BillingStart, r.rec.CostPerHr, r.rec.budget(), r.rec.EffectiveRules().SnapshotLead, offset)
 	if err != nil {
 		return err
 	}
@@ -354,9 +353,10 @@ func (r *Run) enforce(ctx context.Context, st jobctl.State, leaseAt time.Time) e
 	if r.rec.Keep {
 		return nil
 	}
-	now, late := r.now(), cmp.Or(r.rec.Interval, podenv.DefaultInterval)+enforceMargin
+	rules := r.rec.EffectiveRules()
+	now, late := r.now(), rules.Interval+enforceMargin
 	if r.rec.MaxCostUSD > 0 && r.rec.CostPerHr > 0 {
-		plan, err := costplan.CostCap(r.rec.BillingStart, r.rec.CostPerHr, r.rec.budget(), r.rec.SnapshotLead, 0)
+		plan, err := costplan.CostCap(r.rec.BillingStart, r.rec.CostPerHr, r.rec.budget(), rules.SnapshotLead, 0)
 		if err != nil {
 			return err
 		}
@@ -376,28 +376,19 @@ func (r *Run) enforce(ctx context.Context, st jobctl.State, leaseAt time.Time) e
 	}
 	// Past the deadline with a stale lease the watchdog asks for a
 	// snapshot, and deletes the pod once the snapshot had its wait.
-	staleAt := leaseAt.Add(cmp.Or(r.rec.LeaseTTL, podenv.DefaultLeaseTTL))
-	due := maxTime(r.rec.Deadline, staleAt).Add(cmp.Or(r.rec.SnapshotWait, podenv.DefaultSnapshotWait) + late)
+	staleAt := leaseAt.Add(rules.LeaseTTL)
+	due := maxTime(r.rec.Deadline, staleAt).Add(rules.SnapshotWait + late)
 	if !r.rec.Deadline.IsZero() && now.After(staleAt) && now.After(due) {
 		return &EnforcedError{Reason: watchdog.DeleteDeadline, Detail: fmt.Sprintf("the deadline %s passed, the lease lapsed",
 			r.rec.Deadline.Local().Format(time.DateTime))}
 	}
 	// The extension's end takes the pod whatever the lease, this client's
 	// own included: the backup of the watchdog's max_extension rule.
-	if ext := extensionOf(r.rec.MaxExtension, r.rec.HardDeadline); !r.rec.Deadline.IsZero() && now.After(r.rec.Deadline.Add(ext+late)) {
+	if ext := rules.MaxExtension; !r.rec.Deadline.IsZero() && now.After(r.rec.Deadline.Add(ext+late)) {
 		return &EnforcedError{Reason: watchdog.DeleteMaxExtension, Detail: fmt.Sprintf("the deadline %s plus its extension of %s passed",
 			r.rec.Deadline.Local().Format(time.DateTime), ext)}
 	}
 	return nil
-}
-
-// extensionOf is the extension a run was armed with: none for a hard
-// deadline, DefaultMaxExtension for zero.
-func extensionOf(ext time.Duration, hard bool) time.Duration {
-	if hard {
-		return 0
-	}
-	return cmp.Or(ext, DefaultMaxExtension)
 }
 
 // enforceMargin is how much later than its watchdog a client enforces.

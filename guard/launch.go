@@ -64,27 +64,14 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 		ID: spec.RunID, APIURL: c.BaseURL(),
 		PodName: podenv.PodName(spec.RunID), SecretName: podenv.HostKeySecretName(spec.RunID),
 		JobDir: spec.Job.Dir, Command: spec.Job.Command, ResumeFrom: spec.Job.ResumeFrom,
-		Deadline: spec.Deadline, MaxCostUSD: spec.MaxCostUSD, Keep: spec.Keep,
-		BootGrace: spec.BootGrace, RetrieveGrace: spec.RetrieveGrace,
-		Poll: cfg.poll, LeaseEvery: cfg.leaseEvery, SnapshotLead: spec.SnapshotLead,
-		Interval: spec.Interval, LeaseTTL: spec.LeaseTTL, SnapshotWait: spec.SnapshotWait,
-		MaxExtension: spec.MaxExtension, HardDeadline: spec.HardDeadline,
+		Rules: spec.Rules, Poll: cfg.poll, LeaseEvery: cfg.leaseEvery,
 		Results: spec.Results, Phase: PhaseCreating,
 	}
-	ttl := spec.LeaseTTL
-	if ttl == 0 {
-		ttl = DefaultLeaseTTL
-	}
-	if cfg.leaseEvery >= ttl {
+	if ttl := spec.EffectiveRules().LeaseTTL; cfg.leaseEvery >= ttl {
 		return nil, &FieldError{Field: "WithLeaseEvery", Reason: fmt.Sprintf("%s is not shorter than the lease's lifetime (%s)", cfg.leaseEvery, ttl)}
 	}
 	settings := podenv.Settings{
-		RunID: spec.RunID, Workdir: spec.Workdir, Deadline: spec.Deadline,
-		BootGrace: spec.BootGrace, RetrieveGrace: spec.RetrieveGrace, Keep: spec.Keep,
-		APIURL: spec.WatchdogAPIURL, Interval: spec.Interval, LeaseTTL: spec.LeaseTTL,
-		SnapshotLead: spec.SnapshotLead, SnapshotWait: spec.SnapshotWait,
-		ProbeWait: spec.ProbeWait, ProbeTries: spec.ProbeTries,
-		MaxExtension: spec.MaxExtension, HardDeadline: spec.HardDeadline, MaxCostUSD: spec.MaxCostUSD,
+		RunID: spec.RunID, Workdir: spec.Workdir, Rules: spec.Rules, APIURL: spec.WatchdogAPIURL,
 	}
 	if settings.APIURL == "" {
 		settings.APIURL = c.BaseURL()

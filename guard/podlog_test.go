@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/guard"
+	"github.com/overbrainer/overbrainer-go/podenv"
 )
 
 // lockedBuffer is a Builder safe for the pod log's goroutine and the test.
@@ -43,7 +44,7 @@ func TestWithPodLogCopiesThePodsOutput(t *testing.T) {
 	var podLog lockedBuffer
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	spec := guard.Spec{Job: guard.Job{Dir: job, Command: "sh train.sh"}, Deadline: time.Now().Add(time.Hour)}
+	spec := guard.Spec{Job: guard.Job{Dir: job, Command: "sh train.sh"}, Rules: podenv.Rules{Deadline: time.Now().Add(time.Hour)}}
 	run, err := guard.Launch(ctx, api, spec, guard.WithPodLog(&podLog), guard.WithPoll(200*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)

@@ -67,12 +67,12 @@ type Record struct {
 	// ResumeFrom is the Job's: the outputs its Start uploads first.
 	ResumeFrom string `json:"resume_from,omitempty"`
 
-	Deadline      time.Time     `json:"deadline,omitzero"`
-	MaxCostUSD    float64       `json:"max_cost_usd,omitempty"`
-	Keep          bool          `json:"keep,omitempty"`
-	BootGrace     time.Duration `json:"boot_grace"`
-	RetrieveGrace time.Duration `json:"retrieve_grace"`
-	CostPerHr     float64       `json:"cost_per_hr,omitempty"`
+	// Rules are the run's as armed: by them a follower, or another
+	// process, tells when the watchdog should have acted (zero knobs are
+	// the defaults, see podenv.Rules.EffectiveRules). Their JSON is flat,
+	// as before the type existed.
+	podenv.Rules
+	CostPerHr float64 `json:"cost_per_hr,omitempty"`
 	// GPU is the GPU type the pod got; Attempts every try at one, in
 	// order.
 	GPU      string    `json:"gpu,omitempty"`
@@ -90,20 +90,9 @@ type Record struct {
 	// Results is the Spec's, for a Collect from another process.
 	Results Results `json:"results,omitzero"`
 
-	// The watchdog's knobs as they were armed (zero: its defaults), by
-	// which a follower tells when its watchdog should have acted.
-	Interval     time.Duration `json:"interval,omitempty"`
-	LeaseTTL     time.Duration `json:"lease_ttl,omitempty"`
-	SnapshotWait time.Duration `json:"snapshot_wait,omitempty"`
-	// MaxExtension and HardDeadline as armed: zero without HardDeadline
-	// (a record of before them) is DefaultMaxExtension.
-	MaxExtension time.Duration `json:"max_extension,omitempty"`
-	HardDeadline bool          `json:"hard_deadline,omitempty"`
-
 	// How the run is followed, so that an Attach follows it the same way.
-	Poll         time.Duration `json:"poll"`
-	LeaseEvery   time.Duration `json:"lease_every"`
-	SnapshotLead time.Duration `json:"snapshot_lead"`
+	Poll       time.Duration `json:"poll"`
+	LeaseEvery time.Duration `json:"lease_every"`
 
 	Phase     Phase  `json:"phase"`
 	Verdict   string `json:"verdict,omitempty"`

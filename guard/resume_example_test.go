@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/guard"
+	"github.com/overbrainer/overbrainer-go/podenv"
 )
 
 // A run that continues from an earlier run's collected outputs: they are
@@ -28,7 +29,7 @@ func ExampleJob_resumeFrom() {
 	}
 
 	ctx := context.Background()
-	spec := guard.Spec{Job: guard.Job{Dir: job, Command: "sh train.sh", ResumeFrom: earlier}, Deadline: time.Now().Add(time.Hour)}
+	spec := guard.Spec{Job: guard.Job{Dir: job, Command: "sh train.sh", ResumeFrom: earlier}, Rules: podenv.Rules{Deadline: time.Now().Add(time.Hour)}}
 	run, err := guard.Launch(ctx, api, spec, guard.WithPoll(500*time.Millisecond))
 	if err != nil {
 		log.Fatal(err)

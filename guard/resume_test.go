@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
+	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 	"github.com/overbrainer/overbrainer-go/watchdog/jobctl"
@@ -102,7 +103,7 @@ echo step=8 > "$o/checkpoint.txt"
 	}
 	var events []Event
 	ctx := context.Background()
-	spec := Spec{Job: Job{Dir: job, Command: "sh train.sh", ResumeFrom: link}, Deadline: time.Now().Add(time.Hour)}
+	spec := Spec{Job: Job{Dir: job, Command: "sh train.sh", ResumeFrom: link}, Rules: podenv.Rules{Deadline: time.Now().Add(time.Hour)}}
 	r, err := Launch(ctx, api, spec, WithEvents(func(e Event) { events = append(events, e) }), WithPoll(500*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -175,8 +176,11 @@ func TestResumeFromIsChecked(t *testing.T) {
 		{"past the cap", mk("big", small, "", ""), "more than the results' cap", 1e-9},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			spec := Spec{Job: Job{Dir: job, Command: "sh train.sh", ResumeFrom: c.from}, Deadline: time.Now().Add(time.Hour),
-				Results: Results{MaxGB: c.maxGB}}
+			spec := Spec{
+				Job:     Job{Dir: job, Command: "sh train.sh", ResumeFrom: c.from},
+				Rules:   podenv.Rules{Deadline: time.Now().Add(time.Hour)},
+				Results: Results{MaxGB: c.maxGB},
+			}
 			_, err := Launch(context.Background(), api, spec)
 			var fe *FieldError
 			if !errors.As(err, &fe) || fe.Field != "Spec.Job.ResumeFrom" || !strings.Contains(fe.Reason, c.why) {
@@ -185,8 +189,10 @@ func TestResumeFromIsChecked(t *testing.T) {
 		})
 	}
 	// A link that stays inside is fine.
-	spec := Spec{RunID: "inside", Job: Job{Dir: job, Command: "sh train.sh", ResumeFrom: mk("inside", small, "latest", "ckpt")},
-		Deadline: time.Now().Add(time.Hour)}
+	spec := Spec{
+		RunID: "inside", Job: Job{Dir: job, Command: "sh train.sh", ResumeFrom: mk("inside", small, "latest", "ckpt")},
+		Rules: podenv.Rules{Deadline: time.Now().Add(time.Hour)},
+	}
 	if err := spec.withDefaults().check(time.Now()); err != nil {
 		t.Fatalf("a link inside refused: %v", err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/overbrainer/overbrainer-go/guard"
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
+	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/podssh"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
@@ -43,7 +44,7 @@ func TestShellSSHConfigAndCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	spec := guard.Spec{Job: guard.Job{Dir: job, Command: "sh train.sh"}, Deadline: time.Now().Add(time.Hour)}
+	spec := guard.Spec{Job: guard.Job{Dir: job, Command: "sh train.sh"}, Rules: podenv.Rules{Deadline: time.Now().Add(time.Hour)}}
 	launched, err := guard.Launch(ctx, api, spec, guard.WithPoll(200*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"os"
 	"path"
 	"path/filepath"
@@ -87,34 +86,12 @@ type Spec struct {
 	// when empty).
 	Workdir string
 
-	// Deadline is when the watchdog deletes the pod unless a client holds
-	// the lease. Zero means none, which needs Keep.
-	Deadline time.Time
-	// MaxCostUSD caps the run's cost: the job is asked for a snapshot at
-	// 95% (or SnapshotLead before), and the pod is deleted at 100%,
-	// whatever the lease. Zero means no cap.
-	MaxCostUSD float64
-	// MaxExtension is how long past the Deadline a following client's
-	// lease may hold the pod; zero means DefaultMaxExtension (24 h). At the
-	// deadline plus the extension the watchdog deletes the pod whatever
-	// the lease, and so do Follow and Sweep. HardDeadline asks for no
-	// extension at all (MaxExtension must then stay zero); a negative
-	// MaxExtension is refused.
-	MaxExtension time.Duration
-	HardDeadline bool
-	// Keep lifts the watchdog's rules once the job started: only Delete
-	// ends the pod.
-	Keep bool
-	// BootGrace and RetrieveGrace are the watchdog's (podenv's defaults
-	// when 0).
-	BootGrace, RetrieveGrace time.Duration
-	// SnapshotLead is how long before the cost cap or the deadline the job
-	// is asked for a snapshot (DefaultSnapshotLead when 0).
-	SnapshotLead time.Duration
-
-	// The watchdog's knobs; zero leaves the watchdog's default.
-	Interval, LeaseTTL, SnapshotWait, ProbeWait time.Duration
-	ProbeTries                                  int
+	// Rules are the run's deadline, cost cap, keep mode, graces and the
+	// watchdog's knobs (see podenv.Rules), which Follow and Sweep enforce
+	// too. Their zero values are the defaults, except Deadline: a run
+	// without one must set Keep. Keep lifts the watchdog's rules once the
+	// job started: only Delete ends the pod.
+	podenv.Rules
 
 	// WatchdogAPIURL is the API the watchdog calls; the client's base URL
 	// when empty.
@@ -238,18 +215,7 @@ func (s Spec) withDefaults() Spec {
 	if s.Workdir == "" {
 		s.Workdir = path.Join(s.VolumePath, "overbrainer")
 	}
-	if s.BootGrace == 0 {
-		s.BootGrace = podenv.DefaultBootGrace
-	}
-	if s.RetrieveGrace == 0 {
-		s.RetrieveGrace = podenv.DefaultRetrieveGrace
-	}
-	if s.SnapshotLead == 0 {
-		s.SnapshotLead = DefaultSnapshotLead
-	}
-	if s.MaxExtension == 0 && !s.HardDeadline {
-		s.MaxExtension = DefaultMaxExtension
-	}
+	s.Rules = s.EffectiveRules()
 	for _, dir := range []*string{&s.Job.Dir, &s.Job.ResumeFrom} {
 		if *dir != "" {
 			if abs, err := filepath.Abs(*dir); err == nil {
@@ -318,24 +284,11 @@ func (s Spec) check(now time.Time) error {
 	if !path.IsAbs(s.Workdir) {
 		bad("Workdir", "%q is not absolute", s.Workdir)
 	}
-	if math.IsNaN(s.MaxCostUSD) || math.IsInf(s.MaxCostUSD, 0) || s.MaxCostUSD < 0 {
-		bad("MaxCostUSD", "%v is not a positive amount or 0", s.MaxCostUSD)
-	}
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{{"BootGrace", s.BootGrace}, {"RetrieveGrace", s.RetrieveGrace}, {"SnapshotLead", s.SnapshotLead},
-		{"Interval", s.Interval}, {"LeaseTTL", s.LeaseTTL}, {"SnapshotWait", s.SnapshotWait}, {"ProbeWait", s.ProbeWait},
-		{"MaxExtension", s.MaxExtension}} {
-		if d.v < 0 {
-			bad(d.name, "%s is negative", d.v)
+	for _, err := range unjoin(s.CheckRules()) {
+		var fe *podenv.FieldError
+		if errors.As(err, &fe) {
+			bad(fe.Field, "%s", fe.Reason)
 		}
-	}
-	if s.HardDeadline && s.MaxExtension != 0 {
-		bad("MaxExtension", "%s is set with HardDeadline, which allows no extension", s.MaxExtension)
-	}
-	if s.ProbeTries < 0 {
-		bad("ProbeTries", "%d is negative", s.ProbeTries)
 	}
 	errs = append(errs, s.Results.check("Spec.Results.")...)
 	for k := range s.PodEnv {
@@ -373,4 +326,15 @@ func (rec Record) jobDefaults() map[string]string {
 		return nil
 	}
 	return VolumeCaches(rec.VolumeDir)
+}
+
+// unjoin lists the errors that errors.Join joined into err.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	if err != nil {
+		return []error{err}
+	}
+	return nil
 }

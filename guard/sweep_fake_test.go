@@ -36,11 +36,11 @@ func TestSweepOnTheFake(t *testing.T) {
 		return p.ID
 	}
 	in := func(d time.Duration) time.Time { return clock().Add(d) }
-	late := create("late", podenv.Settings{Deadline: in(time.Hour), HardDeadline: true})
-	young := create("young", podenv.Settings{Deadline: in(10 * time.Hour)})
-	capped := create("capped", podenv.Settings{Deadline: in(10 * time.Hour), MaxCostUSD: 0.5})
-	exited := create("exited", podenv.Settings{Deadline: in(10 * time.Hour)})
-	kept := create("kept", podenv.Settings{Keep: true})
+	late := create("late", podenv.Settings{Rules: podenv.Rules{Deadline: in(time.Hour), HardDeadline: true}})
+	young := create("young", podenv.Settings{Rules: podenv.Rules{Deadline: in(10 * time.Hour)}})
+	capped := create("capped", podenv.Settings{Rules: podenv.Rules{Deadline: in(10 * time.Hour), MaxCostUSD: 0.5}})
+	exited := create("exited", podenv.Settings{Rules: podenv.Rules{Deadline: in(10 * time.Hour)}})
+	kept := create("kept", podenv.Settings{Rules: podenv.Rules{Keep: true}})
 	other, err := c.CreatePod(context.Background(), runpod.CreatePodRequest{Name: PodNamePrefix + "other", Image: "x", GPUTypeID: "NVIDIA GeForce RTX 4090"})
 	if err != nil {
 		t.Fatal(err)

@@ -53,12 +53,14 @@ func FuzzEnvForTheWatchdog(f *testing.F) {
 		interval, leaseTTL, snapLead, snapWait, probeWait int64, probeTries int) {
 		s := podenv.Settings{
 			RunID: runID, Workdir: workdir,
-			BootGrace: time.Duration(boot) * time.Second, RetrieveGrace: time.Duration(retrieve) * time.Second,
+			Rules: podenv.Rules{
+				BootGrace: time.Duration(boot) * time.Second, RetrieveGrace: time.Duration(retrieve) * time.Second,
+				Interval: time.Duration(interval), LeaseTTL: time.Duration(leaseTTL),
+				SnapshotLead: time.Duration(snapLead), SnapshotWait: time.Duration(snapWait),
+				ProbeTries: probeTries, ProbeWait: time.Duration(probeWait),
+			},
 			VolumeDir: volDir, VolumeGB: volGB, APIURL: "http://127.0.0.1:1/v2",
 			AuthorizedKey: authKey, Claim: claim,
-			Interval: time.Duration(interval), LeaseTTL: time.Duration(leaseTTL),
-			SnapshotLead: time.Duration(snapLead), SnapshotWait: time.Duration(snapWait),
-			ProbeTries: probeTries, ProbeWait: time.Duration(probeWait),
 		}
 		if deadline != 0 {
 			s.Deadline = time.Unix(deadline, 0)

@@ -11,10 +11,12 @@ import (
 
 func ExampleSettings_Env() {
 	s := podenv.Settings{
-		RunID:         "r1",
-		Workdir:       "/workspace/overbrainer",
-		Deadline:      time.Unix(1_790_021_600, 0),
-		BootGrace:     30 * time.Minute,
+		RunID:   "r1",
+		Workdir: "/workspace/overbrainer",
+		Rules: podenv.Rules{
+			Deadline:  time.Unix(1_790_021_600, 0),
+			BootGrace: 30 * time.Minute,
+		},
 		AuthorizedKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJcomaqb8ckRepkDHH1CfKQjIlXD1MGWnmwCZJZcsNG3 overbrainer-r1",
 		Claim:         "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFaKCIGTAorZfRm38a9XqitAU3FLqS55pVZdcKm+u+LV",
 	}

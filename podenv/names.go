@@ -92,4 +92,4 @@ var runIDs struct {
 // RunMarker is the run id a pod's env says it belongs to (empty when it
 // says none): a guarded pod carries its run's id, so that a pod merely
 // named like one is told apart.
-func RunMarker(env map[string]string) string { return env[runIDEnv] }
+func RunMarker(env map[string]string) string { return env[RunIDEnv] }

@@ -24,45 +24,52 @@ const ContractVersion = 2
 
 // The names of the pod's env that this package owns: [Settings.Env]
 // writes them, the bootstrap and the watchdog read them, and [Parse]
-// reads them back. No other Go code spells them.
+// reads them back. No Go code outside podenv, the watchdog and the
+// bootstrap spells them (a test keeps it so): a reader uses Parse, and a
+// test or a tool that must name one (to garble it, or to run the watchdog
+// alone) uses these constants.
 const (
-	runIDEnv         = "OVERBRAINER_RUN_ID"
-	workdirEnv       = "OVERBRAINER_WORKDIR"
-	runDirEnv        = "OVERBRAINER_RUN_DIR"
-	bootGraceEnv     = "OVERBRAINER_BOOT_GRACE"
-	retrieveGraceEnv = "OVERBRAINER_RETRIEVE_GRACE"
-	keepEnv          = "OVERBRAINER_KEEP_POD"
+	RunIDEnv         = "OVERBRAINER_RUN_ID"
+	WorkdirEnv       = "OVERBRAINER_WORKDIR"
+	RunDirEnv        = "OVERBRAINER_RUN_DIR"
+	BootGraceEnv     = "OVERBRAINER_BOOT_GRACE"
+	RetrieveGraceEnv = "OVERBRAINER_RETRIEVE_GRACE"
+	KeepEnv          = "OVERBRAINER_KEEP_POD"
 	// APIURLEnv is the API the watchdog calls; a local emulator that
 	// plays Runpod points it at itself.
 	APIURLEnv        = "OVERBRAINER_API_URL"
-	authorizedKeyEnv = "OVERBRAINER_AUTHORIZED_KEY"
-	claimEnv         = "OVERBRAINER_CLAIM"
-	versionEnv       = "OVERBRAINER_VERSION"
-	contractEnv      = "OVERBRAINER_CONTRACT"
-	deadlineEnv      = "OVERBRAINER_DEADLINE"
-	secretEnvEnv     = "OVERBRAINER_SECRET_ENV"
-	volumeDirEnv     = "OVERBRAINER_VOLUME_DIR"
-	volumeGBEnv      = "OVERBRAINER_VOLUME_GB"
-	maxExtensionEnv  = "OVERBRAINER_MAX_EXTENSION"
-	intervalEnv      = "OVERBRAINER_INTERVAL"
-	leaseTTLEnv      = "OVERBRAINER_LEASE_TTL"
-	snapshotLeadEnv  = "OVERBRAINER_SNAPSHOT_LEAD"
-	snapshotWaitEnv  = "OVERBRAINER_SNAPSHOT_WAIT"
-	probeTriesEnv    = "OVERBRAINER_PROBE_TRIES"
-	probeWaitEnv     = "OVERBRAINER_PROBE_WAIT"
+	AuthorizedKeyEnv = "OVERBRAINER_AUTHORIZED_KEY"
+	ClaimEnv         = "OVERBRAINER_CLAIM"
+	VersionEnv       = "OVERBRAINER_VERSION"
+	ContractEnv      = "OVERBRAINER_CONTRACT"
+	DeadlineEnv      = "OVERBRAINER_DEADLINE"
+	// SecretEnvEnv lists the pod's variables kept out of the job's env.
+	SecretEnvEnv    = "OVERBRAINER_SECRET_ENV"
+	VolumeDirEnv    = "OVERBRAINER_VOLUME_DIR"
+	VolumeGBEnv     = "OVERBRAINER_VOLUME_GB"
+	MaxExtensionEnv = "OVERBRAINER_MAX_EXTENSION"
+	IntervalEnv     = "OVERBRAINER_INTERVAL"
+	LeaseTTLEnv     = "OVERBRAINER_LEASE_TTL"
+	SnapshotLeadEnv = "OVERBRAINER_SNAPSHOT_LEAD"
+	SnapshotWaitEnv = "OVERBRAINER_SNAPSHOT_WAIT"
+	ProbeTriesEnv   = "OVERBRAINER_PROBE_TRIES"
+	ProbeWaitEnv    = "OVERBRAINER_PROBE_WAIT"
 	// jupyterEnv keeps the image's Jupyter from starting.
 	jupyterEnv = "JUPYTER_DISABLE"
+	// bootFailedEnv is set by the bootstrap, for the watchdog, when the
+	// bootstrap failed.
+	bootFailedEnv = "OVERBRAINER_BOOT_FAILED"
 )
 
 // owned are the names of the pod's contract: those Env writes, and the
 // one the bootstrap sets for the watchdog.
 var owned = map[string]bool{
-	runIDEnv: true, HostKeyEnv: true, workdirEnv: true, runDirEnv: true, bootGraceEnv: true,
-	retrieveGraceEnv: true, keepEnv: true, APIURLEnv: true, authorizedKeyEnv: true, claimEnv: true,
-	versionEnv: true, contractEnv: true, deadlineEnv: true, secretEnvEnv: true, volumeDirEnv: true,
-	volumeGBEnv: true, maxExtensionEnv: true, intervalEnv: true, leaseTTLEnv: true, snapshotLeadEnv: true,
-	snapshotWaitEnv: true, probeTriesEnv: true, probeWaitEnv: true, MaxCostEnv: true, jupyterEnv: true,
-	"OVERBRAINER_BOOT_FAILED": true,
+	RunIDEnv: true, HostKeyEnv: true, WorkdirEnv: true, RunDirEnv: true, BootGraceEnv: true,
+	RetrieveGraceEnv: true, KeepEnv: true, APIURLEnv: true, AuthorizedKeyEnv: true, ClaimEnv: true,
+	VersionEnv: true, ContractEnv: true, DeadlineEnv: true, SecretEnvEnv: true, VolumeDirEnv: true,
+	VolumeGBEnv: true, MaxExtensionEnv: true, IntervalEnv: true, LeaseTTLEnv: true, SnapshotLeadEnv: true,
+	SnapshotWaitEnv: true, ProbeTriesEnv: true, ProbeWaitEnv: true, MaxCostEnv: true, jupyterEnv: true,
+	bootFailedEnv: true,
 }
 
 // Owns says the pod's contract owns the variable name: a user's extra env
@@ -159,67 +166,63 @@ func Parse(env map[string]string) (Pod, error) {
 	}
 	var p Pod
 	s := &p.Settings
-	s.RunID = need(runIDEnv)
-	s.Workdir = need(workdirEnv)
-	if runDir := need(runDirEnv); runDir != "" && s.Workdir != "" && runDir != s.RunDir() {
-		bad(runDirEnv, "%q is not %s/%s", clip(runDir), clip(s.Workdir), clip(s.RunID))
+	s.RunID = need(RunIDEnv)
+	s.Workdir = need(WorkdirEnv)
+	if runDir := need(RunDirEnv); runDir != "" && s.Workdir != "" && runDir != s.RunDir() {
+		bad(RunDirEnv, "%q is not %s/%s", clip(runDir), clip(s.Workdir), clip(s.RunID))
 	}
-	s.BootGrace, _ = seconds(bootGraceEnv, true)
-	s.RetrieveGrace, _ = seconds(retrieveGraceEnv, true)
-	switch v, ok := env[keepEnv]; {
+	switch v, ok := env[KeepEnv]; {
 	case !ok:
-		bad(keepEnv, "is missing")
+		bad(KeepEnv, "is missing")
 	case v == "1":
 		s.Keep = true
 	case v != "0":
-		bad(keepEnv, "%q is neither 0 nor 1", clip(v))
+		bad(KeepEnv, "%q is neither 0 nor 1", clip(v))
 	}
 	s.APIURL = need(APIURLEnv)
-	s.AuthorizedKey = need(authorizedKeyEnv)
-	s.Claim = need(claimEnv)
-	p.Version = need(versionEnv)
+	s.AuthorizedKey = need(AuthorizedKeyEnv)
+	s.Claim = need(ClaimEnv)
+	p.Version = need(VersionEnv)
 	p.Contract = 1
-	if v, ok := env[contractEnv]; ok {
+	if v, ok := env[ContractEnv]; ok {
 		n, ok := number(v)
 		switch {
 		case !ok || n == 0:
-			bad(contractEnv, "%q is not a contract number", clip(v))
+			bad(ContractEnv, "%q is not a contract number", clip(v))
 		case n > ContractVersion:
-			bad(contractEnv, "%d is newer than this SDK's contract %d: its rules are unknown here", n, ContractVersion)
+			bad(ContractEnv, "%d is newer than this SDK's contract %d: its rules are unknown here", n, ContractVersion)
 		default:
 			p.Contract = int(n)
 		}
 	}
-	if v, ok := env[deadlineEnv]; ok {
+	if v, ok := env[DeadlineEnv]; ok {
 		if n, ok := number(v); ok && n <= maxKnob {
 			s.Deadline = time.Unix(n, 0)
 		} else {
-			bad(deadlineEnv, "%q is not a Unix time the watchdog reads", clip(v))
+			bad(DeadlineEnv, "%q is not a Unix time the watchdog reads", clip(v))
 		}
 	}
-	if v, ok := env[secretEnvEnv]; ok {
+	if v, ok := env[SecretEnvEnv]; ok {
 		s.SecretEnv = strings.Split(v, ",")
 	}
-	s.VolumeDir = env[volumeDirEnv]
-	if v, ok := env[volumeGBEnv]; ok {
+	s.VolumeDir = env[VolumeDirEnv]
+	if v, ok := env[VolumeGBEnv]; ok {
 		if n, ok := number(v); ok && n > 0 {
 			s.VolumeGB = int(n)
 		} else {
-			bad(volumeGBEnv, "%q is not a positive number of GB", clip(v))
+			bad(VolumeGBEnv, "%q is not a positive number of GB", clip(v))
 		}
 	}
-	s.Interval, _ = seconds(intervalEnv, false)
-	s.LeaseTTL, _ = seconds(leaseTTLEnv, false)
-	s.SnapshotLead, _ = seconds(snapshotLeadEnv, false)
-	s.SnapshotWait, _ = seconds(snapshotWaitEnv, false)
-	if d, ok := seconds(probeTriesEnv, false); ok {
-		s.ProbeTries = int(d / time.Second) // a count, read as the others
+	for _, k := range s.knobs() {
+		if d, ok := seconds(k.env, k.always); ok {
+			k.set(int64(d / time.Second))
+		}
 	}
-	s.ProbeWait, _ = seconds(probeWaitEnv, false)
-	if d, ok := seconds(maxExtensionEnv, false); ok {
-		s.MaxExtension, s.HardDeadline = d, d == 0
-	} else if _, set := env[maxExtensionEnv]; !set && p.Contract >= 2 && !s.Deadline.IsZero() {
-		bad(maxExtensionEnv, "is missing, with a deadline")
+	if _, set := env[MaxExtensionEnv]; set {
+		// Said as zero: the deadline is hard.
+		s.HardDeadline = s.MaxExtension == 0
+	} else if p.Contract >= 2 && !s.Deadline.IsZero() {
+		bad(MaxExtensionEnv, "is missing, with a deadline")
 	}
 	if v, ok := env[MaxCostEnv]; ok {
 		c, err := strconv.ParseFloat(v, 64)

@@ -144,14 +144,19 @@ func TestParseRefuses(t *testing.T) {
 
 // FuzzParseRoundTrip: whatever Settings writes, Parse reads back equal.
 func FuzzParseRoundTrip(f *testing.F) {
-	f.Add("r1", "/workspace/overbrainer", int64(1_790_021_600), int64(1800), int64(3600), true, "/v", 5, 1.25, int64(0), int64(7), false)
-	f.Add("x", "/", int64(0), int64(0), int64(0), false, "", 0, 0.0, int64(1), int64(math.MaxInt32), true)
+	z := int64(0)
+	f.Add("r1", "/workspace/overbrainer", int64(1_790_021_600), int64(1800), int64(3600), true, "/v", 5, 1.25, int64(0), int64(7), false, z, z, z, z, 0)
+	f.Add("x", "/", int64(0), int64(0), int64(0), false, "", 0, 0.0, int64(1), int64(math.MaxInt32), true, z, z, z, z, 0)
+	f.Add("r1", "/w", int64(1_790_021_600), int64(1), int64(1), false, "", 0, 0.0, int64(1500_000_000), int64(0), false,
+		int64(time.Minute), int64(1), int64(math.MaxInt32)*int64(time.Second), int64(-1), 3)
 	f.Fuzz(func(t *testing.T, runID, workdir string, deadline, boot, retrieve int64, keep bool, volDir string, volGB int,
-		capUSD float64, interval, ext int64, hard bool) {
+		capUSD float64, interval, ext int64, hard bool, leaseTTL, snapLead, snapWait, probeWait int64, probeTries int) {
 		s := seedSettings()
 		s.RunID, s.Workdir, s.Keep, s.VolumeDir, s.VolumeGB, s.MaxCostUSD, s.HardDeadline = runID, workdir, keep, volDir, volGB, capUSD, hard
 		s.BootGrace, s.RetrieveGrace = time.Duration(boot)*time.Second, time.Duration(retrieve)
 		s.Interval, s.MaxExtension = time.Duration(interval), time.Duration(ext)*time.Second
+		s.LeaseTTL, s.SnapshotLead, s.SnapshotWait = time.Duration(leaseTTL), time.Duration(snapLead), time.Duration(snapWait)
+		s.ProbeWait, s.ProbeTries = time.Duration(probeWait), probeTries
 		s.Deadline = time.Time{}
 		if deadline != 0 {
 			s.Deadline = time.Unix(deadline, 0)

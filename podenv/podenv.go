@@ -87,20 +87,6 @@ type Settings struct {
 	// Workdir is the absolute directory on the pod that holds run
 	// directories; the run's directory is Workdir/RunID.
 	Workdir string
-	// Deadline is when the watchdog deletes the pod unless a client holds
-	// the lease. Zero means no deadline (a kept pod).
-	Deadline time.Time
-	// BootGrace is how long the watchdog waits for a job to start before it
-	// deletes the pod; zero means DefaultBootGrace.
-	BootGrace time.Duration
-	// RetrieveGrace is how long the watchdog keeps a pod whose job ended
-	// without the client retrieving the results; zero means
-	// DefaultRetrieveGrace.
-	RetrieveGrace time.Duration
-	// Keep (--keep-pod) stops the watchdog from deleting the pod once the
-	// job exists; before that, the boot grace and a failed bootstrap still
-	// apply.
-	Keep bool
 	// VolumeDir is the absolute mount path of the network volume, if the pod
 	// has one: the watchdog's disk rule measures it with du instead of df.
 	VolumeDir string
@@ -125,68 +111,9 @@ type Settings struct {
 	// *_PASS, *_PWD, DATABASE_URL). Each is a shell variable name.
 	SecretEnv []string
 
-	// The watchdog's knobs. Zero leaves each to the watchdog's default (the
-	// Default constants); durations go to the pod in whole seconds,
-	// rounded up, so the script's own zero cannot be asked for: one
-	// second is the least.
-
-	// Interval is how often the watchdog looks at the run when no rule
-	// falls due sooner.
-	Interval time.Duration
-	// LeaseTTL is how long a touch of the client's lease holds off the
-	// deadline and the abandoned rule.
-	LeaseTTL time.Duration
-	// SnapshotLead is how long before the deadline (with a stale lease) or
-	// the cost cap the watchdog asks the job for a snapshot.
-	SnapshotLead time.Duration
-	// SnapshotWait is how long a snapshot the watchdog asked for holds the
-	// deadline off while the job still runs.
-	SnapshotWait time.Duration
-	// ProbeTries is how many times the watchdog tries the pod's key on
-	// the pod (after no answer, 408, 429 or 5xx) before its verdict is
-	// failed.
-	ProbeTries int
-	// ProbeWait is the pause between those tries.
-	ProbeWait time.Duration
-	// MaxExtension is how long past the Deadline a fresh lease may hold
-	// the pod; zero means DefaultMaxExtension. The watchdog deletes the
-	// pod at Deadline plus MaxExtension whatever the lease (asking the job
-	// for a snapshot SnapshotLead before), and so does a sweeper off the
-	// pod, which reads it from the env.
-	MaxExtension time.Duration
-	// HardDeadline makes the deadline hard: no lease holds the pod past
-	// it (an extension of zero). MaxExtension must then be zero.
-	HardDeadline bool
-
-	// MaxCostUSD is the run's cost cap in dollars, zero for none. The
-	// watchdog does not read it (the client writes .pod/cost_cap_at);
-	// it is in the env so that a sweeper, which sees only the API, can
-	// judge a pod's spend.
-	MaxCostUSD float64
-}
-
-// knob is one of the watchdog's knobs as Env passes it.
-type knob struct {
-	field, env string
-	n          int64  // whole seconds (rounded away from zero), or a count
-	set        string // the field's value, for errors
-	unit       string // " s" for a duration
-}
-
-// knobs lists the watchdog's knobs in Settings, in field order.
-func (s Settings) knobs() []knob {
-	d := func(field, env string, v time.Duration) knob {
-		return knob{field, env, seconds(v), v.String(), " s"}
-	}
-	return []knob{
-		d("Interval", intervalEnv, s.Interval),
-		d("LeaseTTL", leaseTTLEnv, s.LeaseTTL),
-		d("SnapshotLead", snapshotLeadEnv, s.SnapshotLead),
-		d("SnapshotWait", snapshotWaitEnv, s.SnapshotWait),
-		{"ProbeTries", probeTriesEnv, int64(s.ProbeTries), strconv.Itoa(s.ProbeTries), ""},
-		d("ProbeWait", probeWaitEnv, s.ProbeWait),
-		d("MaxExtension", maxExtensionEnv, s.MaxExtension),
-	}
+	// Rules are the run's deadline, cost cap, keep mode, graces and the
+	// watchdog's knobs, each zero left to its default.
+	Rules
 }
 
 // FieldError reports a Settings field that cannot make a working pod. It
@@ -234,37 +161,9 @@ func (s Settings) Validate() error {
 	case !path.IsAbs(s.Workdir):
 		bad("Workdir", "%q is not an absolute path", s.Workdir)
 	}
-	for _, g := range []struct {
-		field string
-		d     time.Duration
-	}{{"BootGrace", s.BootGrace}, {"RetrieveGrace", s.RetrieveGrace}} {
-		switch {
-		case g.d < 0:
-			bad(g.field, "%s is negative", g.d)
-		case seconds(g.d) > maxKnob:
-			bad(g.field, "%s is more than the watchdog can count (%d s: mksh computes with 32 bits)", g.d, maxKnob)
-		}
-	}
-	if !s.Deadline.IsZero() {
-		// The watchdog compares the deadline, and the deadline plus the
-		// retrieve grace, with the pod's clock: under mksh in 32 bits,
-		// where a later time wraps negative and reads as long passed.
-		// (The script's own limit, 10 digits, is the year 2286.)
-		retrieve := s.RetrieveGrace
-		if retrieve <= 0 {
-			retrieve = DefaultRetrieveGrace
-		}
-		at := s.Deadline.UTC().Format(time.RFC3339)
-		switch u := s.Deadline.Unix(); {
-		case s.Deadline.Before(time.Unix(0, 0)):
-			bad("Deadline", "%s is before 1970", at)
-		case u > maxKnob:
-			bad("Deadline", "%s is past %s, the last second the watchdog can count (mksh computes with 32 bits)",
-				at, time.Unix(maxKnob, 0).UTC().Format(time.RFC3339))
-		case seconds(retrieve) <= maxKnob && u+seconds(retrieve) > maxKnob:
-			bad("Deadline", "%s plus the retrieve grace (%s) is past %s, the last second the watchdog can count",
-				at, retrieve, time.Unix(maxKnob, 0).UTC().Format(time.RFC3339))
-		}
+	// The rules' errors, as the fields' own: Settings holds them.
+	if err := s.CheckRules(); err != nil {
+		errs = append(errs, err.(interface{ Unwrap() []error }).Unwrap()...)
 	}
 	if s.VolumeDir != "" && !path.IsAbs(s.VolumeDir) {
 		bad("VolumeDir", "%q is not an absolute path", s.VolumeDir)
@@ -302,25 +201,6 @@ func (s Settings) Validate() error {
 	}
 	if err := checkPublicKey(s.Claim, []string{HostKeyType}); err != nil {
 		bad("Claim", "%v", err)
-	}
-	for _, k := range s.knobs() {
-		switch {
-		case k.n < 0:
-			bad(k.field, "%s is negative", k.set)
-		case k.n > maxKnob:
-			bad(k.field, "%s is more than the watchdog can count (%d%s: mksh computes with 32 bits)", k.set, maxKnob, k.unit)
-		}
-	}
-	if s.HardDeadline && s.MaxExtension != 0 {
-		bad("MaxExtension", "%s is set with HardDeadline, which means no extension", s.MaxExtension)
-	}
-	switch c := s.MaxCostUSD; {
-	case math.IsNaN(c) || math.IsInf(c, 0):
-		bad("MaxCostUSD", "%v is not a number of dollars", c)
-	case c < 0:
-		bad("MaxCostUSD", "%v is negative", c)
-	case c > maxKnob:
-		bad("MaxCostUSD", "%v is more than %d dollars", c, maxKnob)
 	}
 	return errors.Join(errs...)
 }
@@ -435,13 +315,6 @@ func (s Settings) Env() (map[string]string, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	boot, retrieve := s.BootGrace, s.RetrieveGrace
-	if boot == 0 {
-		boot = DefaultBootGrace
-	}
-	if retrieve == 0 {
-		retrieve = DefaultRetrieveGrace
-	}
 	api := strings.TrimRight(s.APIURL, "/")
 	if api == "" {
 		api = DefaultAPIURL
@@ -451,44 +324,46 @@ func (s Settings) Env() (map[string]string, error) {
 		keep = "1"
 	}
 	env := map[string]string{
-		runIDEnv:         s.RunID,
+		RunIDEnv:         s.RunID,
 		HostKeyEnv:       HostKeyPlaceholder(s.RunID),
-		workdirEnv:       path.Clean(s.Workdir),
-		runDirEnv:        s.RunDir(),
-		bootGraceEnv:     wholeSeconds(boot),
-		retrieveGraceEnv: wholeSeconds(retrieve),
-		keepEnv:          keep,
+		WorkdirEnv:       path.Clean(s.Workdir),
+		RunDirEnv:        s.RunDir(),
+		KeepEnv:          keep,
 		APIURLEnv:        api,
-		authorizedKeyEnv: s.AuthorizedKey,
-		claimEnv:         s.Claim,
-		versionEnv:       BuildVersion(),
-		contractEnv:      strconv.Itoa(ContractVersion),
+		AuthorizedKeyEnv: s.AuthorizedKey,
+		ClaimEnv:         s.Claim,
+		VersionEnv:       BuildVersion(),
+		ContractEnv:      strconv.Itoa(ContractVersion),
 		jupyterEnv:       "1",
 	}
 	if !s.Deadline.IsZero() {
-		env[deadlineEnv] = strconv.FormatInt(s.Deadline.Unix(), 10)
+		env[DeadlineEnv] = strconv.FormatInt(s.Deadline.Unix(), 10)
 	}
 	if len(s.SecretEnv) > 0 {
-		env[secretEnvEnv] = strings.Join(s.SecretEnv, ",")
+		env[SecretEnvEnv] = strings.Join(s.SecretEnv, ",")
 	}
 	if s.VolumeDir != "" {
-		env[volumeDirEnv] = path.Clean(s.VolumeDir)
+		env[VolumeDirEnv] = path.Clean(s.VolumeDir)
 	}
 	if s.VolumeGB > 0 {
-		env[volumeGBEnv] = strconv.Itoa(s.VolumeGB)
+		env[VolumeGBEnv] = strconv.Itoa(s.VolumeGB)
 	}
-	for _, k := range s.knobs() {
-		if k.n > 0 {
-			env[k.env] = strconv.FormatInt(k.n, 10)
+	effective := s.EffectiveRules()
+	for i, k := range s.knobs() {
+		switch {
+		case k.always:
+			env[k.env] = strconv.FormatInt(effective.knobs()[i].value(), 10)
+		case k.value() > 0:
+			env[k.env] = strconv.FormatInt(k.value(), 10)
 		}
 	}
 	switch {
 	case s.HardDeadline:
-		env[maxExtensionEnv] = "0"
+		env[MaxExtensionEnv] = "0"
 	case s.MaxExtension == 0 && !s.Deadline.IsZero():
 		// Explicit (contract 2): a reader that finds none cannot take a
 		// lost value for the default.
-		env[maxExtensionEnv] = wholeSeconds(DefaultMaxExtension)
+		env[MaxExtensionEnv] = wholeSeconds(DefaultMaxExtension)
 	}
 	if s.MaxCostUSD > 0 {
 		env[MaxCostEnv] = strconv.FormatFloat(s.MaxCostUSD, 'f', -1, 64)

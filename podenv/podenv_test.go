@@ -25,11 +25,13 @@ const (
 // but for the keys, which are real ones here.
 func seedSettings() podenv.Settings {
 	return podenv.Settings{
-		RunID:         "r1",
-		Workdir:       "/workspace/overbrainer",
-		Deadline:      time.Unix(1_790_021_600, 0),
-		BootGrace:     30 * time.Minute,
-		RetrieveGrace: 3600 * time.Second,
+		RunID:   "r1",
+		Workdir: "/workspace/overbrainer",
+		Rules: podenv.Rules{
+			Deadline:      time.Unix(1_790_021_600, 0),
+			BootGrace:     30 * time.Minute,
+			RetrieveGrace: 3600 * time.Second,
+		},
 		APIURL:        "https://api.runpod.io/v2",
 		AuthorizedKey: clientKey + " overbrainer-r1",
 		Claim:         hostKey,
@@ -234,7 +236,7 @@ func TestBadSettingsNameTheField(t *testing.T) {
 }
 
 func TestEveryBadFieldIsReported(t *testing.T) {
-	s := podenv.Settings{RunID: "a/b", Workdir: "rel", BootGrace: -1}
+	s := podenv.Settings{RunID: "a/b", Workdir: "rel", Rules: podenv.Rules{BootGrace: -1}}
 	err := s.Validate()
 	var fields []string
 	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
@@ -260,7 +262,10 @@ func FuzzEnv(f *testing.F) {
 	f.Add("r1", "/w", int64(0), int64(0), "", 0, "", "ssh-rsa "+strings.Fields(clientKey)[1], "ssh-ed25519 AAAAhost")
 	f.Fuzz(func(t *testing.T, runID, workdir string, deadline, grace int64, volDir string, volGB int, api, authKey, claim string) {
 		s := podenv.Settings{
-			RunID: runID, Workdir: workdir, BootGrace: time.Duration(grace) * time.Second,
+			RunID: runID, Workdir: workdir,
+			Rules: podenv.Rules{
+				BootGrace: time.Duration(grace) * time.Second,
+			},
 			VolumeDir: volDir, VolumeGB: volGB, APIURL: api, AuthorizedKey: authKey, Claim: claim,
 		}
 		if deadline != 0 {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
 )
 
@@ -48,13 +49,13 @@ func init() {
 func benchPodJSON() []byte {
 	started := time.Date(2026, 5, 1, 12, 0, 30, 0, time.UTC)
 	env := map[string]string{}
-	for _, k := range []string{"OVERBRAINER_RUN_ID", "OVERBRAINER_WORKDIR", "OVERBRAINER_RUN_DIR",
-		"OVERBRAINER_DEADLINE", "OVERBRAINER_BOOT_GRACE", "OVERBRAINER_RETRIEVE_GRACE",
-		"OVERBRAINER_KEEP_POD", "OVERBRAINER_API_URL", "OVERBRAINER_VERSION"} {
+	for _, k := range []string{podenv.RunIDEnv, podenv.WorkdirEnv, podenv.RunDirEnv,
+		podenv.DeadlineEnv, podenv.BootGraceEnv, podenv.RetrieveGraceEnv,
+		podenv.KeepEnv, podenv.APIURLEnv, podenv.VersionEnv} {
 		env[k] = strings.ToLower(k[12:]) + "-value"
 	}
-	env["OVERBRAINER_HOST_KEY"] = "{{ RUNPOD_SECRET_overbrainer_host_key_r1 }}"
-	env["OVERBRAINER_AUTHORIZED_KEY"] = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKx0bench0key0bench0key0bench0key0bench0 client"
+	env[podenv.HostKeyEnv] = "{{ RUNPOD_SECRET_overbrainer_host_key_r1 }}"
+	env[podenv.AuthorizedKeyEnv] = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKx0bench0key0bench0key0bench0key0bench0 client"
 	p := runpod.Pod{
 		ID: benchPodID, Name: "overbrainer-r1", Status: "RUNNING",
 		Actions: []runpod.Action{"stop", "terminate", "restart"},

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"time"
 
+	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
 )
 
@@ -52,7 +53,7 @@ func ExampleClient_CreatePod() {
 		Cloud:         runpod.SecureCloud,
 		NetworkVolume: &runpod.NetworkMount{VolumeID: "agv6w2qcg7", Path: "/workspace"},
 		Ports:         []string{"22/tcp"},
-		Env:           map[string]string{"OVERBRAINER_HOST_KEY": "{{ RUNPOD_SECRET_overbrainer_host_key_run42 }}"},
+		Env:           map[string]string{podenv.HostKeyEnv: "{{ RUNPOD_SECRET_overbrainer_host_key_run42 }}"},
 		// The image's ENTRYPOINT, whatever it does, never runs.
 		Entrypoint: []string{"bash", "-c"},
 		Cmd:        []string{"echo started"},

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/overbrainer/overbrainer-go/internal/openapicheck"
+	"github.com/overbrainer/overbrainer-go/podenv"
 )
 
 // script stands for the bootstrap: quotes, newlines, $ and a heredoc.
@@ -30,7 +31,7 @@ func fullCreateRequest() CreatePodRequest {
 		ContainerDiskGB: 50,
 		NetworkVolume:   &NetworkMount{VolumeID: "vol123", Path: "/workspace"},
 		Ports:           []string{"22/tcp", "8888/http"},
-		Env:             map[string]string{"OVERBRAINER_HOST_KEY": "{{ RUNPOD_SECRET_overbrainer_host_key_run42 }}", "A": "1"},
+		Env:             map[string]string{podenv.HostKeyEnv: "{{ RUNPOD_SECRET_overbrainer_host_key_run42 }}", "A": "1"},
 		Command:         []string{"bash", "-c", script},
 		DataCenterIDs:   []string{"EU-RO-1"},
 	}

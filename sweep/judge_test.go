@@ -35,24 +35,24 @@ func TestJudgeTable(t *testing.T) {
 		{"starting, started once", guarded("a", runpod.StatusStarting, 36*m, m), RuleKeep},
 		{"running without startedAt", guarded("a", runpod.StatusRunning, 100*h, -1), RuleKeep},
 		{"at deadline plus extension plus margin", guarded("a", runpod.StatusRunning, 30*h, m,
-			"OVERBRAINER_DEADLINE", deadlineAt(24*h+5*m)), RuleDeadline},
+			podenv.DeadlineEnv, deadlineAt(24*h+5*m)), RuleDeadline},
 		{"a second before", guarded("a", runpod.StatusRunning, 30*h, m,
-			"OVERBRAINER_DEADLINE", deadlineAt(24*h+5*m-time.Second)), RuleKeep},
+			podenv.DeadlineEnv, deadlineAt(24*h+5*m-time.Second)), RuleKeep},
 		{"hard deadline at the margin", guarded("a", runpod.StatusRunning, 30*h, m,
-			"OVERBRAINER_DEADLINE", deadlineAt(5*m), "OVERBRAINER_MAX_EXTENSION", "0"), RuleDeadline},
+			podenv.DeadlineEnv, deadlineAt(5*m), podenv.MaxExtensionEnv, "0"), RuleDeadline},
 		// 5 dollars at 2 an hour: 2.5 h, plus the margin.
-		{"at the cap plus margin", guarded("a", runpod.StatusRunning, 150*m+5*m, m, "OVERBRAINER_MAX_COST_USD", "5"), RuleCostCap},
-		{"a second before the cap", guarded("a", runpod.StatusRunning, 155*m-time.Second, m, "OVERBRAINER_MAX_COST_USD", "5"), RuleKeep},
-		{"a cap past 2100", guarded("a", runpod.StatusRunning, 100*h, m, "OVERBRAINER_MAX_COST_USD", "2000000000"), RuleKeep},
-		{"a tiny cap at a tiny price", guarded("a", runpod.StatusRunning, 100*h, m, "OVERBRAINER_MAX_COST_USD", "0.000001"), RuleCostCap},
+		{"at the cap plus margin", guarded("a", runpod.StatusRunning, 150*m+5*m, m, podenv.MaxCostEnv, "5"), RuleCostCap},
+		{"a second before the cap", guarded("a", runpod.StatusRunning, 155*m-time.Second, m, podenv.MaxCostEnv, "5"), RuleKeep},
+		{"a cap past 2100", guarded("a", runpod.StatusRunning, 100*h, m, podenv.MaxCostEnv, "2000000000"), RuleKeep},
+		{"a tiny cap at a tiny price", guarded("a", runpod.StatusRunning, 100*h, m, podenv.MaxCostEnv, "0.000001"), RuleCostCap},
 		{"terminated", guarded("a", runpod.StatusTerminated, 100*h, m), RuleKeep},
-		{"terminated, env garbled", guarded("a", runpod.StatusTerminated, 100*h, m, "OVERBRAINER_KEEP_POD", "x"), RuleKeep},
+		{"terminated, env garbled", guarded("a", runpod.StatusTerminated, 100*h, m, podenv.KeepEnv, "x"), RuleKeep},
 	}
 	for _, st := range []runpod.PodStatus{"PAUSED", "", "running", "EXITED "} {
 		rows = append(rows, row{"status " + strconv.Quote(string(st)), guarded("a", st, 100*h, -1), RuleCannotJudge})
 	}
 	odd := func(name string, edit func(*runpod.Pod)) row {
-		pod := guarded("a", runpod.StatusExited, 100*h, m, "OVERBRAINER_DEADLINE", deadlineAt(100*h))
+		pod := guarded("a", runpod.StatusExited, 100*h, m, podenv.DeadlineEnv, deadlineAt(100*h))
 		edit(&pod)
 		return row{name, pod, RuleCannotJudge}
 	}
@@ -62,25 +62,25 @@ func TestJudgeTable(t *testing.T) {
 		odd("a price not a number", func(p *runpod.Pod) { p.CostPerHr = math.NaN() }),
 		odd("a negative price", func(p *runpod.Pod) { p.CostPerHr = -1 }),
 		odd("an infinite price", func(p *runpod.Pod) { p.CostPerHr = math.Inf(1) }),
-		odd("a contract from the future", func(p *runpod.Pod) { p.Env["OVERBRAINER_CONTRACT"] = "99" }),
+		odd("a contract from the future", func(p *runpod.Pod) { p.Env[podenv.ContractEnv] = "99" }),
 	)
 	for name := range podEnv("a") {
 		switch name {
-		case "OVERBRAINER_RUN_ID", "OVERBRAINER_HOST_KEY", "JUPYTER_DISABLE", "OVERBRAINER_CONTRACT", "OVERBRAINER_DEADLINE":
+		case podenv.RunIDEnv, podenv.HostKeyEnv, "JUPYTER_DISABLE", podenv.ContractEnv, podenv.DeadlineEnv:
 			continue // the marker (unmarked, below), not read, or optional
 		}
 		rows = append(rows, odd("without "+name, func(p *runpod.Pod) { delete(p.Env, name) }))
 	}
 	for _, kv := range [][2]string{
-		{"OVERBRAINER_BOOT_GRACE", "+3600"}, {"OVERBRAINER_BOOT_GRACE", "1800s"}, {"OVERBRAINER_KEEP_POD", "true"},
-		{"OVERBRAINER_DEADLINE", "-1"}, {"OVERBRAINER_DEADLINE", "1.7e9"}, {"OVERBRAINER_MAX_EXTENSION", "1d"},
-		{"OVERBRAINER_MAX_COST_USD", "5$"}, {"OVERBRAINER_MAX_COST_USD", "Inf"}, {"OVERBRAINER_WORKDIR", "relative"},
+		{podenv.BootGraceEnv, "+3600"}, {podenv.BootGraceEnv, "1800s"}, {podenv.KeepEnv, "true"},
+		{podenv.DeadlineEnv, "-1"}, {podenv.DeadlineEnv, "1.7e9"}, {podenv.MaxExtensionEnv, "1d"},
+		{podenv.MaxCostEnv, "5$"}, {podenv.MaxCostEnv, "Inf"}, {podenv.WorkdirEnv, "relative"},
 	} {
 		rows = append(rows, odd(kv[0]+"="+kv[1], func(p *runpod.Pod) { p.Env[kv[0]] = kv[1] }))
 	}
 	unmarked := guarded("a", runpod.StatusExited, 100*h, m)
 	unmarked.Env = nil
-	other := guarded("a", runpod.StatusExited, 100*h, m, "OVERBRAINER_RUN_ID", "b")
+	other := guarded("a", runpod.StatusExited, 100*h, m, podenv.RunIDEnv, "b")
 	badName := guarded("a", runpod.StatusExited, 100*h, m)
 	badName.Name = podenv.PodNamePrefix + "a/b"
 	rows = append(rows, row{"no env", unmarked, RuleUnmarked}, row{"another run's marker", other, RuleUnmarked},
@@ -90,9 +90,9 @@ func TestJudgeTable(t *testing.T) {
 		for _, kept := range []bool{false, true} {
 			pod := r.pod
 			want := r.rule
-			if kept && pod.Env != nil && pod.Env["OVERBRAINER_KEEP_POD"] == "0" {
+			if kept && pod.Env != nil && pod.Env[podenv.KeepEnv] == "0" {
 				pod.Env = clone(pod.Env)
-				pod.Env["OVERBRAINER_KEEP_POD"] = "1"
+				pod.Env[podenv.KeepEnv] = "1"
 				if want != RuleCannotJudge && want != RuleUnmarked {
 					want = RuleKeep // a kept pod is never deleted by a rule
 				}
@@ -123,7 +123,7 @@ func clone(m map[string]string) map[string]string {
 // from the raw fields: whether some rule would delete the pod.
 func abandoned(pod runpod.Pod, now time.Time) bool {
 	env := pod.Env
-	if env["OVERBRAINER_KEEP_POD"] != "0" || pod.CreatedAt.IsZero() {
+	if env[podenv.KeepEnv] != "0" || pod.CreatedAt.IsZero() {
 		return false
 	}
 	num := func(name string, def float64) float64 {
@@ -152,13 +152,13 @@ func abandoned(pod runpod.Pod, now time.Time) bool {
 	}
 	known := pod.Status == runpod.StatusProvisioning || pod.Status == runpod.StatusStarting ||
 		pod.Status == runpod.StatusExited || pod.Status == runpod.StatusError
-	if known && pod.StartedAt == nil && n-created >= num("OVERBRAINER_BOOT_GRACE", math.NaN())+margin {
+	if known && pod.StartedAt == nil && n-created >= num(podenv.BootGraceEnv, math.NaN())+margin {
 		return true
 	}
-	if dl := num("OVERBRAINER_DEADLINE", math.NaN()); n >= dl+num("OVERBRAINER_MAX_EXTENSION", 86400)+margin {
+	if dl := num(podenv.DeadlineEnv, math.NaN()); n >= dl+num(podenv.MaxExtensionEnv, 86400)+margin {
 		return true
 	}
-	c := num("OVERBRAINER_MAX_COST_USD", 0)
+	c := num(podenv.MaxCostEnv, 0)
 	return c > 0 && pod.CostPerHr > 0 && (n-created)/3600*pod.CostPerHr >= c+margin/3600*pod.CostPerHr
 }
 
@@ -175,17 +175,17 @@ func randomPod(r *rand.Rand) runpod.Pod {
 	pod := guarded("r"+strconv.Itoa(r.IntN(1000)), statuses[r.IntN(len(statuses))], age, started)
 	pod.CostPerHr = []float64{0, 0.2, 2, 40}[r.IntN(4)]
 	if r.IntN(2) == 0 {
-		pod.Env["OVERBRAINER_DEADLINE"] = unix(sweepNow.Add(span(100*time.Hour) - 70*time.Hour))
+		pod.Env[podenv.DeadlineEnv] = unix(sweepNow.Add(span(100*time.Hour) - 70*time.Hour))
 	} else {
-		delete(pod.Env, "OVERBRAINER_DEADLINE")
+		delete(pod.Env, podenv.DeadlineEnv)
 	}
-	pod.Env["OVERBRAINER_MAX_EXTENSION"] = strconv.Itoa([]int{0, 60, 3600, 86400, 200000}[r.IntN(5)])
-	pod.Env["OVERBRAINER_BOOT_GRACE"] = strconv.Itoa([]int{1, 600, 1800, 7200}[r.IntN(4)])
+	pod.Env[podenv.MaxExtensionEnv] = strconv.Itoa([]int{0, 60, 3600, 86400, 200000}[r.IntN(5)])
+	pod.Env[podenv.BootGraceEnv] = strconv.Itoa([]int{1, 600, 1800, 7200}[r.IntN(4)])
 	if r.IntN(2) == 0 {
-		pod.Env["OVERBRAINER_MAX_COST_USD"] = []string{"0.5", "5", "100", "2000000000"}[r.IntN(4)]
+		pod.Env[podenv.MaxCostEnv] = []string{"0.5", "5", "100", "2000000000"}[r.IntN(4)]
 	}
 	if r.IntN(5) == 0 {
-		pod.Env["OVERBRAINER_KEEP_POD"] = "1"
+		pod.Env[podenv.KeepEnv] = "1"
 	}
 	return pod
 }

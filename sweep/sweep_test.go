@@ -108,8 +108,10 @@ const (
 // podEnv is run id's env as podenv writes it: a deadline far off (which
 // a test sets to its own), not kept, the default graces and extension.
 func podEnv(id string) map[string]string {
-	env, err := podenv.Settings{RunID: id, Workdir: "/workspace/overbrainer", AuthorizedKey: clientKey, Claim: hostKey,
-		Deadline: sweepNow.Add(1000 * time.Hour)}.Env()
+	env, err := podenv.Settings{
+		RunID: id, Workdir: "/workspace/overbrainer", AuthorizedKey: clientKey, Claim: hostKey,
+		Rules: podenv.Rules{Deadline: sweepNow.Add(1000 * time.Hour)},
+	}.Env()
 	if err != nil {
 		panic(err)
 	}
@@ -128,29 +130,29 @@ func TestSweepDecisions(t *testing.T) {
 		rule Rule
 		del  bool
 	}{
-		{"running, young", guarded("a", runpod.StatusRunning, h, time.Minute, "OVERBRAINER_DEADLINE", soon), RuleKeep, false},
-		{"running, no deadline kept", guarded("b", runpod.StatusRunning, 100*h, time.Minute, "OVERBRAINER_KEEP_POD", "1"), RuleKeep, false},
+		{"running, young", guarded("a", runpod.StatusRunning, h, time.Minute, podenv.DeadlineEnv, soon), RuleKeep, false},
+		{"running, no deadline kept", guarded("b", runpod.StatusRunning, 100*h, time.Minute, podenv.KeepEnv, "1"), RuleKeep, false},
 		{"exited recently", guarded("c", runpod.StatusExited, h, 55*time.Minute), RuleKeep, false},
 		{"exited long ago", guarded("d", runpod.StatusExited, h, time.Minute), RuleExited, true},
 		{"error long ago", guarded("e", runpod.StatusError, h, time.Minute), RuleExited, true},
-		{"exited, kept", guarded("f", runpod.StatusExited, h, time.Minute, "OVERBRAINER_KEEP_POD", "1"), RuleKeep, false},
+		{"exited, kept", guarded("f", runpod.StatusExited, h, time.Minute, podenv.KeepEnv, "1"), RuleKeep, false},
 		{"terminated", guarded("g", runpod.StatusTerminated, h, time.Minute), RuleKeep, false},
 		{"created, within boot grace", guarded("h", runpod.StatusProvisioning, 30*time.Minute, -1), RuleKeep, false},
 		{"created, past boot grace", guarded("i", runpod.StatusProvisioning, 36*time.Minute, -1), RuleNeverRan, true},
-		{"starting, own boot grace", guarded("j", runpod.StatusStarting, 11*time.Minute, -1, "OVERBRAINER_BOOT_GRACE", "300"), RuleNeverRan, true},
+		{"starting, own boot grace", guarded("j", runpod.StatusStarting, 11*time.Minute, -1, podenv.BootGraceEnv, "300"), RuleNeverRan, true},
 		{"past deadline, within extension", guarded("k", runpod.StatusRunning, 10*h, time.Minute,
-			"OVERBRAINER_DEADLINE", unix(sweepNow.Add(-2*h))), RuleKeep, false},
+			podenv.DeadlineEnv, unix(sweepNow.Add(-2*h))), RuleKeep, false},
 		{"past deadline and default extension", guarded("l", runpod.StatusRunning, 30*h, time.Minute,
-			"OVERBRAINER_DEADLINE", unix(sweepNow.Add(-25*h))), RuleDeadline, true},
+			podenv.DeadlineEnv, unix(sweepNow.Add(-25*h))), RuleDeadline, true},
 		{"hard deadline, within margin", guarded("m", runpod.StatusRunning, 3*h, time.Minute,
-			"OVERBRAINER_DEADLINE", unix(sweepNow.Add(-4*time.Minute)), "OVERBRAINER_MAX_EXTENSION", "0"), RuleKeep, false},
+			podenv.DeadlineEnv, unix(sweepNow.Add(-4*time.Minute)), podenv.MaxExtensionEnv, "0"), RuleKeep, false},
 		{"hard deadline, past margin", guarded("n", runpod.StatusRunning, 3*h, time.Minute,
-			"OVERBRAINER_DEADLINE", unix(sweepNow.Add(-6*time.Minute)), "OVERBRAINER_MAX_EXTENSION", "0"), RuleDeadline, true},
-		{"under cost cap", guarded("o", runpod.StatusRunning, 2*h, time.Minute, "OVERBRAINER_MAX_COST_USD", "5"), RuleKeep, false},
-		{"past cost cap", guarded("p", runpod.StatusRunning, 3*h, time.Minute, "OVERBRAINER_MAX_COST_USD", "5"), RuleCostCap, true},
-		{"past cost cap, kept", guarded("q", runpod.StatusRunning, 3*h, time.Minute, "OVERBRAINER_MAX_COST_USD", "5", "OVERBRAINER_KEEP_POD", "1"), RuleKeep, false},
+			podenv.DeadlineEnv, unix(sweepNow.Add(-6*time.Minute)), podenv.MaxExtensionEnv, "0"), RuleDeadline, true},
+		{"under cost cap", guarded("o", runpod.StatusRunning, 2*h, time.Minute, podenv.MaxCostEnv, "5"), RuleKeep, false},
+		{"past cost cap", guarded("p", runpod.StatusRunning, 3*h, time.Minute, podenv.MaxCostEnv, "5"), RuleCostCap, true},
+		{"past cost cap, kept", guarded("q", runpod.StatusRunning, 3*h, time.Minute, podenv.MaxCostEnv, "5", podenv.KeepEnv, "1"), RuleKeep, false},
 		{"unmarked, exited", runpod.Pod{ID: "pod-x", Name: podenv.PodNamePrefix + "x", Status: runpod.StatusExited, CreatedAt: sweepNow.Add(-100 * h)}, RuleUnmarked, false},
-		{"marker of another run", guarded("y", runpod.StatusExited, h, time.Minute, "OVERBRAINER_RUN_ID", "z"), RuleUnmarked, false},
+		{"marker of another run", guarded("y", runpod.StatusExited, h, time.Minute, podenv.RunIDEnv, "z"), RuleUnmarked, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &sweepFake{pods: []runpod.Pod{tc.pod}}
@@ -314,7 +316,7 @@ func TestReportWrite(t *testing.T) {
 // keep mode. Each was deleted before.
 func TestSweepDoesNoHarm(t *testing.T) {
 	h := time.Hour
-	noCreated := guarded("b", runpod.StatusRunning, h, time.Minute, "OVERBRAINER_MAX_COST_USD", "5")
+	noCreated := guarded("b", runpod.StatusRunning, h, time.Minute, podenv.MaxCostEnv, "5")
 	noCreated.CreatedAt = time.Time{}
 	for _, tc := range []struct {
 		name string
@@ -322,14 +324,14 @@ func TestSweepDoesNoHarm(t *testing.T) {
 		rule Rule
 	}{
 		{"large valid cap, two minutes old", guarded("a", runpod.StatusRunning, 2*time.Minute, time.Minute,
-			"OVERBRAINER_MAX_COST_USD", "2000000000"), RuleKeep},
+			podenv.MaxCostEnv, "2000000000"), RuleKeep},
 		{"no createdAt", noCreated, RuleCannotJudge},
 		{"unknown status, never started", guarded("c", "PAUSED", h, -1), RuleCannotJudge},
-		{"kept, exited long ago", guarded("d", runpod.StatusExited, 10*h, time.Minute, "OVERBRAINER_KEEP_POD", "1"), RuleKeep},
+		{"kept, exited long ago", guarded("d", runpod.StatusExited, 10*h, time.Minute, podenv.KeepEnv, "1"), RuleKeep},
 		{"keep marker garbled, past deadline", guarded("e", runpod.StatusRunning, 30*h, time.Minute,
-			"OVERBRAINER_KEEP_POD", "yes", "OVERBRAINER_DEADLINE", unix(sweepNow.Add(-25*h))), RuleCannotJudge},
-		{"deadline garbled", guarded("f", runpod.StatusRunning, 30*h, time.Minute, "OVERBRAINER_DEADLINE", "+1"), RuleCannotJudge},
-		{"deadline past what the watchdog counts", guarded("g", runpod.StatusRunning, 30*h, time.Minute, "OVERBRAINER_DEADLINE", "9999999999"), RuleCannotJudge},
+			podenv.KeepEnv, "yes", podenv.DeadlineEnv, unix(sweepNow.Add(-25*h))), RuleCannotJudge},
+		{"deadline garbled", guarded("f", runpod.StatusRunning, 30*h, time.Minute, podenv.DeadlineEnv, "+1"), RuleCannotJudge},
+		{"deadline past what the watchdog counts", guarded("g", runpod.StatusRunning, 30*h, time.Minute, podenv.DeadlineEnv, "9999999999"), RuleCannotJudge},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &sweepFake{pods: []runpod.Pod{tc.pod}}
@@ -370,7 +372,7 @@ func TestSweepWithoutSecrets(t *testing.T) {
 // the reason; a name from the API is escaped.
 func TestReportSaysCannotJudge(t *testing.T) {
 	odd := guarded("c", "PAUSED", time.Hour, -1)
-	kept := guarded("k", runpod.StatusExited, time.Hour, time.Minute, "OVERBRAINER_KEEP_POD", "1")
+	kept := guarded("k", runpod.StatusExited, time.Hour, time.Minute, podenv.KeepEnv, "1")
 	f := &sweepFake{pods: []runpod.Pod{odd, kept, {ID: "pod-x", Name: podenv.PodNamePrefix + "x\x1b[31m", Status: runpod.StatusRunning}}}
 	rep, err := Once(context.Background(), f, Policy{DryRun: true, Now: func() time.Time { return sweepNow }})
 	if err != nil {

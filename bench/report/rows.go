@@ -178,7 +178,7 @@ the seed's design of one look per INTERVAL) is the baseline. Markers come from
 bench's BenchmarkMarkerReaction: six watchdogs per marker at once, each marker
 written at a random moment of the watchdog's pause; a marker is seen at the next
 tick, so its reaction is spread over 0–60 s by design (median ~30 s expected).
-For job_end OVERBRAINER_RETRIEVE_GRACE=0, so only the detection is measured. The
+For job_end the retrieve grace is 0, so only the detection is measured. The
 _woken rows run watchdog.WakeCommand() right after the write, as the launcher does
 (its put after .pod/retrieved, its job wrapper after exit_code): the watchdog's
 pause ends at once.`},

@@ -11,6 +11,7 @@ import (
 	"github.com/overbrainer/overbrainer-go/examples/launch/internal/state"
 	"github.com/overbrainer/overbrainer-go/guard"
 	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
+	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
 
@@ -26,7 +27,7 @@ func newAPIWorld(t *testing.T) *world {
 // results not collected, with a RUNNING pod in the fake under its name.
 func (w *world) seedRun(id string) (*state.Run, string) {
 	w.t.Helper()
-	podID := w.srv.AddPods(runpodtest.SeedPod{Name: guard.PodNamePrefix + id, Env: map[string]string{"OVERBRAINER_RUN_ID": id}})[0]
+	podID := w.srv.AddPods(runpodtest.SeedPod{Name: guard.PodNamePrefix + id, Env: map[string]string{podenv.RunIDEnv: id}})[0]
 	st, err := state.Open(w.stateDir)
 	if err != nil {
 		w.t.Fatal(err)

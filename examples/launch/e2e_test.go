@@ -438,8 +438,11 @@ func TestRmAndOrphans(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		env, err := podenv.Settings{RunID: id, Workdir: "/workspace/overbrainer", Deadline: time.Now().Add(time.Hour),
-			AuthorizedKey: testClientKey, Claim: testHostKey}.Env()
+		env, err := podenv.Settings{
+			RunID: id, Workdir: "/workspace/overbrainer",
+			Rules:         podenv.Rules{Deadline: time.Now().Add(time.Hour)},
+			AuthorizedKey: testClientKey, Claim: testHostKey,
+		}.Env()
 		if err != nil {
 			t.Fatal(err)
 		}

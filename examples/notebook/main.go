@@ -10,6 +10,7 @@ import (
 
 	"github.com/overbrainer/overbrainer-go/examples/launch/demo"
 	"github.com/overbrainer/overbrainer-go/guard"
+	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
@@ -20,7 +21,7 @@ var (
 	dir    = "overbrainer-notebook"
 	record = dir + "/record.json"
 	apiKey = os.Getenv("RUNPOD_API_KEY")
-	apiURL = cmp.Or(os.Getenv("OVERBRAINER_API_URL"), runpod.DefaultBaseURL)
+	apiURL = cmp.Or(os.Getenv(podenv.APIURLEnv), runpod.DefaultBaseURL)
 	// ctx ends on Ctrl-C (a notebook's interrupt): Launch then deletes its
 	// pod, and the other calls leave the pod to its watchdog.
 	ctx, _ = signal.NotifyContext(context.Background(), os.Interrupt)
@@ -64,7 +65,7 @@ func client() *runpod.Client {
 	c := must(runpod.New(apiKey, runpod.WithBaseURL(apiURL)))
 	pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	if _, err := c.ListPods(pctx, runpod.ListPodsOptions{Name: guard.PodNamePrefix + "preflight"}); err != nil {
+	if _, err := c.ListPods(pctx, runpod.ListPodsOptions{Name: podenv.PodName("preflight")}); err != nil {
 		check(fmt.Errorf("the Runpod API at %s does not answer (an emulator must outlive the cells: is its local-server still running?): %w", apiURL, err))
 	}
 	return c
@@ -97,7 +98,7 @@ func must[T any](v T, err error) T {
 func launch() {
 	job := dir + "/job"
 	check(demo.WriteTo(job))
-	spec := guard.Spec{Job: guard.Job{Dir: job, Command: demo.Command}, Deadline: time.Now().Add(time.Hour)}
+	spec := guard.Spec{Job: guard.Job{Dir: job, Command: demo.Command}, Rules: podenv.Rules{Deadline: time.Now().Add(time.Hour)}}
 	must(guard.Launch(ctx, client(), spec, opts...)).Detach()
 }
 

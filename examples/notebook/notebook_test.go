@@ -19,6 +19,7 @@ import (
 
 	"github.com/overbrainer/overbrainer-go/guard"
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
+	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
 
@@ -191,7 +192,7 @@ func TestACellWhoseAPIIsGoneFails(t *testing.T) {
 	t.Parallel()
 	needPods(t)
 	srv := runpodtest.NewTestServer(t, runpodtest.WithPodRunner(), runpodtest.AllowPodsLeft())
-	env := []string{"RUNPOD_API_KEY=" + srv.APIKey(), "OVERBRAINER_API_URL=" + srv.BaseURL()}
+	env := []string{"RUNPOD_API_KEY=" + srv.APIKey(), podenv.APIURLEnv + "=" + srv.BaseURL()}
 	binary, dir := buildNotebook(t), t.TempDir()
 	if out, errOut, err := runCells(t, binary, dir, env, "launch"); err != nil {
 		t.Fatalf("launch cell: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
@@ -219,7 +220,7 @@ func TestNotebookOnAnEmulatorThatOutlivesIt(t *testing.T) {
 	needPods(t)
 	srv := runpodtest.NewTestServer(t, runpodtest.WithPodRunner())
 	out := runNotebook(t, "RUNPOD_API_KEY="+srv.APIKey(),
-		"OVERBRAINER_API_URL="+srv.BaseURL())
+		podenv.APIURLEnv+"="+srv.BaseURL())
 	if strings.Contains(out, srv.APIKey()) {
 		t.Error("the notebook printed the API key")
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/overbrainer/overbrainer-go/guard"
 	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
+	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 	"github.com/overbrainer/overbrainer-go/watchdog"
@@ -73,8 +74,8 @@ func TestChaosBootFiles(t *testing.T) {
 					defer cancel()
 					spec := guard.Spec{
 						RunID: runID, NetworkVolumeID: vol.ID,
-						Job:      guard.Job{Dir: jobDir, Command: "sh job.sh"},
-						Deadline: time.Now().Add(time.Hour),
+						Job:   guard.Job{Dir: jobDir, Command: "sh job.sh"},
+						Rules: podenv.Rules{Deadline: time.Now().Add(time.Hour)},
 						PodEnv: map[string]string{"OVERBRAINER_BOOT_TIMEOUT": "5", "OVERBRAINER_CURL_TIMEOUT": "3",
 							"PATH": podShell(t, sh) + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
 					}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
+	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
@@ -61,10 +62,10 @@ func (h *hostileRun) huge(name string, size int) {
 // the volume files (.pod/du, .pod/volume_gb) for a few ticks before the cost
 // snapshot is requested (which stops it).
 func (h *hostileRun) withVolume() {
-	h.env["OVERBRAINER_SNAPSHOT_LEAD"] = "2"
-	h.env["OVERBRAINER_INTERVAL"] = "1"
-	h.env["OVERBRAINER_VOLUME_DIR"] = h.t.TempDir()
-	h.env["OVERBRAINER_VOLUME_GB"] = "10"
+	h.env[podenv.SnapshotLeadEnv] = "2"
+	h.env[podenv.IntervalEnv] = "1"
+	h.env[podenv.VolumeDirEnv] = h.t.TempDir()
+	h.env[podenv.VolumeGBEnv] = "10"
 	h.env["OVERBRAINER_DU"] = h.bin.Stub("du", `printf '100\t%s\n' "$3"`)
 }
 
@@ -206,7 +207,7 @@ var hostileCases = []struct {
 	{name: "lease_far_future_no_deadline", rule: string(watchdog.DeleteCostCap), prepare: func(h *hostileRun) {
 		h.startJob()
 		h.capIn(8)
-		h.env["OVERBRAINER_DEADLINE"] = itoa(h.base + 3600)
+		h.env[podenv.DeadlineEnv] = itoa(h.base + 3600)
 		h.write(watchdog.Lease, "")
 		future := time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
 		if err := os.Chtimes(h.path(watchdog.Lease), future, future); err != nil {
@@ -216,7 +217,7 @@ var hostileCases = []struct {
 	{name: "lease_far_future_past_deadline", rule: string(watchdog.DeleteDeadline), prepare: func(h *hostileRun) {
 		// No job: the deadline does not wait for a snapshot.
 		h.due = h.base + 5
-		h.env["OVERBRAINER_DEADLINE"] = itoa(h.due)
+		h.env[podenv.DeadlineEnv] = itoa(h.due)
 		h.write(watchdog.Lease, "")
 		future := time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
 		if err := os.Chtimes(h.path(watchdog.Lease), future, future); err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
+	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
@@ -25,7 +26,7 @@ func TestChaosLoadWatchdogs(t *testing.T) {
 	wds := make([]*wd, loadPods)
 	for i := range wds {
 		w := newWD(t, sh, api, fmt.Sprintf("pod-load-%02d", i))
-		w.env["OVERBRAINER_INTERVAL"] = "1"
+		w.env[podenv.IntervalEnv] = "1"
 		w.startJob()
 		w.write(watchdog.SnapshotAt, itoa(capAt-5)+"\n")
 		w.write(watchdog.CostCapAt, itoa(capAt)+"\n")

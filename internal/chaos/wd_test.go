@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
+	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
@@ -48,17 +49,17 @@ func newWD(t *testing.T, sh shtest.Shell, api *shtest.FakeAPI, id string) *wd {
 	}
 	df := w.bin.Stub("df", `echo 'Filesystem 1024-blocks Used Available Capacity Mounted on'; echo '/dev/vda1 100 50 50 50% /'`)
 	w.env = map[string]string{
-		"OVERBRAINER_RUN_DIR":        w.dir,
-		"RUNPOD_POD_ID":              id,
-		"RUNPOD_API_KEY":             podKey,
-		"OVERBRAINER_API_URL":        api.URL(),
-		"OVERBRAINER_INTERVAL":       "60",
-		"OVERBRAINER_PROBE_TRIES":    "1",
-		"OVERBRAINER_PROBE_WAIT":     "0",
-		"OVERBRAINER_CURL_TIMEOUT":   "5",
-		"OVERBRAINER_BOOT_GRACE":     "3600",
-		"OVERBRAINER_RETRIEVE_GRACE": "3600",
-		"OVERBRAINER_DF":             df,
+		podenv.RunDirEnv:           w.dir,
+		"RUNPOD_POD_ID":            id,
+		"RUNPOD_API_KEY":           podKey,
+		podenv.APIURLEnv:           api.URL(),
+		podenv.IntervalEnv:         "60",
+		podenv.ProbeTriesEnv:       "1",
+		podenv.ProbeWaitEnv:        "0",
+		"OVERBRAINER_CURL_TIMEOUT": "5",
+		podenv.BootGraceEnv:        "3600",
+		podenv.RetrieveGraceEnv:    "3600",
+		"OVERBRAINER_DF":           df,
 	}
 	return w
 }

@@ -123,11 +123,13 @@ func startRun(t *testing.T, o e2eOptions) *e2eRun {
 	}, 201)
 
 	env, err := podenv.Settings{
-		RunID:         r.runID,
-		Workdir:       e2eWorkdir,
-		Deadline:      time.Now().Add(time.Hour),
-		BootGrace:     10 * time.Minute,
-		RetrieveGrace: 10 * time.Minute,
+		RunID:   r.runID,
+		Workdir: e2eWorkdir,
+		Rules: podenv.Rules{
+			Deadline:      time.Now().Add(time.Hour),
+			BootGrace:     10 * time.Minute,
+			RetrieveGrace: 10 * time.Minute,
+		},
 		APIURL:        "https://api.runpod.io/v2", // the fake points it back at itself
 		AuthorizedKey: authorizedLine(r.client.PublicKey()),
 		Claim:         authorizedLine(r.hostPK),
@@ -136,8 +138,8 @@ func startRun(t *testing.T, o e2eOptions) *e2eRun {
 		t.Fatal(err)
 	}
 	// A tick a second, so that the test is quick.
-	env["OVERBRAINER_INTERVAL"] = "1"
-	env["OVERBRAINER_PROBE_WAIT"] = "1"
+	env[podenv.IntervalEnv] = "1"
+	env[podenv.ProbeWaitEnv] = "1"
 	maps.Copy(env, o.env)
 
 	body := map[string]any{

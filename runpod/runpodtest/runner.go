@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/overbrainer/overbrainer-go/podenv"
 )
 
 // The pod runner: with WithPodRunner, each created pod's command really runs
@@ -359,7 +361,7 @@ func (s *Server) podSpecLocked(p *pod) (_ *podSpec, err error) {
 	if p.gpuCount > 0 {
 		env["RUNPOD_GPU_COUNT"] = strconv.Itoa(p.gpuCount)
 	}
-	env["OVERBRAINER_API_URL"] = s.BaseURL()
+	env[podenv.APIURLEnv] = s.BaseURL()
 	env["OVERBRAINER_SSH_PORT"] = port
 	// The pod shares the host's network: its sshd listens on loopback only,
 	// so a local pod is never reachable from another machine.
@@ -410,10 +412,10 @@ func (s *Server) podSpecLocked(p *pod) (_ *podSpec, err error) {
 			fresh = append(fresh, dir)
 		}
 	}
-	if wd := p.env["OVERBRAINER_WORKDIR"]; wd != "" {
+	if wd := p.env[podenv.WorkdirEnv]; wd != "" {
 		wd = path.Clean(wd)
 		if !path.IsAbs(wd) || wd == "/" {
-			return nil, fmt.Errorf("runpodtest: OVERBRAINER_WORKDIR %q must be an absolute directory other than /", wd)
+			return nil, fmt.Errorf("runpodtest: %s %q must be an absolute directory other than /", podenv.WorkdirEnv, wd)
 		}
 		if !underAny(wd, fresh) {
 			spec.mounts = append(spec.mounts, podMount{Target: wd, Mode: 0o755})

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
+	"github.com/overbrainer/overbrainer-go/podenv"
 )
 
 // requireRunner skips a test that needs the pod runner where it cannot run,
@@ -201,11 +202,11 @@ func TestPodRunnerRunsThePodAsThePodWould(t *testing.T) {
 
 	other := createPod(t, srv, shPod("other", "exec sleep 1000", nil))
 	body := shPod("probe", probeScript, map[string]string{
-		"SECRET_REF":          "{{ RUNPOD_SECRET_token }}",
-		"PLAIN":               "plain value",
-		"OTHER_POD":           other.ID,
-		"OVERBRAINER_WORKDIR": workTop + "/ob",
-		"OVERBRAINER_API_URL": "https://api.runpod.io/v2",
+		"SECRET_REF":      "{{ RUNPOD_SECRET_token }}",
+		"PLAIN":           "plain value",
+		"OTHER_POD":       other.ID,
+		podenv.WorkdirEnv: workTop + "/ob",
+		podenv.APIURLEnv:  "https://api.runpod.io/v2",
 	})
 	body["mounts"] = map[string]any{"network": []any{map[string]any{"volumeId": "vol1", "path": "/data"}}}
 	probe := createPod(t, srv, body)

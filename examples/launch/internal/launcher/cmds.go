@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -237,7 +236,11 @@ no local run knows (orphans: "launch rm --all-orphans" removes them).`)
 		} else if env.Keep {
 			phase = "orphan,kept"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s/h\t%s\t%s\n", dash(strings.TrimPrefix(p.Name, PodNamePrefix)), phase, dash(p.ID), dash(guard.StatusText(p.Status)), age, money(p.CostPerHr), "-", "-")
+		name, ok := podenv.RunIDOfPod(p.Name)
+		if !ok {
+			name = p.Name
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s/h\t%s\t%s\n", dash(name), phase, dash(p.ID), dash(guard.StatusText(p.Status)), age, money(p.CostPerHr), "-", "-")
 	}
 	if err := tw.Flush(); err != nil {
 		return err

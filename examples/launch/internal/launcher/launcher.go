@@ -26,7 +26,7 @@ import (
 // Environment variables the launcher reads.
 const (
 	EnvAPIKey = "RUNPOD_API_KEY"
-	EnvAPIURL = "OVERBRAINER_API_URL"
+	EnvAPIURL = podenv.APIURLEnv
 	// EnvGraphQLURL is read by no one: secrets are REST v2 calls under
 	// the API URL. Kept so that programs naming it still build.
 	//

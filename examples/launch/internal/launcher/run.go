@@ -135,17 +135,12 @@ type runFlags struct {
 	volumePath          string
 	workdir             string
 	maxHours            float64
-	maxCostUSD          float64
-	maxExtension        time.Duration
-	keep                bool
-	bootGrace           time.Duration
-	retrieveGrace       time.Duration
+	// rules are the run's rules and the watchdog's knobs, set by their
+	// flags but for Deadline (--max-hours) and HardDeadline (a zero
+	// --max-extension).
+	rules podenv.Rules
 
 	poll, leaseEvery time.Duration
-	snapshotLead     time.Duration
-	// The watchdog's knobs, added to the pod's env when set.
-	wdInterval, leaseTTL, snapshotWait, probeWait time.Duration
-	probeTries                                    int
 	// podEnv adds variables to the pod's env (tests: OVERBRAINER_SSHD...).
 	podEnv  envFlag
 	results guard.Results
@@ -197,19 +192,19 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.volumePath, "volume-path", guard.DefaultVolumePath, "where the volume is mounted")
 	fs.StringVar(&f.workdir, "workdir", "", "directory of run directories on the pod (default: --volume-path/overbrainer)")
 	fs.Float64Var(&f.maxHours, "max-hours", 4, "deadline, in hours from now: the watchdog deletes the pod then unless this launcher still holds the lease")
-	fs.DurationVar(&f.maxExtension, "max-extension", guard.DefaultMaxExtension, "how long past the deadline this launcher's lease may hold the pod (0: the deadline is hard)")
-	fs.Float64Var(&f.maxCostUSD, "max-cost-usd", 0, "cost cap in USD: a snapshot is asked at 95% (or --snapshot-lead before), the pod is deleted at 100% (0: none)")
-	fs.BoolVar(&f.keep, "keep-pod", false, "once the job started, the watchdog never deletes the pod, and neither does the launcher: remove it with launch rm")
-	fs.DurationVar(&f.bootGrace, "boot-grace", podenv.DefaultBootGrace, "the watchdog deletes the pod if no job started this long after it booted")
-	fs.DurationVar(&f.retrieveGrace, "retrieve-grace", podenv.DefaultRetrieveGrace, "the watchdog deletes the pod this long after the job ended if nobody collected the results (a download in progress holds it)")
+	fs.DurationVar(&f.rules.MaxExtension, "max-extension", guard.DefaultMaxExtension, "how long past the deadline this launcher's lease may hold the pod (0: the deadline is hard)")
+	fs.Float64Var(&f.rules.MaxCostUSD, "max-cost-usd", 0, "cost cap in USD: a snapshot is asked at 95% (or --snapshot-lead before), the pod is deleted at 100% (0: none)")
+	fs.BoolVar(&f.rules.Keep, "keep-pod", false, "once the job started, the watchdog never deletes the pod, and neither does the launcher: remove it with launch rm")
+	fs.DurationVar(&f.rules.BootGrace, "boot-grace", podenv.DefaultBootGrace, "the watchdog deletes the pod if no job started this long after it booted")
+	fs.DurationVar(&f.rules.RetrieveGrace, "retrieve-grace", podenv.DefaultRetrieveGrace, "the watchdog deletes the pod this long after the job ended if nobody collected the results (a download in progress holds it)")
 	fs.DurationVar(&f.poll, "poll", 2*time.Second, "how often the job's state and output are read")
 	fs.DurationVar(&f.leaseEvery, "lease-every", 5*time.Minute, "how often the lease is renewed while the job's output progresses")
-	fs.DurationVar(&f.snapshotLead, "snapshot-lead", guard.DefaultSnapshotLead, "how long before the cost cap or the deadline a snapshot is asked for")
-	fs.DurationVar(&f.wdInterval, "watchdog-interval", 0, "the watchdog's tick (default 60s)")
-	fs.DurationVar(&f.leaseTTL, "lease-ttl", 0, "how long a lease holds for the watchdog (default 15m)")
-	fs.DurationVar(&f.snapshotWait, "snapshot-wait", 0, "how long the watchdog waits for a snapshot it asked for (default 15m)")
-	fs.IntVar(&f.probeTries, "probe-tries", 0, "the watchdog's API probe attempts (default 5)")
-	fs.DurationVar(&f.probeWait, "probe-wait", 0, "the wait between the watchdog's probe attempts (default 10s)")
+	fs.DurationVar(&f.rules.SnapshotLead, "snapshot-lead", guard.DefaultSnapshotLead, "how long before the cost cap or the deadline a snapshot is asked for")
+	fs.DurationVar(&f.rules.Interval, "watchdog-interval", 0, "the watchdog's tick (default 60s)")
+	fs.DurationVar(&f.rules.LeaseTTL, "lease-ttl", 0, "how long a lease holds for the watchdog (default 15m)")
+	fs.DurationVar(&f.rules.SnapshotWait, "snapshot-wait", 0, "how long the watchdog waits for a snapshot it asked for (default 15m)")
+	fs.IntVar(&f.rules.ProbeTries, "probe-tries", 0, "the watchdog's API probe attempts (default 5)")
+	fs.DurationVar(&f.rules.ProbeWait, "probe-wait", 0, "the wait between the watchdog's probe attempts (default 10s)")
 	fs.Var(&f.podEnv, "pod-env", "NAME=VALUE added to the pod's env (repeatable; for tests)")
 	fs.Float64Var(&f.results.MaxGB, "max-results-gb", guard.DefaultMaxResultsGB, "the download of the results stops past this many GB, the pod (the only copy) left to its retrieve grace")
 	fs.BoolVar(&f.results.RequireOutputs, "require-outputs", false, "a job that leaves no file in its outputs directory fails the run (exit 1)")
@@ -237,18 +232,14 @@ func (f *runFlags) check() error {
 		return usagef("--workdir must be absolute")
 	case math.IsNaN(f.maxHours) || f.maxHours < 0 || f.maxHours > 24*365:
 		return usagef("--max-hours must be between 0 and a year")
-	case f.maxHours == 0 && !f.keep:
+	case f.maxHours == 0 && !f.rules.Keep:
 		return usagef("--max-hours 0 (no deadline) needs --keep-pod: without a deadline nothing would end a hung job")
-	case math.IsNaN(f.maxCostUSD) || f.maxCostUSD < 0:
+	case math.IsNaN(f.rules.MaxCostUSD) || f.rules.MaxCostUSD < 0:
 		return usagef("--max-cost-usd cannot be negative")
-	case f.poll <= 0 || f.leaseEvery <= 0 || f.snapshotLead < 0:
+	case f.poll <= 0 || f.leaseEvery <= 0 || f.rules.SnapshotLead < 0:
 		return usagef("--poll and --lease-every must be positive")
 	}
-	ttl := f.leaseTTL
-	if ttl == 0 {
-		ttl = guard.DefaultLeaseTTL
-	}
-	if f.leaseEvery >= ttl {
+	if ttl := f.rules.EffectiveRules().LeaseTTL; f.leaseEvery >= ttl {
 		return usagef("--lease-every (%s) must be shorter than the lease's TTL (%s)", f.leaseEvery, ttl)
 	}
 	return nil
@@ -309,12 +300,10 @@ the pod ends with the launcher.`)
 		MinVRAMGB: f.minVRAM, MaxPricePerGPU: f.maxPrice, DataCenters: guard.SplitList(f.dataCenter), MinCUDA: f.minCUDA,
 		DiskGB: f.diskGB, VolumeGB: f.volumeGB, NetworkVolumeID: f.networkVolume, MaxVolumeGB: f.maxVolGB, NoVolumeCaches: f.noVolumeCaches,
 		VolumePath: f.volumePath, Workdir: f.workdir,
-		MaxExtension: f.maxExtension, HardDeadline: f.maxExtension == 0,
-		MaxCostUSD: f.maxCostUSD, Keep: f.keep, BootGrace: f.bootGrace, RetrieveGrace: f.retrieveGrace,
-		SnapshotLead: f.snapshotLead, Interval: f.wdInterval, LeaseTTL: f.leaseTTL,
-		SnapshotWait: f.snapshotWait, ProbeWait: f.probeWait, ProbeTries: f.probeTries,
+		Rules:          f.rules,
 		WatchdogAPIURL: a.apiURL, PodEnv: f.podEnv, Results: f.results,
 	}
+	spec.HardDeadline = spec.MaxExtension == 0
 	if f.maxHours > 0 {
 		spec.Deadline = now.Add(time.Duration(f.maxHours * float64(time.Hour))).Truncate(time.Second)
 	}

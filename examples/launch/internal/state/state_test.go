@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/overbrainer/overbrainer-go/guard"
+	"github.com/overbrainer/overbrainer-go/podenv"
 )
 
 func mode(t *testing.T, p string) fs.FileMode {
@@ -42,8 +43,9 @@ func TestRunsArePrivate(t *testing.T) {
 	r := &Run{
 		Record: guard.Record{
 			ID: id, PodName: "overbrainer-" + id, ClientKey: "-----BEGIN OPENSSH PRIVATE KEY-----\n",
-			HostKey: "ssh-ed25519 AAAA", Deadline: time.Unix(1700003600, 0).UTC(),
-			Poll: 2 * time.Second, Phase: PhaseRunning, ExitCode: &code, LogOffset: 42,
+			HostKey: "ssh-ed25519 AAAA",
+			Rules:   podenv.Rules{Deadline: time.Unix(1700003600, 0).UTC()},
+			Poll:    2 * time.Second, Phase: PhaseRunning, ExitCode: &code, LogOffset: 42,
 		},
 		Created: time.Unix(1700000000, 0).UTC(),
 	}
