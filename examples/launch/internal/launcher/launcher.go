@@ -204,6 +204,7 @@ var commands = map[string]func(context.Context, *app, []string) error{
 	"gpus":         cmdGPUs,
 	"datacenters":  cmdDataCenters,
 	"volumes":      cmdVolumes,
+	"registries":   cmdRegistries,
 }
 
 func (a *app) usage(fs *flag.FlagSet) {
@@ -231,6 +232,8 @@ Commands:
   gpus           the GPU catalog with prices and live stock
   datacenters    the data centers and the GPU types they stock
   volumes        the network volumes (volumes create NAME: make one)
+  registries     the account's container registry credentials (run
+                 --registry-auth ID pulls a private image with one)
 
 Without %s, commands use the local emulator (--local).
 "launch COMMAND -h" shows a command's flags.
