@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -75,6 +76,10 @@ type app struct {
 	// usageLine is the command's one-line usage, shown with a bad command
 	// line.
 	usageLine string
+
+	// transport, when set, carries the API client's requests (sweep's
+	// metrics count them).
+	transport http.RoundTripper
 }
 
 type globalFlags struct {
@@ -374,6 +379,9 @@ func (a *app) connectAPI(ctx context.Context) error {
 	opts := []runpod.Option{runpod.WithUserAgent(userAgent), runpod.WithLogger(logger)}
 	if apiURL != "" {
 		opts = append(opts, runpod.WithBaseURL(apiURL))
+	}
+	if a.transport != nil {
+		opts = append(opts, runpod.WithHTTPClient(&http.Client{Timeout: runpod.DefaultTimeout, Transport: a.transport}))
 	}
 	c, err := runpod.New(key, opts...)
 	if err != nil {
