@@ -305,6 +305,7 @@ func (r *Run) end(phase Phase, note string) {
 		r.rec.Note = note
 	}
 	r.ended = true
+	r.readBill()
 	r.save()
 }
 
@@ -478,6 +479,7 @@ func remove(ctx context.Context, c api, rec Record, opts ...Option) (Record, run
 			r.rec.Ended = r.now()
 			r.rec.CostUSD = r.rec.costTo(r.rec.Ended)
 		}
+		r.readBill()
 	case runpod.Stopped:
 		r.rec.Phase = PhaseStopped
 	}

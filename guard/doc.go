@@ -36,7 +36,10 @@
 //     the bootstrap's logs as .pod/watchdog.log and .pod/bootstrap.log (not
 //     counted as outputs); Run.Delete deletes the pod and the secret, even after its
 //     context was cancelled, and waits until the API no longer shows the
-//     pod (else *DeleteUnconfirmedError says how to check).
+//     pod (else *DeleteUnconfirmedError says how to check). Once the pods
+//     are gone, Record.CostUSD holds the estimate (price × time) and
+//     Record.Bill what Runpod's billing says it billed the run's pods; as
+//     that lags, ReadBill reads it again while Record.BillDue says so.
 //   - Run.Record is a JSON handle (WithSave keeps a file of it) from
 //     which Attach rebuilds the Run in another process (a notebook's next
 //     cell, a later launcher); Run.Detach leaves the pod to its watchdog

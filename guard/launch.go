@@ -144,7 +144,7 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 	req := runpod.CreatePodRequest{
 		Name: r.rec.PodName, Image: spec.Image, GPUCount: spec.GPUCount,
 		Cloud: spec.Cloud, ContainerDiskGB: spec.DiskGB, MinCUDA: spec.cudaFloor(),
-		Ports: []string{"22/tcp"}, Env: env,
+		Ports: []string{"22/tcp"}, Env: env, RegistryAuthID: spec.RegistryAuthID,
 		// The bootstrap is the entrypoint: the image's own ENTRYPOINT, which
 		// may ignore a command sent behind it, never runs (see package
 		// bootstrap).

@@ -112,6 +112,10 @@ type Record struct {
 	Ended     time.Time `json:"ended,omitzero"`
 	CostUSD   float64   `json:"cost_usd,omitempty"`
 	Note      string    `json:"note,omitempty"`
+
+	// Bill is what Runpod billed the run's pods, read after the delete
+	// (nil before it could be read); CostUSD is the estimate.
+	Bill *Bill `json:"bill,omitempty"`
 }
 
 // Save writes the record to file as JSON, mode 0600 (it holds the client's

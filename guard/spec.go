@@ -46,6 +46,10 @@ type Spec struct {
 	Job Job
 
 	Image string // DefaultImage when empty
+	// RegistryAuthID names the account's container registry credential
+	// (runpod.Client.ListRegistries) that Runpod pulls a private Image
+	// with; empty for a public image.
+	RegistryAuthID string
 	// GPUTypes are the GPU types to try, in order: a type without
 	// capacity (or whose pool the account cannot use, or whose pod does
 	// not come up within the start timeout) gives way to the next. A lone
@@ -257,6 +261,9 @@ func (s Spec) check(now time.Time) error {
 		bad("Deadline", "%s has passed", s.Deadline.Format(time.RFC3339))
 	}
 	s.checkGPUs(bad)
+	if err := checkRegistryAuth(s.RegistryAuthID); err != nil {
+		bad("RegistryAuthID", "%v", err)
+	}
 	if s.GPUCount < 1 {
 		bad("GPUCount", "%d is less than 1", s.GPUCount)
 	}

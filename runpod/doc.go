@@ -1,6 +1,7 @@
 // Package runpod is a client for Runpod's REST v2 API
 // (https://api.runpod.io/v2): GPU pods, pod actions, network volumes, the
-// GPU catalog and account secrets. It speaks no GraphQL.
+// GPU catalog, account secrets, container registry credentials (to pull a
+// private image) and the pods' billing. It speaks no GraphQL.
 //
 // Make a client with New and an API key; every method takes a context:
 //

@@ -137,6 +137,9 @@ type Pod struct {
 	Mounts          Mounts            `json:"mounts"`
 	SSH             *PodSSH           `json:"ssh"`
 	Template        string            `json:"template"`
+	// RegistryAuthID is the registry credential the pod's image is pulled
+	// with; empty for a public image.
+	RegistryAuthID string `json:"registry"`
 	// CostPerHr is the current price in USD per hour; 0 once the pod is
 	// EXITED or TERMINATED (an EXITED pod's disk still bills apart).
 	CostPerHr float64     `json:"cost"`
@@ -228,6 +231,10 @@ type CreatePodRequest struct {
 	// MinCUDA, when set, is the lowest CUDA version ("12.4") the host's
 	// driver may have (gpu.minCudaVersion).
 	MinCUDA string
+	// RegistryAuthID, for a private image, is the id of the account's
+	// container registry credential Runpod pulls it with (see
+	// ListRegistries); sent as the create's registry.
+	RegistryAuthID string
 }
 
 // createGPU is the v2 CreateGpuConfig schema, the subset we use.
@@ -251,6 +258,7 @@ type createPodBody struct {
 	Entrypoint    []string          `json:"entrypoint,omitempty"`
 	Cmd           []string          `json:"cmd,omitempty"`
 	DataCenterIDs []string          `json:"dataCenterIds,omitempty"`
+	Registry      string            `json:"registry,omitempty"`
 }
 
 func (req *CreatePodRequest) body() (*createPodBody, error) {
@@ -282,6 +290,9 @@ func (req *CreatePodRequest) body() (*createPodBody, error) {
 	if req.MinCUDA != "" && !cudaPattern.MatchString(req.MinCUDA) {
 		return nil, bad("MinCUDA %q is not major.minor, such as 12.4", req.MinCUDA)
 	}
+	if req.RegistryAuthID != "" && checkID("CreatePod", "registry", req.RegistryAuthID) != nil {
+		return nil, bad("RegistryAuthID %q is not a plain ID", req.RegistryAuthID)
+	}
 	for _, dc := range req.DataCenterIDs {
 		if checkID("CreatePod", "data center", dc) != nil {
 			return nil, bad("DataCenterIDs: %q is not a plain ID", dc)
@@ -292,6 +303,7 @@ func (req *CreatePodRequest) body() (*createPodBody, error) {
 		GPU:   &createGPU{ID: req.GPUTypeID, Count: count, MinCudaVersion: req.MinCUDA},
 		Cloud: req.Cloud, Disk: req.ContainerDiskGB,
 		Ports: req.Ports, Env: req.Env, DataCenterIDs: req.DataCenterIDs,
+		Registry: req.RegistryAuthID,
 	}
 	switch {
 	case req.PersistentVolume != nil && req.NetworkVolume != nil:

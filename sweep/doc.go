@@ -17,6 +17,11 @@
 //
 // It keeps no state: several sweeps may run at once, from any machine.
 //
+// For monitoring, a Report says when its pass ran and how long it took
+// (Report.Pass), and a Decision what a deleted pod billed past its rule's
+// bound (Decision.PastBoundUSD); package sweepmetrics serves these as
+// Prometheus metrics, so that this package depends on no metrics library.
+//
 // The package stands apart from guard (which forwards its Sweep to it)
 // so that a scheduled sweeper imports the rules alone, without the SSH
 // and launch machinery of a run.

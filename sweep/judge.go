@@ -78,7 +78,10 @@ type Decision struct {
 	Limit    time.Duration `json:"limit_ns,omitempty"`
 	SpendUSD float64       `json:"spend_usd,omitempty"`
 	CapUSD   float64       `json:"cap_usd,omitempty"`
-	Why      string        `json:"why"`
+	// PricePerHr is the pod's price as the API gave it (0 once it no
+	// longer runs: an EXITED pod's disk bills apart).
+	PricePerHr float64 `json:"price_per_hr,omitempty"`
+	Why        string  `json:"why"`
 	// Kept says the pod is a kept one (--keep-pod): left whatever its
 	// state.
 	Kept bool `json:"kept,omitempty"`
@@ -108,7 +111,7 @@ func stillBills(s runpod.PodStatus) bool {
 // whatever its state: only an explicit remove deletes it.
 func Judge(pod runpod.Pod, now time.Time, p Policy) Decision {
 	p = p.withDefaults()
-	d := Decision{PodID: pod.ID, PodName: pod.Name, Status: pod.Status}
+	d := Decision{PodID: pod.ID, PodName: pod.Name, Status: pod.Status, PricePerHr: pod.CostPerHr}
 	id, ok := podenv.RunIDOfPod(pod.Name)
 	if marker := podenv.RunMarker(pod.Env); !ok || marker != id {
 		d.Rule, d.Why = RuleUnmarked, fmt.Sprintf("named like a guarded run's pod, but its env's run marker is %q", marker)

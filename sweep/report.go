@@ -43,13 +43,16 @@ type Report struct {
 	// SecretsSkipped says why no secret was judged (their listing
 	// failed); the pods were judged all the same.
 	SecretsSkipped string `json:"secrets_skipped,omitempty"`
+	// Pass is when the sweep started (on the Policy's clock) and how long
+	// its listings, judgments and deletes took.
+	Pass Pass `json:"pass"`
 }
 
 // Deleted counts the deletes made.
 func (r Report) Deleted() int {
 	n := 0
 	for _, d := range r.Decisions {
-		if d.Done && d.Err == nil {
+		if d.Deleted() {
 			n++
 		}
 	}

@@ -100,11 +100,13 @@ func (p Policy) skip(runID string) bool { return p.Skip != nil && runID != "" &&
 // pods are judged all the same and no secret is (Report.SecretsSkipped
 // says why). The error is the listings', and every failed delete, joined;
 // the Report holds every decision either way.
-func Once(ctx context.Context, c API, p Policy) (Report, error) {
+func Once(ctx context.Context, c API, p Policy) (rep Report, err error) {
 	if err := p.Validate(); err != nil {
 		return Report{}, err
 	}
 	p = p.withDefaults()
+	start := p.Now()
+	defer func() { rep.Pass = Pass{Start: start, Took: max(p.Now().Sub(start), 0)} }()
 	// The rules read no pod's command, the bulk of a large list.
 	pods, err := c.ListPods(ctx, runpod.ListPodsOptions{NamePrefix: podenv.PodNamePrefix, IncludeClusterPods: true, SkipArgs: true})
 	if err != nil {
@@ -119,7 +121,7 @@ func Once(ctx context.Context, c API, p Policy) (Report, error) {
 		err = fmt.Errorf("sweep: listing secrets (secrets not swept, pods judged): %w", err)
 		errs, secrets = append(errs, err), nil
 	}
-	rep := judgeAll(pods, secrets, p)
+	rep = judgeAll(pods, secrets, p)
 	if err != nil {
 		rep.SecretsSkipped = err.Error()
 	}

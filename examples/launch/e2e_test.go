@@ -434,18 +434,7 @@ func TestRmAndOrphans(t *testing.T) {
 	newOrphan := func(script string) (*runpod.Pod, string) {
 		// Another machine's run, started two hours ago: its secret is past
 		// the secret grace once its pod is gone.
-		id, err := podenv.NewRunID(time.Now().Add(-2 * time.Hour))
-		if err != nil {
-			t.Fatal(err)
-		}
-		env, err := podenv.Settings{
-			RunID: id, Workdir: "/workspace/overbrainer",
-			Rules:         podenv.Rules{Deadline: time.Now().Add(time.Hour)},
-			AuthorizedKey: testClientKey, Claim: testHostKey,
-		}.Env()
-		if err != nil {
-			t.Fatal(err)
-		}
+		id, env := otherRun(t, time.Now().Add(-2*time.Hour))
 		p, err := api.CreatePod(context.Background(), runpod.CreatePodRequest{
 			Name: podenv.PodName(id), Image: "x", GPUTypeID: "NVIDIA GeForce RTX 4090", Command: []string{"sh", "-c", script},
 			Env: env, // the run marker: unmarked pods are never removed
@@ -959,3 +948,20 @@ const (
 	testClientKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJcomaqb8ckRepkDHH1CfKQjIlXD1MGWnmwCZJZcsNG3"
 	testHostKey   = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFaKCIGTAorZfRm38a9XqitAU3FLqS55pVZdcKm+u+LV"
 )
+
+// otherRun is the id and pod env of a run of another machine, started at
+// start, its deadline an hour away.
+func otherRun(t *testing.T, start time.Time) (string, map[string]string) {
+	t.Helper()
+	id, err := podenv.NewRunID(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := podenv.Settings{RunID: id, Workdir: "/workspace/overbrainer",
+		Rules:         podenv.Rules{Deadline: time.Now().Add(time.Hour)},
+		AuthorizedKey: testClientKey, Claim: testHostKey}.Env()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id, env
+}

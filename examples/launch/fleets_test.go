@@ -23,8 +23,10 @@ func TestFleetFilesNameTheSweep(t *testing.T) {
 		{"deploy/sweeper/cronjob.yaml", []string{"kind: CronJob", "name: RUNPOD_API_KEY", "secretKeyRef:", `args: ["--json"]`}},
 		{"deploy/sweeper/overbrainer-sweep.service", []string{"ExecStart=/usr/local/bin/launch sweep --json", "EnvironmentFile="}},
 		{"deploy/sweeper/overbrainer-sweep.timer", []string{"Unit=overbrainer-sweep.service", "OnUnitActiveSec="}},
+		{"deploy/sweeper/deployment.yaml", []string{"kind: Deployment", "name: RUNPOD_API_KEY", "secretKeyRef:", `args: ["--every", "5m", "--metrics-addr", ":9090", "--json"]`, "prometheus.io/scrape"}},
+		{"deploy/sweeper/overbrainer-sweep-metrics.service", []string{"ExecStart=/usr/local/bin/launch sweep --every 5m --metrics-addr 127.0.0.1:9090 --json", "EnvironmentFile=", "scrape_configs:"}},
 		{".github/workflows/sweep.yml", []string{"schedule:", "go run ./examples/launch sweep --json", "secrets.RUNPOD_API_KEY"}},
-		{"README.md", []string{"### Fleets", "deploy/sweeper/cronjob.yaml", "overbrainer-sweep.timer", ".github/workflows/sweep.yml"}},
+		{"README.md", []string{"### Fleets", "deploy/sweeper/cronjob.yaml", "overbrainer-sweep.timer", ".github/workflows/sweep.yml", "deploy/sweeper/deployment.yaml", "overbrainer-sweep-metrics.service", "--metrics-addr"}},
 	} {
 		b, err := os.ReadFile(filepath.Join(root, f.path))
 		if err != nil {

@@ -340,6 +340,14 @@ func (s *Server) createPod(w http.ResponseWriter, r *http.Request) {
 			p.dataCenter = v.DataCenter
 		}
 	}
+	if req.Registry != nil && *req.Registry != "" {
+		// Runpod's NotFoundError: "not found or not accessible".
+		if !s.registryLocked(*req.Registry) {
+			writeProblem(w, http.StatusNotFound, "container registry credential not found")
+			return
+		}
+		p.registry = *req.Registry
+	}
 	p.img = s.imageLocked(p.image)
 	if gt, ok := s.gpuType(p.gpuID); ok {
 		if !s.placePodLocked(w, p, gt, req) {

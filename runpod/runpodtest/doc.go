@@ -28,13 +28,17 @@
 //	PATCH  /v2/account/secrets/{id}  Secret; rotates the value
 //	DELETE /v2/account/secrets/{id}  204
 //	POST   /v2/pods                  201 Pod (PROVISIONING); args, entrypoint, cmd as Runpod stores
-//	                                 them; 413 for a body over 102,400 bytes
+//	                                 them; 413 for a body over 102,400 bytes, 404 for a
+//	                                 registry credential the account lacks (see AddRegistry)
 //	GET    /v2/pods/{id}             Pod; TERMINATED for a while after a delete, then 404
 //	DELETE /v2/pods/{id}             204, terminates the pod
 //	POST   /v2/pods/{id}/action      start|stop|restart 200 Pod, terminate 204, 409 when not valid now
 //	GET    /v2/network-volumes/{id}  NetworkVolume
 //	PATCH  /v2/network-volumes/{id}  NetworkVolume; a smaller size is 400
 //	GET    /v2/catalog/gpus[/{id}]   ListGpuTypesResponse / GpuType
+//	GET    /v2/billing/pods          ListPodBillingResponse: each pod's Bill cut into the query's
+//	                                 buckets (UTC), lagging by WithBillingDelay
+//	GET    /v2/registries            ListRegistriesResponse (AddRegistry adds one)
 //
 // Errors are RFC 9457 problem objects (title, status, detail, and errors for
 // a 422), with the statuses of openapi_v2.json: 401 without a valid key, 403

@@ -245,6 +245,18 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, caller string) {
 		default:
 			methodNotAllowed(w, "GET, PATCH, DELETE")
 		}
+	case len(parts) == 2 && parts[0] == "billing" && parts[1] == "pods":
+		if r.Method != http.MethodGet {
+			methodNotAllowed(w, "GET")
+			return
+		}
+		s.podBilling(w, r)
+	case len(parts) == 1 && parts[0] == "registries":
+		if r.Method != http.MethodGet {
+			writeProblem(w, http.StatusNotImplemented, "runpodtest does not implement "+r.Method+" "+path)
+			return
+		}
+		s.listRegistries(w)
 	case len(parts) == 2 && parts[0] == "catalog" && parts[1] == "gpus":
 		if r.Method != http.MethodGet {
 			methodNotAllowed(w, "GET")

@@ -17,6 +17,7 @@ type config struct {
 	provisionDelay time.Duration
 	stopGrace      time.Duration
 	volumeRate     float64
+	billingDelay   time.Duration
 	cpuRate        float64
 	allowLeft      bool
 	quota          []QuotaWindow
@@ -48,6 +49,11 @@ func defaultConfig() config {
 func WithMiddleware(m func(http.Handler) http.Handler) Option {
 	return func(c *config) { c.middleware = append(c.middleware, m) }
 }
+
+// WithBillingDelay makes GET /v2/billing/pods show a pod's use only once
+// it is d old on the fake's clock, as Runpod's billing lags the use it
+// bills (default 0: at once). See also Server.SetBillingDelay.
+func WithBillingDelay(d time.Duration) Option { return func(c *config) { c.billingDelay = d } }
 
 // WithPageSize makes every page of the fake's pod list hold at most n pods,
 // fewer than a request's limit asks (which Runpod's document allows).

@@ -40,6 +40,8 @@ type Pod struct {
 	// Argv is the command the pod runner last started the container with,
 	// nil before it did.
 	Argv []string
+	// Registry is the id of the registry credential the create named.
+	Registry string
 	// Env is the env of the create request, placeholders unresolved.
 	Env   map[string]string
 	Ports []string
@@ -117,6 +119,7 @@ type pod struct {
 	netVolID       string
 	netVolPath     string
 	dataCenter     string
+	registry       string // the create's registry credential id
 
 	status        string
 	createdAt     time.Time
@@ -126,6 +129,7 @@ type pod struct {
 	runBilled     time.Duration
 	stoppedSince  time.Time
 	stoppedBilled time.Duration
+	spans         []billSpan // closed billing intervals, for GET /v2/billing/pods
 	sshPort       int
 	exitCode      int
 	errMsg        string
@@ -148,10 +152,12 @@ func (p *pod) setStatus(status string, now time.Time) {
 	}
 	if !p.runningSince.IsZero() {
 		p.runBilled += now.Sub(p.runningSince)
+		p.spans = append(p.spans, billSpan{from: p.runningSince, to: now, running: true})
 		p.runningSince = time.Time{}
 	}
 	if !p.stoppedSince.IsZero() {
 		p.stoppedBilled += now.Sub(p.stoppedSince)
+		p.spans = append(p.spans, billSpan{from: p.stoppedSince, to: now})
 		p.stoppedSince = time.Time{}
 	}
 	p.status = status
@@ -244,6 +250,7 @@ func (p *pod) snapshot(s *Server, now time.Time) Pod {
 		Words:             slices.Clone(p.words),
 		Argv:              slices.Clone(p.argv),
 		Env:               maps.Clone(p.env),
+		Registry:          p.registry,
 		Ports:             slices.Clone(p.ports),
 		Cloud:             p.cloud,
 		GPUTypeID:         p.gpuID,
@@ -303,6 +310,10 @@ func (p *pod) wire(now time.Time) wirePod {
 		// Runpod reports the billed rate, 0 once the pod no longer runs.
 		Cost:      p.costPerHr,
 		CreatedAt: rfc3339(p.createdAt),
+	}
+	if p.registry != "" {
+		reg := p.registry
+		w.Registry = &reg
 	}
 	if w.Ports == nil {
 		w.Ports = []string{}

@@ -45,10 +45,12 @@ type Server struct {
 	secrets  []*Secret
 	volumes  map[string]*volume
 	volOrder []string
-	faults   []*faultRule
-	quota    map[string]*quotaState // by caller
-	stock    stockState
-	closed   bool
+	// registries are the account's container registry credentials.
+	registries []Registry
+	faults     []*faultRule
+	quota      map[string]*quotaState // by caller
+	stock      stockState
+	closed     bool
 
 	// logMu guards the request log on its own, so that an answer written
 	// while s.mu is held can still be logged. Order: s.mu, then logMu.

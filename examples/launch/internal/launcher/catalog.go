@@ -113,3 +113,19 @@ func cmdVolumes(ctx context.Context, a *app, args []string) error {
 	a.table("no network volumes", "ID\tNAME\tSIZE\tDATA CENTER", rows)
 	return nil
 }
+
+func cmdRegistries(ctx context.Context, a *app, args []string) error {
+	if err := a.parseOpen(ctx, a.newFlags("registries", "", "Lists the account's container registry credentials: the id of one, given to\nrun --registry-auth, lets Runpod pull a private image (make them in Runpod's\nconsole; their usernames and passwords are never shown)."), args); err != nil {
+		return err
+	}
+	regs, err := a.api.ListRegistries(ctx)
+	if err != nil {
+		return err
+	}
+	var rows [][]any
+	for _, r := range regs {
+		rows = append(rows, []any{dash(r.ID), dash(r.Name)})
+	}
+	a.table("no registry credentials", "ID\tNAME", rows)
+	return nil
+}

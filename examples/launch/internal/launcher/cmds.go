@@ -159,10 +159,11 @@ func cmdStop(ctx context.Context, a *app, args []string) error {
 }
 
 func cmdLs(ctx context.Context, a *app, args []string) error {
-	fs := a.newFlags("ls", "", `Lists this machine's runs with their pods (status, age, cost so far, the
-last watchdog verdict seen, the rule by which the watchdog was seen deleting
-the pod, explained below the table), and the account's overbrainer pods that
-no local run knows (orphans: "launch rm --all-orphans" removes them).`)
+	fs := a.newFlags("ls", "", `Lists this machine's runs with their pods (status, age, estimated cost
+(price x time), what Runpod billed once the pods are gone, the last watchdog
+verdict seen, the rule by which the watchdog was seen deleting the pod,
+explained below the table), and the account's overbrainer pods that no local
+run knows (orphans: "launch rm --all-orphans" removes them).`)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -184,9 +185,13 @@ no local run knows (orphans: "launch rm --all-orphans" removes them).`)
 	for _, p := range pods {
 		byName[p.Name] = p
 	}
+	if podsErr == nil {
+		a.readBills(ctx, runs)
+	}
 	now := time.Now()
 	tw := tabwriter.NewWriter(a.stdout, 2, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tPHASE\tPOD\tSTATUS\tAGE\tCOST\tVERDICT\tDELETE REASON")
+	fmt.Fprintln(tw, "RUN\tPHASE\tPOD\tSTATUS\tAGE\tESTIMATED\tBILLED\tVERDICT\tDELETE REASON")
+	var settling bool
 	var reasons []watchdog.DeleteReason
 	for _, r := range runs {
 		pod, live := byName[r.PodName]
@@ -213,7 +218,9 @@ no local run knows (orphans: "launch rm --all-orphans" removes them).`)
 		if podID == "" {
 			podID = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Phase, podID, status, age, cost, dash(r.Verdict), dash(string(r.DeleteReason)))
+		billed, more := billedText(r.Record)
+		settling = settling || more
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Phase, podID, status, age, cost, billed, dash(r.Verdict), dash(string(r.DeleteReason)))
 		if r.DeleteReason != "" && !slices.Contains(reasons, r.DeleteReason) {
 			reasons = append(reasons, r.DeleteReason)
 		}
@@ -240,7 +247,7 @@ no local run knows (orphans: "launch rm --all-orphans" removes them).`)
 		if !ok {
 			name = p.Name
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s/h\t%s\t%s\n", dash(name), phase, dash(p.ID), dash(guard.StatusText(p.Status)), age, money(p.CostPerHr), "-", "-")
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s/h\t%s\t%s\t%s\n", dash(name), phase, dash(p.ID), dash(guard.StatusText(p.Status)), age, money(p.CostPerHr), "-", "-", "-")
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -251,6 +258,11 @@ no local run knows (orphans: "launch rm --all-orphans" removes them).`)
 			if _, err := fmt.Fprintf(a.stdout, "%s failed: %s\n", r.ID, termtext.Escape(r.Note, false)); err != nil {
 				return err
 			}
+		}
+	}
+	if settling {
+		if _, err := fmt.Fprintln(a.stdout, billNote); err != nil {
+			return err
 		}
 	}
 	slices.Sort(reasons)

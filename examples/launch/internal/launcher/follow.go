@@ -343,6 +343,14 @@ func (d *driver) printCost() {
 	}
 	d.a.say("cost: ~%s (%s/h x %s from the create call to the delete; an estimate from %s price, the bill is authoritative)",
 		money(r.CostUSD), money(r.CostPerHr), since(r.Ended.Sub(r.BillingStart)), where)
+	switch b := r.Bill; {
+	case b == nil || len(b.Pods) == 0:
+		d.a.say("billed: not yet known (Runpod bills later than a pod runs); \"launch ls\" reads it")
+	case len(b.Missing) > 0:
+		d.a.say("billed: %s so far by %s billing, which has not billed all of the run yet; \"launch ls\" reads it again", money(b.USD), where)
+	default:
+		d.a.say("billed: %s by %s billing so far (it may still grow for a while; \"launch ls\" reads it again)", money(b.USD), where)
+	}
 }
 
 // stopped ends a command whose run stopped on err: guard has already

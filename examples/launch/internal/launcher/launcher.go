@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -75,6 +76,10 @@ type app struct {
 	// usageLine is the command's one-line usage, shown with a bad command
 	// line.
 	usageLine string
+
+	// transport, when set, carries the API client's requests (sweep's
+	// metrics count them).
+	transport http.RoundTripper
 }
 
 type globalFlags struct {
@@ -204,6 +209,7 @@ var commands = map[string]func(context.Context, *app, []string) error{
 	"gpus":         cmdGPUs,
 	"datacenters":  cmdDataCenters,
 	"volumes":      cmdVolumes,
+	"registries":   cmdRegistries,
 }
 
 func (a *app) usage(fs *flag.FlagSet) {
@@ -231,6 +237,8 @@ Commands:
   gpus           the GPU catalog with prices and live stock
   datacenters    the data centers and the GPU types they stock
   volumes        the network volumes (volumes create NAME: make one)
+  registries     the account's container registry credentials (run
+                 --registry-auth ID pulls a private image with one)
 
 Without %s, commands use the local emulator (--local).
 "launch COMMAND -h" shows a command's flags.
@@ -371,6 +379,9 @@ func (a *app) connectAPI(ctx context.Context) error {
 	opts := []runpod.Option{runpod.WithUserAgent(userAgent), runpod.WithLogger(logger)}
 	if apiURL != "" {
 		opts = append(opts, runpod.WithBaseURL(apiURL))
+	}
+	if a.transport != nil {
+		opts = append(opts, runpod.WithHTTPClient(&http.Client{Timeout: runpod.DefaultTimeout, Transport: a.transport}))
 	}
 	c, err := runpod.New(key, opts...)
 	if err != nil {

@@ -125,6 +125,7 @@ type runFlags struct {
 	job, cmd, out       string
 	resumeFrom          string
 	image, gpu, cloud   string
+	registryAuth        string
 	gpuCount, diskGB    int
 	minVRAM             int
 	maxPrice            float64
@@ -177,6 +178,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.resumeFrom, "resume-from", "", "an earlier run whose collected outputs (its checkpoint) are uploaded into this job's outputs before it starts, so that it continues from there")
 	fs.StringVar(&f.out, "out", "", "where to download the results (default: the run's state directory)")
 	fs.StringVar(&f.image, "image", guard.DefaultImage, "the pod's container image")
+	fs.StringVar(&f.registryAuth, "registry-auth", "", "for a private image: the id of the account's registry credential to pull it with (see launch registries)")
 	fs.StringVar(&f.gpu, "gpu", guard.DefaultGPU, "GPU type ids to try in order, 'A,B,C', or auto: those in stock, cheapest first (see launch gpus)")
 	fs.IntVar(&f.minVRAM, "min-vram", 0, "with --gpu auto: at least this many GB of VRAM")
 	fs.Float64Var(&f.maxPrice, "max-price", 0, "with --gpu auto: at most this USD/h per GPU")
@@ -296,7 +298,7 @@ the pod ends with the launcher.`)
 	}
 	spec := guard.Spec{
 		RunID: id, Job: guard.Job{Dir: jobDir, Command: f.cmd},
-		Image: f.image, GPUTypes: guard.SplitList(f.gpu), GPUCount: f.gpuCount, Cloud: runpod.CloudType(f.cloud),
+		Image: f.image, RegistryAuthID: f.registryAuth, GPUTypes: guard.SplitList(f.gpu), GPUCount: f.gpuCount, Cloud: runpod.CloudType(f.cloud),
 		MinVRAMGB: f.minVRAM, MaxPricePerGPU: f.maxPrice, DataCenters: guard.SplitList(f.dataCenter), MinCUDA: f.minCUDA,
 		DiskGB: f.diskGB, VolumeGB: f.volumeGB, NetworkVolumeID: f.networkVolume, MaxVolumeGB: f.maxVolGB, NoVolumeCaches: f.noVolumeCaches,
 		VolumePath: f.volumePath, Workdir: f.workdir,

@@ -11,6 +11,7 @@ import (
 	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/sweep"
+	"github.com/overbrainer/overbrainer-go/sweep/sweepmetrics"
 )
 
 // policyFlags are the sweeper's graces, for sweep and rm --all-orphans.
@@ -24,6 +25,7 @@ func cmdSweep(ctx context.Context, a *app, args []string) error {
 	fs := a.newFlags("sweep", "", "Deletes the account's abandoned overbrainer pods and host-key secrets, judged\nfrom the API alone; it needs no local state (see the README's \"Fleets\").\nA pod it cannot judge (a field missing, unreadable or unknown) is listed with\nthe reason and left; so is a kept pod that stopped (its storage bills).")
 	dry, asJSON := fs.Bool("dry-run", false, "say what would be deleted and why, and what cannot be judged; delete nothing"), fs.Bool("json", false, "write one JSON line per decision")
 	every := fs.Duration("every", 0, "sweep again every period until interrupted (at least 1m against Runpod)")
+	metricsAddr := fs.String("metrics-addr", "", "with --every: serve Prometheus metrics at /metrics on this address (e.g. :9090; port 0 picks one, which is printed)")
 	p := &sweep.Policy{}
 	policyFlags(fs, p)
 	if err := parse(fs, args); err != nil || fs.NArg() > 0 {
@@ -35,10 +37,22 @@ func cmdSweep(ctx context.Context, a *app, args []string) error {
 	if !a.g.local && a.getenv(EnvAPIKey) == "" {
 		return usagef("sweep needs %s (it sweeps a Runpod account); --local sweeps the local emulator", EnvAPIKey)
 	}
+	if *metricsAddr != "" && *every == 0 {
+		return usagef("--metrics-addr needs --every: a single sweep ends before anything scrapes it")
+	}
 	if a.g.local {
 		if err := a.openStore(); err != nil { // the local emulator's only
 			return err
 		}
+	}
+	var metrics *sweepmetrics.Metrics
+	if *metricsAddr != "" {
+		m, stop, err := a.serveMetrics(*metricsAddr)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		metrics = m
 	}
 	if err := a.connectAPI(ctx); err != nil {
 		return err
@@ -49,6 +63,9 @@ func cmdSweep(ctx context.Context, a *app, args []string) error {
 	p.DryRun = *dry
 	failed := false
 	each := func(rep sweep.Report, err error) {
+		if metrics != nil {
+			metrics.Observe(rep, err)
+		}
 		if werr := rep.Write(a.stdout, *asJSON, *dry, err); werr != nil || (err != nil && *asJSON) {
 			a.say("sweep: %v", cmp.Or(err, werr))
 		}
