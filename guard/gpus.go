@@ -9,7 +9,6 @@ import (
 	"math"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -379,7 +378,7 @@ func (r *Run) tryGPU(ctx context.Context, req runpod.CreatePodRequest, cand cand
 		}
 		// The sweeper judges the pod's cap from its env alone.
 		req.Env = maps.Clone(req.Env)
-		req.Env[podenv.MaxCostEnv] = strconv.FormatFloat(left, 'f', -1, 64)
+		podenv.SetMaxCost(req.Env, left)
 	}
 	// Billing starts no earlier than the create call: the cost cap counts
 	// from here, on this machine's clock, which errs on the safe side.

@@ -248,3 +248,24 @@ func FuzzParseNumbersAsTheWatchdog(f *testing.F) {
 		}
 	})
 }
+
+// A cap lowered by SetMaxCost (what is left of a run's cap for its next
+// pod) reads back as written, however many digits the remainder has.
+func TestSetMaxCostReadsBack(t *testing.T) {
+	s := seedSettings()
+	s.MaxCostUSD = 10
+	env, err := s.Env()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, usd := range []float64{0.005, 1.0 / 3, 9.999999999999, 1e-9, 12} {
+		podenv.SetMaxCost(env, usd)
+		p, err := podenv.Parse(env)
+		if err != nil {
+			t.Fatalf("SetMaxCost(%v): %v", usd, err)
+		}
+		if p.MaxCostUSD != usd {
+			t.Errorf("SetMaxCost(%v) reads back %v", usd, p.MaxCostUSD)
+		}
+	}
+}

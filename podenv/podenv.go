@@ -366,7 +366,16 @@ func (s Settings) Env() (map[string]string, error) {
 		env[MaxExtensionEnv] = wholeSeconds(DefaultMaxExtension)
 	}
 	if s.MaxCostUSD > 0 {
-		env[MaxCostEnv] = strconv.FormatFloat(s.MaxCostUSD, 'f', -1, 64)
+		SetMaxCost(env, s.MaxCostUSD)
 	}
 	return env, nil
+}
+
+// SetMaxCost writes a cost cap of usd dollars into env, in the form
+// [Parse] and the watchdog read. A run whose earlier pods spent part of
+// its cap gives the next pod what is left this way, so that the sweeper,
+// which judges a pod from its env alone, sees the same cap as its
+// watchdog.
+func SetMaxCost(env map[string]string, usd float64) {
+	env[MaxCostEnv] = strconv.FormatFloat(usd, 'f', -1, 64)
 }
