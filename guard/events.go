@@ -97,6 +97,11 @@ const (
 	// EventDownloading: a download's progress, as EventUploading's; Total
 	// is the pod's count, -1 when it had none.
 	EventDownloading
+	// EventWaitingCapacity: no GPU type of the run could be had for want
+	// of capacity, and Launch waits for one (Spec.CapacityWait): Elapsed
+	// since the launch began, Next the wait until the next look, GPU the
+	// types tried. No pod exists meanwhile.
+	EventWaitingCapacity
 )
 
 var kindNames = map[EventKind]string{
@@ -110,6 +115,7 @@ var kindNames = map[EventKind]string{
 	EventAttempt: "attempt", EventResumed: "resumed",
 	EventWaitingSSH: "waiting_ssh", EventWaitingVerdict: "waiting_verdict",
 	EventUploading: "uploading", EventDownloading: "downloading",
+	EventWaitingCapacity: "waiting_capacity",
 }
 
 func (k EventKind) String() string {
@@ -150,6 +156,8 @@ type Event struct {
 	CostPerHr float64
 	CostUSD   float64
 	Elapsed   time.Duration
+	// Next is the wait until the next look (EventWaitingCapacity).
+	Next time.Duration
 
 	SnapshotAt, CostCapAt time.Time
 	ClockOffset           time.Duration
@@ -277,6 +285,9 @@ func (e Event) String() string {
 		return transferText("uploading", e)
 	case EventDownloading:
 		return transferText("downloading the results", e)
+	case EventWaitingCapacity:
+		return fmt.Sprintf("no GPU available (%s): waiting for one, no pod meanwhile | %s elapsed, next look in %s",
+			e.GPU, roundSecond(e.Elapsed), roundSecond(e.Next))
 	case EventResumed:
 		return fmt.Sprintf("resuming from %s: %d files (%s) uploaded to %s", e.Dir, e.Files, ByteSize(e.Bytes), e.Remote)
 	}

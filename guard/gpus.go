@@ -247,6 +247,12 @@ type candidate struct {
 // network volume pins the data center, and a choice that cannot be met is
 // refused here.
 func planGPUs(ctx context.Context, c api, spec Spec, volDC string) ([]candidate, error) {
+	list := func(ctx context.Context, f GPUFilter) ([]runpod.GPUType, error) { return listGPUs(ctx, c, f) }
+	return planGPUsFrom(ctx, list, spec, volDC)
+}
+
+// planGPUsFrom is planGPUs reading the catalog's stock with list.
+func planGPUsFrom(ctx context.Context, list func(context.Context, GPUFilter) ([]runpod.GPUType, error), spec Spec, volDC string) ([]candidate, error) {
 	autoDC := len(spec.DataCenters) == 1 && spec.DataCenters[0] == AutoDataCenter
 	dcs := spec.DataCenters
 	if autoDC {
@@ -265,7 +271,7 @@ func planGPUs(ctx context.Context, c api, spec Spec, volDC string) ([]candidate,
 	var stock []runpod.GPUType
 	if auto || autoDC {
 		var err error
-		if stock, err = listGPUs(ctx, c, GPUFilter{Cloud: f.Cloud, Count: f.Count, MinCUDA: f.MinCUDA}); err != nil {
+		if stock, err = list(ctx, GPUFilter{Cloud: f.Cloud, Count: f.Count, MinCUDA: f.MinCUDA}); err != nil {
 			return nil, fmt.Errorf("reading the GPU catalog's stock: %w", err)
 		}
 	}
@@ -273,6 +279,12 @@ func planGPUs(ctx context.Context, c api, spec Spec, volDC string) ([]candidate,
 	if auto {
 		picked := PickGPUs(stock, f)
 		if len(picked) == 0 {
+			anyStock := f
+			anyStock.InStock = false
+			if len(PickGPUs(stock, anyStock)) == 0 {
+				// Waiting for stock would not help.
+				return nil, fmt.Errorf("%w: no GPU type matches %s (%w)", ErrNoGPU, f, errNoType)
+			}
 			return nil, fmt.Errorf("%w: no GPU type matches %s", ErrNoGPU, f)
 		}
 		names = nil
@@ -347,6 +359,9 @@ func (s Spec) checkGPUs(bad func(field, format string, args ...any)) {
 
 // NoMinCUDA as a Spec's MinCUDA asks for no CUDA floor.
 const NoMinCUDA = "none"
+
+// errNoType says that no GPU type passes the filters, in stock or not.
+var errNoType = errors.New("none does even out of stock")
 
 // errNextGPU says that the candidate could not be had and the next one
 // may be tried.

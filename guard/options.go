@@ -23,9 +23,10 @@ type config struct {
 	save           func(Record) error
 	podLog         io.Writer
 
-	// Test seams: the clock and the SSH side.
+	// Test seams: the clock, the SSH side and the catalog's cache.
 	clock clock
 	dial  dialFunc
+	stock *stockCache
 }
 
 func defaultConfig() config {
@@ -38,6 +39,7 @@ func defaultConfig() config {
 		verdictTimeout: 10 * time.Minute,
 		clock:          realClock{},
 		dial:           dialSSH,
+		stock:          processStock,
 	}
 }
 

@@ -102,6 +102,19 @@ type Spec struct {
 	// MaxExtension is refused.
 	MaxExtension time.Duration
 	HardDeadline bool
+	// CapacityWait is how long Launch waits for a GPU when none of
+	// GPUTypes can be had for want of capacity (out of stock, or every
+	// create answers Runpod's capacity 400): it looks again after a
+	// jittered back-off (10 s growing to 2 min), reads the catalog's
+	// stock at most once per 30 s in this process, and creates as soon
+	// as a type is back. No pod exists while it waits; EventWaitingCapacity
+	// tells each wait. Zero fails at once with ErrNoGPU. The wait counts
+	// against the Deadline and ends at it, unless DeadlineFromCreate.
+	CapacityWait time.Duration
+	// DeadlineFromCreate moves the Deadline on by the time Launch spent
+	// waiting for capacity, so that the run's time counts from its pod's
+	// create rather than from Launch (the launcher's --max-hours does).
+	DeadlineFromCreate bool
 	// Keep lifts the watchdog's rules once the job started: only Delete
 	// ends the pod.
 	Keep bool
@@ -326,7 +339,7 @@ func (s Spec) check(now time.Time) error {
 		v    time.Duration
 	}{{"BootGrace", s.BootGrace}, {"RetrieveGrace", s.RetrieveGrace}, {"SnapshotLead", s.SnapshotLead},
 		{"Interval", s.Interval}, {"LeaseTTL", s.LeaseTTL}, {"SnapshotWait", s.SnapshotWait}, {"ProbeWait", s.ProbeWait},
-		{"MaxExtension", s.MaxExtension}} {
+		{"MaxExtension", s.MaxExtension}, {"CapacityWait", s.CapacityWait}} {
 		if d.v < 0 {
 			bad(d.name, "%s is negative", d.v)
 		}

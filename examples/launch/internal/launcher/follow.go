@@ -84,7 +84,7 @@ func (d *driver) event(e guard.Event) {
 		defer a.say("warning: pod %s is kept (--keep-pod): nothing deletes it, it bills ~%s/h until \"launch rm %[3]s\"; reach it with \"launch ssh %[3]s\" or %s", d.r.PodID, money(d.r.CostPerHr), d.r.ID, cfg.Command)
 	}
 	switch e.Kind {
-	case guard.EventWaiting, guard.EventWaitingSSH, guard.EventWaitingVerdict, guard.EventUploading, guard.EventDownloading:
+	case guard.EventWaiting, guard.EventWaitingSSH, guard.EventWaitingVerdict, guard.EventUploading, guard.EventDownloading, guard.EventWaitingCapacity:
 		d.progress(e)
 	case guard.EventOutput, guard.EventLeaseRenewed, guard.EventJobEnded, guard.EventLeft:
 		// Said by the driver, which knows more.

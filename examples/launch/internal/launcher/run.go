@@ -135,6 +135,7 @@ type runFlags struct {
 	volumePath          string
 	workdir             string
 	maxHours            float64
+	waitForGPU          time.Duration
 	maxCostUSD          float64
 	maxExtension        time.Duration
 	keep                bool
@@ -196,7 +197,8 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.noVolumeCaches, "no-volume-caches", false, "keep the job's HF_HOME, TORCH_HOME and PIP_CACHE_DIR off the network volume (by default they are under its .cache/)")
 	fs.StringVar(&f.volumePath, "volume-path", guard.DefaultVolumePath, "where the volume is mounted")
 	fs.StringVar(&f.workdir, "workdir", "", "directory of run directories on the pod (default: --volume-path/overbrainer)")
-	fs.Float64Var(&f.maxHours, "max-hours", 4, "deadline, in hours from now: the watchdog deletes the pod then unless this launcher still holds the lease")
+	fs.Float64Var(&f.maxHours, "max-hours", 4, "deadline, in hours from the pod's create (a --wait-for-gpu wait does not count): the watchdog deletes the pod then unless this launcher still holds the lease")
+	fs.DurationVar(&f.waitForGPU, "wait-for-gpu", 0, "when no GPU type can be had for want of capacity, wait up to this long for one, looking again every 10s to 2m, with no pod meanwhile (0: fail at once)")
 	fs.DurationVar(&f.maxExtension, "max-extension", guard.DefaultMaxExtension, "how long past the deadline this launcher's lease may hold the pod (0: the deadline is hard)")
 	fs.Float64Var(&f.maxCostUSD, "max-cost-usd", 0, "cost cap in USD: a snapshot is asked at 95% (or --snapshot-lead before), the pod is deleted at 100% (0: none)")
 	fs.BoolVar(&f.keep, "keep-pod", false, "once the job started, the watchdog never deletes the pod, and neither does the launcher: remove it with launch rm")
@@ -239,6 +241,8 @@ func (f *runFlags) check() error {
 		return usagef("--max-hours must be between 0 and a year")
 	case f.maxHours == 0 && !f.keep:
 		return usagef("--max-hours 0 (no deadline) needs --keep-pod: without a deadline nothing would end a hung job")
+	case f.waitForGPU < 0:
+		return usagef("--wait-for-gpu cannot be negative")
 	case math.IsNaN(f.maxCostUSD) || f.maxCostUSD < 0:
 		return usagef("--max-cost-usd cannot be negative")
 	case f.poll <= 0 || f.leaseEvery <= 0 || f.snapshotLead < 0:
@@ -314,6 +318,7 @@ the pod ends with the launcher.`)
 		SnapshotLead: f.snapshotLead, Interval: f.wdInterval, LeaseTTL: f.leaseTTL,
 		SnapshotWait: f.snapshotWait, ProbeWait: f.probeWait, ProbeTries: f.probeTries,
 		WatchdogAPIURL: a.apiURL, PodEnv: f.podEnv, Results: f.results,
+		CapacityWait: f.waitForGPU, DeadlineFromCreate: true,
 	}
 	if f.maxHours > 0 {
 		spec.Deadline = now.Add(time.Duration(f.maxHours * float64(time.Hour))).Truncate(time.Second)
