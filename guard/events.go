@@ -102,6 +102,9 @@ const (
 	// since the launch began, Next the wait until the next look, GPU the
 	// types tried. No pod exists meanwhile.
 	EventWaitingCapacity
+	// EventPulled: WithPullEvery downloaded the results so far (Dir,
+	// Files, Bytes).
+	EventPulled
 )
 
 var kindNames = map[EventKind]string{
@@ -115,7 +118,7 @@ var kindNames = map[EventKind]string{
 	EventAttempt: "attempt", EventResumed: "resumed",
 	EventWaitingSSH: "waiting_ssh", EventWaitingVerdict: "waiting_verdict",
 	EventUploading: "uploading", EventDownloading: "downloading",
-	EventWaitingCapacity: "waiting_capacity",
+	EventWaitingCapacity: "waiting_capacity", EventPulled: "pulled",
 }
 
 func (k EventKind) String() string {
@@ -285,6 +288,8 @@ func (e Event) String() string {
 		return transferText("uploading", e)
 	case EventDownloading:
 		return transferText("downloading the results", e)
+	case EventPulled:
+		return fmt.Sprintf("pulled the outputs so far to %s (%d files, %s)", e.Dir, e.Files, ByteSize(e.Bytes))
 	case EventWaitingCapacity:
 		return fmt.Sprintf("no GPU available (%s): waiting for one, no pod meanwhile | %s elapsed, next look in %s",
 			e.GPU, roundSecond(e.Elapsed), roundSecond(e.Next))

@@ -165,6 +165,9 @@ type Attempt struct {
 	// billed, from its create to its confirmed delete: the cost cap is
 	// the run's, so the next pod's budget is the cap less this.
 	CostUSD float64 `json:"cost_usd,omitempty"`
+	// Ended says how a created pod that the run went on without ended
+	// (its pod lost under the job, see Relaunch).
+	Ended string `json:"ended,omitempty"`
 }
 
 // earlierCost is what the run's earlier pods may have billed.
@@ -216,6 +219,9 @@ func (a Attempt) String() string {
 	}
 	if a.Detail != "" {
 		s += ": " + a.Detail
+	}
+	if a.Ended != "" {
+		s += "; ended: " + a.Ended
 	}
 	return s
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -69,7 +70,7 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 		Poll: cfg.poll, LeaseEvery: cfg.leaseEvery, SnapshotLead: spec.SnapshotLead,
 		Interval: spec.Interval, LeaseTTL: spec.LeaseTTL, SnapshotWait: spec.SnapshotWait,
 		MaxExtension: spec.MaxExtension, HardDeadline: spec.HardDeadline,
-		Results: spec.Results, Phase: PhaseCreating,
+		Results: spec.Results, Phase: PhaseCreating, Attempts: slices.Clone(cfg.prior),
 	}
 	ttl := spec.LeaseTTL
 	if ttl == 0 {

@@ -22,6 +22,10 @@ type config struct {
 	force          bool
 	save           func(Record) error
 	podLog         io.Writer
+	// pull is WithPullEvery's; prior the attempts of a run's earlier
+	// pods, for Relaunch.
+	pull  *puller
+	prior []Attempt
 
 	// Test seams: the clock, the SSH side and the catalog's cache.
 	clock clock

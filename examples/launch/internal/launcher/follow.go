@@ -28,6 +28,9 @@ type followOpts struct {
 	stopWait time.Duration
 	// poll and leaseEvery are run's; attach follows as its run did.
 	poll, leaseEvery time.Duration
+	// pullEvery and recovery are run's --pull-every and --recover.
+	pullEvery time.Duration
+	recovery  recoverOpts
 }
 
 // driver is one launcher command over a guarded run: it says what the run
@@ -46,6 +49,8 @@ type driver struct {
 	failed    error
 	costShown bool
 	podLog    *cappedLog
+	// recovered counts the new pods made after lost ones.
+	recovered int
 }
 
 // options are the guard options of the driver's run.
@@ -65,6 +70,9 @@ func (d *driver) options() []guard.Option {
 	}
 	if d.o.poll > 0 {
 		opts = append(opts, guard.WithPoll(d.o.poll), guard.WithLeaseEvery(d.o.leaseEvery))
+	}
+	if d.o.pullEvery > 0 {
+		opts = append(opts, guard.WithPullEvery(d.o.pullEvery, d.a.pullDir(d.r.ID)))
 	}
 	if d.o.onFailure == "leave" {
 		opts = append(opts, guard.WithLeaveOnFailure())
@@ -246,10 +254,20 @@ func (d *driver) steps(ctx context.Context, attached bool) error {
 	case err != nil && ctx.Err() == nil && fctx.Err() != nil:
 		a.say("the job did not end within %s of the stop request: collecting what there is", d.o.stopWait)
 		end = guard.End{How: guard.Killed, ExitCode: -1}
+	case err != nil && d.mayRecover(ctx, err):
+		return d.recover(ctx, err)
 	case err != nil:
 		return d.stopped(ctx, err)
 	default:
 		a.say("%s", end)
+	}
+	if end.Recoverable() && d.mayRecover(ctx, end.Err()) {
+		// Nothing of the job is left on this pod: the next one takes it
+		// up, once this one is deleted.
+		if _, err := run.Delete(ctx); err != nil {
+			a.say("deleting pod %s: %v", d.r.PodID, err)
+		}
+		return d.recover(ctx, end.Err())
 	}
 	return d.end(ctx, end)
 }

@@ -136,6 +136,8 @@ type runFlags struct {
 	workdir             string
 	maxHours            float64
 	waitForGPU          time.Duration
+	recoverN            int
+	pullEvery           time.Duration
 	maxCostUSD          float64
 	maxExtension        time.Duration
 	keep                bool
@@ -198,6 +200,8 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.volumePath, "volume-path", guard.DefaultVolumePath, "where the volume is mounted")
 	fs.StringVar(&f.workdir, "workdir", "", "directory of run directories on the pod (default: --volume-path/overbrainer)")
 	fs.Float64Var(&f.maxHours, "max-hours", 4, "deadline, in hours from the pod's create (a --wait-for-gpu wait does not count): the watchdog deletes the pod then unless this launcher still holds the lease")
+	fs.IntVar(&f.recoverN, "recover", 0, "when the pod is lost under the job (its host failed, its container restarted) or a new pod's setup fails, go on on a new pod up to this many times, one pod at a time, within the deadline and the cost cap, the job resumed from the newest --pull-every outputs")
+	fs.DurationVar(&f.pullEvery, "pull-every", 0, "while the job runs, download its outputs so far this often into the run's state, for --recover (0: never)")
 	fs.DurationVar(&f.waitForGPU, "wait-for-gpu", 0, "when no GPU type can be had for want of capacity, wait up to this long for one, looking again every 10s to 2m, with no pod meanwhile (0: fail at once)")
 	fs.DurationVar(&f.maxExtension, "max-extension", guard.DefaultMaxExtension, "how long past the deadline this launcher's lease may hold the pod (0: the deadline is hard)")
 	fs.Float64Var(&f.maxCostUSD, "max-cost-usd", 0, "cost cap in USD: a snapshot is asked at 95% (or --snapshot-lead before), the pod is deleted at 100% (0: none)")
@@ -241,8 +245,8 @@ func (f *runFlags) check() error {
 		return usagef("--max-hours must be between 0 and a year")
 	case f.maxHours == 0 && !f.keep:
 		return usagef("--max-hours 0 (no deadline) needs --keep-pod: without a deadline nothing would end a hung job")
-	case f.waitForGPU < 0:
-		return usagef("--wait-for-gpu cannot be negative")
+	case f.waitForGPU < 0 || f.pullEvery < 0 || f.recoverN < 0:
+		return usagef("--wait-for-gpu, --pull-every and --recover cannot be negative")
 	case math.IsNaN(f.maxCostUSD) || f.maxCostUSD < 0:
 		return usagef("--max-cost-usd cannot be negative")
 	case f.poll <= 0 || f.leaseEvery <= 0 || f.snapshotLead < 0:
@@ -352,7 +356,8 @@ the pod ends with the launcher.`)
 	defer lock.Unlock()
 	a.say("run %s (state in %s)", id, a.store.RunPath(id))
 	spec.Job.Secrets = secrets
-	return a.launch(ctx, r, spec, followOpts{followFlags: f.follow, secrets: secrets, poll: f.poll, leaseEvery: f.leaseEvery})
+	return a.launch(ctx, r, spec, followOpts{followFlags: f.follow, secrets: secrets, poll: f.poll, leaseEvery: f.leaseEvery,
+		pullEvery: f.pullEvery, recovery: recoverOpts{spec: &spec, times: f.recoverN}})
 }
 
 // resumeDir is the collected outputs of run id, for --resume-from; a run

@@ -1,0 +1,56 @@
+package launcher
+
+import (
+	"context"
+	"path/filepath"
+
+	"github.com/overbrainer/overbrainer-go/guard"
+)
+
+// recoverOpts are run's --recover and --pull-every: how a run goes on
+// on a new pod when its pod is lost under the job.
+type recoverOpts struct {
+	// spec is the run's, for the next pod; nil (an attach) recovers
+	// nothing.
+	spec  *guard.Spec
+	times int
+}
+
+// pullDir is where --pull-every keeps the outputs pulled during run id.
+func (a *app) pullDir(id string) string { return filepath.Join(a.store.RunPath(id), "pulls") }
+
+// mayRecover says the run may go on on a new pod after err.
+func (d *driver) mayRecover(ctx context.Context, err error) bool {
+	return d.o.recovery.spec != nil && d.recovered < d.o.recovery.times && ctx.Err() == nil && guard.Recoverable(err)
+}
+
+// recover makes the run's next pod, once its lost one is confirmed gone,
+// and takes the job up there from the newest pulled outputs; a new pod
+// whose bootstrap or verdict fails counts as one more recovery.
+func (d *driver) recover(ctx context.Context, why error) error {
+	a := d.a
+	for {
+		d.recovered++
+		spec := *d.o.recovery.spec
+		if out := guard.PulledOutputs(a.pullDir(d.r.ID)); out != "" {
+			spec.Job.ResumeFrom = out
+		}
+		from := "from its beginning (no outputs were pulled: see --pull-every)"
+		if spec.Job.ResumeFrom != "" {
+			from = "from the outputs in " + spec.Job.ResumeFrom
+		}
+		a.say("recovering (%d of %d): %v; a new pod takes the job up %s", d.recovered, d.o.recovery.times, why, from)
+		d.failed, d.costShown = nil, false
+		d.closePodLog()
+		run, err := guard.Relaunch(ctx, a.api, d.r.Record, spec, why.Error(), d.options()...)
+		d.run = run
+		if err != nil {
+			if d.mayRecover(ctx, err) {
+				why = err
+				continue
+			}
+			return d.stopped(ctx, err)
+		}
+		return d.steps(ctx, false)
+	}
+}

@@ -1,0 +1,60 @@
+package main_test
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
+)
+
+// TestRecoverAfterHostFailure: the pod's host fails mid-run; with
+// --recover and --pull-every the run goes on on a second pod, made only
+// once the first is confirmed gone, from the checkpoint pulled before
+// the failure, and finishes; both pods are in the run's attempts.
+func TestRecoverAfterHostFailure(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	p := w.start(args([]string{"run", "--recover", "2", "--pull-every", "2s"}, fast, demo(25))...)
+	p.waitOutput("step 14/25", patience)
+	first := w.onlyRun().PodID
+	if err := w.srv.FailHost(first); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(patience); code != 0 {
+		t.Fatalf("exit %d\n%s", code, p.stderr)
+	}
+	out := p.stdout.String() + p.stderr.String()
+	mustContain(t, "output", out, "recovering (1 of 2)", "training done")
+	m := regexp.MustCompile(`resuming from the checkpoint at step (\d+)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("the second pod did not resume from a checkpoint:\n%s", out)
+	}
+	if step, _ := strconv.Atoi(m[1]); step < 10 {
+		t.Errorf("resumed from step %d, want the checkpoint of step 10 or later", step)
+	}
+	pods := w.srv.Pods()
+	if len(pods) != 2 || pods[0].ID != first {
+		t.Fatalf("pods %+v, want the failed one and one more", pods)
+	}
+	// One pod at a time: the second was made after the first was gone.
+	if pods[0].Status != runpodtest.StatusTerminated || pods[1].CreatedAt.Before(pods[0].EndedAt) {
+		t.Errorf("first pod %s ended %s, second made %s", pods[0].Status, pods[0].EndedAt, pods[1].CreatedAt)
+	}
+	r := w.onlyRun()
+	if len(r.Attempts) != 2 || r.Attempts[0].PodID != first || r.Attempts[0].Ended == "" || r.Attempts[0].CostUSD <= 0 ||
+		r.Attempts[1].PodID != pods[1].ID || r.PodID != pods[1].ID {
+		t.Errorf("attempts %+v", r.Attempts)
+	}
+	if r.CostUSD < r.Attempts[0].CostUSD {
+		t.Errorf("run cost %v is less than its first pod's %v", r.CostUSD, r.Attempts[0].CostUSD)
+	}
+	ckpt, err := os.ReadFile(filepath.Join(r.OutDir, "outputs", "checkpoint.txt"))
+	if err != nil || !strings.Contains(string(ckpt), "step=25") {
+		t.Errorf("final checkpoint %q, %v", ckpt, err)
+	}
+	w.assertClean()
+}
