@@ -53,6 +53,10 @@ func (e End) Recoverable() bool { return e.How == Lost || e.How == RunDirLost }
 // Job.ResumeFrom should name the newest outputs pulled (PulledOutputs),
 // so that the job continues from its checkpoint. why says how the lost
 // pod ended, for the Record.
+//
+// A run on a network volume is refused for now: its run directory there
+// is claimed by the lost pod's host key, whose private half no other pod
+// gets.
 func Relaunch(ctx context.Context, c *runpod.Client, prev Record, spec Spec, why string, opts ...Option) (*Run, error) {
 	if c == nil {
 		return nil, &FieldError{Field: "api", Reason: "is nil"}
@@ -66,6 +70,11 @@ func relaunch(ctx context.Context, c api, prev Record, spec Spec, why string, op
 	}
 	if prev.APIURL != "" && prev.APIURL != c.BaseURL() {
 		return nil, fmt.Errorf("%w: run %s was created at %s, not %s", ErrRecordMismatch, prev.ID, prev.APIURL, c.BaseURL())
+	}
+	if prev.NetworkVolumeID != "" {
+		// Its run directory there is claimed by the lost pod's host key,
+		// whose private half no other pod gets.
+		return nil, &FieldError{Field: "Record.NetworkVolumeID", Reason: "a run on a network volume cannot be relaunched yet"}
 	}
 	cfg := defaultConfig()
 	for _, o := range opts {

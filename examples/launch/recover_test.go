@@ -11,17 +11,30 @@ import (
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
 
-// TestRecoverAfterHostFailure: the pod's host fails mid-run; with
+// TestRecoverLostPod: the pod's host fails mid-run, or a maintenance
+// restart of its container loses the job and its run directory; with
 // --recover and --pull-every the run goes on on a second pod, made only
 // once the first is confirmed gone, from the checkpoint pulled before
-// the failure, and finishes; both pods are in the run's attempts.
-func TestRecoverAfterHostFailure(t *testing.T) {
+// the loss, and finishes; both pods are in the run's attempts.
+func TestRecoverLostPod(t *testing.T) {
 	t.Parallel()
+	for name, lose := range map[string]func(*runpodtest.Server, string) error{
+		"host failure":        (*runpodtest.Server).FailHost,
+		"maintenance restart": (*runpodtest.Server).RestartForMaintenance,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			recoverLostPod(t, lose)
+		})
+	}
+}
+
+func recoverLostPod(t *testing.T, lose func(*runpodtest.Server, string) error) {
 	w := newWorld(t)
 	p := w.start(args([]string{"run", "--recover", "2", "--pull-every", "2s"}, fast, demo(25))...)
 	p.waitOutput("step 14/25", patience)
 	first := w.onlyRun().PodID
-	if err := w.srv.FailHost(first); err != nil {
+	if err := lose(w.srv, first); err != nil {
 		t.Fatal(err)
 	}
 	if code := p.wait(patience); code != 0 {

@@ -247,6 +247,10 @@ func (f *runFlags) check() error {
 		return usagef("--max-hours 0 (no deadline) needs --keep-pod: without a deadline nothing would end a hung job")
 	case f.waitForGPU < 0 || f.pullEvery < 0 || f.recoverN < 0:
 		return usagef("--wait-for-gpu, --pull-every and --recover cannot be negative")
+	case f.recoverN > 0 && f.networkVolume != "":
+		// The run directory on the volume is claimed by the lost pod's
+		// host key, which no other pod gets: not yet supported.
+		return usagef("--recover does not work with --network-volume yet: use --pull-every without a network volume")
 	case math.IsNaN(f.maxCostUSD) || f.maxCostUSD < 0:
 		return usagef("--max-cost-usd cannot be negative")
 	case f.poll <= 0 || f.leaseEvery <= 0 || f.snapshotLead < 0:
