@@ -41,7 +41,7 @@ func recoverLostPod(t *testing.T, lose func(*runpodtest.Server, string) error) {
 		t.Fatalf("exit %d\n%s", code, p.stderr)
 	}
 	out := p.stdout.String() + p.stderr.String()
-	mustContain(t, "output", out, "recovering (1 of 2)", "training done")
+	mustContain(t, "output", out, "recovering (1 of 2)", "training done", "checkpoint.txt, periodic) in the outputs")
 	m := regexp.MustCompile(`resuming from the checkpoint at step (\d+)`).FindStringSubmatch(out)
 	if m == nil {
 		t.Fatalf("the second pod did not resume from a checkpoint:\n%s", out)

@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 
 	"github.com/overbrainer/overbrainer-go/guard"
@@ -37,7 +38,7 @@ func (d *driver) recover(ctx context.Context, why error) error {
 		}
 		from := "from its beginning (no outputs were pulled: see --pull-every)"
 		if spec.Job.ResumeFrom != "" {
-			from = "from the outputs in " + spec.Job.ResumeFrom
+			from = "from " + resumeText(spec.Job.ResumeFrom)
 		}
 		a.say("recovering (%d of %d): %v; a new pod takes the job up %s", d.recovered, d.o.recovery.times, why, from)
 		d.failed, d.costShown = nil, false
@@ -53,4 +54,17 @@ func (d *driver) recover(ctx context.Context, why error) error {
 		}
 		return d.steps(ctx, false)
 	}
+}
+
+// resumeText says what a job resumes from: the step its snapshot.json
+// proves, when the outputs hold one.
+func resumeText(dir string) string {
+	p, err := guard.ReadSnapshotProof(dir)
+	switch {
+	case err == nil:
+		return p.String() + " in the outputs " + dir
+	case errors.Is(err, guard.ErrNoSnapshotProof):
+		return "the outputs in " + dir + " (no snapshot.json says which step)"
+	}
+	return "the outputs in " + dir + " (" + err.Error() + ")"
 }

@@ -359,6 +359,9 @@ the pod ends with the launcher.`)
 	}
 	defer lock.Unlock()
 	a.say("run %s (state in %s)", id, a.store.RunPath(id))
+	if spec.Job.ResumeFrom != "" {
+		a.say("resuming from %s", resumeText(spec.Job.ResumeFrom))
+	}
 	spec.Job.Secrets = secrets
 	return a.launch(ctx, r, spec, followOpts{followFlags: f.follow, secrets: secrets, poll: f.poll, leaseEvery: f.leaseEvery,
 		pullEvery: f.pullEvery, recovery: recoverOpts{spec: &spec, times: f.recoverN}})
