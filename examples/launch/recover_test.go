@@ -70,4 +70,5 @@ func recoverLostPod(t *testing.T, lose func(*runpodtest.Server, string) error) {
 		t.Errorf("final checkpoint %q, %v", ckpt, err)
 	}
 	w.assertClean()
+	w.assertPrivate()
 }
