@@ -31,11 +31,12 @@ func ExampleRelaunch() {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	// The job counts to 8, keeping its count in its outputs, and starts
-	// from the count it finds there.
+	// The job counts, keeping its count in its outputs; started from a
+	// count it finds there, it counts two more and ends.
 	job := writeJob(dir, `n=$(cat "$OVERBRAINER_OUTPUTS/step" 2>/dev/null || echo 0)
 echo "$n" > "$OVERBRAINER_OUTPUTS/started_at"
-while [ "$n" -lt 8 ]; do sleep 0.5; n=$((n+1)); echo "$n" > "$OVERBRAINER_OUTPUTS/step"; done`)
+end=1000000; [ "$n" -gt 0 ] && end=$((n + 2))
+while [ "$n" -lt "$end" ]; do sleep 0.5; n=$((n+1)); echo "$n" > "$OVERBRAINER_OUTPUTS/step"; done`)
 	ctx := context.Background()
 	spec := guard.Spec{Job: guard.Job{Dir: job, Command: "sh train.sh"}, Deadline: time.Now().Add(time.Hour)}
 	pulls := filepath.Join(dir, "pulls")

@@ -185,20 +185,31 @@ func (r *Run) pullIfDue(ctx context.Context, st jobctl.State) {
 		return
 	}
 	p.last = r.now()
-	tmp := filepath.Join(p.dir, ".pull")
+	if _, err := r.Pull(ctx, p.dir); err != nil && ctx.Err() == nil {
+		r.warn(fmt.Errorf("pulling the outputs so far (the last pull is kept): %w", err))
+	}
+}
+
+// Pull downloads the results so far, as Download does, into dir as its
+// newest whole pull (PulledOutputs(dir) names its outputs): the one
+// before is replaced only once this one is complete. WithPullEvery pulls
+// this way; a caller pulls once more before it relaunches a run whose
+// pod still holds newer outputs (a job that failed by itself).
+// EventPulled tells it.
+func (r *Run) Pull(ctx context.Context, dir string) (Collected, error) {
+	tmp := filepath.Join(dir, ".pull")
 	_ = os.RemoveAll(tmp)
 	got, err := r.fetch(ctx, tmp, false)
 	if err == nil {
-		err = swapDir(tmp, filepath.Join(p.dir, pullName))
+		err = swapDir(tmp, filepath.Join(dir, pullName))
 	}
 	if err != nil {
-		if ctx.Err() == nil {
-			r.warn(fmt.Errorf("pulling the outputs so far (the last pull is kept): %w", err))
-		}
 		_ = os.RemoveAll(tmp)
-		return
+		return Collected{}, err
 	}
-	r.emit(Event{Kind: EventPulled, Dir: filepath.Join(p.dir, pullName), Files: got.Files, Bytes: got.Bytes})
+	got.Dir = filepath.Join(dir, pullName)
+	r.emit(Event{Kind: EventPulled, Dir: got.Dir, Files: got.Files, Bytes: got.Bytes})
+	return got, nil
 }
 
 // swapDir replaces dir with tmp, never leaving no whole copy behind:

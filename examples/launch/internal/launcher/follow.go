@@ -261,9 +261,14 @@ func (d *driver) steps(ctx context.Context, attached bool) error {
 	default:
 		a.say("%s", end)
 	}
-	if end.Recoverable() && d.mayRecover(ctx, end.Err()) {
-		// Nothing of the job is left on this pod: the next one takes it
-		// up, once this one is deleted.
+	if d.mayRecoverEnd(ctx, end) {
+		if end.How == guard.Exited {
+			// A job that failed by itself left its newest outputs on
+			// this pod: the next one takes them up.
+			if _, err := run.Pull(ctx, a.pullDir(d.r.ID)); err != nil {
+				a.say("pulling the outputs before recovering: %v (the last pull is used)", err)
+			}
+		}
 		if _, err := run.Delete(ctx); err != nil {
 			a.say("deleting pod %s: %v", d.r.PodID, err)
 		}

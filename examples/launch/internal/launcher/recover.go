@@ -15,6 +15,8 @@ type recoverOpts struct {
 	// nothing.
 	spec  *guard.Spec
 	times int
+	// onError recovers a job that exited non-zero by itself too.
+	onError bool
 }
 
 // pullDir is where --pull-every keeps the outputs pulled during run id.
@@ -23,6 +25,16 @@ func (a *app) pullDir(id string) string { return filepath.Join(a.store.RunPath(i
 // mayRecover says the run may go on on a new pod after err.
 func (d *driver) mayRecover(ctx context.Context, err error) bool {
 	return d.o.recovery.spec != nil && d.recovered < d.o.recovery.times && ctx.Err() == nil && guard.Recoverable(err)
+}
+
+// mayRecoverEnd says the run may go on on a new pod after the job ended
+// so: lost with its pod's container, or, with --recover-on-error, failed
+// by itself.
+func (d *driver) mayRecoverEnd(ctx context.Context, end guard.End) bool {
+	if end.How == guard.Exited && end.ExitCode != 0 && d.o.recovery.onError {
+		return d.o.recovery.spec != nil && d.recovered < d.o.recovery.times && ctx.Err() == nil
+	}
+	return end.Recoverable() && d.mayRecover(ctx, end.Err())
 }
 
 // recover makes the run's next pod, once its lost one is confirmed gone,

@@ -137,6 +137,7 @@ type runFlags struct {
 	maxHours            float64
 	waitForGPU          time.Duration
 	recoverN            int
+	recoverOnError      bool
 	pullEvery           time.Duration
 	maxCostUSD          float64
 	maxExtension        time.Duration
@@ -201,6 +202,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.workdir, "workdir", "", "directory of run directories on the pod (default: --volume-path/overbrainer)")
 	fs.Float64Var(&f.maxHours, "max-hours", 4, "deadline, in hours from the pod's create (a --wait-for-gpu wait does not count): the watchdog deletes the pod then unless this launcher still holds the lease")
 	fs.IntVar(&f.recoverN, "recover", 0, "when the pod is lost under the job (its host failed, its container restarted) or a new pod's setup fails, go on on a new pod up to this many times, one pod at a time, within the deadline and the cost cap, the job resumed from the newest --pull-every outputs")
+	fs.BoolVar(&f.recoverOnError, "recover-on-error", false, "with --recover, recover a job that exited non-zero by itself too, from the outputs it left")
 	fs.DurationVar(&f.pullEvery, "pull-every", 0, "while the job runs, download its outputs so far this often into the run's state, for --recover (0: never)")
 	fs.DurationVar(&f.waitForGPU, "wait-for-gpu", 0, "when no GPU type can be had for want of capacity, wait up to this long for one, looking again every 10s to 2m, with no pod meanwhile (0: fail at once)")
 	fs.DurationVar(&f.maxExtension, "max-extension", guard.DefaultMaxExtension, "how long past the deadline this launcher's lease may hold the pod (0: the deadline is hard)")
@@ -364,7 +366,7 @@ the pod ends with the launcher.`)
 	}
 	spec.Job.Secrets = secrets
 	return a.launch(ctx, r, spec, followOpts{followFlags: f.follow, secrets: secrets, poll: f.poll, leaseEvery: f.leaseEvery,
-		pullEvery: f.pullEvery, recovery: recoverOpts{spec: &spec, times: f.recoverN}})
+		pullEvery: f.pullEvery, recovery: recoverOpts{spec: &spec, times: f.recoverN, onError: f.recoverOnError}})
 }
 
 // resumeDir is the collected outputs of run id, for --resume-from; a run
