@@ -73,7 +73,17 @@
 // EventAttempt. The cost cap is the run's, not each pod's: what a pod
 // deleted for not coming up may have billed comes out of the next pod's
 // budget (and its env, for the sweeper), and ErrCapSpent ends a launch
-// whose cap went that way.
+// whose cap went that way. With Spec.CapacityWait, a launch whose every
+// type is out of capacity waits for one (EventWaitingCapacity), with no
+// pod meanwhile, instead of failing with ErrNoGPU.
+//
+// Recovery: a run whose pod was lost under its job (Recoverable, or
+// End.Recoverable) goes on on a new pod with Relaunch, which makes none
+// until the lost pod is confirmed gone, and keeps the run's id, deadline
+// and cost cap across its pods (Record.Attempts holds each, the lost
+// ones with how they ended and what they may have cost). WithPullEvery
+// pulls the outputs while Follow follows, and PulledOutputs names the
+// newest pull, for the next pod's Job.ResumeFrom.
 //
 // Failures once the pod exists end the run by a rule that never leaves a
 // pod without a guard: the pod is deleted, or left to its armed watchdog

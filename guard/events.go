@@ -97,6 +97,14 @@ const (
 	// EventDownloading: a download's progress, as EventUploading's; Total
 	// is the pod's count, -1 when it had none.
 	EventDownloading
+	// EventWaitingCapacity: no GPU type of the run could be had for want
+	// of capacity, and Launch waits for one (Spec.CapacityWait): Elapsed
+	// since the launch began, Next the wait until the next look, GPU the
+	// types tried. No pod exists meanwhile.
+	EventWaitingCapacity
+	// EventPulled: WithPullEvery downloaded the results so far (Dir,
+	// Files, Bytes).
+	EventPulled
 )
 
 var kindNames = map[EventKind]string{
@@ -110,6 +118,7 @@ var kindNames = map[EventKind]string{
 	EventAttempt: "attempt", EventResumed: "resumed",
 	EventWaitingSSH: "waiting_ssh", EventWaitingVerdict: "waiting_verdict",
 	EventUploading: "uploading", EventDownloading: "downloading",
+	EventWaitingCapacity: "waiting_capacity", EventPulled: "pulled",
 }
 
 func (k EventKind) String() string {
@@ -150,6 +159,8 @@ type Event struct {
 	CostPerHr float64
 	CostUSD   float64
 	Elapsed   time.Duration
+	// Next is the wait until the next look (EventWaitingCapacity).
+	Next time.Duration
 
 	SnapshotAt, CostCapAt time.Time
 	ClockOffset           time.Duration
@@ -277,6 +288,11 @@ func (e Event) String() string {
 		return transferText("uploading", e)
 	case EventDownloading:
 		return transferText("downloading the results", e)
+	case EventPulled:
+		return fmt.Sprintf("pulled the outputs so far to %s (%d files, %s)", e.Dir, e.Files, ByteSize(e.Bytes))
+	case EventWaitingCapacity:
+		return fmt.Sprintf("no GPU available (%s): waiting for one, no pod meanwhile | %s elapsed, next look in %s",
+			e.GPU, roundSecond(e.Elapsed), roundSecond(e.Next))
 	case EventResumed:
 		return fmt.Sprintf("resuming from %s: %d files (%s) uploaded to %s", e.Dir, e.Files, ByteSize(e.Bytes), e.Remote)
 	}

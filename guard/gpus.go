@@ -164,6 +164,9 @@ type Attempt struct {
 	// billed, from its create to its confirmed delete: the cost cap is
 	// the run's, so the next pod's budget is the cap less this.
 	CostUSD float64 `json:"cost_usd,omitempty"`
+	// Ended says how a created pod that the run went on without ended
+	// (its pod lost under the job, see Relaunch).
+	Ended string `json:"ended,omitempty"`
 }
 
 // earlierCost is what the run's earlier pods may have billed.
@@ -216,6 +219,9 @@ func (a Attempt) String() string {
 	if a.Detail != "" {
 		s += ": " + a.Detail
 	}
+	if a.Ended != "" {
+		s += "; ended: " + a.Ended
+	}
 	return s
 }
 
@@ -246,6 +252,12 @@ type candidate struct {
 // network volume pins the data center, and a choice that cannot be met is
 // refused here.
 func planGPUs(ctx context.Context, c api, spec Spec, volDC string) ([]candidate, error) {
+	list := func(ctx context.Context, f GPUFilter) ([]runpod.GPUType, error) { return listGPUs(ctx, c, f) }
+	return planGPUsFrom(ctx, list, spec, volDC)
+}
+
+// planGPUsFrom is planGPUs reading the catalog's stock with list.
+func planGPUsFrom(ctx context.Context, list func(context.Context, GPUFilter) ([]runpod.GPUType, error), spec Spec, volDC string) ([]candidate, error) {
 	autoDC := len(spec.DataCenters) == 1 && spec.DataCenters[0] == AutoDataCenter
 	dcs := spec.DataCenters
 	if autoDC {
@@ -264,7 +276,7 @@ func planGPUs(ctx context.Context, c api, spec Spec, volDC string) ([]candidate,
 	var stock []runpod.GPUType
 	if auto || autoDC {
 		var err error
-		if stock, err = listGPUs(ctx, c, GPUFilter{Cloud: f.Cloud, Count: f.Count, MinCUDA: f.MinCUDA}); err != nil {
+		if stock, err = list(ctx, GPUFilter{Cloud: f.Cloud, Count: f.Count, MinCUDA: f.MinCUDA}); err != nil {
 			return nil, fmt.Errorf("reading the GPU catalog's stock: %w", err)
 		}
 	}
@@ -272,6 +284,12 @@ func planGPUs(ctx context.Context, c api, spec Spec, volDC string) ([]candidate,
 	if auto {
 		picked := PickGPUs(stock, f)
 		if len(picked) == 0 {
+			anyStock := f
+			anyStock.InStock = false
+			if len(PickGPUs(stock, anyStock)) == 0 {
+				// Waiting for stock would not help.
+				return nil, fmt.Errorf("%w: no GPU type matches %s (%w)", ErrNoGPU, f, errNoType)
+			}
 			return nil, fmt.Errorf("%w: no GPU type matches %s", ErrNoGPU, f)
 		}
 		names = nil
@@ -346,6 +364,9 @@ func (s Spec) checkGPUs(bad func(field, format string, args ...any)) {
 
 // NoMinCUDA as a Spec's MinCUDA asks for no CUDA floor.
 const NoMinCUDA = "none"
+
+// errNoType says that no GPU type passes the filters, in stock or not.
+var errNoType = errors.New("none does even out of stock")
 
 // errNextGPU says that the candidate could not be had and the next one
 // may be tried.

@@ -328,6 +328,7 @@ func (r *Run) follow(ctx context.Context, w io.Writer) (End, error) {
 			r.runDirLost = true
 			return r.endOf(st), nil
 		}
+		r.pullIfDue(ctx, st)
 		if now.Sub(lastStatus) >= statusEvery {
 			lastStatus = now
 			r.emit(Event{Kind: EventCost, Elapsed: r.since(r.rec.BillingStart), CostUSD: r.spent()})

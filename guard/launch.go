@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -65,7 +66,7 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 		PodName: podenv.PodName(spec.RunID), SecretName: podenv.HostKeySecretName(spec.RunID),
 		JobDir: spec.Job.Dir, Command: spec.Job.Command, ResumeFrom: spec.Job.ResumeFrom,
 		Rules: spec.Rules, Poll: cfg.poll, LeaseEvery: cfg.leaseEvery,
-		Results: spec.Results, Phase: PhaseCreating,
+		Results: spec.Results, Phase: PhaseCreating, Attempts: slices.Clone(cfg.prior),
 	}
 	if ttl := spec.EffectiveRules().LeaseTTL; cfg.leaseEvery >= ttl {
 		return nil, &FieldError{Field: "WithLeaseEvery", Reason: fmt.Sprintf("%s is not shorter than the lease's lifetime (%s)", cfg.leaseEvery, ttl)}
@@ -88,17 +89,11 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 		volDC = v.DataCenterID
 	}
 	cands, err := planGPUs(ctx, c, spec, volDC)
-	if err != nil {
+	if err != nil && (spec.CapacityWait == 0 || !errors.Is(err, ErrNoGPU) || errors.Is(err, errNoType)) {
 		return nil, err
 	}
-	if spec.MaxCostUSD > 0 {
-		// The cap is planned on the pod's price: a price that cannot be
-		// known would leave the cap unarmed.
-		for _, cand := range cands {
-			if err := checkPrice(ctx, c, spec, cand.gpu); err != nil {
-				return nil, err
-			}
-		}
+	if err := checkPrices(ctx, c, spec, cands); err != nil {
+		return nil, err
 	}
 	r.rec.RunDir = settings.RunDir()
 
@@ -156,32 +151,73 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 	if spec.NetworkVolumeID != "" {
 		req.NetworkVolume = &runpod.NetworkMount{VolumeID: spec.NetworkVolumeID, Path: spec.VolumePath}
 	}
-	for i, cand := range cands {
-		last := i == len(cands)-1
-		err := r.tryGPU(ctx, req, cand, spec, last)
-		switch {
-		case err == nil:
-			return r, nil
-		case errors.Is(err, errNextGPU) && !last:
-			continue
-		case errors.Is(err, errNextGPU):
-			return nil, r.createFailed(ctx, fmt.Errorf("%w: every type was tried: %s", ErrNoGPU, r.attemptsText()))
-		case errors.As(err, new(*createError)):
-			return nil, r.createFailed(ctx, errors.Unwrap(err))
-		case ctx.Err() != nil && cfg.detachOnCancel:
-			r.Detach()
-			return r, err
-		case ctx.Err() != nil:
-			r.rec.Note = "interrupted"
-			r.teardown(PhaseFailed)
-			return nil, err
-		}
-		if left := r.fail(ctx, err); left {
-			return r, err
-		}
-		return nil, err
+	w := &capacityWait{limit: spec.CapacityWait, start: now, deadlineAsked: spec.Deadline}
+	if !spec.DeadlineFromCreate {
+		w.deadline = spec.Deadline
 	}
-	return nil, r.createFailed(ctx, fmt.Errorf("%w: no GPU type to try", ErrNoGPU))
+	for {
+		from := len(r.rec.Attempts)
+		for i, cand := range cands {
+			last := i == len(cands)-1
+			err := r.tryGPU(ctx, req, cand, spec, last)
+			switch {
+			case err == nil:
+				return r, nil
+			case errors.Is(err, errNextGPU) && !last:
+				continue
+			case errors.Is(err, errNextGPU) && w.limit > 0 && outOfCapacity(r.rec.Attempts[from:]):
+				// Wait for capacity below.
+			case errors.Is(err, errNextGPU):
+				return nil, r.createFailed(ctx, fmt.Errorf("%w: every type was tried: %s", ErrNoGPU, r.attemptsText()))
+			case errors.As(err, new(*createError)):
+				return nil, r.createFailed(ctx, errors.Unwrap(err))
+			case ctx.Err() != nil && cfg.detachOnCancel:
+				r.Detach()
+				return r, err
+			case ctx.Err() != nil:
+				r.rec.Note = "interrupted"
+				r.teardown(PhaseFailed)
+				return nil, err
+			default:
+				if left := r.fail(ctx, err); left {
+					return r, err
+				}
+				return nil, err
+			}
+		}
+		if w.limit == 0 {
+			return nil, r.createFailed(ctx, fmt.Errorf("%w: no GPU type to try", ErrNoGPU))
+		}
+		if cands, err = r.waitForCapacity(ctx, w, spec, volDC); err != nil {
+			return nil, r.createFailed(ctx, err)
+		}
+		if spec.DeadlineFromCreate && !spec.Deadline.IsZero() {
+			// The run's time counts from its pod's create: the wait
+			// moves the deadline on by as long as it took.
+			spec.Deadline = w.deadlineAsked.Add(r.since(w.start)).Truncate(time.Second)
+			settings.Deadline, r.rec.Deadline = spec.Deadline, spec.Deadline
+			if req.Env, err = settings.Env(); err != nil {
+				return nil, r.createFailed(ctx, fmt.Errorf("guard: the pod's env: %w", err))
+			}
+			maps.Copy(req.Env, spec.PodEnv)
+			r.save()
+		}
+	}
+}
+
+// checkPrices makes sure the price of each candidate is known when the
+// run has a cost cap: the cap is planned on the pod's price, and a price
+// that cannot be known would leave it unarmed.
+func checkPrices(ctx context.Context, c api, spec Spec, cands []candidate) error {
+	if spec.MaxCostUSD <= 0 {
+		return nil
+	}
+	for _, cand := range cands {
+		if err := checkPrice(ctx, c, spec, cand.gpu); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (c config) check() error {

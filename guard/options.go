@@ -22,10 +22,15 @@ type config struct {
 	force          bool
 	save           func(Record) error
 	podLog         io.Writer
+	// pull is WithPullEvery's; prior the attempts of a run's earlier
+	// pods, for Relaunch.
+	pull  *puller
+	prior []Attempt
 
-	// Test seams: the clock and the SSH side.
+	// Test seams: the clock, the SSH side and the catalog's cache.
 	clock clock
 	dial  dialFunc
+	stock *stockCache
 }
 
 func defaultConfig() config {
@@ -38,6 +43,7 @@ func defaultConfig() config {
 		verdictTimeout: 10 * time.Minute,
 		clock:          realClock{},
 		dial:           dialSSH,
+		stock:          processStock,
 	}
 }
 

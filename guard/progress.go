@@ -62,7 +62,7 @@ func (r *Run) transfer(kind EventKind, move func(podssh.Progress) error) error {
 // them.
 func (e Event) Progress() bool {
 	switch e.Kind {
-	case EventWaiting, EventWaitingSSH, EventWaitingVerdict, EventOutput, EventLeaseRenewed, EventUploading, EventDownloading:
+	case EventWaiting, EventWaitingSSH, EventWaitingVerdict, EventOutput, EventLeaseRenewed, EventUploading, EventDownloading, EventWaitingCapacity:
 		return true
 	}
 	return false

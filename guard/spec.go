@@ -96,6 +96,19 @@ type Spec struct {
 	// without one must set Keep. Keep lifts the watchdog's rules once the
 	// job started: only Delete ends the pod.
 	podenv.Rules
+	// CapacityWait is how long Launch waits for a GPU when none of
+	// GPUTypes can be had for want of capacity (out of stock, or every
+	// create answers Runpod's capacity 400): it looks again after a
+	// jittered back-off (10 s growing to 2 min), reads the catalog's
+	// stock at most once per 30 s in this process, and creates as soon
+	// as a type is back. No pod exists while it waits; EventWaitingCapacity
+	// tells each wait. Zero fails at once with ErrNoGPU. The wait counts
+	// against the Deadline and ends at it, unless DeadlineFromCreate.
+	CapacityWait time.Duration
+	// DeadlineFromCreate moves the Deadline on by the time Launch spent
+	// waiting for capacity, so that the run's time counts from its pod's
+	// create rather than from Launch (the launcher's --max-hours does).
+	DeadlineFromCreate bool
 
 	// WatchdogAPIURL is the API the watchdog calls; the client's base URL
 	// when empty.
@@ -296,6 +309,9 @@ func (s Spec) check(now time.Time) error {
 		if errors.As(err, &fe) {
 			bad(fe.Field, "%s", fe.Reason)
 		}
+	}
+	if s.CapacityWait < 0 {
+		bad("CapacityWait", "%s is negative", s.CapacityWait)
 	}
 	errs = append(errs, s.Results.check("Spec.Results.")...)
 	for k := range s.PodEnv {

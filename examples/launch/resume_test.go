@@ -68,6 +68,7 @@ func TestResumeFromACheckpoint(t *testing.T) {
 		t.Errorf("run 2 started from the first step:\n%s", out)
 	}
 	mustContain(t, "run 2 stderr", errOut, "resuming from "+filepath.Join(one.OutDir, "outputs"),
+		fmt.Sprintf("resuming from step %d (checkpoint.txt, snapshot stop) in the outputs ", step),
 		"launch: uploading: ", "launch: downloading the results: ", "results downloaded")
 	for _, p := range []*proc{first, second} {
 		if strings.Contains(p.stderr.String(), "\r") {

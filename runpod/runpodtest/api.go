@@ -475,6 +475,20 @@ func (s *Server) podAction(w http.ResponseWriter, r *http.Request, id string) {
 		}
 		return
 	}
+	if p.hostFailed && action != "stop" {
+		s.mu.Unlock()
+		writeProblem(w, http.StatusConflict, "the pod's machine is unavailable: terminate the pod")
+		return
+	}
+	s.cycleLocked(p, action)
+	out := p.wire(s.cfg.now())
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, out)
+}
+
+// cycleLocked stops, restarts or starts the pod's command. s.mu must be
+// held; it is let go while the command ends, and held again on return.
+func (s *Server) cycleLocked(p *pod, action string) {
 	// stop and restart end the command as docker does: SIGTERM, then
 	// SIGKILL after the grace. The pod keeps its status until the command
 	// is gone, so that whoever sees it EXITED knows that nothing of it runs.
@@ -489,7 +503,7 @@ func (s *Server) podAction(w http.ResponseWriter, r *http.Request, id string) {
 	s.mu.Lock()
 	p.stopping, p.dying = false, nil
 	if p.status != StatusTerminated && !p.terminating {
-		now = s.cfg.now()
+		now := s.cfg.now()
 		switch action {
 		case "stop":
 			p.setSSHPort(0)
@@ -506,9 +520,6 @@ func (s *Server) podAction(w http.ResponseWriter, r *http.Request, id string) {
 		}
 		s.notifyLocked()
 	}
-	out := p.wire(s.cfg.now())
-	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, out)
 }
 
 // ExitPod makes an API-only pod's command exit by itself with code, as if
@@ -660,6 +671,17 @@ func (s *Server) CrashPod(id string) error {
 // in an unrecoverable state: its processes are killed, and it stays so
 // until started or terminated.
 func (s *Server) BreakPod(id, reason string) error {
+	return s.killPod(id, false, func(p *pod, now time.Time) {
+		p.errMsg = reason
+		p.setStatus(StatusError, now)
+	})
+}
+
+// killPod kills every process of live pod id at once, then, unless it
+// was terminated meanwhile, takes its port away and calls end with s.mu
+// held to set what the pod became. hostFailed marks the pod's machine as
+// gone first, so that its command is never started again.
+func (s *Server) killPod(id string, hostFailed bool, end func(p *pod, now time.Time)) error {
 	s.mu.Lock()
 	p, ok := s.pods[id]
 	if !ok || p.status == StatusTerminated || p.terminating {
@@ -668,6 +690,7 @@ func (s *Server) BreakPod(id, reason string) error {
 	}
 	l := p.launch
 	p.launch = nil
+	p.hostFailed = p.hostFailed || hostFailed
 	p.stopping, p.dying = true, l
 	s.mu.Unlock()
 	if l != nil {
@@ -681,8 +704,9 @@ func (s *Server) BreakPod(id, reason string) error {
 		return nil
 	}
 	p.setSSHPort(0)
-	p.errMsg = reason
-	p.setStatus(StatusError, s.cfg.now())
+	now := s.cfg.now()
+	s.refreshLocked(p, now)
+	end(p, now)
 	s.notifyLocked()
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // CapacityDetail is Runpod's answer (400) to a create for which no machine
@@ -28,6 +29,9 @@ const DefaultCUDA = "12.8"
 type stockState struct {
 	refuse  map[string]int // GPU type id -> status a create answers
 	balance *float64       // SetBalance's; nil: unlimited
+	// out is OutOfStock's: GPU type id -> when its stock returns on the
+	// fake's clock (zero: when Restock says).
+	out map[string]time.Time
 }
 
 // SetBalance gives the account usd of credit: once its pods have been
@@ -94,6 +98,9 @@ func (s *Server) dataCentersLocked() []string {
 // freeLocked is how many GPUs of type g are free in data center dc: its
 // stock less what live pods hold there.
 func (s *Server) freeLocked(g GPUType, dc string) int {
+	if s.outOfStockLocked(g.ID) {
+		return 0
+	}
 	total := plenty
 	if g.Stock != nil {
 		total = g.Stock[dc]

@@ -143,6 +143,7 @@ type pod struct {
 	terminating bool    // a DELETE or terminate is killing it
 	stopping    bool    // a stop or restart is ending its command
 	dying       *launch // the run a stop or restart is ending
+	hostFailed  bool    // FailHost's: it never starts again
 }
 
 // setStatus moves the pod to status at now and keeps its billing intervals.

@@ -56,5 +56,16 @@ func TestDemoUnderEveryShell(t *testing.T) {
 		if string(ckpt) != "step=7\nloss=0.300\nreason=snapshot cost\n" {
 			t.Fatalf("checkpoint %q", ckpt)
 		}
+		proof, _ := os.ReadFile(filepath.Join(out, "snapshot.json"))
+		if string(proof) != `{"checkpoint": "checkpoint.txt", "step": 7, "reason": "snapshot cost"}`+"\n" {
+			t.Fatalf("snapshot.json %q", proof)
+		}
+		// A reason that JSON would need escaped is not written as is.
+		os.WriteFile(req, []byte(`a"b`), 0o600)
+		run(t, shell, dir, append(env, "DEMO_STEPS=20")...)
+		proof, _ = os.ReadFile(filepath.Join(out, "snapshot.json"))
+		if string(proof) != `{"checkpoint": "checkpoint.txt", "step": 7, "reason": "other"}`+"\n" {
+			t.Fatalf("snapshot.json %q", proof)
+		}
 	})
 }

@@ -20,11 +20,19 @@ if [ -f "$out/checkpoint.txt" ]; then
   echo "resuming from the checkpoint at step $step"
 fi
 
-# checkpoint WHY: writes the checkpoint atomically (tmp + mv).
+# checkpoint WHY: writes the checkpoint atomically (tmp + mv), then its
+# proof, snapshot.json, the same way.
 checkpoint() {
   printf 'step=%s\nloss=%s\nreason=%s\n' "$step" "$(loss)" "$1" > "$out/checkpoint.tmp" &&
     mv -f "$out/checkpoint.tmp" "$out/checkpoint.txt" &&
-    echo "checkpoint: step $step ($1) -> $out/checkpoint.txt"
+    echo "checkpoint: step $step ($1) -> $out/checkpoint.txt" || return 1
+  # The reason goes into JSON: only words of letters, digits, _ and spaces.
+  case $1 in
+    *[!A-Za-z0-9_\ ]*) why=other ;;
+    *) why=$1 ;;
+  esac
+  printf '{"checkpoint": "checkpoint.txt", "step": %s, "reason": "%s"}\n' "$step" "$why" > "$out/snapshot.tmp" &&
+    mv -f "$out/snapshot.tmp" "$out/snapshot.json"
 }
 
 # loss: a made-up loss that falls with the steps, as a decimal.

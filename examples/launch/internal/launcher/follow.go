@@ -28,6 +28,9 @@ type followOpts struct {
 	stopWait time.Duration
 	// poll and leaseEvery are run's; attach follows as its run did.
 	poll, leaseEvery time.Duration
+	// pullEvery and recovery are run's --pull-every and --recover.
+	pullEvery time.Duration
+	recovery  recoverOpts
 }
 
 // driver is one launcher command over a guarded run: it says what the run
@@ -46,6 +49,8 @@ type driver struct {
 	failed    error
 	costShown bool
 	podLog    *cappedLog
+	// recovered counts the new pods made after lost ones.
+	recovered int
 }
 
 // options are the guard options of the driver's run.
@@ -66,6 +71,9 @@ func (d *driver) options() []guard.Option {
 	if d.o.poll > 0 {
 		opts = append(opts, guard.WithPoll(d.o.poll), guard.WithLeaseEvery(d.o.leaseEvery))
 	}
+	if d.o.pullEvery > 0 {
+		opts = append(opts, guard.WithPullEvery(d.o.pullEvery, d.a.pullDir(d.r.ID)))
+	}
 	if d.o.onFailure == "leave" {
 		opts = append(opts, guard.WithLeaveOnFailure())
 	}
@@ -84,7 +92,7 @@ func (d *driver) event(e guard.Event) {
 		defer a.say("warning: pod %s is kept (--keep-pod): nothing deletes it, it bills ~%s/h until \"launch rm %[3]s\"; reach it with \"launch ssh %[3]s\" or %s", d.r.PodID, money(d.r.CostPerHr), d.r.ID, cfg.Command)
 	}
 	switch e.Kind {
-	case guard.EventWaiting, guard.EventWaitingSSH, guard.EventWaitingVerdict, guard.EventUploading, guard.EventDownloading:
+	case guard.EventWaiting, guard.EventWaitingSSH, guard.EventWaitingVerdict, guard.EventUploading, guard.EventDownloading, guard.EventWaitingCapacity:
 		d.progress(e)
 	case guard.EventOutput, guard.EventLeaseRenewed, guard.EventJobEnded, guard.EventLeft:
 		// Said by the driver, which knows more.
@@ -246,10 +254,25 @@ func (d *driver) steps(ctx context.Context, attached bool) error {
 	case err != nil && ctx.Err() == nil && fctx.Err() != nil:
 		a.say("the job did not end within %s of the stop request: collecting what there is", d.o.stopWait)
 		end = guard.End{How: guard.Killed, ExitCode: -1}
+	case err != nil && d.mayRecover(ctx, err):
+		return d.recover(ctx, err)
 	case err != nil:
 		return d.stopped(ctx, err)
 	default:
 		a.say("%s", end)
+	}
+	if d.mayRecoverEnd(ctx, end) {
+		if end.How == guard.Exited {
+			// A job that failed by itself left its newest outputs on
+			// this pod: the next one takes them up.
+			if _, err := run.Pull(ctx, a.pullDir(d.r.ID)); err != nil {
+				a.say("pulling the outputs before recovering: %v (the last pull is used)", err)
+			}
+		}
+		if _, err := run.Delete(ctx); err != nil {
+			a.say("deleting pod %s: %v", d.r.PodID, err)
+		}
+		return d.recover(ctx, end.Err())
 	}
 	return d.end(ctx, end)
 }

@@ -139,7 +139,11 @@ type runFlags struct {
 	// rules are the run's rules and the watchdog's knobs, set by their
 	// flags but for Deadline (--max-hours) and HardDeadline (a zero
 	// --max-extension).
-	rules podenv.Rules
+	rules          podenv.Rules
+	waitForGPU     time.Duration
+	recoverN       int
+	recoverOnError bool
+	pullEvery      time.Duration
 
 	poll, leaseEvery time.Duration
 	// podEnv adds variables to the pod's env (tests: OVERBRAINER_SSHD...).
@@ -193,7 +197,11 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.noVolumeCaches, "no-volume-caches", false, "keep the job's HF_HOME, TORCH_HOME and PIP_CACHE_DIR off the network volume (by default they are under its .cache/)")
 	fs.StringVar(&f.volumePath, "volume-path", guard.DefaultVolumePath, "where the volume is mounted")
 	fs.StringVar(&f.workdir, "workdir", "", "directory of run directories on the pod (default: --volume-path/overbrainer)")
-	fs.Float64Var(&f.maxHours, "max-hours", 4, "deadline, in hours from now: the watchdog deletes the pod then unless this launcher still holds the lease")
+	fs.Float64Var(&f.maxHours, "max-hours", 4, "deadline, in hours from the pod's create (a --wait-for-gpu wait does not count): the watchdog deletes the pod then unless this launcher still holds the lease")
+	fs.IntVar(&f.recoverN, "recover", 0, "when the pod is lost under the job (its host failed, its container restarted) or a new pod's setup fails, go on on a new pod up to this many times, one pod at a time, within the deadline and the cost cap, the job resumed from the newest --pull-every outputs")
+	fs.BoolVar(&f.recoverOnError, "recover-on-error", false, "with --recover, recover a job that exited non-zero by itself too, from the outputs it left")
+	fs.DurationVar(&f.pullEvery, "pull-every", 0, "while the job runs, download its outputs so far this often into the run's state, for --recover (0: never)")
+	fs.DurationVar(&f.waitForGPU, "wait-for-gpu", 0, "when no GPU type can be had for want of capacity, wait up to this long for one, looking again every 10s to 2m, with no pod meanwhile (0: fail at once)")
 	fs.DurationVar(&f.rules.MaxExtension, "max-extension", guard.DefaultMaxExtension, "how long past the deadline this launcher's lease may hold the pod (0: the deadline is hard)")
 	fs.Float64Var(&f.rules.MaxCostUSD, "max-cost-usd", 0, "cost cap in USD: a snapshot is asked at 95% (or --snapshot-lead before), the pod is deleted at 100% (0: none)")
 	fs.BoolVar(&f.rules.Keep, "keep-pod", false, "once the job started, the watchdog never deletes the pod, and neither does the launcher: remove it with launch rm")
@@ -236,6 +244,12 @@ func (f *runFlags) check() error {
 		return usagef("--max-hours must be between 0 and a year")
 	case f.maxHours == 0 && !f.rules.Keep:
 		return usagef("--max-hours 0 (no deadline) needs --keep-pod: without a deadline nothing would end a hung job")
+	case f.waitForGPU < 0 || f.pullEvery < 0 || f.recoverN < 0:
+		return usagef("--wait-for-gpu, --pull-every and --recover cannot be negative")
+	case f.recoverN > 0 && f.networkVolume != "":
+		// The run directory on the volume is claimed by the lost pod's
+		// host key, which no other pod gets: not yet supported.
+		return usagef("--recover does not work with --network-volume yet: use --pull-every without a network volume")
 	case math.IsNaN(f.rules.MaxCostUSD) || f.rules.MaxCostUSD < 0:
 		return usagef("--max-cost-usd cannot be negative")
 	case f.poll <= 0 || f.leaseEvery <= 0 || f.rules.SnapshotLead < 0:
@@ -304,6 +318,7 @@ the pod ends with the launcher.`)
 		VolumePath: f.volumePath, Workdir: f.workdir,
 		Rules:          f.rules,
 		WatchdogAPIURL: a.apiURL, PodEnv: f.podEnv, Results: f.results,
+		CapacityWait: f.waitForGPU, DeadlineFromCreate: true,
 	}
 	spec.HardDeadline = spec.MaxExtension == 0
 	if f.maxHours > 0 {
@@ -337,8 +352,12 @@ the pod ends with the launcher.`)
 	}
 	defer lock.Unlock()
 	a.say("run %s (state in %s)", id, a.store.RunPath(id))
+	if spec.Job.ResumeFrom != "" {
+		a.say("resuming from %s", resumeText(spec.Job.ResumeFrom))
+	}
 	spec.Job.Secrets = secrets
-	return a.launch(ctx, r, spec, followOpts{followFlags: f.follow, secrets: secrets, poll: f.poll, leaseEvery: f.leaseEvery})
+	return a.launch(ctx, r, spec, followOpts{followFlags: f.follow, secrets: secrets, poll: f.poll, leaseEvery: f.leaseEvery,
+		pullEvery: f.pullEvery, recovery: recoverOpts{spec: &spec, times: f.recoverN, onError: f.recoverOnError}})
 }
 
 // resumeDir is the collected outputs of run id, for --resume-from; a run

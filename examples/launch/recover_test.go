@@ -1,0 +1,113 @@
+package main_test
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
+)
+
+// TestRecoverLostPod: the pod's host fails mid-run, or a maintenance
+// restart of its container loses the job and its run directory; with
+// --recover and --pull-every the run goes on on a second pod, made only
+// once the first is confirmed gone, from the checkpoint pulled before
+// the loss, and finishes; both pods are in the run's attempts.
+func TestRecoverLostPod(t *testing.T) {
+	t.Parallel()
+	for name, lose := range map[string]func(*runpodtest.Server, string) error{
+		"host failure":        (*runpodtest.Server).FailHost,
+		"maintenance restart": (*runpodtest.Server).RestartForMaintenance,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			recoverLostPod(t, lose)
+		})
+	}
+}
+
+func recoverLostPod(t *testing.T, lose func(*runpodtest.Server, string) error) {
+	w := newWorld(t)
+	p := w.start(args([]string{"run", "--recover", "2", "--pull-every", "2s"}, fast, demo(60))...)
+	p.waitOutput("step 11/60", patience)
+	r := w.onlyRun()
+	first := r.PodID
+	// The pod is lost once a pull holds the checkpoint of step 10.
+	pulled := filepath.Join(w.stateDir, "runs", r.ID, "pulls", "latest", "outputs", "checkpoint.txt")
+	for deadline := time.Now().Add(patience); ; time.Sleep(100 * time.Millisecond) {
+		if b, _ := os.ReadFile(pulled); strings.HasPrefix(string(b), "step=") && !strings.HasPrefix(string(b), "step=5\n") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no pull of the step 10 checkpoint within %s", patience)
+		}
+	}
+	if err := lose(w.srv, first); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(patience); code != 0 {
+		t.Fatalf("exit %d\n%s", code, p.stderr)
+	}
+	out := p.stdout.String() + p.stderr.String()
+	mustContain(t, "output", out, "recovering (1 of 2)", "training done", "checkpoint.txt, periodic) in the outputs")
+	m := regexp.MustCompile(`resuming from the checkpoint at step (\d+)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("the second pod did not resume from a checkpoint:\n%s", out)
+	}
+	if step, _ := strconv.Atoi(m[1]); step < 10 {
+		t.Errorf("resumed from step %d, want the checkpoint of step 10 or later", step)
+	}
+	pods := w.srv.Pods()
+	if len(pods) != 2 || pods[0].ID != first {
+		t.Fatalf("pods %+v, want the failed one and one more", pods)
+	}
+	// One pod at a time: the second was made after the first was gone.
+	if pods[0].Status != runpodtest.StatusTerminated || pods[1].CreatedAt.Before(pods[0].EndedAt) {
+		t.Errorf("first pod %s ended %s, second made %s", pods[0].Status, pods[0].EndedAt, pods[1].CreatedAt)
+	}
+	r = w.onlyRun()
+	if len(r.Attempts) != 2 || r.Attempts[0].PodID != first || r.Attempts[0].Ended == "" || r.Attempts[0].CostUSD <= 0 ||
+		r.Attempts[1].PodID != pods[1].ID || r.PodID != pods[1].ID {
+		t.Errorf("attempts %+v", r.Attempts)
+	}
+	if r.CostUSD < r.Attempts[0].CostUSD {
+		t.Errorf("run cost %v is less than its first pod's %v", r.CostUSD, r.Attempts[0].CostUSD)
+	}
+	ckpt, err := os.ReadFile(filepath.Join(r.OutDir, "outputs", "checkpoint.txt"))
+	if err != nil || !strings.Contains(string(ckpt), "step=60") {
+		t.Errorf("final checkpoint %q, %v", ckpt, err)
+	}
+	w.assertClean()
+	w.assertPrivate()
+}
+
+// TestRecoverOnError: a job that fails by itself is recovered only with
+// --recover-on-error, from the outputs it left on its pod.
+func TestRecoverOnError(t *testing.T) {
+	t.Parallel()
+	job := `if [ -f "$OVERBRAINER_OUTPUTS/once" ]; then echo "second try"; else touch "$OVERBRAINER_OUTPUTS/once"; echo "first try fails"; exit 3; fi`
+	for _, onError := range []bool{false, true} {
+		t.Run(strconv.FormatBool(onError), func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t)
+			flags := []string{"run", "--recover", "1", "--cmd", job}
+			if onError {
+				flags = append(flags, "--recover-on-error")
+			}
+			p := w.run(append(flags, fast...)...)
+			out := p.stdout.String() + p.stderr.String()
+			pods := w.srv.Pods()
+			switch {
+			case onError && (p.code != 0 || len(pods) != 2 || !strings.Contains(out, "second try")):
+				t.Errorf("with --recover-on-error: exit %d, %d pods\n%s", p.code, len(pods), out)
+			case !onError && (p.code != 1 || len(pods) != 1 || strings.Contains(out, "recovering")):
+				t.Errorf("without --recover-on-error: exit %d, %d pods\n%s", p.code, len(pods), out)
+			}
+			w.assertClean()
+		})
+	}
+}

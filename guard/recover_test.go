@@ -1,0 +1,188 @@
+package guard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/overbrainer/overbrainer-go/runpod"
+	"github.com/overbrainer/overbrainer-go/watchdog"
+	"github.com/overbrainer/overbrainer-go/watchdog/jobctl"
+)
+
+// podsAPI is the fake Runpod making one pod after another: a create while
+// the last pod is not gone is a second pod alive at once, which the test
+// fails on.
+type podsAPI struct {
+	*fakeAPI
+	t       *testing.T
+	creates int
+}
+
+func (a *podsAPI) CreatePod(ctx context.Context, req runpod.CreatePodRequest) (*runpod.Pod, error) {
+	a.mu.Lock()
+	alive := a.podName != "" && !a.gone
+	a.gone, a.deleted, a.status = false, false, runpod.StatusRunning
+	a.mu.Unlock()
+	if alive {
+		a.t.Error("a pod was created while the run's last one was not confirmed gone")
+	}
+	a.creates++
+	return a.fakeAPI.CreatePod(ctx, req)
+}
+
+// lost launches a run and loses its pod (EXITED, as a failed host leaves
+// it) an hour later; it returns the harness, the API and the run's Record.
+func lost(t *testing.T, spec func(*Spec)) (*harness, *podsAPI, Record) {
+	h := newHarness(t, look{st: ready})
+	a := &podsAPI{fakeAPI: h.api, t: t}
+	s := h.spec()
+	if spec != nil {
+		spec(&s)
+	}
+	r, err := launch(context.Background(), a, s, h.options()...)
+	if err != nil {
+		t.Fatalf("Launch: %v", err)
+	}
+	h.clk.Sleep(context.Background(), time.Hour)
+	a.setStatus(runpod.StatusExited, false)
+	return h, a, r.Record()
+}
+
+// TestRelaunchOnePodAtATime: the lost pod is deleted and confirmed gone
+// before the next is made; the new Record keeps the lost pod's attempt,
+// with how it ended and what it cost, under the run's deadline.
+func TestRelaunchOnePodAtATime(t *testing.T) {
+	h, a, prev := lost(t, func(s *Spec) { s.MaxCostUSD = 5 })
+	r, err := relaunch(context.Background(), a, prev, h.spec(), "host failed", h.options()...)
+	if err != nil {
+		t.Fatalf("Relaunch: %v", err)
+	}
+	calls := a.methods()
+	del, create := -1, -1
+	for i, m := range calls {
+		if m == "DeletePod" && del < 0 {
+			del = i
+		}
+		if m == "CreatePod" {
+			create = i
+		}
+	}
+	if del < 0 || create < del || a.creates != 2 {
+		t.Errorf("calls %v: want the lost pod deleted before the next create", calls)
+	}
+	rec := r.Record()
+	if len(rec.Attempts) != 2 || rec.Attempts[0].Ended != "host failed" || rec.Attempts[1].Outcome != OutcomeCreated || rec.Attempts[1].Ended != "" {
+		t.Fatalf("attempts %+v", rec.Attempts)
+	}
+	if got, want := rec.Attempts[0].CostUSD, 0.69; got < want-0.01 || got > want+0.01 {
+		t.Errorf("the lost pod's cost %v, want ~%v (an hour at 0.69/h)", got, want)
+	}
+	if !rec.Deadline.Equal(prev.Deadline) || rec.ID != prev.ID || rec.budget() != 5-rec.Attempts[0].CostUSD {
+		t.Errorf("deadline %s id %s budget %v: want the run's across pods", rec.Deadline, rec.ID, rec.budget())
+	}
+	if env := a.created[1].Env["OVERBRAINER_MAX_COST_USD"]; env == "" || env == "5" {
+		t.Errorf("the new pod's cap in its env is %q, want what is left of 5", env)
+	}
+}
+
+// TestRelaunchRefused: no new pod when the lost one cannot be confirmed
+// gone, when the earlier pods spent the cap, or past the deadline.
+func TestRelaunchRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(*harness, *podsAPI, *Record)
+		is    error
+	}{
+		{"delete unconfirmed", func(h *harness, a *podsAPI, _ *Record) {
+			a.mu.Lock()
+			a.lingers = -1
+			a.mu.Unlock()
+		}, ErrDeleteUnconfirmed},
+		{"cap spent", func(h *harness, a *podsAPI, rec *Record) { rec.MaxCostUSD = 0.5 }, ErrCapSpent},
+		{"deadline passed", func(h *harness, a *podsAPI, rec *Record) { h.clk.Sleep(context.Background(), 2*time.Hour) }, nil},
+		{"network volume", func(h *harness, a *podsAPI, rec *Record) { rec.NetworkVolumeID = "vol1" }, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, a, prev := lost(t, nil)
+			tc.setup(h, a, &prev)
+			r, err := relaunch(context.Background(), a, prev, h.spec(), "lost", h.options()...)
+			if r != nil || err == nil || (tc.is != nil && !errors.Is(err, tc.is)) {
+				t.Fatalf("Relaunch: %v, %v; want %v", r, err, tc.is)
+			}
+			if a.creates != 1 {
+				t.Errorf("%d creates: the run got another pod", a.creates)
+			}
+		})
+	}
+}
+
+// TestRecoverable: only a pod lost under the job, a failed verdict or a
+// lost job are recovered; a rule's ending, a delete by someone, ctx never.
+func TestRecoverable(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{&PodGoneError{PodID: "p", Status: runpod.StatusExited}, true},
+		{&PodGoneError{PodID: "p", Status: runpod.StatusError}, true},
+		{fmt.Errorf("following: %w", &PodGoneError{PodID: "p", Status: runpod.StatusExited}), true},
+		{&PodGoneError{PodID: "p", Status: runpod.StatusExited, DeleteReason: watchdog.DeleteReason("deadline")}, false},
+		{&PodGoneError{PodID: "p"}, false},
+		{&PodGoneError{PodID: "p", Status: runpod.StatusTerminated}, false},
+		{&VerdictError{Verdict: watchdog.ParseVerdict("failed probe")}, true},
+		{End{How: Lost, ExitCode: -1}.Err(), true},
+		{End{How: Exited, ExitCode: 1}.Err(), false},
+		{&EnforcedError{Reason: watchdog.DeleteReason("cost_cap")}, false},
+		{fmt.Errorf("%w: %w", context.Canceled, &PodGoneError{PodID: "p", Status: runpod.StatusExited}), false},
+		{errors.New("other"), false},
+		{nil, false},
+	} {
+		if got := Recoverable(tc.err); got != tc.want {
+			t.Errorf("Recoverable(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+	if !(End{How: RunDirLost}).Recoverable() || (End{How: Exited}).Recoverable() || (End{How: Cancelled}).Recoverable() {
+		t.Error("End.Recoverable")
+	}
+}
+
+// TestPulledOutputs: a pull replaces the last one whole; a process killed
+// between the two renames leaves the last pull aside, still found.
+func TestPulledOutputs(t *testing.T) {
+	dir := t.TempDir()
+	if PulledOutputs(dir) != "" {
+		t.Error("outputs found before any pull")
+	}
+	pull := func(n string) {
+		tmp := filepath.Join(dir, ".pull")
+		if err := os.MkdirAll(filepath.Join(tmp, jobctl.OutputsDir), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(tmp, jobctl.OutputsDir, "ckpt"), []byte(n), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := swapDir(tmp, filepath.Join(dir, pullName)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func() string {
+		b, _ := os.ReadFile(filepath.Join(PulledOutputs(dir), "ckpt"))
+		return string(b)
+	}
+	pull("1")
+	pull("2")
+	if got := read(); got != "2" {
+		t.Errorf("newest pull holds %q, want 2", got)
+	}
+	if err := os.Rename(filepath.Join(dir, pullName), filepath.Join(dir, pullName+".old")); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(); got != "2" {
+		t.Errorf("a pull left aside holds %q, want 2", got)
+	}
+}

@@ -1,0 +1,37 @@
+package guard_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/overbrainer/overbrainer-go/guard"
+)
+
+func TestReadSnapshotProof(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := guard.ReadSnapshotProof(dir); !errors.Is(err, guard.ErrNoSnapshotProof) {
+		t.Fatalf("no file: %v", err)
+	}
+	write := func(s string) {
+		if err := os.WriteFile(filepath.Join(dir, guard.SnapshotFile), []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`{"checkpoint": "ckpt/step-40.pt", "step": 40, "reason": "stop"}` + "\n")
+	p, err := guard.ReadSnapshotProof(dir)
+	if err != nil || p != (guard.SnapshotProof{Checkpoint: "ckpt/step-40.pt", Step: 40, Reason: "stop"}) {
+		t.Fatalf("%+v, %v", p, err)
+	}
+	if s := p.String(); s != "step 40 (ckpt/step-40.pt, stop)" {
+		t.Errorf("String: %q", s)
+	}
+	for _, bad := range []string{`{"step": 3}`, `{"checkpoint": "c", "step": -1}`, `not json`, `{"checkpoint": "c", "step": "3"}`, strings.Repeat(" ", 70<<10)} {
+		write(bad)
+		if _, err := guard.ReadSnapshotProof(dir); err == nil || errors.Is(err, guard.ErrNoSnapshotProof) || !strings.Contains(err.Error(), guard.SnapshotFile) {
+			t.Errorf("%.40q: %v", bad, err)
+		}
+	}
+}
