@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
 )
 
@@ -94,8 +95,8 @@ func TestCapacityWaitCreatesWhenBack(t *testing.T) {
 		t.Errorf("created %+v after waits ending %s", created, waits[len(waits)-1].Time)
 	}
 	rec := r.Record()
-	if !rec.Deadline.Equal(spec.Deadline) || a.created[0].Env["OVERBRAINER_DEADLINE"] != strconv.FormatInt(spec.Deadline.Unix(), 10) {
-		t.Errorf("deadline %s (env %s), want the Spec's %s", rec.Deadline, a.created[0].Env["OVERBRAINER_DEADLINE"], spec.Deadline)
+	if !rec.Deadline.Equal(spec.Deadline) || a.created[0].Env[podenv.DeadlineEnv] != strconv.FormatInt(spec.Deadline.Unix(), 10) {
+		t.Errorf("deadline %s (env %s), want the Spec's %s", rec.Deadline, a.created[0].Env[podenv.DeadlineEnv], spec.Deadline)
 	}
 	if got := []Outcome{rec.Attempts[0].Outcome, rec.Attempts[len(rec.Attempts)-1].Outcome}; got[0] != OutcomeNoCapacity || got[1] != OutcomeCreated {
 		t.Errorf("attempts %+v", rec.Attempts)
@@ -114,8 +115,8 @@ func TestCapacityWaitMovesTheDeadline(t *testing.T) {
 	}
 	waited := a.tries[len(a.tries)-1].Sub(t0)
 	want := spec.Deadline.Add(waited).Truncate(time.Second)
-	if got := r.Record().Deadline; !got.Equal(want) || a.created[0].Env["OVERBRAINER_DEADLINE"] != strconv.FormatInt(want.Unix(), 10) {
-		t.Errorf("deadline %s (env %s), want %s: the Spec's moved on by the %s wait", got, a.created[0].Env["OVERBRAINER_DEADLINE"], want, waited)
+	if got := r.Record().Deadline; !got.Equal(want) || a.created[0].Env[podenv.DeadlineEnv] != strconv.FormatInt(want.Unix(), 10) {
+		t.Errorf("deadline %s (env %s), want %s: the Spec's moved on by the %s wait", got, a.created[0].Env[podenv.DeadlineEnv], want, waited)
 	}
 	if e := h.eventsOf(EventCreated); len(e) != 1 || !e[0].Deadline.Equal(want) {
 		t.Errorf("created event %+v", e)

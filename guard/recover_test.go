@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 	"github.com/overbrainer/overbrainer-go/watchdog/jobctl"
@@ -85,7 +86,7 @@ func TestRelaunchOnePodAtATime(t *testing.T) {
 	if !rec.Deadline.Equal(prev.Deadline) || rec.ID != prev.ID || rec.budget() != 5-rec.Attempts[0].CostUSD {
 		t.Errorf("deadline %s id %s budget %v: want the run's across pods", rec.Deadline, rec.ID, rec.budget())
 	}
-	if env := a.created[1].Env["OVERBRAINER_MAX_COST_USD"]; env == "" || env == "5" {
+	if env := a.created[1].Env[podenv.MaxCostEnv]; env == "" || env == "5" {
 		t.Errorf("the new pod's cap in its env is %q, want what is left of 5", env)
 	}
 }
