@@ -159,14 +159,15 @@ func TestWallClockStepSeenWithinTheResync(t *testing.T) {
 // A clock stepped back leaves the uptime sum ahead of the wall clock until
 // date is read again; no pod is deleted on that sum: here a cost cap the
 // client set 300 s ahead of the stepped wall clock, read at the very next
-// tick, deletes the pod at its time on the wall clock, not at once.
+// tick, deletes the pod at its time on the wall clock, not at once. This
+// holds while no job exists: after, date is not read at all (see
+// TestReplacedDateLeavesTheRulesOnTime).
 func TestClockSteppedBackDeletesOnTheWallClock(t *testing.T) {
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		const t0 = 1_800_000_000
 		p := newPod(t, sh)
 		c := p.fakeClock(t0)
 		p.setEnv("OVERBRAINER_INTERVAL", "60", "OVERBRAINER_BOOT_GRACE", "1000000", "OVERBRAINER_SNAPSHOT_LEAD", "0")
-		p.startJob()
 		const back = -1000
 		c.stepAt(t0+60, back, `echo $((wall + 300)) > "$OVERBRAINER_RUN_DIR/.pod/cost_cap_at"`)
 		p.start()
