@@ -833,6 +833,8 @@ ended_at=
 retrieved=0
 requested_at=
 held=
+cost_cap_at=
+snapshot_at=
 retrieval_hold=
 wait_s=0
 last_n=$start
@@ -864,8 +866,12 @@ while :; do
   fi
   kept=0
   [ "$KEEP" = 1 ] && [ "$started" = 1 ] && kept=1
+  # The client only ever replaces these files with another number, so a
+  # value once read holds until then: a job that removes one, or swaps a
+  # FIFO in for it (never read), cannot lift its cap, and a tick run again
+  # to confirm a delete (confirm) acts on what the first run read.
   pod_number cost_cap_at
-  cost_cap_at=$number
+  [ -z "$number" ] || cost_cap_at=$number
 
   # The lease matters only from SNAPSHOT_LEAD before the deadline on (and,
   # for an ended job, once the retrieve grace passed: retrieval_held): stat
@@ -889,7 +895,8 @@ while :; do
   if [ "$started" = 1 ] && [ -z "$ended_at" ]; then
     if [ "$KEEP" != 1 ] && [ -z "$requested_at" ]; then
       pod_number snapshot_at
-      cost_at=$number
+      [ -z "$number" ] || snapshot_at=$number
+      cost_at=$snapshot_at
       if [ -n "$cost_cap_at" ]; then
         lead_at=$((cost_cap_at - SNAPSHOT_LEAD))
         if [ -z "$cost_at" ] || [ "$lead_at" -lt "$cost_at" ]; then cost_at=$lead_at; fi
