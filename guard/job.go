@@ -475,12 +475,13 @@ func (r *Run) goneAt(g *PodGoneError) time.Time {
 }
 
 // extensionOf is the extension a run was armed with: none for a hard
-// deadline, DefaultMaxExtension for zero.
+// deadline; zero is a record of before the field, whose pod was armed with
+// the default of then (podenv.LegacyMaxExtension).
 func extensionOf(ext time.Duration, hard bool) time.Duration {
 	if hard {
 		return 0
 	}
-	return cmp.Or(ext, DefaultMaxExtension)
+	return cmp.Or(ext, podenv.LegacyMaxExtension)
 }
 
 // enforceMargin is how much later than its watchdog a client enforces.

@@ -96,7 +96,8 @@ type Record struct {
 	LeaseTTL     time.Duration `json:"lease_ttl,omitempty"`
 	SnapshotWait time.Duration `json:"snapshot_wait,omitempty"`
 	// MaxExtension and HardDeadline as armed: zero without HardDeadline
-	// (a record of before them) is DefaultMaxExtension.
+	// (a record of before them) is podenv.LegacyMaxExtension, the default
+	// such a pod was armed with.
 	MaxExtension time.Duration `json:"max_extension,omitempty"`
 	HardDeadline bool          `json:"hard_deadline,omitempty"`
 

@@ -95,7 +95,7 @@ type Spec struct {
 	// whatever the lease. Zero means no cap.
 	MaxCostUSD float64
 	// MaxExtension is how long past the Deadline a following client's
-	// lease may hold the pod; zero means DefaultMaxExtension (24 h). At the
+	// lease may hold the pod; zero means DefaultMaxExtension (1 h). At the
 	// deadline plus the extension the watchdog deletes the pod whatever
 	// the lease, and so do Follow and Sweep. HardDeadline asks for no
 	// extension at all (MaxExtension must then stay zero); a negative

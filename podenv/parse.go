@@ -220,6 +220,9 @@ func Parse(env map[string]string) (Pod, error) {
 		s.MaxExtension, s.HardDeadline = d, d == 0
 	} else if _, set := env[maxExtensionEnv]; !set && p.Contract >= 2 && !s.Deadline.IsZero() {
 		bad(maxExtensionEnv, "is missing, with a deadline")
+	} else if !set && !s.Deadline.IsZero() {
+		// Contract 1 wrote no extension: its watchdog took its own default.
+		s.MaxExtension = LegacyMaxExtension
 	}
 	if v, ok := env[MaxCostEnv]; ok {
 		c, err := strconv.ParseFloat(v, 64)

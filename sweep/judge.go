@@ -174,10 +174,9 @@ func Judge(pod runpod.Pod, now time.Time, p Policy) Decision {
 	// Times are summed in whole seconds from 1970, where no sum of the
 	// values Parse lets through overflows; past 2100 a time means never.
 	if !s.Deadline.IsZero() {
+		// Parse states the extension of every pod with a deadline (the
+		// legacy one for a contract-1 env without it); zero is a hard one.
 		ext := s.MaxExtension
-		if ext == 0 && !s.HardDeadline {
-			ext = podenv.DefaultMaxExtension
-		}
 		end := s.Deadline.Unix() + int64(ext/time.Second) + int64(p.Margin/time.Second)
 		if end < never.Unix() && now.Unix() >= end {
 			return del(RuleDeadline, d.Age, time.Unix(end, 0).Sub(pod.CreatedAt), fmt.Sprintf("past its deadline %s plus its extension of %s and the margin",
