@@ -259,10 +259,11 @@ func (r *Run) fail(ctx context.Context, err error) (left bool) {
 		r.deleteSecret(ctx)
 		// A pod gone after its results were collected is the watchdog's
 		// retrieved rule at work: the run ended well.
+		at := r.goneAt(gone)
 		if phase := r.endPhase(PhaseFailed); phase == PhaseDone {
-			r.end(phase, "")
+			r.endAt(phase, "", at)
 		} else {
-			r.end(phase, err.Error())
+			r.endAt(phase, err.Error(), at)
 		}
 		return false
 	case errors.As(err, &collect) && r.podGone(ctx):
@@ -297,8 +298,11 @@ func (r *Run) leave(err error) {
 }
 
 // end records the run's end and its cost.
-func (r *Run) end(phase Phase, note string) {
-	r.rec.Ended = r.now()
+func (r *Run) end(phase Phase, note string) { r.endAt(phase, note, r.now()) }
+
+// endAt records the run's end at a time, and its cost up to it.
+func (r *Run) endAt(phase Phase, note string, at time.Time) {
+	r.rec.Ended = at
 	r.rec.CostUSD = r.rec.costTo(r.rec.Ended)
 	r.rec.Phase = phase
 	if note != "" {

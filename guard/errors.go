@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"time"
@@ -70,6 +71,12 @@ type PodGoneError struct {
 	// DeleteReason is the rule by which its watchdog was deleting it, when
 	// one was seen.
 	DeleteReason watchdog.DeleteReason
+	// Due is the watchdog rule that deletes a pod whatever its lease
+	// (DeleteCostCap, DeleteMaxExtension) whose time had come by this
+	// machine's clock when the pod was found gone, empty when none had:
+	// the likely reason when no DeleteReason was seen (the pod went
+	// between two looks).
+	Due watchdog.DeleteReason
 	// Detail is what the client was doing, or empty.
 	Detail string
 }
@@ -82,13 +89,20 @@ func (e *PodGoneError) Error() string {
 	if e.Detail != "" {
 		s += " (" + termtext.Escape(e.Detail, false) + ")"
 	}
-	if e.DeleteReason != "" {
+	switch {
+	case e.DeleteReason != "":
 		s += fmt.Sprintf("; its watchdog was deleting it (%s)", termtext.Escape(string(e.DeleteReason), false))
+	case e.Due != "":
+		s += fmt.Sprintf("; the time of its watchdog's %s rule had come", e.Due)
 	}
 	return s
 }
 
 func (e *PodGoneError) Is(target error) bool { return target == ErrPodGone }
+
+// Rule is the rule that most likely took the pod: the one its watchdog was
+// seen deleting it by, else Due.
+func (e *PodGoneError) Rule() watchdog.DeleteReason { return cmp.Or(e.DeleteReason, e.Due) }
 
 // VerdictError is a failed verdict.
 type VerdictError struct {

@@ -2,6 +2,7 @@ package guard
 
 import (
 	"archive/tar"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -320,6 +321,7 @@ func (r *Run) follow(ctx context.Context, w io.Writer) (End, error) {
 		if err := r.enforce(ctx, st, lastLease); err != nil {
 			return End{}, err
 		}
+		r.earlyResults(ctx, st)
 		// The job was started (or seen started) before the follow began,
 		// and job.pid is never removed: without it, the run directory is
 		// a new one. The pod's container restarted on a disk that did not
@@ -385,11 +387,103 @@ func (r *Run) enforce(ctx context.Context, st jobctl.State, leaseAt time.Time) e
 	}
 	// The extension's end takes the pod whatever the lease, this client's
 	// own included: the backup of the watchdog's max_extension rule.
-	if ext := rules.MaxExtension; !r.rec.Deadline.IsZero() && now.After(r.rec.Deadline.Add(ext+late)) {
+	if ext := extensionOf(r.rec.MaxExtension, r.rec.HardDeadline); !r.rec.Deadline.IsZero() && now.After(r.rec.Deadline.Add(ext+late)) {
 		return &EnforcedError{Reason: watchdog.DeleteMaxExtension, Detail: fmt.Sprintf("the deadline %s plus its extension of %s passed",
 			r.rec.Deadline.Local().Format(time.DateTime), ext)}
 	}
 	return nil
+}
+
+// hardEnd is the earliest time, by this machine's clock, at which a rule
+// of the watchdog takes the pod whatever the lease (the cost cap, the
+// deadline plus its extension), and that rule; zero when none applies.
+func (r *Run) hardEnd() (time.Time, watchdog.DeleteReason) {
+	if r.rec.Keep {
+		return time.Time{}, ""
+	}
+	var at time.Time
+	var rule watchdog.DeleteReason
+	if r.rec.MaxCostUSD > 0 && r.rec.CostPerHr > 0 {
+		if plan, err := costplan.CostCap(r.rec.BillingStart, r.rec.CostPerHr, r.rec.budget(), r.rec.SnapshotLead, 0); err == nil {
+			at, rule = time.Unix(plan.CostCapAt, 0), watchdog.DeleteCostCap
+		}
+	}
+	if !r.rec.Deadline.IsZero() {
+		if end := r.rec.Deadline.Add(extensionOf(r.rec.MaxExtension, r.rec.HardDeadline)); at.IsZero() || end.Before(at) {
+			at, rule = end, watchdog.DeleteMaxExtension
+		}
+	}
+	return at, rule
+}
+
+// ruleDue is the rule of hardEnd when its time came by now, and its time.
+func (r *Run) ruleDue(now time.Time) (watchdog.DeleteReason, time.Time) {
+	at, rule := r.hardEnd()
+	if rule == "" || now.Before(at) {
+		return "", time.Time{}
+	}
+	return rule, at
+}
+
+// earlyLead is how long before the hard end at least the results so far
+// are downloaded (WithEarlyResults); a longer snapshot lead gives a third
+// of itself.
+const earlyLead = 15 * time.Second
+
+// earlyResults downloads the results so far, once, when a snapshot was
+// asked and the job still runs within the lead of the hard end: the job
+// may not stop in time, and the pod goes at that end with what it
+// checkpointed. The lead is at most half the time from the request to the
+// end, so that the job had time to checkpoint; the download never runs
+// past that end.
+func (r *Run) earlyResults(ctx context.Context, st jobctl.State) {
+	if r.cfg.early == "" || r.earlyDone || st.Request == "" || st.Ended() {
+		return
+	}
+	now := r.now()
+	if r.askedSeen.IsZero() {
+		r.askedSeen = now
+	}
+	end, _ := r.hardEnd()
+	if end.IsZero() {
+		return
+	}
+	lead := min(max(earlyLead, r.rec.SnapshotLead/3), end.Sub(r.askedSeen)/2)
+	if now.Before(end.Add(-lead)) {
+		return
+	}
+	r.earlyDone = true
+	dctx, cancel := context.WithDeadline(ctx, end)
+	defer cancel()
+	if _, err := r.Download(dctx, r.cfg.early); err != nil && ctx.Err() == nil {
+		r.warn(fmt.Errorf("downloading the results so far before the pod's end at %s: %w", end.Local().Format(time.TimeOnly), err))
+	}
+}
+
+// goneAt is when a pod found gone most likely went, by this machine's
+// clock: at the time of the rule that took it when that came after the
+// last look that found it alive, else at that look (so that the cost
+// told never runs past the delete); now when it was never seen.
+func (r *Run) goneAt(g *PodGoneError) time.Time {
+	now := r.now()
+	at := r.seen
+	if rule, ruleAt := r.ruleDue(now); rule != "" && rule == g.Rule() && ruleAt.After(at) {
+		at = ruleAt
+	}
+	if at.IsZero() || at.After(now) {
+		return now
+	}
+	return at
+}
+
+// extensionOf is the extension a run was armed with: none for a hard
+// deadline; zero is a record of before the field, whose pod was armed with
+// the default of then (podenv.LegacyMaxExtension).
+func extensionOf(ext time.Duration, hard bool) time.Duration {
+	if hard {
+		return 0
+	}
+	return cmp.Or(ext, podenv.LegacyMaxExtension)
 }
 
 // enforceMargin is how much later than its watchdog a client enforces.

@@ -26,6 +26,9 @@ type config struct {
 	// pods, for Relaunch.
 	pull  *puller
 	prior []Attempt
+	// early is where Follow downloads the results so far before a rule
+	// that ignores the lease takes the pod (WithEarlyResults).
+	early string
 
 	// Test seams: the clock, the SSH side and the catalog's cache.
 	clock clock
@@ -92,6 +95,14 @@ func WithLeaveOnFailure() Option { return func(c *config) { c.leave = true } }
 // deleting the pod. Without it a pod whose job was not started yet is
 // deleted; a Follow leaves the pod whatever this says.
 func WithDetachOnCancel() Option { return func(c *config) { c.detachOnCancel = true } }
+
+// WithEarlyResults makes Follow download the results so far into dir
+// (as Download does) once the job was asked for a snapshot and still runs
+// close to the cost cap or to the deadline plus its extension, which take
+// the pod whatever the lease: what the job checkpointed for the request
+// outlives the pod even when the job does not stop in time. Use the
+// directory Collect is given: Collect later replaces what it holds.
+func WithEarlyResults(dir string) Option { return func(c *config) { c.early = dir } }
 
 // WithForce makes Remove delete a run's pod even when its job was started
 // and its results were not collected: they are lost with it.

@@ -77,6 +77,12 @@ type Run struct {
 	diskAsked    bool
 	// costAsked says this Run asked for the cost cap's snapshot itself.
 	costAsked bool
+	// earlyDone says the results so far were downloaded before the hard
+	// end (WithEarlyResults), askedSeen when a snapshot request was first
+	// seen; seen is the last look that found the pod alive.
+	earlyDone bool
+	askedSeen time.Time
+	seen      time.Time
 	// plog copies the pod's log (WithPodLog).
 	plog *podLog
 }
@@ -173,7 +179,8 @@ func StatusText(s runpod.PodStatus) string {
 }
 
 func (r *Run) gone(status runpod.PodStatus, detail string) *PodGoneError {
-	return &PodGoneError{PodID: r.rec.PodID, Status: status, DeleteReason: r.rec.DeleteReason, Detail: detail}
+	due, _ := r.ruleDue(r.now())
+	return &PodGoneError{PodID: r.rec.PodID, Status: status, DeleteReason: r.rec.DeleteReason, Due: due, Detail: detail}
 }
 
 // connect waits for the pod and dials it.
@@ -375,6 +382,7 @@ func (r *Run) poll(ctx context.Context, touch bool) (jobctl.State, []byte, error
 		return st, nil, err
 	}
 	r.last = st
+	r.seen = r.now()
 	if touch {
 		r.emit(Event{Kind: EventLeaseRenewed})
 	}

@@ -223,6 +223,10 @@ func Parse(env map[string]string) (Pod, error) {
 		s.HardDeadline = s.MaxExtension == 0
 	} else if p.Contract >= 2 && !s.Deadline.IsZero() {
 		bad(MaxExtensionEnv, "is missing, with a deadline")
+	} else if !s.Deadline.IsZero() {
+		// Contract 1 wrote no extension: its watchdog took the default
+		// of then.
+		s.MaxExtension = LegacyMaxExtension
 	}
 	if v, ok := env[MaxCostEnv]; ok {
 		c, err := strconv.ParseFloat(v, 64)

@@ -134,11 +134,12 @@ func TestParseRefuses(t *testing.T) {
 			t.Errorf("%s=%q: %v is neither an EnvError nor a FieldError", tc.name, tc.value, err)
 		}
 	}
-	// A pod of contract 1 said no extension when it had the default.
+	// A pod of contract 1 said no extension when it had the default of
+	// then, which Parse states.
 	delete(base, "OVERBRAINER_CONTRACT")
 	delete(base, "OVERBRAINER_MAX_EXTENSION")
-	if p, err := podenv.Parse(base); err != nil || p.Contract != 1 || p.MaxExtension != 0 {
-		t.Errorf("a pod of before the contract number: %+v, %v; want contract 1", p, err)
+	if p, err := podenv.Parse(base); err != nil || p.Contract != 1 || p.MaxExtension != podenv.LegacyMaxExtension {
+		t.Errorf("a pod of before the contract number: %+v, %v; want contract 1 with the legacy extension", p, err)
 	}
 }
 

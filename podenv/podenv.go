@@ -57,7 +57,14 @@ const (
 	// DefaultMaxExtension is how long past the deadline a fresh lease may
 	// hold the pod: after it, the watchdog deletes the pod whatever the
 	// lease, so a client that keeps touching it cannot keep it for ever.
-	DefaultMaxExtension = 24 * time.Hour
+	// It is also what a sweeper waits past the deadline (plus its margin)
+	// for a pod whose watchdog is gone, so it is kept short: a run that
+	// needs longer says so (Settings.MaxExtension).
+	DefaultMaxExtension = time.Hour
+	// LegacyMaxExtension is the extension of a pod whose env states none
+	// (contract 1): the default of the releases before DefaultMaxExtension
+	// became an hour, which such a pod's watchdog took.
+	LegacyMaxExtension = 24 * time.Hour
 )
 
 // maxKnob is the largest knob the watchdog can count: under mksh its

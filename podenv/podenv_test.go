@@ -55,7 +55,7 @@ func TestEnvHoldsTheWatchdogSettingsAndNoSecret(t *testing.T) {
 		"OVERBRAINER_WORKDIR":        "/workspace/overbrainer",
 		"OVERBRAINER_RUN_DIR":        "/workspace/overbrainer/r1",
 		"OVERBRAINER_DEADLINE":       "1790021600",
-		"OVERBRAINER_MAX_EXTENSION":  "86400",
+		"OVERBRAINER_MAX_EXTENSION":  "3600",
 		"OVERBRAINER_BOOT_GRACE":     "1800",
 		"OVERBRAINER_RETRIEVE_GRACE": "3600",
 		"OVERBRAINER_KEEP_POD":       "0",

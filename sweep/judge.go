@@ -177,6 +177,8 @@ func Judge(pod runpod.Pod, now time.Time, p Policy) Decision {
 	// Times are summed in whole seconds from 1970, where no sum of the
 	// values Parse lets through overflows; past 2100 a time means never.
 	if !s.Deadline.IsZero() {
+		// Parse states the extension of every pod with a deadline (the
+		// legacy one for a contract-1 env without it).
 		ext := s.EffectiveRules().MaxExtension
 		end := s.Deadline.Unix() + int64(ext/time.Second) + int64(p.Margin/time.Second)
 		if end < never.Unix() && now.Unix() >= end {

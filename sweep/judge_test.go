@@ -17,7 +17,7 @@ func TestJudgeTable(t *testing.T) {
 	h, m := time.Hour, time.Minute
 	p := Policy{Now: func() time.Time { return sweepNow }}
 	// Boundaries, with the default graces: exited 10m, margin 5m, boot
-	// grace 30m, extension 24h.
+	// grace 30m, extension 1h.
 	deadlineAt := func(ago time.Duration) string { return unix(sweepNow.Add(-ago)) }
 	type row struct {
 		name string
@@ -34,10 +34,17 @@ func TestJudgeTable(t *testing.T) {
 		{"starting past it", guarded("a", runpod.StatusStarting, 36*m, -1), RuleNeverRan},
 		{"starting, started once", guarded("a", runpod.StatusStarting, 36*m, m), RuleKeep},
 		{"running without startedAt", guarded("a", runpod.StatusRunning, 100*h, -1), RuleKeep},
+		// The default extension, an hour: a pod whose watchdog is gone
+		// goes an hour and the margin past its deadline.
 		{"at deadline plus extension plus margin", guarded("a", runpod.StatusRunning, 30*h, m,
-			podenv.DeadlineEnv, deadlineAt(24*h+5*m)), RuleDeadline},
+			podenv.DeadlineEnv, deadlineAt(h+5*m)), RuleDeadline},
 		{"a second before", guarded("a", runpod.StatusRunning, 30*h, m,
-			podenv.DeadlineEnv, deadlineAt(24*h+5*m-time.Second)), RuleKeep},
+			podenv.DeadlineEnv, deadlineAt(h+5*m-time.Second)), RuleKeep},
+		// A contract-1 pod states no extension: its watchdog took 24 h.
+		{"contract 1 at deadline plus 24h plus margin", guarded("a", runpod.StatusRunning, 30*h, m,
+			podenv.DeadlineEnv, deadlineAt(24*h+5*m), podenv.ContractEnv, "-", podenv.MaxExtensionEnv, "-"), RuleDeadline},
+		{"contract 1 a second before", guarded("a", runpod.StatusRunning, 30*h, m,
+			podenv.DeadlineEnv, deadlineAt(24*h+5*m-time.Second), podenv.ContractEnv, "-", podenv.MaxExtensionEnv, "-"), RuleKeep},
 		{"hard deadline at the margin", guarded("a", runpod.StatusRunning, 30*h, m,
 			podenv.DeadlineEnv, deadlineAt(5*m), podenv.MaxExtensionEnv, "0"), RuleDeadline},
 		// 5 dollars at 2 an hour: 2.5 h, plus the margin.

@@ -64,7 +64,8 @@ func TestFailingRedirectionsNeverEndTheWatchdog(t *testing.T) {
 // A FIFO where the watchdog writes its log or reads a file never blocks it:
 // at the log before it starts, at du's output or the bootstrap's reason, or
 // swapped in for a client's file between the regular-file test and the read
-// (the head stub swaps it, once, just before reading).
+// (the head stub swaps it, once, just before reading). A cap once read holds
+// even when the file goes.
 func TestFIFOsNeverBlockTheWatchdog(t *testing.T) {
 	t.Parallel()
 	mkfifo := func(t *testing.T, path string) {
@@ -118,6 +119,27 @@ exec %[2]q "$@"`, mark, realHead))
 			p.write(watchdog.CostCapAt, itoa(now()-10))
 			p.start()
 			p.deleted(watchdog.DeleteCostCap)
+		})
+	})
+	// The job removes the cap once the watchdog read it (the head stub
+	// does, after its first read): the cap read still holds.
+	t.Run("removed_after_the_read", func(t *testing.T) {
+		shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+			p := newPod(t, sh)
+			realHead, err := exec.LookPath("head")
+			if err != nil {
+				t.Fatal(err)
+			}
+			mark := filepath.Join(p.bin.Dir, ".removed")
+			p.bin.Stub("head", fmt.Sprintf(`%[2]q "$@"; s=$?
+if [ ! -e %[1]q ]; then : >%[1]q; rm -f "$OVERBRAINER_RUN_DIR/.pod/cost_cap_at"; fi
+exit "$s"`, mark, realHead))
+			p.write(watchdog.CostCapAt, itoa(now()+3))
+			p.start()
+			p.deleted(watchdog.DeleteCostCap)
+			if _, err := os.Stat(mark); err != nil {
+				t.Errorf("the cap was never removed: %v", err)
+			}
 		})
 	})
 }

@@ -46,7 +46,7 @@
 # time rules above falls due earlier, so each fires within a second or two of
 # its time whatever INTERVAL is. A steady tick runs one process, its sleep:
 # the time comes from the kernel's uptime (date only every CLOCK_EVERY
-# ticks, see clock_sync) and df runs every few ticks (look_disk): on a disk
+# ticks, and never once the job exists: see clock_sync) and df runs every few ticks (look_disk): on a disk
 # under 87% full, dash averages 1.3 processes a tick (BenchmarkTickProcesses
 # counts them).
 #
@@ -86,8 +86,10 @@ DU=${OVERBRAINER_DU:-du}
 
 # log MSG: appends "<unix time> MSG" to the watchdog log, on the descriptor
 # opened once below (7). It never fails, so a full disk cannot stop the loop.
+# The time is the watchdog's clock (log_now).
 log() {
-  printf '%s %s\n' "$(date +%s)" "$1" 2>/dev/null >&7 || :
+  log_now
+  printf '%s %s\n' "$logged_at" "$1" 2>/dev/null >&7 || :
 }
 
 # number VALUE: sets $number to VALUE without leading zeros (which sh
@@ -235,7 +237,7 @@ setting OVERBRAINER_RETRIEVE_GRACE "${OVERBRAINER_RETRIEVE_GRACE:-}" 3600 && RET
 setting OVERBRAINER_LEASE_TTL "${OVERBRAINER_LEASE_TTL:-}" 900 && LEASE_TTL=$number
 setting OVERBRAINER_SNAPSHOT_LEAD "${OVERBRAINER_SNAPSHOT_LEAD:-}" 900 && SNAPSHOT_LEAD=$number
 setting OVERBRAINER_SNAPSHOT_WAIT "${OVERBRAINER_SNAPSHOT_WAIT:-}" 900 && SNAPSHOT_WAIT=$number
-setting OVERBRAINER_MAX_EXTENSION "${OVERBRAINER_MAX_EXTENSION:-}" 86400 && MAX_EXTENSION=$number
+setting OVERBRAINER_MAX_EXTENSION "${OVERBRAINER_MAX_EXTENSION:-}" 3600 && MAX_EXTENSION=$number
 setting OVERBRAINER_CURL_TIMEOUT "${OVERBRAINER_CURL_TIMEOUT:-}" 10 && CURL_TIMEOUT=$number
 [ "$CURL_TIMEOUT" -ge 1 ] || CURL_TIMEOUT=1
 VOLUME_GB=
@@ -277,12 +279,27 @@ due() {
 # before any delete (no pod is deleted on the sum alone, so a clock stepped
 # back cannot make a rule delete early). Without a readable uptime, every
 # tick reads date.
+#
+# All of that only until the job exists (job.pid). The job runs as root and
+# may replace date (a frozen, a far-future or a hanging one), and the
+# watchdog must go on judging it: from then on its time is the kernel's
+# alone, the uptime plus the boot time last taken from a date read while no
+# job existed (one read while the job appeared is dropped). It is never
+# resynced: the kernel's uptime does not drift from the wall clock
+# between steps, and nothing the watchdog could resync from is beyond the
+# job's reach (the Date header of its own API calls comes through curl,
+# which a root job can replace as well, and which the watchdog calls only
+# to delete). A wall clock stepped after the job started is not seen.
+# Without a readable uptime then, the time counts the sleeps that ran their
+# full length (a woken one counts for nothing), so it runs late, never early.
 UPTIME=${OVERBRAINER_UPTIME:-/proc/uptime}
 CLOCK_EVERY=10
 boot_s=
 boot_c=
 tick=0
 synced_tick=0
+paused=0
+last_n=
 
 # uptime_now: sets $up_s and $up_c to the uptime's seconds and hundredths;
 # fails when it cannot be read as the kernel writes it.
@@ -305,9 +322,45 @@ uptime_now() {
 
 # clock_now: sets $n to the boot time plus the uptime, or fails.
 clock_now() {
+  uptime_sum || return 1
+  n=$sum
+}
+
+# uptime_sum: sets $sum to the boot time plus the uptime, or fails.
+uptime_sum() {
   [ -n "$boot_s" ] && uptime_now || return 1
-  n=$((boot_s + up_s))
-  [ $((boot_c + up_c)) -lt 100 ] || n=$((n + 1))
+  sum=$((boot_s + up_s))
+  [ $((boot_c + up_c)) -lt 100 ] || sum=$((sum + 1))
+}
+
+# date_ok: date may still be read, since no job exists that could have
+# replaced it (a builtin test, no process).
+job_seen=0
+date_ok() {
+  [ "$job_seen" = 0 ] || return 1
+  [ ! -e "$RUN_DIR/job.pid" ] && return 0
+  job_seen=1
+  return 1
+}
+
+# log_now: sets $logged_at to the time of a log line: the uptime sum (never
+# before this tick's time), else date while no job exists, else this
+# tick's time.
+log_now() {
+  if uptime_sum; then
+    logged_at=$sum
+    [ -z "${n:-}" ] || [ "$sum" -ge "$n" ] || logged_at=$n
+  elif date_ok; then
+    logged_at=$(date +%s)
+  else
+    logged_at=${n:-${last_n:-${start:-0}}}
+  fi
+}
+
+# kernel_time: sets $n from the kernel's clock alone (once the job exists):
+# the uptime sum, or without one the last time plus the last full sleep.
+kernel_time() {
+  clock_now || n=$((last_n + paused))
 }
 
 # clock_sync: sets $n from date and takes the boot time again: date minus
@@ -317,12 +370,27 @@ clock_now() {
 clock_sync() {
   synced=1
   synced_tick=$tick
+  if ! date_ok; then
+    kernel_time
+    return 0
+  fi
   d=$(date +%s)
+  # A job that appeared while date ran may have replaced it.
+  if ! date_ok; then
+    kernel_time
+    return 0
+  fi
   if ! number "$d"; then
-    [ -n "$n" ] || n=$((last_n + wait_s))
+    [ -n "$n" ] || n=$((last_n + paused))
     return 0
   fi
   n=$number
+  take_boot
+}
+
+# take_boot: takes the boot time from $n (date's time) and the uptime read
+# now, in hundredths, so that it errs early; none without a readable uptime.
+take_boot() {
   boot_s=
   uptime_now || return 0
   boot_s=$((n - up_s))
@@ -333,6 +401,15 @@ clock_sync() {
   fi
 }
 
+# The boot time comes with the start, so that the clock has one even when
+# the first tick already finds a job (one of this container cannot have
+# replaced date yet: the client starts it only once the verdict is written).
+if [ "$start" -gt 0 ]; then
+  n=$start
+  take_boot
+fi
+n=
+
 # pause SECONDS: sleeps in the background and waits for it, so that TERM and
 # INT are handled at once rather than when sleep ends. posh's wait sometimes
 # returns before the sleep ended (with the status of some other child), so
@@ -341,10 +418,12 @@ clock_sync() {
 pause() {
   # A wake that came while the tick ran (no sleep to end then) is not
   # lost: the next tick runs at once.
+  paused=0
   if [ "$woken" = 1 ]; then
     woken=0
     return 0
   fi
+  paused=$1
   sleep "$1" &
   sleeper=$!
   [ "$woken" = 0 ] || kill "$sleeper" 2>/dev/null
@@ -361,6 +440,7 @@ pause() {
 woken=0
 wake() {
   woken=1
+  paused=0
   [ -z "$sleeper" ] || kill "$sleeper" 2>/dev/null
 }
 
@@ -753,6 +833,8 @@ ended_at=
 retrieved=0
 requested_at=
 held=
+cost_cap_at=
+snapshot_at=
 retrieval_hold=
 wait_s=0
 last_n=$start
@@ -784,8 +866,12 @@ while :; do
   fi
   kept=0
   [ "$KEEP" = 1 ] && [ "$started" = 1 ] && kept=1
+  # The client only ever replaces these files with another number, so a
+  # value once read holds until then: a job that removes one, or swaps a
+  # FIFO in for it (never read), cannot lift its cap, and a tick run again
+  # to confirm a delete (confirm) acts on what the first run read.
   pod_number cost_cap_at
-  cost_cap_at=$number
+  [ -z "$number" ] || cost_cap_at=$number
 
   # The lease matters only from SNAPSHOT_LEAD before the deadline on (and,
   # for an ended job, once the retrieve grace passed: retrieval_held): stat
@@ -809,7 +895,8 @@ while :; do
   if [ "$started" = 1 ] && [ -z "$ended_at" ]; then
     if [ "$KEEP" != 1 ] && [ -z "$requested_at" ]; then
       pod_number snapshot_at
-      cost_at=$number
+      [ -z "$number" ] || snapshot_at=$number
+      cost_at=$snapshot_at
       if [ -n "$cost_cap_at" ]; then
         lead_at=$((cost_cap_at - SNAPSHOT_LEAD))
         if [ -z "$cost_at" ] || [ "$lead_at" -lt "$cost_at" ]; then cost_at=$lead_at; fi

@@ -567,15 +567,7 @@ func TestCostCapEndsTheRunWithASnapshot(t *testing.T) {
 	}
 	mustContain(t, "stderr", p.stderr.String(), "cost cap $", "snapshot requested (cost)", "results downloaded")
 	mustContain(t, "stdout", p.stdout.String(), "snapshot requested (cost): checkpointing and stopping")
-	r := w.onlyRun()
-	ckpt, _ := os.ReadFile(filepath.Join(r.OutDir, "outputs", "checkpoint.txt"))
-	if !strings.Contains(string(ckpt), "reason=snapshot cost\n") {
-		t.Fatalf("checkpoint %q", ckpt)
-	}
-	if bill := w.pod(r).Bill.USD; bill > maxUSD {
-		t.Fatalf("bill %v over the cap %v", bill, maxUSD)
-	}
-	w.assertClean()
+	w.costSnapshotCollected(maxUSD)
 }
 
 // Every failure once the pod exists ends with the pod deleted, or left to

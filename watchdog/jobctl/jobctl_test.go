@@ -144,8 +144,8 @@ func startAndFinish(t *testing.T, shell, env []string) {
 	if code := waitFile(t, filepath.Join(runDir, "exit_code")); code != "5\n" {
 		t.Fatalf("exit_code %q", code)
 	}
-	// The job's end woke the watchdog.
-	waitHups(t, hups, 1, "the job's end")
+	// The job's start and its end woke the watchdog.
+	waitHups(t, hups, 2, "the job's start and end")
 	if got := waitFile(t, filepath.Join(runDir, OutputsDir, "token")); got != token {
 		t.Fatalf("the job saw HF_TOKEN %q", got)
 	}

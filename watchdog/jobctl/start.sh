@@ -7,9 +7,9 @@
 # environment without ever being on a command line, in a file or in the
 # environment of another process of the pod.
 # The job's top shell writes its pid, which is its process group, to job.pid
-# before anything else, sources JOB_ENV, runs command.sh in job/ with its
-# output appended to job.log, and writes exit_code (tmp + mv) when it ends,
-# then wakes the watchdog.
+# before anything else and wakes the watchdog, sources JOB_ENV, runs
+# command.sh in job/ with its output appended to job.log, and writes
+# exit_code (tmp + mv) when it ends, then wakes the watchdog again.
 # Exit status: 0 started, 3 already started, 1 anything else.
 
 run_dir=$1
@@ -36,6 +36,10 @@ job_main='
 printf "%s\n" "$$" > "$1/job.pid.tmp" && mv -f "$1/job.pid.tmp" "$1/job.pid" || exit 1
 job_input=$OVERBRAINER_JOB_INPUT
 unset OVERBRAINER_JOB_INPUT
+# Wake the watchdog: its snapshot rules act only on a started job, and a
+# request already due (a short cost cap, a near deadline) must reach the
+# job now, not at the next tick, up to a minute later.
+wake_watchdog "$1"
 if [ -f "$2" ]; then
   set -a
   . "$2"

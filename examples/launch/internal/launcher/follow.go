@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"github.com/overbrainer/overbrainer-go/examples/launch/internal/state"
 	"github.com/overbrainer/overbrainer-go/guard"
 	"github.com/overbrainer/overbrainer-go/internal/termtext"
+	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 	"github.com/overbrainer/overbrainer-go/watchdog/jobctl"
@@ -51,6 +53,11 @@ type driver struct {
 	podLog    *cappedLog
 	// recovered counts the new pods made after lost ones.
 	recovered int
+	// asked is the last snapshot request the job was seen given, and
+	// early says the results so far were downloaded while the job ran
+	// (before a rule that ignores the lease took the pod).
+	asked watchdog.SnapshotReason
+	early bool
 }
 
 // options are the guard options of the driver's run.
@@ -64,6 +71,7 @@ func (d *driver) options() []guard.Option {
 		guard.WithLogger(d.a.logger),
 		guard.WithStartTimeout(d.o.startTimeout),
 		guard.WithVerdictTimeout(d.o.verdictTimeout),
+		guard.WithEarlyResults(d.r.OutDir),
 	}
 	if l := d.openPodLog(); l != nil {
 		opts = append(opts, guard.WithPodLog(l))
@@ -98,11 +106,19 @@ func (d *driver) event(e guard.Event) {
 		// Said by the driver, which knows more.
 	case guard.EventDeleteReason:
 		a.say("pod %s's watchdog is deleting it (%s): %s", e.PodID, e.DeleteReason, e.DeleteReason.Explain())
+	case guard.EventCostPlan:
+		a.say("%s", e)
+		if lead := snapshotLead(d.r.Record); !e.SnapshotAt.After(time.Now()) || e.CostCapAt.Sub(e.SnapshotAt) < lead {
+			a.say("warning: the cost cap of %s leaves the job until %s, less than the snapshot lead (%s): it is asked for its snapshot as soon as it starts, and the pod goes at the cap whether or not it stopped",
+				money(e.MaxCostUSD), e.CostCapAt.Local().Format(time.TimeOnly), since(lead))
+		}
 	case guard.EventSnapshotRequested:
+		d.asked = e.Snapshot
 		if e.Snapshot != watchdog.ReasonStop || !d.o.stop {
 			a.say("%s", e)
 		}
 	case guard.EventCollected:
+		d.early = !d.run.Ended() && !d.run.State().Ended()
 		a.say("results downloaded to %s (%d files, %d bytes)", e.Dir, e.Files, e.Bytes)
 		a.listOutputs(filepath.Join(e.Dir, jobctl.OutputsDir))
 		if len(e.Skipped) > 0 {
@@ -127,6 +143,8 @@ func (d *driver) sayFailure(e guard.Event) {
 	var verdict *guard.VerdictError
 	var collect *guard.CollectError
 	switch {
+	case errors.As(e.Err, &gone) && d.early:
+		a.say("%s: the results downloaded while the job ran (in %s) are all there is", goneText(gone), d.r.OutDir)
 	case errors.As(e.Err, &gone):
 		a.say("%s: the job's results were not collected", goneText(gone))
 		if d.r.Verdict == "" {
@@ -158,8 +176,8 @@ func (d *driver) sayFailure(e guard.Event) {
 // goneText is a gone pod in words, with its watchdog's reason explained.
 func goneText(g *guard.PodGoneError) string {
 	s := g.Error()
-	if g.DeleteReason != "" {
-		s += ": " + g.DeleteReason.Explain()
+	if rule := g.Rule(); rule != "" {
+		s += ": " + rule.Explain()
 	}
 	return s
 }
@@ -229,6 +247,7 @@ func (d *driver) steps(ctx context.Context, attached bool) error {
 		a.say("the job never started: nothing to checkpoint")
 		return d.end(ctx, guard.End{How: guard.NeverStarted, ExitCode: -1})
 	case !st.Started():
+		d.sayNearDeadline()
 		if err := run.Start(ctx, guard.Job{Dir: d.r.JobDir, Command: d.r.Command, Secrets: d.o.secrets, ResumeFrom: d.r.ResumeFrom}); err != nil {
 			return d.stopped(ctx, err)
 		}
@@ -260,6 +279,7 @@ func (d *driver) steps(ctx context.Context, attached bool) error {
 		return d.stopped(ctx, err)
 	default:
 		a.say("%s", end)
+		d.sayEndedBy(end)
 	}
 	if d.mayRecoverEnd(ctx, end) {
 		if end.How == guard.Exited {
@@ -275,6 +295,38 @@ func (d *driver) steps(ctx context.Context, attached bool) error {
 		return d.recover(ctx, end.Err())
 	}
 	return d.end(ctx, end)
+}
+
+// sayNearDeadline warns, before the job starts, of a deadline nearer than
+// the snapshot lead: the job is asked for its snapshot at once.
+func (d *driver) sayNearDeadline() {
+	lead := snapshotLead(d.r.Record)
+	if d.r.Deadline.IsZero() || d.r.Keep || time.Until(d.r.Deadline) >= lead {
+		return
+	}
+	d.a.say("warning: the deadline %s is less than the snapshot lead (%s) away: the job is asked for its snapshot as soon as it starts and no launcher follows it",
+		d.r.Deadline.Local().Format(time.TimeOnly), since(lead))
+}
+
+// snapshotLead is the run's snapshot lead as its watchdog has it.
+func snapshotLead(rec guard.Record) time.Duration {
+	return cmp.Or(rec.SnapshotLead, podenv.DefaultSnapshotLead)
+}
+
+// sayEndedBy names the rule that ended a job which stopped at the
+// watchdog's snapshot request (the cost cap, the deadline, a full disk).
+func (d *driver) sayEndedBy(end guard.End) {
+	if end.How != guard.Exited {
+		return
+	}
+	switch d.asked {
+	case watchdog.ReasonCost:
+		d.a.say("the cost cap of %s ended the run: the job was asked for its snapshot and stopped; collecting what it checkpointed", money(d.r.MaxCostUSD))
+	case watchdog.ReasonDeadline:
+		d.a.say("the deadline ended the run: the job was asked for its snapshot and stopped; collecting what it checkpointed")
+	case watchdog.ReasonDisk:
+		d.a.say("a full disk ended the run: the job was asked for its snapshot and stopped; collecting what it checkpointed")
+	}
 }
 
 // end collects the results of a job that ended, deletes the pod (unless

@@ -1,0 +1,99 @@
+package guard
+
+import (
+	"context"
+	"errors"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/overbrainer/overbrainer-go/internal/costplan"
+	"github.com/overbrainer/overbrainer-go/watchdog"
+)
+
+// A job asked for the cost snapshot that does not stop before the cap:
+// with WithEarlyResults, Follow downloads what it checkpointed while the
+// pod lives, before the cap takes it; the pod then found gone names the
+// cost cap as the rule due, and the run's cost runs to the cap (the last
+// look found the pod alive before it), not to the moment the pod was seen
+// gone.
+func TestAJobPastItsCapIsCollectedBeforeThePodGoes(t *testing.T) {
+	h := newHarness(t)
+	spec := h.spec()
+	spec.MaxCostUSD = 0.69 // an hour at the fake's $0.69/h
+	asked := running
+	asked.Request = watchdog.ReasonCost
+	var r *Run
+	capAt := func() time.Time {
+		rec := r.Record()
+		plan, err := costplan.CostCap(rec.BillingStart, rec.CostPerHr, rec.MaxCostUSD, rec.SnapshotLead, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return time.Unix(plan.CostCapAt, 0)
+	}
+	jump := func(to time.Time) {
+		h.clk.mu.Lock()
+		h.clk.now = to
+		h.clk.mu.Unlock()
+	}
+	var goneAt time.Time
+	h.pod.looks = []look{{st: ready}, {st: running}, {st: asked},
+		{st: asked, do: func() { jump(capAt().Add(-40 * time.Second)) }},
+		{st: asked},
+		{st: asked, do: func() { jump(capAt().Add(-10 * time.Second)) }},
+		{st: asked},
+		{err: io.ErrUnexpectedEOF, do: func() {
+			goneAt = capAt().Add(20 * time.Second)
+			jump(goneAt)
+			h.api.setStatus("", true)
+		}}}
+	dir := t.TempDir()
+	r = h.mustStart(spec, WithEarlyResults(dir))
+	_, err := r.Follow(context.Background(), io.Discard)
+	var gone *PodGoneError
+	if !errors.As(err, &gone) {
+		t.Fatalf("Follow: %v, want a *PodGoneError", err)
+	}
+	if gone.DeleteReason != "" || gone.Due != watchdog.DeleteCostCap || gone.Rule() != watchdog.DeleteCostCap {
+		t.Errorf("error %+v: want the cost cap as the rule due", *gone)
+	}
+	downloads := h.pod.downloads
+	if len(downloads) != 1 || downloads[0].Dir != dir {
+		t.Fatalf("%d downloads (%+v), want one into %s", len(downloads), downloads, dir)
+	}
+	if es := h.eventsOf(EventCollected); len(es) != 1 || es[0].Dir != dir {
+		t.Errorf("collected events %+v", es)
+	}
+	rec := r.Record()
+	if !rec.Ended.Equal(capAt()) {
+		t.Errorf("ended at cap%+v, want at the cap (the pod was seen gone at cap+20s)", rec.Ended.Sub(capAt()))
+	}
+	if rec.CostUSD > spec.MaxCostUSD {
+		t.Errorf("cost %v past the cap %v", rec.CostUSD, spec.MaxCostUSD)
+	}
+}
+
+// Without WithEarlyResults nothing is downloaded before the end; a pod
+// gone before any rule's time names none.
+func TestNoEarlyResultsUnlessAsked(t *testing.T) {
+	h := newHarness(t)
+	spec := h.spec()
+	spec.MaxCostUSD = 0.69
+	asked := running
+	asked.Request = watchdog.ReasonCost
+	h.pod.looks = []look{{st: ready}, {st: running}, {st: asked}, {st: asked},
+		{err: io.ErrUnexpectedEOF, do: func() { h.api.setStatus("", true) }}}
+	r := h.mustStart(spec)
+	_, err := r.Follow(context.Background(), io.Discard)
+	var gone *PodGoneError
+	if !errors.As(err, &gone) || gone.Due != "" {
+		t.Fatalf("Follow: %v, want a *PodGoneError with no rule due", err)
+	}
+	if n := len(h.pod.downloads); n != 0 {
+		t.Errorf("%d downloads, want none", n)
+	}
+	if rec := r.Record(); rec.Ended.After(h.clk.Now()) || rec.Ended.Before(rec.BillingStart) {
+		t.Errorf("ended at %v, now %v", rec.Ended, h.clk.Now())
+	}
+}
