@@ -86,9 +86,14 @@ DU=${OVERBRAINER_DU:-du}
 
 # log MSG: appends "<unix time> MSG" to the watchdog log, on the descriptor
 # opened once below (7). It never fails, so a full disk cannot stop the loop.
-# The time is the watchdog's clock (log_now).
+# The time is the watchdog's clock (log_now) once it is defined; the
+# settings read before that, long before any job exists, log date's time.
 log() {
-  log_now
+  if [ -n "${clock_ready:-}" ]; then
+    log_now
+  else
+    logged_at=$(date +%s 2>/dev/null) || logged_at=0
+  fi
   printf '%s %s\n' "$logged_at" "$1" 2>/dev/null >&7 || :
 }
 
@@ -356,6 +361,7 @@ log_now() {
     logged_at=${n:-${last_n:-${start:-0}}}
   fi
 }
+clock_ready=1
 
 # kernel_time: sets $n from the kernel's clock alone (once the job exists):
 # the uptime sum, or without one the last time plus the last full sleep.
