@@ -24,7 +24,7 @@ const (
 )
 
 // LostJob is what is said of a job lost with an earlier container of its
-// pod (jobctl.State.Lost).
+// pod (JobState.Lost).
 const LostJob = "job lost: the pod's container restarted (Runpod restarted it, or its host failed), which ended the job before it could write its exit code"
 
 // End is how a followed job ended.

@@ -14,11 +14,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/overbrainer/overbrainer-go/internal/costplan"
+	"github.com/overbrainer/overbrainer-go/internal/jobctl"
 	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/podssh"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/watchdog"
-	"github.com/overbrainer/overbrainer-go/watchdog/jobctl"
 )
 
 // The whole cycle on a pod that behaves: every step told in order, the

@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/overbrainer/overbrainer-go/internal/jobctl"
 	"github.com/overbrainer/overbrainer-go/podssh"
-	"github.com/overbrainer/overbrainer-go/watchdog/jobctl"
 )
 
 // checkResume refuses a Job.ResumeFrom that could not be uploaded whole

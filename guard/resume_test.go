@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/overbrainer/overbrainer-go/internal/jobctl"
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
 	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
-	"github.com/overbrainer/overbrainer-go/watchdog/jobctl"
 )
 
 // files writes name → content under dir.

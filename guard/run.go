@@ -8,10 +8,10 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/overbrainer/overbrainer-go/internal/jobctl"
 	"github.com/overbrainer/overbrainer-go/podssh"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/watchdog"
-	"github.com/overbrainer/overbrainer-go/watchdog/jobctl"
 )
 
 // api is what a Run needs of Runpod: a *runpod.Client, or a fake in the
@@ -91,7 +91,7 @@ type Run struct {
 func (r *Run) Record() Record { return r.rec }
 
 // State is what the last look at the pod saw.
-func (r *Run) State() jobctl.State { return r.last }
+func (r *Run) State() JobState { return JobState(r.last) }
 
 // Ended says the run has ended: its pod was deleted (or found gone) and
 // its cost recorded.

@@ -5,8 +5,8 @@ import (
 	"context"
 	"io"
 
+	"github.com/overbrainer/overbrainer-go/internal/jobctl"
 	"github.com/overbrainer/overbrainer-go/podssh"
-	"github.com/overbrainer/overbrainer-go/watchdog/jobctl"
 )
 
 // conn is the Run's SSH side: one connection to the pod (a *podssh.Conn,

@@ -16,7 +16,6 @@ import (
 	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/watchdog"
-	"github.com/overbrainer/overbrainer-go/watchdog/jobctl"
 )
 
 // followOpts says how to follow a run.
@@ -120,7 +119,7 @@ func (d *driver) event(e guard.Event) {
 	case guard.EventCollected:
 		d.early = !d.run.Ended() && !d.run.State().Ended()
 		a.say("results downloaded to %s (%d files, %d bytes)", e.Dir, e.Files, e.Bytes)
-		a.listOutputs(filepath.Join(e.Dir, jobctl.OutputsDir))
+		a.listOutputs(filepath.Join(e.Dir, guard.OutputsDir))
 		if len(e.Skipped) > 0 {
 			a.say("skipped (links and special files): %s", strings.Join(e.Skipped, ", "))
 		}

@@ -22,7 +22,6 @@ import (
 	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/podssh"
 	"github.com/overbrainer/overbrainer-go/runpod"
-	"github.com/overbrainer/overbrainer-go/watchdog/jobctl"
 )
 
 // PodNamePrefix starts the name of every run's pod.
@@ -63,8 +62,8 @@ func (s *secretFlag) Set(v string) error {
 	if !ok {
 		from = name
 	}
-	if err := jobctl.CheckEnvName(name); err != nil {
-		return errors.New(strings.TrimPrefix(err.Error(), "jobctl: "))
+	if err := guard.CheckSecretName(name); err != nil {
+		return err
 	}
 	if !envName.MatchString(from) {
 		return fmt.Errorf("%q is not a variable name", from)
@@ -367,7 +366,7 @@ func (a *app) resumeDir(id string) (string, error) {
 	if err != nil {
 		return "", usagef("--resume-from: %v", err)
 	}
-	dir := filepath.Join(prior.OutDir, jobctl.OutputsDir)
+	dir := filepath.Join(prior.OutDir, guard.OutputsDir)
 	if n, _, err := podssh.TreeSize(dir); err != nil || n == 0 {
 		return "", usagef("--resume-from %s: the run has no collected outputs in %s: collect them first (launch stop %s, or launch attach %s)", id, dir, id, id)
 	}
