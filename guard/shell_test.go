@@ -109,6 +109,9 @@ func TestShellSSHConfigAndCancel(t *testing.T) {
 	if err != nil || res != guard.CancelStopped {
 		t.Fatalf("Cancel = %q, %v", res, err)
 	}
+	if st := run.State(); st.PID <= 0 || !st.Started() || !st.Ended() || st.Lost() || !st.Cancelled {
+		t.Fatalf("the state after the cancel: %+v, started %v, ended %v, lost %v", st, st.Started(), st.Ended(), st.Lost())
+	}
 	end, err := run.Follow(ctx, io.Discard)
 	if err != nil || end.How != guard.Cancelled {
 		t.Fatalf("Follow after the cancel = %v, %v", end, err)
