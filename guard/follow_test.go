@@ -349,13 +349,13 @@ func TestAnEndedPodIsDeleted(t *testing.T) {
 			if got := r.Record(); got.Phase != PhaseFailed || got.Ended.IsZero() {
 				t.Errorf("phase %s, ended %v", got.Phase, got.Ended)
 			}
-			if got := StatusText(status); !strings.Contains(got, "billing") {
-				t.Errorf("StatusText(%s) = %q, which does not say it bills", status, got)
+			if !Abandoned(status) {
+				t.Errorf("Abandoned(%s) is false, though the pod bills unwatched", status)
 			}
 		})
 	}
-	if got := StatusText(runpod.StatusRunning); got != "RUNNING" {
-		t.Errorf("StatusText(RUNNING) = %q", got)
+	if Abandoned(runpod.StatusRunning) {
+		t.Error("Abandoned(RUNNING)")
 	}
 }
 

@@ -365,7 +365,7 @@ func (r *Run) enforce(ctx context.Context, st jobctl.State, leaseAt time.Time) e
 		}
 		if capAt := time.Unix(plan.CostCapAt, 0); now.After(capAt.Add(late)) {
 			return &EnforcedError{Reason: watchdog.DeleteCostCap, Detail: fmt.Sprintf("the cost cap of %s was reached at %s (by this machine's clock)",
-				Money(r.rec.MaxCostUSD), capAt.Local().Format(time.TimeOnly))}
+				costplan.Money(r.rec.MaxCostUSD), capAt.Local().Format(time.TimeOnly))}
 		}
 		if snapAt := time.Unix(plan.SnapshotAt, 0); now.After(snapAt.Add(late)) && st.Request == "" && !r.costAsked {
 			// A failed write is tried again at the next look.

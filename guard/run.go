@@ -169,15 +169,6 @@ func stillBills(s runpod.PodStatus) bool {
 	return s == runpod.StatusExited || s == runpod.StatusError
 }
 
-// StatusText is a pod's status for a person: one that is not running but
-// still bills says so.
-func StatusText(s runpod.PodStatus) string {
-	if stillBills(s) {
-		return string(s) + " (still billing)"
-	}
-	return string(s)
-}
-
 func (r *Run) gone(status runpod.PodStatus, detail string) *PodGoneError {
 	due, _ := r.ruleDue(r.now())
 	return &PodGoneError{PodID: r.rec.PodID, Status: status, DeleteReason: r.rec.DeleteReason, Due: due, Detail: detail}

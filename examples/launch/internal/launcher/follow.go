@@ -251,7 +251,7 @@ func (d *driver) steps(ctx context.Context, attached bool) error {
 			return d.stopped(ctx, err)
 		}
 	case attached && st.Lost():
-		a.say("%s: reading the rest of its output from byte %d", guard.LostJob, d.r.LogOffset)
+		a.say("job lost: the pod's container restarted before the job wrote its exit code: reading the rest of its output from byte %d", d.r.LogOffset)
 	case attached && st.Ended():
 		a.say("the job has ended: reading the rest of its output from byte %d", d.r.LogOffset)
 	case attached:

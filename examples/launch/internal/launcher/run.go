@@ -311,8 +311,8 @@ the pod ends with the launcher.`)
 	}
 	spec := guard.Spec{
 		RunID: id, Job: guard.Job{Dir: jobDir, Command: f.cmd},
-		Image: f.image, RegistryAuthID: f.registryAuth, GPUTypes: guard.SplitList(f.gpu), GPUCount: f.gpuCount, Cloud: runpod.CloudType(f.cloud),
-		MinVRAMGB: f.minVRAM, MaxPricePerGPU: f.maxPrice, DataCenters: guard.SplitList(f.dataCenter), MinCUDA: f.minCUDA,
+		Image: f.image, RegistryAuthID: f.registryAuth, GPUTypes: splitList(f.gpu), GPUCount: f.gpuCount, Cloud: runpod.CloudType(f.cloud),
+		MinVRAMGB: f.minVRAM, MaxPricePerGPU: f.maxPrice, DataCenters: splitList(f.dataCenter), MinCUDA: f.minCUDA,
 		DiskGB: f.diskGB, VolumeGB: f.volumeGB, NetworkVolumeID: f.networkVolume, MaxVolumeGB: f.maxVolGB, NoVolumeCaches: f.noVolumeCaches,
 		VolumePath: f.volumePath, Workdir: f.workdir,
 		Rules:          f.rules,
