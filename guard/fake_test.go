@@ -268,7 +268,7 @@ func (c *fakeConn) closed() bool {
 	}
 }
 
-func (c *fakeConn) Watch(runDir string) (watcher, error) {
+func (c *fakeConn) Watch(_ context.Context, runDir string) (watcher, error) {
 	if c.closed() {
 		return nil, errConnClosed
 	}

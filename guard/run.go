@@ -343,13 +343,14 @@ func (r *Run) reconnect(ctx context.Context, cause error) error {
 	}
 }
 
-// watcher returns the connection's watcher, made on first use.
-func (r *Run) watcher() (watcher, error) {
+// watcher returns the connection's watcher, made on first use (ctx bounds
+// its start).
+func (r *Run) watcher(ctx context.Context) (watcher, error) {
 	if r.watch == nil {
 		if r.conn == nil {
 			return nil, errors.New("guard: no connection to the pod")
 		}
-		w, err := r.conn.Watch(r.rec.RunDir)
+		w, err := r.conn.Watch(ctx, r.rec.RunDir)
 		if err != nil {
 			return nil, err
 		}
@@ -360,7 +361,7 @@ func (r *Run) watcher() (watcher, error) {
 
 // poll is one look at the run over SSH.
 func (r *Run) poll(ctx context.Context, touch bool) (jobctl.State, []byte, error) {
-	w, err := r.watcher()
+	w, err := r.watcher(ctx)
 	if err != nil {
 		return jobctl.State{}, nil, err
 	}
@@ -412,7 +413,7 @@ func (r *Run) putOnce(ctx context.Context, name, value string) error {
 	if err := r.liveConn(ctx); err != nil {
 		return err
 	}
-	w, err := r.watcher()
+	w, err := r.watcher(ctx)
 	if err != nil {
 		return err
 	}
@@ -430,7 +431,7 @@ func (r *Run) putOnce(ctx context.Context, name, value string) error {
 // while the client works in other sessions (an upload, a download): the
 // client is there, output or not. The returned function stops it.
 func (r *Run) holdLease(ctx context.Context) (release func()) {
-	w, err := r.watcher()
+	w, err := r.watcher(ctx)
 	if err != nil {
 		return func() {}
 	}
