@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
 	"io"
 	"os"
 	"os/exec"
@@ -17,7 +18,6 @@ import (
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
 	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/podssh"
-	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
 
@@ -30,10 +30,7 @@ func TestShellSSHConfigAndCancel(t *testing.T) {
 	shtest.NeedPods(t, runpodtest.CheckPodRunner())
 	sshBin := shtest.NeedTool(t, "ssh")
 	srv := runpodtest.NewTestServer(t, runpodtest.WithPodRunner())
-	api, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	api := checkedfake.Client(t, srv)
 	dir := t.TempDir()
 	job := filepath.Join(dir, "job")
 	script := "echo first > \"$OVERBRAINER_OUTPUTS/partial\"; echo started; while :; do sleep 0.1; done\n"
