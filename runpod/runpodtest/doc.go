@@ -107,7 +107,8 @@
 // Runpod's /start.sh).
 // Pod.Argv shows what ran. That command runs, as the container's main
 // process, by an init of
-// the fake's own (this binary, re-executed) that is PID 1 of new mount,
+// the fake's own (this binary, re-executed: its main, or its TestMain,
+// calls PodInit first) that is PID 1 of new mount,
 // PID, UTS (its hostname is RUNPOD_POD_HOSTNAME) and IPC namespaces, in a
 // process group of its own. The command runs as root with Docker's default
 // capabilities only (what a Runpod container has: no CAP_SYS_ADMIN, so no
