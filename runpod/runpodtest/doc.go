@@ -16,6 +16,13 @@
 // NewTestServer closes the fake when the test ends and fails the test if a pod
 // was left billing. NewServer is the same without a test (call Close).
 //
+// A package whose fake runs pods (WithPodRunner) lets the runner re-execute
+// its test binary as each pod's init:
+//
+//	func TestMain(m *testing.M) { runpodtest.Main(m) }
+//
+// and a program calls PodInit first in main.
+//
 // # The API
 //
 // Under BaseURL (URL + "/v2"), with Authorization: Bearer <key>:
