@@ -18,9 +18,9 @@
 //     starts a key-only sshd and then execs the watchdog.
 //   - watchdog embeds the watchdog script and names the pod files that the
 //     watchdog and the client exchange (verdict, lease, cost cap, ...), with
-//     typed verdicts and reasons; watchdog/jobctl holds the client's half of
-//     that protocol on the pod: the job's start script and the look that
-//     follows it.
+//     typed verdicts and reasons. The client's half of that protocol on the
+//     pod (the job's start script and the look that follows it) is guard's,
+//     in internal/jobctl.
 //   - podssh is an SSH client that accepts only the run's pinned host key,
 //     with commands and tar transfers over sessions.
 //   - runpod is a client for Runpod's REST v2 API, with a delete that falls

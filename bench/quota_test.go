@@ -3,6 +3,7 @@ package bench_test
 import (
 	"context"
 	"fmt"
+	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
 	"io"
 	"net/http"
 	"os"
@@ -61,11 +62,7 @@ func BenchmarkLaunchesUnderQuota(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			for range b.N {
 				srv := runpodtest.NewTestServer(b, runpodtest.WithPodRunner(), runpodtest.WithQuota(quota))
-				api, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()),
-					runpod.WithRetry(10, 2*quota.Window), runpod.WithPacing(c.pacing))
-				if err != nil {
-					b.Fatal(err)
-				}
+				api := checkedfake.Client(b, srv, runpod.WithRetry(10, 2*quota.Window), runpod.WithPacing(c.pacing))
 				began := time.Now()
 				// A failed run is counted, not fatal: the goal is
 				// that none fails, and how many did is the measure.

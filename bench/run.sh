@@ -90,7 +90,7 @@ want tick && pkgs+=(bench:./bench watchdog:./watchdog)
 want reaction && pkgs+=(bench:./bench watchdog:./watchdog)
 want client && pkgs+=(runpod:./runpod bench:./bench)
 want pod && pkgs+=(bootstrap:./bootstrap)
-want launcher && pkgs+=(bench:./bench jobctl:./watchdog/jobctl)
+want launcher && pkgs+=(bench:./bench jobctl:./internal/jobctl)
 declare -A built=()
 for p in "${pkgs[@]}"; do
   name=${p%%:*}
@@ -181,7 +181,7 @@ if want launcher; then
     say "launcher: build failed"
   fi
   say "launcher: processes per steady look at the job under strace, 3 runs each (~10 s)"
-  bench look watchdog/jobctl '^BenchmarkLookProcesses$' -test.count 3
+  bench look internal/jobctl '^BenchmarkLookProcesses$' -test.count 3
   say "launcher: run to the first output line, 3 runs of each variant (~1 min)"
   for i in 1 2 3; do
     bench "launcher.first.$i" bench '^BenchmarkLaunchFirstOutput$' -test.benchtime 1x

@@ -25,10 +25,6 @@ const Log = ".pod/bootstrap.log"
 // inside what Runpod and the shells accept.
 const MaxCommandBytes = 32 * 1024
 
-// Functions returns the bootstrap's shell functions, without write_watchdog
-// and without the call that runs them.
-func Functions() string { return functions }
-
 // Script returns the whole script the pod runs: the bootstrap's functions, a
 // write_watchdog function holding the watchdog in a quoted here-document, and
 // the call to bootstrap_main. write_watchdog writes to a sibling .tmp file and

@@ -195,3 +195,11 @@ func TestCompactKeepsTheProgram(t *testing.T) {
 		t.Errorf("compact watchdog is %d of %d bytes", small, full)
 	}
 }
+
+// Other packages' tests run the bootstrap's functions from the file that
+// shtest reads: it is the text the package embeds.
+func TestShtestReadsTheEmbeddedFunctions(t *testing.T) {
+	if shtest.BootstrapFunctions(t) != bootstrap.Functions() {
+		t.Fatal("shtest.BootstrapFunctions differs from the embedded bootstrap.sh")
+	}
+}

@@ -2,6 +2,7 @@ package guard
 
 import (
 	"context"
+	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
 	"math"
 	"slices"
 	"testing"
@@ -18,10 +19,7 @@ func billWorld(t *testing.T) (*runpodtest.Server, *runpodtest.ManualClock, *runp
 	t.Helper()
 	clock := runpodtest.NewManualClock(time.Date(2026, 6, 1, 23, 40, 0, 0, time.UTC))
 	srv := runpodtest.NewTestServer(t, runpodtest.WithClock(clock.Now))
-	c, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := checkedfake.Client(t, srv)
 	ctx := context.Background()
 	id := "20260601-234000-abcd"
 	rec := Record{ID: id, PodName: podenv.PodName(id), SecretName: podenv.HostKeySecretName(id), BillingStart: clock.Now()}

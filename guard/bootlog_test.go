@@ -3,6 +3,7 @@ package guard_test
 import (
 	"context"
 	"errors"
+	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
 	"io"
 	"os"
 	"path/filepath"
@@ -86,9 +87,6 @@ func podRunner(t *testing.T) (*runpodtest.Server, *runpod.Client) {
 	t.Helper()
 	shtest.NeedPods(t, runpodtest.CheckPodRunner())
 	srv := runpodtest.NewTestServer(t, runpodtest.WithPodRunner())
-	api, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	api := checkedfake.Client(t, srv)
 	return srv, api
 }

@@ -4,20 +4,20 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/overbrainer/overbrainer-go/watchdog/jobctl"
+	"github.com/overbrainer/overbrainer-go/internal/jobctl"
 )
 
 // Cancel stops the job at once, without asking it for a checkpoint: the
 // job is marked cancelled, its whole process group gets TERM, and what is
 // left of it KILL two seconds later. It returns what it found:
-// jobctl.CancelStopped, or jobctl.CancelEnded when the job had ended
-// already (nothing was signalled), or jobctl.CancelNoJob when none was
+// CancelStopped, or CancelEnded when the job had ended already (nothing
+// was signalled), or CancelNoJob when none was
 // started. The pod stays: Follow then reads the rest of the output (the
 // job ends as Cancelled), Collect downloads what there is, Delete deletes
 // the pod. It works on an attached Run as on a launched one. A cancel that
 // fails (the pod does not answer) changes nothing: the pod is left to its
 // watchdog, as when ctx ends.
-func (r *Run) Cancel(ctx context.Context) (jobctl.CancelResult, error) {
+func (r *Run) Cancel(ctx context.Context) (CancelResult, error) {
 	if err := r.liveConn(ctx); err != nil {
 		return "", err
 	}
@@ -27,7 +27,8 @@ func (r *Run) Cancel(ctx context.Context) (jobctl.CancelResult, error) {
 	if err != nil {
 		return "", fmt.Errorf("cancelling the job: %w", err)
 	}
-	res, err := jobctl.ParseCancel(out)
+	got, err := jobctl.ParseCancel(out)
+	res := CancelResult(got)
 	if err != nil {
 		return "", err
 	}

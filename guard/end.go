@@ -23,9 +23,12 @@ const (
 	NeverStarted
 )
 
-// LostJob is what is said of a job lost with an earlier container of its
-// pod (jobctl.State.Lost).
-const LostJob = "job lost: the pod's container restarted (Runpod restarted it, or its host failed), which ended the job before it could write its exit code"
+// LostJob is End.String's words for a Lost job.
+//
+// Deprecated: test End.How == Lost; the wording is the caller's.
+const LostJob = lostJob
+
+const lostJob = "job lost: the pod's container restarted (Runpod restarted it, or its host failed), which ended the job before it could write its exit code"
 
 // End is how a followed job ended.
 type End struct {
@@ -49,9 +52,9 @@ func (e End) String() string {
 	case Cancelled:
 		return "job ended: cancelled"
 	case Lost:
-		return LostJob + "; collecting its results so far"
+		return lostJob + "; collecting its results so far"
 	case RunDirLost:
-		return fmt.Sprintf("%s, and its run directory %s went with it (no volume kept it): the output shown so far is all there is", LostJob, e.RunDir)
+		return fmt.Sprintf("%s, and its run directory %s went with it (no volume kept it): the output shown so far is all there is", lostJob, e.RunDir)
 	case NeverStarted:
 		return "the job never started"
 	}

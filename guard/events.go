@@ -202,16 +202,16 @@ func (e Event) String() string {
 		if !e.Deadline.IsZero() {
 			deadline = e.Deadline.Local().Format(time.DateTime)
 		}
-		return fmt.Sprintf("pod %s (%s) created: %s x%d, %s/h; deadline %s", e.PodID, e.PodName, e.GPU, e.GPUCount, Money(e.CostPerHr), deadline)
+		return fmt.Sprintf("pod %s (%s) created: %s x%d, %s/h; deadline %s", e.PodID, e.PodName, e.GPU, e.GPUCount, costplan.Money(e.CostPerHr), deadline)
 	case EventWaiting:
-		return fmt.Sprintf("pod %s: %s | %s elapsed, ~%s so far", e.PodID, e.Status, roundSecond(e.Elapsed), Money(e.CostUSD))
+		return fmt.Sprintf("pod %s: %s | %s elapsed, ~%s so far", e.PodID, e.Status, roundSecond(e.Elapsed), costplan.Money(e.CostUSD))
 	case EventRunning:
 		return fmt.Sprintf("pod %s is running; SSH at %s", e.PodID, e.Addr)
 	case EventVerdict:
 		return "watchdog verdict: " + termtext.Escape(e.Verdict.String(), false)
 	case EventCostPlan:
 		return fmt.Sprintf("cost cap %s at %s/h: snapshot asked at %s, pod deleted at %s (pod clock %+.1fs from ours)",
-			Money(e.MaxCostUSD), Money(e.CostPerHr), e.SnapshotAt.Local().Format(time.TimeOnly),
+			costplan.Money(e.MaxCostUSD), costplan.Money(e.CostPerHr), e.SnapshotAt.Local().Format(time.TimeOnly),
 			e.CostCapAt.Local().Format(time.TimeOnly), e.ClockOffset.Seconds())
 	case EventUploaded:
 		return fmt.Sprintf("uploaded %s to %s", e.Dir, e.Remote)
@@ -225,7 +225,7 @@ func (e Event) String() string {
 	case EventLeaseRenewed:
 		return "lease renewed"
 	case EventCost:
-		return fmt.Sprintf("job running: %s elapsed, ~%s so far", roundSecond(e.Elapsed), Money(e.CostUSD))
+		return fmt.Sprintf("job running: %s elapsed, ~%s so far", roundSecond(e.Elapsed), costplan.Money(e.CostUSD))
 	case EventSnapshotRequested:
 		return fmt.Sprintf("snapshot requested (%s): the job is asked to checkpoint and stop", e.Snapshot)
 	case EventVolumeGrown:
@@ -281,40 +281,34 @@ func (e Event) String() string {
 		}
 		return "GPU type " + e.Attempt.String()
 	case EventWaitingSSH:
-		return fmt.Sprintf("pod %s: waiting for its SSH at %s | %s elapsed, ~%s so far", e.PodID, e.Addr, roundSecond(e.Elapsed), Money(e.CostUSD))
+		return fmt.Sprintf("pod %s: waiting for its SSH at %s | %s elapsed, ~%s so far", e.PodID, e.Addr, roundSecond(e.Elapsed), costplan.Money(e.CostUSD))
 	case EventWaitingVerdict:
-		return fmt.Sprintf("pod %s: waiting for the watchdog's verdict | %s elapsed, ~%s so far", e.PodID, roundSecond(e.Elapsed), Money(e.CostUSD))
+		return fmt.Sprintf("pod %s: waiting for the watchdog's verdict | %s elapsed, ~%s so far", e.PodID, roundSecond(e.Elapsed), costplan.Money(e.CostUSD))
 	case EventUploading:
 		return transferText("uploading", e)
 	case EventDownloading:
 		return transferText("downloading the results", e)
 	case EventPulled:
-		return fmt.Sprintf("pulled the outputs so far to %s (%d files, %s)", e.Dir, e.Files, ByteSize(e.Bytes))
+		return fmt.Sprintf("pulled the outputs so far to %s (%d files, %s)", e.Dir, e.Files, termtext.ByteSize(e.Bytes))
 	case EventWaitingCapacity:
 		return fmt.Sprintf("no GPU available (%s): waiting for one, no pod meanwhile | %s elapsed, next look in %s",
 			e.GPU, roundSecond(e.Elapsed), roundSecond(e.Next))
 	case EventResumed:
-		return fmt.Sprintf("resuming from %s: %d files (%s) uploaded to %s", e.Dir, e.Files, ByteSize(e.Bytes), e.Remote)
+		return fmt.Sprintf("resuming from %s: %d files (%s) uploaded to %s", e.Dir, e.Files, termtext.ByteSize(e.Bytes), e.Remote)
 	}
 	return e.Kind.String()
 }
 
 // Money formats USD with enough digits for the cents of a short run.
+//
+// Deprecated: guard's values are float64 dollars; format them as your
+// program speaks (the launcher has its own wording).
 func Money(usd float64) string { return costplan.Money(usd) }
 
-// ByteSize is n bytes for a person, in powers of 1000 as disks and
-// networks count them.
-func ByteSize(n int64) string {
-	const unit = 1000
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit && exp < 5; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %cB", float64(n)/float64(div), "kMGTPE"[exp])
-}
+// ByteSize is n bytes in powers of 1000.
+//
+// Deprecated: guard's values are byte counts; format them as your program
+// speaks (the launcher has its own wording).
+func ByteSize(n int64) string { return termtext.ByteSize(n) }
 
 func roundSecond(d time.Duration) string { return d.Round(time.Second).String() }

@@ -30,7 +30,7 @@ func ExampleRun_Cancel() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(res.Explain())
+	fmt.Println(res)
 	fmt.Println(run.End())
 	if _, err := run.Collect(ctx, filepath.Join(dir, "results")); err != nil {
 		log.Fatal(err)
@@ -41,7 +41,7 @@ func ExampleRun_Cancel() {
 	}
 	fmt.Println("pod", deleted)
 	// Output:
-	// job cancelled: its process group was stopped, without a checkpoint
+	// cancelled
 	// job ended: cancelled
 	// pod deleted
 }

@@ -181,11 +181,6 @@ func ExampleEvent_String() {
 	// deleted        pod abc123 deleted
 }
 
-func ExampleMoney() {
-	fmt.Println(guard.Money(0), guard.Money(0.0034), guard.Money(0.69), guard.Money(12.5))
-	// Output: $0 $0.0034 $0.690 $12.50
-}
-
 // emulator starts the local Runpod emulator with its pod runner (root
 // only) and returns a client of it, a fresh directory, and a function that
 // closes the one and removes the other.

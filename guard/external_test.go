@@ -35,6 +35,8 @@ import (
 )
 
 func main() {
+	// The emulator's pods are this program, re-executed as their init.
+	runpodtest.PodInit()
 	srv := runpodtest.NewServer(runpodtest.WithPodRunner())
 	err := cycle(srv)
 	for _, p := range srv.Pods() {

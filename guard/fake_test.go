@@ -15,11 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/overbrainer/overbrainer-go/internal/jobctl"
 	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/podssh"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/watchdog"
-	"github.com/overbrainer/overbrainer-go/watchdog/jobctl"
 )
 
 // The fakes of this file stand in for Runpod, the pod's SSH side and time,
@@ -268,7 +268,7 @@ func (c *fakeConn) closed() bool {
 	}
 }
 
-func (c *fakeConn) Watch(runDir string) (watcher, error) {
+func (c *fakeConn) Watch(_ context.Context, runDir string) (watcher, error) {
 	if c.closed() {
 		return nil, errConnClosed
 	}

@@ -14,11 +14,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/overbrainer/overbrainer-go/internal/costplan"
+	"github.com/overbrainer/overbrainer-go/internal/jobctl"
 	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/podssh"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/watchdog"
-	"github.com/overbrainer/overbrainer-go/watchdog/jobctl"
 )
 
 // The whole cycle on a pod that behaves: every step told in order, the
@@ -349,13 +349,13 @@ func TestAnEndedPodIsDeleted(t *testing.T) {
 			if got := r.Record(); got.Phase != PhaseFailed || got.Ended.IsZero() {
 				t.Errorf("phase %s, ended %v", got.Phase, got.Ended)
 			}
-			if got := StatusText(status); !strings.Contains(got, "billing") {
-				t.Errorf("StatusText(%s) = %q, which does not say it bills", status, got)
+			if !Abandoned(status) {
+				t.Errorf("Abandoned(%s) is false, though the pod bills unwatched", status)
 			}
 		})
 	}
-	if got := StatusText(runpod.StatusRunning); got != "RUNNING" {
-		t.Errorf("StatusText(RUNNING) = %q", got)
+	if Abandoned(runpod.StatusRunning) {
+		t.Error("Abandoned(RUNNING)")
 	}
 }
 

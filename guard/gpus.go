@@ -56,13 +56,14 @@ type GPUFilter struct {
 	MinCUDA     string // ListGPUs reads the stock of machines with it
 }
 
+// String says what the filter keeps, as errors quote it.
 func (f GPUFilter) String() string {
 	var parts []string
 	if f.MinVRAMGB > 0 {
 		parts = append(parts, fmt.Sprintf("at least %d GB of VRAM", f.MinVRAMGB))
 	}
 	if f.MaxPricePerGPU > 0 {
-		parts = append(parts, fmt.Sprintf("at most %s/h per GPU", Money(f.MaxPricePerGPU)))
+		parts = append(parts, fmt.Sprintf("at most %s/h per GPU", costplan.Money(f.MaxPricePerGPU)))
 	}
 	if f.InStock {
 		parts = append(parts, fmt.Sprintf("in stock for %d GPU(s) on the %s cloud", max(f.Count, 1), cmp.Or(f.Cloud, runpod.SecureCloud)))
@@ -77,18 +78,6 @@ func (f GPUFilter) String() string {
 		return "no filter"
 	}
 	return strings.Join(parts, ", ")
-}
-
-// SplitList reads a list of GPU types or data centers written "A,B,C",
-// trimming each; empty entries are dropped (nil for "").
-func SplitList(s string) []string {
-	var out []string
-	for _, v := range strings.Split(s, ",") {
-		if v = strings.TrimSpace(v); v != "" {
-			out = append(out, v)
-		}
-	}
-	return out
 }
 
 // PickGPUs keeps the types that pass f, cheapest per GPU first; ties go
@@ -395,7 +384,7 @@ func (r *Run) tryGPU(ctx context.Context, req runpod.CreatePodRequest, cand cand
 		left := r.rec.budget()
 		if left <= 0 {
 			return &createError{fmt.Errorf("%w: %s of %s went to pods that never came up (%s)",
-				ErrCapSpent, Money(r.rec.earlierCost()), Money(r.rec.MaxCostUSD), r.attemptsText())}
+				ErrCapSpent, costplan.Money(r.rec.earlierCost()), costplan.Money(r.rec.MaxCostUSD), r.attemptsText())}
 		}
 		// The sweeper judges the pod's cap from its env alone.
 		req.Env = maps.Clone(req.Env)

@@ -3,6 +3,7 @@ package guard_test
 import (
 	"context"
 	"errors"
+	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
 	"os"
 	"path/filepath"
 	"slices"
@@ -29,11 +30,7 @@ type fallback struct {
 func newFallback(t *testing.T, opts ...runpodtest.Option) *fallback {
 	t.Helper()
 	srv := runpodtest.NewTestServer(t, opts...)
-	api, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()),
-		runpod.WithRetry(3, 20*time.Millisecond), runpod.WithCreateLooks(10*time.Millisecond, 20*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
+	api := checkedfake.Client(t, srv, runpod.WithRetry(3, 20*time.Millisecond), runpod.WithCreateLooks(10*time.Millisecond, 20*time.Millisecond))
 	return &fallback{srv: srv, api: api}
 }
 

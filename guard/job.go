@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/internal/costplan"
+	"github.com/overbrainer/overbrainer-go/internal/jobctl"
 	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/podssh"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/watchdog"
-	"github.com/overbrainer/overbrainer-go/watchdog/jobctl"
 )
 
 // Start uploads the job and starts it, unless it was started already (nil
@@ -187,14 +187,14 @@ func (r *Run) planCost(ctx context.Context) error {
 }
 
 // Look is one look at the job, without renewing the lease.
-func (r *Run) Look(ctx context.Context) (jobctl.State, error) {
+func (r *Run) Look(ctx context.Context) (JobState, error) {
 	for try := 0; ; try++ {
 		if err := r.liveConn(ctx); err != nil {
-			return r.last, err
+			return JobState(r.last), err
 		}
 		st, _, err := r.poll(ctx, false)
 		if err == nil || try == 1 || ctx.Err() != nil {
-			return st, err
+			return JobState(st), err
 		}
 		r.dropConn()
 	}
@@ -365,7 +365,7 @@ func (r *Run) enforce(ctx context.Context, st jobctl.State, leaseAt time.Time) e
 		}
 		if capAt := time.Unix(plan.CostCapAt, 0); now.After(capAt.Add(late)) {
 			return &EnforcedError{Reason: watchdog.DeleteCostCap, Detail: fmt.Sprintf("the cost cap of %s was reached at %s (by this machine's clock)",
-				Money(r.rec.MaxCostUSD), capAt.Local().Format(time.TimeOnly))}
+				costplan.Money(r.rec.MaxCostUSD), capAt.Local().Format(time.TimeOnly))}
 		}
 		if snapAt := time.Unix(plan.SnapshotAt, 0); now.After(snapAt.Add(late)) && st.Request == "" && !r.costAsked {
 			// A failed write is tried again at the next look.

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/overbrainer/overbrainer-go/watchdog/jobctl"
+	"github.com/overbrainer/overbrainer-go/internal/jobctl"
 )
 
 // Job.Secrets travel on the start session's standard input, HFToken among

@@ -2,6 +2,7 @@ package guard
 
 import (
 	"fmt"
+	"github.com/overbrainer/overbrainer-go/internal/termtext"
 	"sync/atomic"
 	"time"
 
@@ -78,7 +79,7 @@ func (r *Run) waiting(kind EventKind) {
 // transferText is a transfer's progress as a line's words.
 func transferText(verb string, e Event) string {
 	if e.Total < 0 {
-		return fmt.Sprintf("%s: %s so far", verb, ByteSize(e.Bytes))
+		return fmt.Sprintf("%s: %s so far", verb, termtext.ByteSize(e.Bytes))
 	}
-	return fmt.Sprintf("%s: %s of %s", verb, ByteSize(e.Bytes), ByteSize(e.Total))
+	return fmt.Sprintf("%s: %s of %s", verb, termtext.ByteSize(e.Bytes), termtext.ByteSize(e.Total))
 }

@@ -23,8 +23,3 @@ func ExampleEvent_Progress() {
 	// false uploaded ./job to /workspace/overbrainer/RUN/job
 	// true downloading the results: 2.0 kB so far
 }
-
-func ExampleByteSize() {
-	fmt.Println(guard.ByteSize(999), guard.ByteSize(1_500), guard.ByteSize(2_000_000_000))
-	// Output: 999 B 1.5 kB 2.0 GB
-}

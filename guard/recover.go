@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/internal/costplan"
+	"github.com/overbrainer/overbrainer-go/internal/jobctl"
 	"github.com/overbrainer/overbrainer-go/runpod"
-	"github.com/overbrainer/overbrainer-go/watchdog/jobctl"
 )
 
 // Recovery: a run whose pod was lost under its job goes on on a new pod,

@@ -2,13 +2,14 @@ package guard
 
 import (
 	"fmt"
+	"github.com/overbrainer/overbrainer-go/internal/termtext"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/overbrainer/overbrainer-go/internal/jobctl"
 	"github.com/overbrainer/overbrainer-go/podssh"
-	"github.com/overbrainer/overbrainer-go/watchdog/jobctl"
 )
 
 // checkResume refuses a Job.ResumeFrom that could not be uploaded whole
@@ -61,7 +62,7 @@ func (j Job) checkResume(prefix string, maxBytes int64) []error {
 	}
 	if size > maxBytes {
 		return bad("%s holds %s, more than the results' cap of %s (Results.MaxGB): the run could not collect them back",
-			j.ResumeFrom, ByteSize(size), ByteSize(maxBytes))
+			j.ResumeFrom, termtext.ByteSize(size), termtext.ByteSize(maxBytes))
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,11 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/overbrainer/overbrainer-go/internal/jobctl"
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
 	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
-	"github.com/overbrainer/overbrainer-go/watchdog/jobctl"
 )
 
 // files writes name → content under dir.
@@ -37,10 +38,7 @@ func files(t *testing.T, dir string, contents map[string][]byte) {
 func emulatorAPI(t *testing.T, opts ...runpodtest.Option) *runpod.Client {
 	t.Helper()
 	srv := runpodtest.NewTestServer(t, opts...)
-	api, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	api := checkedfake.Client(t, srv)
 	return api
 }
 

@@ -8,10 +8,10 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/overbrainer/overbrainer-go/internal/jobctl"
 	"github.com/overbrainer/overbrainer-go/podssh"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/watchdog"
-	"github.com/overbrainer/overbrainer-go/watchdog/jobctl"
 )
 
 // api is what a Run needs of Runpod: a *runpod.Client, or a fake in the
@@ -91,7 +91,7 @@ type Run struct {
 func (r *Run) Record() Record { return r.rec }
 
 // State is what the last look at the pod saw.
-func (r *Run) State() jobctl.State { return r.last }
+func (r *Run) State() JobState { return JobState(r.last) }
 
 // Ended says the run has ended: its pod was deleted (or found gone) and
 // its cost recorded.
@@ -167,15 +167,6 @@ func podEnded(s runpod.PodStatus) bool {
 // its disk is kept until the pod is deleted.
 func stillBills(s runpod.PodStatus) bool {
 	return s == runpod.StatusExited || s == runpod.StatusError
-}
-
-// StatusText is a pod's status for a person: one that is not running but
-// still bills says so.
-func StatusText(s runpod.PodStatus) string {
-	if stillBills(s) {
-		return string(s) + " (still billing)"
-	}
-	return string(s)
 }
 
 func (r *Run) gone(status runpod.PodStatus, detail string) *PodGoneError {
@@ -352,13 +343,14 @@ func (r *Run) reconnect(ctx context.Context, cause error) error {
 	}
 }
 
-// watcher returns the connection's watcher, made on first use.
-func (r *Run) watcher() (watcher, error) {
+// watcher returns the connection's watcher, made on first use (ctx bounds
+// its start).
+func (r *Run) watcher(ctx context.Context) (watcher, error) {
 	if r.watch == nil {
 		if r.conn == nil {
 			return nil, errors.New("guard: no connection to the pod")
 		}
-		w, err := r.conn.Watch(r.rec.RunDir)
+		w, err := r.conn.Watch(ctx, r.rec.RunDir)
 		if err != nil {
 			return nil, err
 		}
@@ -369,7 +361,7 @@ func (r *Run) watcher() (watcher, error) {
 
 // poll is one look at the run over SSH.
 func (r *Run) poll(ctx context.Context, touch bool) (jobctl.State, []byte, error) {
-	w, err := r.watcher()
+	w, err := r.watcher(ctx)
 	if err != nil {
 		return jobctl.State{}, nil, err
 	}
@@ -421,7 +413,7 @@ func (r *Run) putOnce(ctx context.Context, name, value string) error {
 	if err := r.liveConn(ctx); err != nil {
 		return err
 	}
-	w, err := r.watcher()
+	w, err := r.watcher(ctx)
 	if err != nil {
 		return err
 	}
@@ -439,7 +431,7 @@ func (r *Run) putOnce(ctx context.Context, name, value string) error {
 // while the client works in other sessions (an upload, a download): the
 // client is there, output or not. The returned function stops it.
 func (r *Run) holdLease(ctx context.Context) (release func()) {
-	w, err := r.watcher()
+	w, err := r.watcher(ctx)
 	if err != nil {
 		return func() {}
 	}

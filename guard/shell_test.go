@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
 	"io"
 	"os"
 	"os/exec"
@@ -13,12 +14,11 @@ import (
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/guard"
+	"github.com/overbrainer/overbrainer-go/internal/jobctl"
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
 	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/podssh"
-	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
-	"github.com/overbrainer/overbrainer-go/watchdog/jobctl"
 )
 
 // On an emulator pod, from a Run attached from the launched one's Record
@@ -30,10 +30,7 @@ func TestShellSSHConfigAndCancel(t *testing.T) {
 	shtest.NeedPods(t, runpodtest.CheckPodRunner())
 	sshBin := shtest.NeedTool(t, "ssh")
 	srv := runpodtest.NewTestServer(t, runpodtest.WithPodRunner())
-	api, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	api := checkedfake.Client(t, srv)
 	dir := t.TempDir()
 	job := filepath.Join(dir, "job")
 	script := "echo first > \"$OVERBRAINER_OUTPUTS/partial\"; echo started; while :; do sleep 0.1; done\n"
@@ -106,21 +103,24 @@ func TestShellSSHConfigAndCancel(t *testing.T) {
 	}
 
 	res, err := run.Cancel(ctx)
-	if err != nil || res != jobctl.CancelStopped {
+	if err != nil || res != guard.CancelStopped {
 		t.Fatalf("Cancel = %q, %v", res, err)
+	}
+	if st := run.State(); st.PID <= 0 || !st.Started() || !st.Ended() || st.Lost() || !st.Cancelled {
+		t.Fatalf("the state after the cancel: %+v, started %v, ended %v, lost %v", st, st.Started(), st.Ended(), st.Lost())
 	}
 	end, err := run.Follow(ctx, io.Discard)
 	if err != nil || end.How != guard.Cancelled {
 		t.Fatalf("Follow after the cancel = %v, %v", end, err)
 	}
-	if res, err := run.Cancel(ctx); err != nil || res != jobctl.CancelEnded {
+	if res, err := run.Cancel(ctx); err != nil || res != guard.CancelEnded {
 		t.Fatalf("a second Cancel = %q, %v", res, err)
 	}
 	results := filepath.Join(dir, "results")
 	if _, err := run.Collect(ctx, results); err != nil {
 		t.Fatal(err)
 	}
-	if b, _ := os.ReadFile(filepath.Join(results, jobctl.OutputsDir, "partial")); string(b) != "first\n" {
+	if b, _ := os.ReadFile(filepath.Join(results, guard.OutputsDir, "partial")); string(b) != "first\n" {
 		t.Errorf("outputs/partial %q", b)
 	}
 	if b, _ := os.ReadFile(filepath.Join(results, "cancelled")); string(b) != jobctl.CancelClient+"\n" {

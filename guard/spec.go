@@ -15,7 +15,6 @@ import (
 
 	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
-	"github.com/overbrainer/overbrainer-go/watchdog/jobctl"
 )
 
 // Defaults of a Spec's empty fields.
@@ -138,7 +137,7 @@ type Job struct {
 	// same name. A name is [A-Za-z_][A-Za-z0-9_]*, not one of the shell's
 	// own (PATH, IFS, HOME...) and not starting with OVERBRAINER_ or
 	// RUNPOD_; a value holds no NUL, and all of them take at most
-	// jobctl.MaxJobInput bytes. They are not kept: a Start after Attach
+	// 100 KiB. They are not kept: a Start after Attach
 	// needs them again.
 	Secrets map[string]string
 	// HFToken, when set, is the job's HF_TOKEN, as Secrets["HF_TOKEN"]
@@ -176,8 +175,8 @@ func (j Job) check(prefix string, results Results) []error {
 		bad("HFToken", "and Secrets[%s] differ", hfTokenName)
 	}
 	for _, name := range slices.Sorted(maps.Keys(j.Secrets)) {
-		if err := jobctl.CheckEnvName(name); err != nil {
-			bad("Secrets", "%s", strings.TrimPrefix(err.Error(), "jobctl: "))
+		if err := CheckSecretName(name); err != nil {
+			bad("Secrets", "%s", err)
 		} else if strings.Contains(j.Secrets[name], "\x00") {
 			bad("Secrets", "the value of %s contains a NUL byte", name)
 		}

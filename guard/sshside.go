@@ -5,15 +5,15 @@ import (
 	"context"
 	"io"
 
+	"github.com/overbrainer/overbrainer-go/internal/jobctl"
 	"github.com/overbrainer/overbrainer-go/podssh"
-	"github.com/overbrainer/overbrainer-go/watchdog/jobctl"
 )
 
 // conn is the Run's SSH side: one connection to the pod (a *podssh.Conn,
 // or a fake in the tests).
 type conn interface {
 	// Watch starts the long-lived look at the run directory.
-	Watch(runDir string) (watcher, error)
+	Watch(ctx context.Context, runDir string) (watcher, error)
 	Run(ctx context.Context, cmd string, stdin io.Reader, stdout, stderr io.Writer) error
 	Output(ctx context.Context, cmd string, stdin io.Reader) ([]byte, error)
 	UploadTar(ctx context.Context, remoteDir string, write func(*tar.Writer) error) error
@@ -38,7 +38,9 @@ type sshConn struct {
 	tap func(io.Reader) io.Reader
 }
 
-func (c sshConn) Watch(runDir string) (watcher, error) { return jobctl.Watch(c.Conn, runDir) }
+func (c sshConn) Watch(ctx context.Context, runDir string) (watcher, error) {
+	return jobctl.Watch(ctx, c.Conn, runDir)
+}
 
 func (c sshConn) Download(ctx context.Context, req podssh.DownloadRequest) (podssh.Extracted, error) {
 	if c.tap == nil {

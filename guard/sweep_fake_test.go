@@ -3,6 +3,7 @@ package guard
 import (
 	"context"
 	"errors"
+	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
 	"sync"
 	"testing"
 	"time"
@@ -21,10 +22,7 @@ func TestSweepOnTheFake(t *testing.T) {
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
 	srv := runpodtest.NewTestServer(t, runpodtest.WithClock(clock), runpodtest.WithPageSize(2), runpodtest.AllowPodsLeft())
-	c, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := checkedfake.Client(t, srv)
 	create := func(id string, s podenv.Settings) string {
 		s.RunID = id
 		env := testPodEnv(t, s)

@@ -1,6 +1,7 @@
 package podenv_test
 
 import (
+	"github.com/overbrainer/overbrainer-go/internal/shtest"
 	"math"
 	"os/exec"
 	"regexp"
@@ -10,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/overbrainer/overbrainer-go/bootstrap"
 	"github.com/overbrainer/overbrainer-go/podenv"
 )
 
@@ -106,7 +106,7 @@ func checkKeysInShell(t *testing.T, authKey, claim string) {
 	if err != nil {
 		return // FuzzEnv covers the Go side; the shells are tested in bootstrap.
 	}
-	script := bootstrap.Functions() + `
+	script := shtest.BootstrapFunctions(t) + `
 public_key_line "$A" || { echo "authorized key refused"; exit 1; }
 public_key_line "$C" || { echo "claim refused"; exit 1; }
 `

@@ -21,7 +21,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/crypto/ssh"
 
-	"github.com/overbrainer/overbrainer-go/bootstrap"
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
 	"github.com/overbrainer/overbrainer-go/podenv"
 )
@@ -117,7 +116,7 @@ func sameKeyTypes(t *testing.T, what string, got []string) {
 func TestTheBootstrapTakesTheAcceptedKeys(t *testing.T) {
 	keys := allowedKeys(t)
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
-		script := bootstrap.Functions() + `
+		script := shtest.BootstrapFunctions(t) + `
 for v in K0 K1 K2 K3 K4 K5 K6; do
   eval "line=\${$v}"
   public_key_line "$line" || { echo "refused $v"; exit 1; }

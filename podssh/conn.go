@@ -35,14 +35,20 @@ type Target struct {
 	// KeepAlive is the interval of the keepalive requests that notice a dead
 	// connection; 0 means 15s.
 	KeepAlive time.Duration
+	// StallAfter is how long an upload or a download may go without
+	// moving a byte before it ends with ErrStalled; 0 means 2 minutes. It
+	// is generous: a remote tar writing a full SSH window to a slow disk
+	// moves nothing for a while.
+	StallAfter time.Duration
 }
 
 // Conn is an SSH connection to a pod. Its methods are safe for concurrent
 // use; each command runs in its own session.
 type Conn struct {
-	client *ssh.Client
-	done   chan struct{}
-	once   sync.Once
+	client     *ssh.Client
+	done       chan struct{}
+	once       sync.Once
+	stallAfter time.Duration // Target.StallAfter; 0: the package's StallAfter
 }
 
 // Dial connects to the target, checking that the server presents exactly
@@ -103,7 +109,7 @@ func Dial(ctx context.Context, t Target) (*Conn, error) {
 		return nil, fmt.Errorf("podssh: %s: %w", t.Addr, err)
 	}
 	_ = nc.SetDeadline(time.Time{})
-	c := &Conn{client: ssh.NewClient(sc, chans, reqs), done: make(chan struct{})}
+	c := &Conn{client: ssh.NewClient(sc, chans, reqs), done: make(chan struct{}), stallAfter: t.StallAfter}
 	every := t.KeepAlive
 	if every == 0 {
 		every = 15 * time.Second

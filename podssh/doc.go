@@ -8,7 +8,7 @@
 // every file against the SHA-256 manifest the pod sends first. Progress
 // (a DownloadRequest's, a Counter's for an upload) is told the bytes moved
 // so far and the total counted before the first one. A transfer in which no byte
-// moved for StallAfter ends with ErrStalled, and a session whose context
+// moved for Target.StallAfter ends with ErrStalled, and a session whose context
 // ended but whose server no longer answers takes its connection down with it:
 // a frozen pod never holds its client.
 //

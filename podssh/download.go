@@ -189,7 +189,7 @@ func (c *Conn) Fetch(ctx context.Context, req DownloadRequest, read func(io.Read
 	// remote tar would block on a full window for ever.
 	outer := ctx
 	pr, pw := io.Pipe()
-	ctx, in, stop := guardStall(ctx, pr)
+	ctx, in, stop := c.guardStall(ctx, pr)
 	defer stop()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -378,7 +378,15 @@ func TestStream(t *testing.T) {
 	client, host := keys(t)
 	d := startSSHD(t, host, client.AuthorizedKey(""))
 	c := dial(t, d.addr, client, host)
-	st, err := c.Stream(Command(`while read -r l; do echo "got $l"; done; echo bye >&2; exit 4`))
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := c.Stream(done, "true"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Stream on an ended context = %v", err)
+	}
+	// ctx bounds the start only: the stream outlives it.
+	ctx, cancel := context.WithCancel(context.Background())
+	st, err := c.Stream(ctx, Command(`while read -r l; do echo "got $l"; done; echo bye >&2; exit 4`))
+	cancel()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package podssh
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,18 +11,19 @@ import (
 )
 
 // ErrStalled ends an upload or a download in which no byte moved for
-// StallAfter: a connection that silently stopped (a frozen pod, a route
+// Target.StallAfter: a connection that silently stopped (a frozen pod, a route
 // gone without a reset) would otherwise hold the caller until the pod's
 // watchdog deletes the pod.
 var ErrStalled = errors.New("podssh: the transfer stalled")
 
-// StallAfter is how long a transfer may go without moving a byte. It is
-// generous: a remote tar writing a full SSH window to a slow disk moves
-// nothing for a while.
+// StallAfter is Target.StallAfter's default.
+//
+// Deprecated: set Target.StallAfter; a change here reaches every
+// connection of the program.
 var StallAfter = 2 * time.Minute
 
 // stallGuard counts the bytes through r, and its watch ends a context when
-// none came for StallAfter.
+// none came for the connection's stall limit.
 type stallGuard struct {
 	r    io.Reader
 	last atomic.Int64 // UnixNano of the last byte (or of the start)
@@ -36,10 +38,10 @@ func (g *stallGuard) Read(p []byte) (int, error) {
 }
 
 // guardStall returns a context that ends with cause ErrStalled once the
-// returned reader (reading r) went StallAfter without a byte, and a stop
-// function to call when the transfer ended.
-func guardStall(ctx context.Context, r io.Reader) (context.Context, io.Reader, func()) {
-	limit := StallAfter
+// returned reader (reading r) went the connection's stall limit without a
+// byte, and a stop function to call when the transfer ended.
+func (c *Conn) guardStall(ctx context.Context, r io.Reader) (context.Context, io.Reader, func()) {
+	limit := cmp.Or(c.stallAfter, StallAfter)
 	ctx, cancel := context.WithCancelCause(ctx)
 	g := &stallGuard{r: r}
 	g.last.Store(time.Now().UnixNano())

@@ -2,6 +2,7 @@ package podssh
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"sync"
@@ -23,13 +24,19 @@ type sessionCloser interface {
 	Wait() error
 }
 
-// Stream starts cmd in a new session and returns its streams. The caller
-// closes it.
-func (c *Conn) Stream(cmd string) (*Stream, error) {
+// Stream starts cmd in a new session and returns its streams. ctx bounds
+// the start: once started, the stream is the caller's to Close, and ctx's
+// end no longer touches it (as with net.Dialer.DialContext).
+func (c *Conn) Stream(ctx context.Context, cmd string) (*Stream, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	s, err := c.client.NewSession()
 	if err != nil {
 		return nil, fmt.Errorf("podssh: new session: %w", err)
 	}
+	stop := context.AfterFunc(ctx, func() { s.Close() })
+	defer stop()
 	st := &Stream{s: s}
 	if st.In, err = s.StdinPipe(); err != nil {
 		s.Close()
@@ -43,6 +50,10 @@ func (c *Conn) Stream(cmd string) (*Stream, error) {
 	if err := s.Start(cmd); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("podssh: starting a stream: %w", err)
+	}
+	if !stop() {
+		// ctx ended while the session started, and closed it.
+		return nil, ctx.Err()
 	}
 	return st, nil
 }

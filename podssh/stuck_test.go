@@ -134,10 +134,11 @@ func TestRunAbandonsAStuckSession(t *testing.T) {
 func TestTransfersEndWhenNothingMoves(t *testing.T) {
 	client, host := keys(t)
 	addr := stuckServer(t, host, client)
-	defer func(d, s time.Duration) { abandonAfter, StallAfter = d, s }(abandonAfter, StallAfter)
-	abandonAfter, StallAfter = 200*time.Millisecond, 300*time.Millisecond
+	defer func(d time.Duration) { abandonAfter = d }(abandonAfter)
+	abandonAfter = 200 * time.Millisecond
+	stallAfter := 300 * time.Millisecond
 	dialStuck := func() *Conn {
-		c, err := Dial(context.Background(), Target{Addr: addr, Key: client, HostKey: host.Public})
+		c, err := Dial(context.Background(), Target{Addr: addr, Key: client, HostKey: host.Public, StallAfter: stallAfter})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -172,7 +173,7 @@ func TestTransfersEndWhenNothingMoves(t *testing.T) {
 		t.Errorf("download from a frozen server = %v, want ErrStalled", err)
 	}
 	// The caller's deadline, shorter than a stall, is the error.
-	StallAfter = time.Hour
+	stallAfter = time.Hour
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	err = within("the upload", func() error { return dialStuck().Upload(ctx, src, "/nonexistent/up") })

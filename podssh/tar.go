@@ -41,7 +41,7 @@ func (c *Conn) UploadTar(ctx context.Context, remoteDir string, write func(*tar.
 		local <- err
 	}()
 	var errb bytes.Buffer
-	gctx, in, stop := guardStall(ctx, pr)
+	gctx, in, stop := c.guardStall(ctx, pr)
 	defer stop()
 	err := c.Run(gctx, Command(untarScript, remoteDir), in, nil, &errb)
 	pr.Close()

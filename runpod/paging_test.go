@@ -146,10 +146,7 @@ func TestListPodsUnpagedAndBadCursor(t *testing.T) {
 // each with the first page's parameters.
 func TestFakePagesPods(t *testing.T) {
 	srv := runpodtest.NewTestServer(t, runpodtest.WithPageSize(3), runpodtest.AllowPodsLeft())
-	c, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := checkedfake.Client(t, srv)
 	for i := range 8 {
 		if _, err := c.CreatePod(context.Background(), runpod.CreatePodRequest{Name: fmt.Sprint("p", i), Image: "x", GPUTypeID: "NVIDIA GeForce RTX 4090"}); err != nil {
 			t.Fatal(err)
@@ -189,10 +186,7 @@ func checkListQueries(t *testing.T, srv *runpodtest.Server, n int, params string
 // fake (which refuses a cursor sent with other parameters) serves both.
 func TestListPodsPast1000(t *testing.T) {
 	srv := runpodtest.NewTestServer(t, runpodtest.AllowPodsLeft(), runpodtest.WithProvisioningDelay(24*time.Hour))
-	c, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := checkedfake.Client(t, srv)
 	seeds := make([]runpodtest.SeedPod, 1005)
 	for i := range seeds {
 		seeds[i] = runpodtest.SeedPod{Name: fmt.Sprint("overbrainer-r", i)}
@@ -220,10 +214,7 @@ func TestListPodsPast1000(t *testing.T) {
 // cmd included, the same as a listing that keeps them.
 func TestListPodsSkipArgs(t *testing.T) {
 	srv := checkedfake.NewTestServer(t, runpodtest.WithPageSize(2), runpodtest.AllowPodsLeft())
-	c, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := checkedfake.Client(t, srv)
 	script := `echo "args":"x" ["cmd"] \ 'q'` + "\n"
 	cmd := []string{"bash", "-c", script}
 	env := map[string]string{"args": "kept", "cmd": "kept", "K": `"args":"v","cmd":["v"]`}

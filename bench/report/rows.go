@@ -213,7 +213,7 @@ weighs on it; requests are the account key's
 calls per launch, the pods' own (watchdog) calls apart. 50 real pods at once load a
 2-core machine far beyond its cores, which the durations show. Processes per look:
 while it follows a job the launcher polls it through watch.sh, one long-lived shell
-per SSH connection; watchdog/jobctl's BenchmarkLookProcesses counts under strace the
+per SSH connection; internal/jobctl's BenchmarkLookProcesses counts under strace the
 processes a steady look starts (a live job, no new output, no lease to renew), as
 the difference between a session of one look and one of six; the baseline is a
 loop that answers each request with the pod's clock alone (` + "`date +%s`" + `), the

@@ -1,11 +1,11 @@
 package main_test
 
 import (
+	"github.com/overbrainer/overbrainer-go/internal/costplan"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/overbrainer/overbrainer-go/guard"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
 
@@ -30,20 +30,20 @@ func TestBillInLs(t *testing.T) {
 		t.Fatalf("ls exit %d", ls.code)
 	}
 	mustContain(t, "ls", ls.stdout.String(), "ESTIMATED", "BILLED")
-	mustContain(t, "ls", lineWith(ls.stdout.String(), r.ID), "~"+guard.Money(r.CostUSD), "pending")
+	mustContain(t, "ls", lineWith(ls.stdout.String(), r.ID), "~"+costplan.Money(r.CostUSD), "pending")
 
 	// Runpod bills it now: ls reads it, shows it and keeps it.
 	w.srv.SetBillingDelay(0)
-	want := guard.Money(w.pod(r).Bill.USD)
+	want := costplan.Money(w.pod(r).Bill.USD)
 	ls = w.run("ls")
 	line := lineWith(ls.stdout.String(), r.ID)
-	mustContain(t, "ls", line, "~"+guard.Money(r.CostUSD), want+"+")
+	mustContain(t, "ls", line, "~"+costplan.Money(r.CostUSD), want+"+")
 	if strings.Contains(line, "pending") {
 		t.Errorf("ls still shows the bill pending: %s", line)
 	}
 	mustContain(t, "ls", ls.stdout.String(), "billed: what Runpod's billing says")
 	r = w.onlyRun()
-	if r.Bill == nil || len(r.Bill.Missing) != 0 || guard.Money(r.Bill.USD) != want {
+	if r.Bill == nil || len(r.Bill.Missing) != 0 || costplan.Money(r.Bill.USD) != want {
 		t.Errorf("saved bill %+v, want %s", r.Bill, want)
 	}
 	w.assertClean()

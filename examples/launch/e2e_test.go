@@ -3,6 +3,7 @@ package main_test
 import (
 	"context"
 	"fmt"
+	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
 	"math"
 	"os"
 	"path/filepath"
@@ -427,10 +428,7 @@ func TestRmAndOrphans(t *testing.T) {
 
 	// Orphans: pods and secrets of runs this machine never knew; one of
 	// them provably abandoned, its container ended.
-	api, err := runpod.New(w.srv.APIKey(), runpod.WithBaseURL(w.srv.BaseURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	api := checkedfake.Client(t, w.srv)
 	newOrphan := func(script string) (*runpod.Pod, string) {
 		// Another machine's run, started two hours ago: its secret is past
 		// the secret grace once its pod is gone.
@@ -893,10 +891,7 @@ exit 7
 	for _, call := range [][2]string{{"DELETE", "/v2/pods/" + podID}, {"POST", "/v2/pods/" + podID + "/action"}} {
 		w.srv.Fail(call[0], call[1], runpodtest.Fault{Status: 403, Times: -1, Caller: podID})
 	}
-	api, err := runpod.New(w.srv.APIKey(), runpod.WithBaseURL(w.srv.BaseURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	api := checkedfake.Client(t, w.srv)
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
 	if _, err := api.PodAction(ctx, podID, runpod.ActionRestart); err != nil {

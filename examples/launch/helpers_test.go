@@ -24,6 +24,7 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
+	runpodtest.PodInit()
 	dir, err := os.MkdirTemp("", "launch-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

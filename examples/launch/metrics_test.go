@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"context"
+	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
 	"path/filepath"
 	"regexp"
 	"syscall"
@@ -22,10 +23,7 @@ import (
 func TestSweepServesMetrics(t *testing.T) {
 	t.Parallel()
 	w := &world{t: t, srv: runpodtest.NewTestServer(t, runpodtest.AllowPodsLeft()), stateDir: filepath.Join(t.TempDir(), "state")}
-	api, err := runpod.New(w.srv.APIKey(), runpod.WithBaseURL(w.srv.BaseURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	api := checkedfake.Client(t, w.srv)
 	ctx := context.Background()
 	id, env := otherRun(t, time.Now())
 	exited, err := api.CreatePod(ctx, runpod.CreatePodRequest{Name: podenv.PodName(id), Image: "x", GPUTypeID: "NVIDIA GeForce RTX 4090", Env: env})

@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"context"
+	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
 	"os"
 	"path/filepath"
 	"strings"
@@ -118,10 +119,7 @@ func TestAttachAfterARestartWithoutAVolume(t *testing.T) {
 // may at any time.
 func (w *world) restartPod(r *state.Run) {
 	w.t.Helper()
-	api, err := runpod.New(w.srv.APIKey(), runpod.WithBaseURL(w.srv.BaseURL()))
-	if err != nil {
-		w.t.Fatal(err)
-	}
+	api := checkedfake.Client(w.t, w.srv)
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
 	if _, err := api.PodAction(ctx, r.PodID, runpod.ActionRestart); err != nil {

@@ -38,6 +38,8 @@ var (
 // live as long as this process: then the cells run here, each from the
 // Record file alone, as if it were a program of its own.
 func main() {
+	// The emulator's pods are this binary, re-executed as their init.
+	runpodtest.PodInit()
 	if apiKey == "" {
 		check(runpodtest.CheckPodRunner())
 		srv := runpodtest.NewServer(runpodtest.WithPodRunner())

@@ -2,6 +2,7 @@ package guardmetrics_test
 
 import (
 	"context"
+	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
 	"math"
 	"net/http/httptest"
 	"testing"
@@ -26,10 +27,7 @@ import (
 func TestMetricsOfRuns(t *testing.T) {
 	clock := runpodtest.NewManualClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 	srv := runpodtest.NewTestServer(t, runpodtest.WithClock(clock.Now))
-	c, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := checkedfake.Client(t, srv)
 	ctx := context.Background()
 	id := "20260601-120000-abcd"
 	p, err := c.CreatePod(ctx, runpod.CreatePodRequest{Name: podenv.PodName(id), Image: "x", GPUTypeID: "NVIDIA GeForce RTX 4090"})

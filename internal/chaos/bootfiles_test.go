@@ -17,7 +17,6 @@ import (
 	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
 	"github.com/overbrainer/overbrainer-go/podenv"
-	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
@@ -66,10 +65,7 @@ func TestChaosBootFiles(t *testing.T) {
 					if err := os.WriteFile(filepath.Join(jobDir, "job.sh"), []byte("echo done\n"), 0o644); err != nil {
 						t.Fatal(err)
 					}
-					api, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()))
-					if err != nil {
-						t.Fatal(err)
-					}
+					api := checkedfake.Client(t, srv)
 					ctx, cancel := context.WithTimeout(context.Background(), wait)
 					defer cancel()
 					spec := guard.Spec{

@@ -3,6 +3,7 @@ package chaos_test
 import (
 	"flag"
 	"fmt"
+	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 	"os"
 	"sort"
 	"strings"
@@ -15,6 +16,7 @@ import (
 // many subtests at once unless -parallel says otherwise. Heavy parts (the
 // fault matrix's pods) bound themselves.
 func TestMain(m *testing.M) {
+	runpodtest.PodInit()
 	flag.Parse()
 	set := false
 	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })

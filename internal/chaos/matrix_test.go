@@ -14,7 +14,6 @@ import (
 
 	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
-	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
@@ -899,10 +898,7 @@ func (e *env) deleteByHand() {
 	if id == "" {
 		return
 	}
-	api, err := runpod.New(e.srv.APIKey(), runpod.WithBaseURL(e.srv.BaseURL()))
-	if err != nil {
-		e.t.Fatal(err)
-	}
+	api := checkedfake.Client(e.t, e.srv)
 	if _, err := api.DeletePod(context.Background(), id); err != nil {
 		e.t.Fatal(err)
 	}

@@ -12,7 +12,10 @@
 package checkedfake
 
 import (
+	"testing"
+
 	"github.com/overbrainer/overbrainer-go/internal/openapicheck"
+	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
 
@@ -27,4 +30,16 @@ func NewTestServer(t runpodtest.TB, opts ...runpodtest.Option) *runpodtest.Serve
 // test that starts the fake with runpodtest.NewServer and closes it itself.
 func Options(t openapicheck.Reporter, opts ...runpodtest.Option) []runpodtest.Option {
 	return append([]runpodtest.Option{runpodtest.WithMiddleware(openapicheck.Middleware(t))}, opts...)
+}
+
+// Client returns a client of srv with its account key, opts after the
+// base URL (a test's WithRetry, say). runpodtest itself never imports the
+// client: the two are written apart.
+func Client(t testing.TB, srv *runpodtest.Server, opts ...runpod.Option) *runpod.Client {
+	t.Helper()
+	c, err := runpod.New(srv.APIKey(), append([]runpod.Option{runpod.WithBaseURL(srv.BaseURL())}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

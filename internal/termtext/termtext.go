@@ -87,3 +87,18 @@ func ReadLine(br *bufio.Reader, limit int) (line string, cut bool, err error) {
 		return string(b), cut, err
 	}
 }
+
+// ByteSize is n bytes for a person, in powers of 1000 as disks and
+// networks count them.
+func ByteSize(n int64) string {
+	const unit = 1000
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit && exp < 5; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %cB", float64(n)/float64(div), "kMGTPE"[exp])
+}

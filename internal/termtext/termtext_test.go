@@ -67,3 +67,11 @@ func TestReadLineCutsAndGoesOn(t *testing.T) {
 		t.Fatalf("lines %q (%d cut), want %q", got, cuts, want)
 	}
 }
+
+func TestByteSize(t *testing.T) {
+	for n, want := range map[int64]string{0: "0 B", 999: "999 B", 1_500: "1.5 kB", 2_000_000_000: "2.0 GB", 3_100_000_000_000: "3.1 TB"} {
+		if got := ByteSize(n); got != want {
+			t.Errorf("ByteSize(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

@@ -19,16 +19,7 @@ import (
 
 func newClient(t *testing.T, srv *runpodtest.Server, opts ...runpod.Option) *runpod.Client {
 	t.Helper()
-	opts = append([]runpod.Option{
-		runpod.WithBaseURL(srv.BaseURL()),
-
-		runpod.WithRetry(4, 50*time.Millisecond),
-	}, opts...)
-	c, err := runpod.New(srv.APIKey(), opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return checkedfake.Client(t, srv, append([]runpod.Option{runpod.WithRetry(4, 50*time.Millisecond)}, opts...)...)
 }
 
 func TestClientAgreesWithTheFake(t *testing.T) {

@@ -16,6 +16,13 @@
 // NewTestServer closes the fake when the test ends and fails the test if a pod
 // was left billing. NewServer is the same without a test (call Close).
 //
+// A package whose fake runs pods (WithPodRunner) lets the runner re-execute
+// its test binary as each pod's init:
+//
+//	func TestMain(m *testing.M) { runpodtest.Main(m) }
+//
+// and a program calls PodInit first in main.
+//
 // # The API
 //
 // Under BaseURL (URL + "/v2"), with Authorization: Bearer <key>:
@@ -107,7 +114,8 @@
 // Runpod's /start.sh).
 // Pod.Argv shows what ran. That command runs, as the container's main
 // process, by an init of
-// the fake's own (this binary, re-executed) that is PID 1 of new mount,
+// the fake's own (this binary, re-executed: its main, or its TestMain,
+// calls PodInit first) that is PID 1 of new mount,
 // PID, UTS (its hostname is RUNPOD_POD_HOSTNAME) and IPC namespaces, in a
 // process group of its own. The command runs as root with Docker's default
 // capabilities only (what a Runpod container has: no CAP_SYS_ADMIN, so no

@@ -13,6 +13,7 @@ import (
 // TestMain fails the run when goroutines outlive the tests: every server is
 // closed by then, so whatever still runs leaked from the fake.
 func TestMain(m *testing.M) {
+	PodInit()
 	if os.Getenv(leaveBehindEnv) == "1" {
 		leaveBehind()
 	}

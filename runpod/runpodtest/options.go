@@ -69,8 +69,9 @@ func WithAPIKey(key string) Option { return func(c *config) { c.apiKey = key } }
 func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
 
 // WithPodRunner makes every created pod really run its command on this
-// machine (see the package doc). It needs root on Linux; without it, a
-// created pod goes to ERROR with the reason (see CheckPodRunner).
+// machine (see the package doc). It needs root on Linux, and a binary
+// that calls PodInit first; without them, a created pod goes to ERROR with
+// the reason (see CheckPodRunner and PodInit).
 func WithPodRunner() Option { return func(c *config) { c.runner = true } }
 
 // WithGPUTypes replaces the GPU catalog, and so the prices pods are billed

@@ -15,11 +15,10 @@ import (
 	"syscall"
 )
 
-// A pod's init is this very binary, re-executed by the runner with
-// RUNPODTEST_POD_INIT=1 as PID 1 of new mount, PID, UTS and IPC namespaces. It takes
-// over before main, as docker's reexec does: any binary that imports this
-// package (a test binary, examples/launch --local) can run pods.
-func init() {
+// podInitHere runs the pod's init when this process is one: this very
+// binary, re-executed by the runner with RUNPODTEST_POD_INIT=1 as PID 1 of
+// new mount, PID, UTS and IPC namespaces.
+func podInitHere() {
 	if os.Getenv(initEnvVar) != "1" || os.Getpid() != 1 {
 		return
 	}

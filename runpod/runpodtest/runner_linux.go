@@ -77,6 +77,9 @@ type linuxPod struct {
 
 func startPodProcess(spec *podSpec, out io.Writer) (podProcess, error) {
 	podID := spec.podID
+	if !podInitCalled.Load() {
+		return nil, errNoPodInit
+	}
 	if strings.ContainsAny(spec.nsDir, ",:\\") {
 		return nil, fmt.Errorf("runpodtest: the fake's directory %q holds a character overlayfs options cannot carry", spec.nsDir)
 	}

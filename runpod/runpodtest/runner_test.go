@@ -675,3 +675,22 @@ func TestPodRunnerCommandListensOnItsPort(t *testing.T) {
 	}
 	mustCall(t, srv, srv.APIKey(), "DELETE", "/v2/pods/"+p.ID, nil, http.StatusNoContent)
 }
+
+// A binary that did not call PodInit would run its own main (a test
+// binary, its tests) as the pod's init: the runner starts no pod then, and
+// the pod's error says what to call.
+func TestPodRunnerWithoutPodInitSaysSo(t *testing.T) {
+	requireRunner(t)
+	podInitCalled.Store(false)
+	t.Cleanup(func() { podInitCalled.Store(true) })
+	srv := newTestServer(t, WithPodRunner())
+	created := createPod(t, srv, shPod("noinit", "true", nil))
+	p, err := srv.WaitStatus(waitCtx(t), created.ID, StatusError)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(p.Error, "runpodtest.PodInit") {
+		t.Errorf("error %q", p.Error)
+	}
+	mustCall(t, srv, srv.APIKey(), "DELETE", "/v2/pods/"+created.ID, nil, 204)
+}

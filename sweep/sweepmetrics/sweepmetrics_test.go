@@ -2,6 +2,7 @@ package sweepmetrics_test
 
 import (
 	"context"
+	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -42,11 +43,8 @@ func TestMetricsOfAPass(t *testing.T) {
 	srv := runpodtest.NewTestServer(t, runpodtest.WithClock(clock.Now), runpodtest.AllowPodsLeft())
 	reg := prometheus.NewRegistry()
 	m := sweepmetrics.New(reg)
-	c, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()), runpod.WithRetry(4, 50*time.Millisecond),
+	c := checkedfake.Client(t, srv, runpod.WithRetry(4, 50*time.Millisecond),
 		runpod.WithHTTPClient(&http.Client{Timeout: time.Minute, Transport: m.RoundTripper(nil)}))
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
 	create := func(name string, env map[string]string) {
 		p, err := c.CreatePod(ctx, runpod.CreatePodRequest{Name: name, Image: "x", GPUTypeID: "NVIDIA GeForce RTX 4090", Env: env})

@@ -49,7 +49,7 @@ func cmdGPUs(ctx context.Context, a *app, args []string) error {
 	if err := a.parseOpen(ctx, fs, args); err != nil {
 		return err
 	}
-	f.Cloud, f.DataCenters, f.InStock = runpod.CloudType(cloud), guard.SplitList(dc), f.InStock || dc != ""
+	f.Cloud, f.DataCenters, f.InStock = runpod.CloudType(cloud), splitList(dc), f.InStock || dc != ""
 	types, err := guard.ListGPUs(ctx, a.api, f)
 	if err != nil {
 		return err

@@ -202,7 +202,7 @@ run knows (orphans: "launch rm --all-orphans" removes them).`)
 		}
 		switch {
 		case live:
-			status = dash(guard.StatusText(pod.Status))
+			status = dash(statusText(pod.Status))
 			perHr := pod.CostPerHr
 			if perHr == 0 {
 				perHr = r.CostPerHr
@@ -247,7 +247,7 @@ run knows (orphans: "launch rm --all-orphans" removes them).`)
 		if !ok {
 			name = p.Name
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s/h\t%s\t%s\t%s\n", dash(name), phase, dash(p.ID), dash(guard.StatusText(p.Status)), age, money(p.CostPerHr), "-", "-", "-")
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s/h\t%s\t%s\t%s\n", dash(name), phase, dash(p.ID), dash(statusText(p.Status)), age, money(p.CostPerHr), "-", "-", "-")
 	}
 	if err := tw.Flush(); err != nil {
 		return err

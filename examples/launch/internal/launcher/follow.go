@@ -16,7 +16,6 @@ import (
 	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/watchdog"
-	"github.com/overbrainer/overbrainer-go/watchdog/jobctl"
 )
 
 // followOpts says how to follow a run.
@@ -120,7 +119,7 @@ func (d *driver) event(e guard.Event) {
 	case guard.EventCollected:
 		d.early = !d.run.Ended() && !d.run.State().Ended()
 		a.say("results downloaded to %s (%d files, %d bytes)", e.Dir, e.Files, e.Bytes)
-		a.listOutputs(filepath.Join(e.Dir, jobctl.OutputsDir))
+		a.listOutputs(filepath.Join(e.Dir, guard.OutputsDir))
 		if len(e.Skipped) > 0 {
 			a.say("skipped (links and special files): %s", strings.Join(e.Skipped, ", "))
 		}
@@ -252,7 +251,7 @@ func (d *driver) steps(ctx context.Context, attached bool) error {
 			return d.stopped(ctx, err)
 		}
 	case attached && st.Lost():
-		a.say("%s: reading the rest of its output from byte %d", guard.LostJob, d.r.LogOffset)
+		a.say("job lost: the pod's container restarted before the job wrote its exit code: reading the rest of its output from byte %d", d.r.LogOffset)
 	case attached && st.Ended():
 		a.say("the job has ended: reading the rest of its output from byte %d", d.r.LogOffset)
 	case attached:

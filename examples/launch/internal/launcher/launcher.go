@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/overbrainer/overbrainer-go/internal/costplan"
 	"io"
 	"log/slog"
 	"net/http"
@@ -400,7 +401,28 @@ func (a *app) close() {
 }
 
 // money formats USD with enough digits for the cents of a short run.
-func money(usd float64) string { return guard.Money(usd) }
+func money(usd float64) string { return costplan.Money(usd) }
+
+// statusText is a pod's status, saying so when a pod that no longer runs
+// still bills.
+func statusText(s runpod.PodStatus) string {
+	if guard.Abandoned(s) {
+		return string(s) + " (still billing)"
+	}
+	return string(s)
+}
+
+// splitList reads a flag's list "A,B,C", trimming each; empty entries are
+// dropped (nil for "").
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
 
 // since formats a duration to the second.
 func since(d time.Duration) string {

@@ -11,7 +11,6 @@ import (
 	"github.com/overbrainer/overbrainer-go/examples/launch/internal/state"
 	"github.com/overbrainer/overbrainer-go/guard"
 	"github.com/overbrainer/overbrainer-go/podssh"
-	"github.com/overbrainer/overbrainer-go/watchdog/jobctl"
 )
 
 func cmdSSH(ctx context.Context, a *app, args []string) error {
@@ -94,10 +93,23 @@ later), collects what there is, deletes the pod (unless --keep-pod).`)
 	if err != nil {
 		return d.stopped(ctx, err)
 	}
-	a.say("%s", res.Explain())
+	a.say("%s", cancelText(res))
 	// A job that ended by itself gives its status; a stopped one, or none, is no failure.
-	if err := d.end(ctx, run.End()); err != nil && (res == jobctl.CancelEnded || d.failed != nil) {
+	if err := d.end(ctx, run.End()); err != nil && (res == guard.CancelEnded || d.failed != nil) {
 		return err
 	}
 	return nil
+}
+
+// cancelText says what a cancel found and did.
+func cancelText(r guard.CancelResult) string {
+	switch r {
+	case guard.CancelStopped:
+		return "job cancelled: its process group was stopped, without a checkpoint"
+	case guard.CancelEnded:
+		return "the job had ended already: nothing to stop"
+	case guard.CancelNoJob:
+		return "no job was started: nothing to stop"
+	}
+	return "cancel: " + string(r)
 }

@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"fmt"
+	"github.com/overbrainer/overbrainer-go/internal/termtext"
 	"os"
 	"time"
 
@@ -40,7 +41,7 @@ func rateText(e guard.Event) string {
 		return ""
 	}
 	rate := float64(e.Bytes) / secs
-	s := fmt.Sprintf(", %s/s", guard.ByteSize(int64(rate)))
+	s := fmt.Sprintf(", %s/s", termtext.ByteSize(int64(rate)))
 	if e.Total > e.Bytes {
 		s += ", " + since(time.Duration(float64(e.Total-e.Bytes)/rate*float64(time.Second))) + " left"
 	}

@@ -22,7 +22,6 @@ import (
 	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/podssh"
 	"github.com/overbrainer/overbrainer-go/runpod"
-	"github.com/overbrainer/overbrainer-go/watchdog/jobctl"
 )
 
 // PodNamePrefix starts the name of every run's pod.
@@ -63,8 +62,8 @@ func (s *secretFlag) Set(v string) error {
 	if !ok {
 		from = name
 	}
-	if err := jobctl.CheckEnvName(name); err != nil {
-		return errors.New(strings.TrimPrefix(err.Error(), "jobctl: "))
+	if err := guard.CheckSecretName(name); err != nil {
+		return err
 	}
 	if !envName.MatchString(from) {
 		return fmt.Errorf("%q is not a variable name", from)
@@ -312,8 +311,8 @@ the pod ends with the launcher.`)
 	}
 	spec := guard.Spec{
 		RunID: id, Job: guard.Job{Dir: jobDir, Command: f.cmd},
-		Image: f.image, RegistryAuthID: f.registryAuth, GPUTypes: guard.SplitList(f.gpu), GPUCount: f.gpuCount, Cloud: runpod.CloudType(f.cloud),
-		MinVRAMGB: f.minVRAM, MaxPricePerGPU: f.maxPrice, DataCenters: guard.SplitList(f.dataCenter), MinCUDA: f.minCUDA,
+		Image: f.image, RegistryAuthID: f.registryAuth, GPUTypes: splitList(f.gpu), GPUCount: f.gpuCount, Cloud: runpod.CloudType(f.cloud),
+		MinVRAMGB: f.minVRAM, MaxPricePerGPU: f.maxPrice, DataCenters: splitList(f.dataCenter), MinCUDA: f.minCUDA,
 		DiskGB: f.diskGB, VolumeGB: f.volumeGB, NetworkVolumeID: f.networkVolume, MaxVolumeGB: f.maxVolGB, NoVolumeCaches: f.noVolumeCaches,
 		VolumePath: f.volumePath, Workdir: f.workdir,
 		Rules:          f.rules,
@@ -367,7 +366,7 @@ func (a *app) resumeDir(id string) (string, error) {
 	if err != nil {
 		return "", usagef("--resume-from: %v", err)
 	}
-	dir := filepath.Join(prior.OutDir, jobctl.OutputsDir)
+	dir := filepath.Join(prior.OutDir, guard.OutputsDir)
 	if n, _, err := podssh.TreeSize(dir); err != nil || n == 0 {
 		return "", usagef("--resume-from %s: the run has no collected outputs in %s: collect them first (launch stop %s, or launch attach %s)", id, dir, id, id)
 	}

@@ -287,15 +287,6 @@ func TestJobInputRefusesBadNames(t *testing.T) {
 	}
 }
 
-func TestStartInputRefusesANewline(t *testing.T) {
-	if _, err := StartInput("a\nb"); err == nil {
-		t.Fatal("a token with a newline was accepted")
-	}
-	if _, err := StartInput(""); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestStartWithoutCommandFails(t *testing.T) {
 	forEachShell(t, func(t *testing.T, shell []string) {
 		runDir, jobEnv := newRun(t, "")

@@ -35,9 +35,10 @@ type Watcher struct {
 // its session on a done context, before it takes the connection down.
 var abandonAfter = 10 * time.Second
 
-// Watch starts watch.sh on the run directory runDir.
-func Watch(c *podssh.Conn, runDir string) (*Watcher, error) {
-	st, err := c.Stream(podssh.Command(WatchScript(), runDir))
+// Watch starts watch.sh on the run directory runDir. ctx bounds the start;
+// each Poll and Put then takes its own.
+func Watch(ctx context.Context, c *podssh.Conn, runDir string) (*Watcher, error) {
+	st, err := c.Stream(ctx, podssh.Command(WatchScript(), runDir))
 	if err != nil {
 		return nil, err
 	}

@@ -467,7 +467,7 @@ const clockOnly = `while read -r _; do printf 'ob1 - - 1 0 1700 '; date +%s; don
 // starts (a live job, no new output, no lease to renew) under strace, per
 // shell, and those of clockOnly, the baseline.
 //
-//	go test -run '^$' -bench LookProcesses ./watchdog/jobctl
+//	go test -run '^$' -bench LookProcesses ./internal/jobctl
 func BenchmarkLookProcesses(b *testing.B) {
 	strace := shtest.NeedTool(b, "strace")
 	for _, sh := range shtest.All() {

@@ -1,4 +1,4 @@
-// Package jobctl holds the client's side of the watchdog's pod file protocol as
+// Package jobctl holds guard's side of the watchdog's pod file protocol as
 // POSIX sh scripts that run on the pod over SSH, and the Go that drives
 // them: start.sh starts the job detached in its own process group (with the
 // HF token on standard input only); watch.sh is one long-lived session per

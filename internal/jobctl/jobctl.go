@@ -52,21 +52,6 @@ func startProgram() string {
 	return "wake_function=" + podssh.Quote(watchdog.WakeFunction()) + "\n" + startScript
 }
 
-// StartInput is the start command's standard input with the HF token
-// (empty for none) as the job's HF_TOKEN.
-//
-// Deprecated: use JobInput with HF_TOKEN among the secrets.
-func StartInput(hfToken string) (io.Reader, error) {
-	if strings.ContainsAny(hfToken, "\r\n\x00") {
-		return nil, errors.New("jobctl: the HF token contains a newline or NUL")
-	}
-	secrets := map[string]string{}
-	if hfToken != "" {
-		secrets["HF_TOKEN"] = hfToken
-	}
-	return JobInput(nil, secrets)
-}
-
 // MaxJobInput bounds what JobInput carries: it reaches the job through one
 // environment variable, and Linux takes at most 128 KiB in one.
 const MaxJobInput = 100 << 10
@@ -130,39 +115,23 @@ func CheckEnvName(name string) error {
 	return nil
 }
 
-// State is what one poll saw on the pod.
+// State is what one poll saw on the pod. guard.JobState is the same
+// struct, converted at guard's API (the compiler keeps the two in step),
+// and documents the fields.
 type State struct {
-	// PID is the job's process group, 0 before the job started.
-	PID int
-	// ExitCode is the job's exit status once it wrote one, else -1.
-	ExitCode int
-	// Alive says whether the job's process group exists. It is false for
-	// a lost job (see Lost), whatever its old group number names now.
-	Alive bool
-	// Cancelled says the cancelled marker exists.
-	Cancelled bool
-	// CancelReason is the word the cancelled marker holds, empty when it
-	// holds none (or there is no marker).
+	PID          int
+	ExitCode     int
+	Alive        bool
+	Cancelled    bool
 	CancelReason string
-	// LogSize is job.log's size when the poll looked.
-	LogSize int64
-	// PodNow is the pod's clock, Unix seconds.
-	PodNow int64
-	// Request is the reason in snapshot.request, empty when there is none.
-	// Any word may be there (the job can write the file): watch.sh passes
-	// on its first 64 bytes but newlines, others than [A-Za-z0-9_-] as _,
-	// and _ for an empty request.
+	LogSize      int64
+	PodNow       int64
+	// Request passes on the first 64 bytes of snapshot.request but
+	// newlines, others than [A-Za-z0-9_-] as _, and _ for an empty one.
 	Request watchdog.SnapshotReason
-	// DuKiB is the watchdog's last measure of the network volume, -1 when
-	// there is none.
-	DuKiB int64
-	// Verdict is the watchdog's verdict, the zero Verdict until it wrote
-	// one.
+	DuKiB   int64
 	Verdict watchdog.Verdict
-	// DeleteReason is the rule by which the watchdog is deleting the pod
-	// (one of the watchdog package's Delete* reasons, as its log says since
-	// it last started), empty while no rule deletes it. The pod is gone
-	// moments later, unless every way to delete it failed.
+	// DeleteReason is as the watchdog's log says since it last started.
 	DeleteReason watchdog.DeleteReason
 }
 

@@ -47,16 +47,3 @@ func ParseCancel(out []byte) (CancelResult, error) {
 	}
 	return "", fmt.Errorf("jobctl: the cancel command answered %.80q", LastLine(out))
 }
-
-// Explain says in words what the cancel did.
-func (r CancelResult) Explain() string {
-	switch r {
-	case CancelStopped:
-		return "job cancelled: its process group was stopped, without a checkpoint"
-	case CancelEnded:
-		return "the job had ended already: nothing to stop"
-	case CancelNoJob:
-		return "no job was started: nothing to stop"
-	}
-	return "cancel: " + string(r)
-}

@@ -1,6 +1,7 @@
 package jobctl
 
 import (
+	"github.com/overbrainer/overbrainer-go/internal/shtest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -8,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/overbrainer/overbrainer-go/bootstrap"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
@@ -17,7 +17,7 @@ import (
 // (which would hand the pod to a watchdog) only reports here.
 func markLost(t *testing.T, shell []string, runDir string) {
 	t.Helper()
-	script := bootstrap.Functions() + `
+	script := shtest.BootstrapFunctions(t) + `
 fail() { echo "fail $1" >&2; exit 9; }
 RUN_DIR=$1
 record_lost_job

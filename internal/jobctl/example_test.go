@@ -3,7 +3,7 @@ package jobctl_test
 import (
 	"fmt"
 
-	"github.com/overbrainer/overbrainer-go/watchdog/jobctl"
+	"github.com/overbrainer/overbrainer-go/internal/jobctl"
 )
 
 // A command's answer after what the pod's login shell printed first.
