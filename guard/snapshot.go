@@ -65,6 +65,19 @@ func ReadSnapshotProof(outputsDir string) (SnapshotProof, error) {
 	return p, nil
 }
 
+// proofIn is the snapshot proof of an outputs directory, nil when it
+// holds none (or none that reads).
+func proofIn(outputsDir string) *SnapshotProof {
+	if outputsDir == "" {
+		return nil
+	}
+	p, err := ReadSnapshotProof(outputsDir)
+	if err != nil {
+		return nil
+	}
+	return &p
+}
+
 func (p SnapshotProof) String() string {
 	s := fmt.Sprintf("step %d (%s", p.Step, p.Checkpoint)
 	if p.Reason != "" {
