@@ -87,6 +87,19 @@ func (w *recoveryWorld) of(kind guard.EventKind) []guard.Event {
 	return got
 }
 
+// launch launches the run and starts its job.
+func (w *recoveryWorld) launch(ctx context.Context) *guard.Run {
+	run, err := guard.Launch(ctx, w.api, w.spec, w.options()...)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.t.Cleanup(run.Close)
+	if err := run.Start(ctx, guard.Job{}); err != nil {
+		w.t.Fatal(err)
+	}
+	return run
+}
+
 // pulledStep is the step of the newest pull, 0 without one.
 func (w *recoveryWorld) pulledStep() int {
 	out := guard.PulledOutputs(w.spec.Recover.PullDir)
@@ -118,14 +131,7 @@ func TestFollowRecovers(t *testing.T) {
 	t.Parallel()
 	w := newRecoveryWorld(t)
 	ctx := context.Background()
-	run, err := guard.Launch(ctx, w.api, w.spec, w.options()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer run.Close()
-	if err := run.Start(ctx, guard.Job{}); err != nil {
-		t.Fatal(err)
-	}
+	run := w.launch(ctx)
 	first := run.Record().PodID
 	w.failHostAfterPull(first)
 	end, err := run.Follow(ctx, io.Discard)
@@ -182,14 +188,7 @@ func TestFollowNoRecoveryAfterStop(t *testing.T) {
 	w := newRecoveryWorld(t)
 	w.spec.Recover.OnError = true
 	ctx := context.Background()
-	run, err := guard.Launch(ctx, w.api, w.spec, w.options()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer run.Close()
-	if err := run.Start(ctx, guard.Job{}); err != nil {
-		t.Fatal(err)
-	}
+	run := w.launch(ctx)
 	if _, err := run.Snapshot(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -34,12 +34,7 @@ func TestRecoverLostPod(t *testing.T) {
 
 func recoverLostPod(t *testing.T, lose func(*runpodtest.Server, string) error) {
 	w := newWorld(t)
-	p := w.start(args([]string{"run", "--recover", "2", "--pull-every", "2s"}, fast, demo(60))...)
-	p.waitOutput("step 11/60", patience)
-	r := w.onlyRun()
-	first := r.PodID
-	// The pod is lost once a pull holds the checkpoint of step 10.
-	w.waitPull(r)
+	p, first := w.startRecovering()
 	if err := lose(w.srv, first); err != nil {
 		t.Fatal(err)
 	}
@@ -47,6 +42,16 @@ func recoverLostPod(t *testing.T, lose func(*runpodtest.Server, string) error) {
 		t.Fatalf("exit %d\n%s", code, p.stderr)
 	}
 	w.assertRecovered(first, p.stdout.String()+p.stderr.String())
+}
+
+// startRecovering starts a recovering run of the 60-step demo and
+// returns once a pull holds its checkpoint of step 10, with its pod.
+func (w *world) startRecovering() (*proc, string) {
+	p := w.start(args([]string{"run", "--recover", "2", "--pull-every", "2s"}, fast, demo(60))...)
+	p.waitOutput("step 11/60", patience)
+	r := w.onlyRun()
+	w.waitPull(r)
+	return p, r.PodID
 }
 
 // waitPull waits until a pull of run r holds a checkpoint past step 5.
@@ -138,11 +143,7 @@ func TestRecoverInterrupted(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			w := newWorld(t)
-			p := w.start(args([]string{"run", "--recover", "2", "--pull-every", "2s"}, fast, demo(60))...)
-			p.waitOutput("step 11/60", patience)
-			r := w.onlyRun()
-			first := r.PodID
-			w.waitPull(r)
+			p, first := w.startRecovering()
 			before := name == "before the create"
 			if before {
 				// The new pod's create never answers: the launcher is
@@ -163,7 +164,7 @@ func TestRecoverInterrupted(t *testing.T) {
 			p.signal(syscall.SIGKILL)
 			p.wait(patience)
 			w.srv.ClearFaults()
-			r = w.onlyRun()
+			r := w.onlyRun()
 			if r.Recovery.Replacing != first {
 				t.Errorf("after the kill the run's state says it replaces %q, want pod %s", r.Recovery.Replacing, first)
 			}
