@@ -252,6 +252,9 @@ func (r *Run) Follow(ctx context.Context, w io.Writer) (End, error) {
 		w = io.Discard
 	}
 	end, err, failed := r.followRecovering(ctx, w)
+	if err == nil && r.last.Request != "" && end.How != NeverStarted {
+		end.Requested, end.Proof = r.last.Request, r.readProof(ctx)
+	}
 	switch {
 	case failed:
 	case err == nil:

@@ -19,15 +19,22 @@ import (
 
 // countingJob counts steps into its outputs, with a snapshot proof of
 // each; started from a count it finds there, it counts two more and ends.
-// A snapshot request makes it exit 3 (a job that fails when stopped).
+// A snapshot request makes it prove a checkpoint for it and exit
+// $STOP_EXIT (0 by default).
 const countingJob = `n=$(cat "$OVERBRAINER_OUTPUTS/step" 2>/dev/null || echo 0)
 echo "$n" > "$OVERBRAINER_OUTPUTS/started_at"
 end=1000000; [ "$n" -gt 0 ] && end=$((n + 2))
-while [ "$n" -lt "$end" ]; do
-  [ -f "$OVERBRAINER_RUN_DIR/snapshot.request" ] && exit 3
-  sleep 0.3; n=$((n+1)); echo "$n" > "$OVERBRAINER_OUTPUTS/step"
-  printf '{"checkpoint": "step", "step": %d, "reason": "periodic"}\n' "$n" > "$OVERBRAINER_OUTPUTS/snapshot.json.tmp"
+proof() {
+  printf '{"checkpoint": "step", "step": %d, "reason": "%s"}\n' "$n" "$1" > "$OVERBRAINER_OUTPUTS/snapshot.json.tmp"
   mv -f "$OVERBRAINER_OUTPUTS/snapshot.json.tmp" "$OVERBRAINER_OUTPUTS/snapshot.json"
+}
+while [ "$n" -lt "$end" ]; do
+  if [ -f "$OVERBRAINER_RUN_DIR/snapshot.request" ]; then
+    proof "$(cat "$OVERBRAINER_RUN_DIR/snapshot.request")"
+    exit "${STOP_EXIT:-0}"
+  fi
+  sleep 0.3; n=$((n+1)); echo "$n" > "$OVERBRAINER_OUTPUTS/step"
+  proof periodic
 done`
 
 // recoveryWorld is an emulator with a pod runner and a run of the
@@ -187,6 +194,7 @@ func TestFollowNoRecoveryAfterStop(t *testing.T) {
 	t.Parallel()
 	w := newRecoveryWorld(t)
 	w.spec.Recover.OnError = true
+	w.spec.Job.Command = "STOP_EXIT=3 sh train.sh"
 	ctx := context.Background()
 	run := w.launch(ctx)
 	if _, err := run.Snapshot(ctx); err != nil {
@@ -195,6 +203,11 @@ func TestFollowNoRecoveryAfterStop(t *testing.T) {
 	end, err := run.Follow(ctx, io.Discard)
 	if err != nil || end.How != guard.Exited || end.ExitCode != 3 {
 		t.Fatalf("Follow: %v, %v; want the job's exit 3", end, err)
+	}
+	// Its proof for the request is read, but a job that failed did not
+	// checkpoint.
+	if end.Requested != "stop" || end.Proof == nil || end.Proof.Reason != "stop" || end.Checkpointed() {
+		t.Errorf("end %+v (proof %v): want the stop request and its proof, not checkpointed", end, end.Proof)
 	}
 	if n := len(w.srv.Pods()); n != 1 || len(w.of(guard.EventRecovering)) != 0 {
 		t.Errorf("%d pods, recovery events %v: a stopped job was recovered", n, w.of(guard.EventRecovering))

@@ -271,13 +271,19 @@ func (d *driver) steps(ctx context.Context, attached bool) error {
 	cancel()
 	switch {
 	case err != nil && ctx.Err() == nil && fctx.Err() != nil:
-		a.say("the job did not end within %s of the stop request: collecting what there is", d.o.stopWait)
-		end = guard.End{How: guard.Killed, ExitCode: -1}
+		// No proof of a checkpoint came within the wait: the job is
+		// stopped without one, and what it left is collected.
+		if _, err := run.Cancel(ctx); err != nil {
+			a.say("cancelling the job: %v", err)
+		}
+		end = run.End()
+		a.say("the job gave no proof of a checkpoint (snapshot.json) within %s of the stop request: it was cancelled (%s); collecting what there is", d.o.stopWait, end)
 	case err != nil:
 		return d.stopped(ctx, err)
 	default:
 		a.say("%s", end)
 		d.sayEndedBy(end)
+		d.sayCheckpointed(end)
 	}
 	return d.end(ctx, end)
 }
@@ -296,6 +302,20 @@ func (d *driver) sayNearDeadline() {
 // snapshotLead is the run's snapshot lead as its watchdog has it.
 func snapshotLead(rec guard.Record) time.Duration {
 	return cmp.Or(rec.SnapshotLead, podenv.DefaultSnapshotLead)
+}
+
+// sayCheckpointed says whether a job given a snapshot request proved
+// the checkpoint it made for it.
+func (d *driver) sayCheckpointed(end guard.End) {
+	switch {
+	case end.Requested == "":
+	case end.Checkpointed():
+		d.a.say("the job checkpointed on request (%s): %s", end.Requested, end.Proof)
+	case end.Proof != nil:
+		d.a.say("the job ended after the %s request without proof of a checkpoint for it: its last snapshot.json is of %s", end.Requested, end.Proof)
+	default:
+		d.a.say("the job ended after the %s request without proof of a checkpoint (no snapshot.json)", end.Requested)
+	}
 }
 
 // sayEndedBy names the rule that ended a job which stopped at the
