@@ -259,7 +259,7 @@ func (r *Run) Follow(ctx context.Context, w io.Writer) (End, error) {
 	if w == nil {
 		w = io.Discard
 	}
-	end, err, failed := r.followRecovering(ctx, w)
+	end, failed, err := r.followRecovering(ctx, w)
 	if err == nil && r.last.Request != "" && end.How != NeverStarted {
 		end.Requested, end.Proof = r.last.Request, r.readProof(ctx)
 	}

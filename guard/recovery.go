@@ -155,8 +155,14 @@ func (r *Run) recover(ctx context.Context, end End, why error) error {
 			return nil
 		}
 		if !r.mayRecover(ctx, End{}, err) {
-			if !told && ctx.Err() == nil {
-				r.emit(Event{Kind: EventFailed, Err: err, Then: ThenNothing})
+			if ctx.Err() == nil {
+				// Over: an Attach has no recovery to finish. One cut
+				// short by ctx (Ctrl-C) is left for an Attach.
+				r.rec.Recovery.Replacing = ""
+				r.save()
+				if !told {
+					r.emit(Event{Kind: EventFailed, Err: err, Then: ThenNothing})
+				}
 			}
 			return err
 		}
@@ -265,13 +271,13 @@ func (r *Run) noteAdopted() {
 }
 
 // followRecovering is the follow of each pod the run gets (Spec.Recover),
-// until the job ends in a way no recovery takes up. recovered says a
+// until the job ends in a way no recovery takes up. failed says a
 // recovery failed, which it reported.
-func (r *Run) followRecovering(ctx context.Context, w io.Writer) (end End, err error, failed bool) {
+func (r *Run) followRecovering(ctx context.Context, w io.Writer) (end End, failed bool, err error) {
 	for {
 		end, err = r.follow(ctx, w)
 		if !r.mayRecover(ctx, end, err) {
-			return end, err, false
+			return end, false, err
 		}
 		if err == nil {
 			r.emit(Event{Kind: EventJobEnded, End: end})
@@ -281,7 +287,7 @@ func (r *Run) followRecovering(ctx context.Context, w io.Writer) (end End, err e
 			why = end.Err()
 		}
 		if err := r.recover(ctx, end, why); err != nil {
-			return End{}, err, true
+			return End{}, true, err
 		}
 	}
 }

@@ -239,6 +239,31 @@ func TestFollowRecoversOnVolume(t *testing.T) {
 	}
 }
 
+// TestFollowRecoveryFails: a recovery whose new pod cannot be made ends
+// the run once, told once, with nothing left and no recovery under way
+// for an Attach to take up.
+func TestFollowRecoveryFails(t *testing.T) {
+	t.Parallel()
+	w := newRecoveryWorld(t)
+	ctx := context.Background()
+	run := w.launch(ctx)
+	w.srv.Fail("POST", "/v2/pods", runpodtest.Fault{Status: 400, Detail: "refused", Times: -1})
+	w.failHostAfterPull(run.Record().PodID)
+	if _, err := run.Follow(ctx, io.Discard); err == nil {
+		t.Fatal("Follow ended well without a pod to recover on")
+	}
+	rec := run.Record()
+	if n := len(w.of(guard.EventFailed)); n != 1 || len(w.of(guard.EventRecovering)) != 1 {
+		t.Errorf("%d failures and %d recoveries told, want 1 and 1", n, len(w.of(guard.EventRecovering)))
+	}
+	if rec.Recovery.Replacing != "" || rec.Phase != guard.PhaseFailed {
+		t.Errorf("record phase %s, recovery %+v: want failed, none under way", rec.Phase, rec.Recovery)
+	}
+	if len(w.srv.Billing()) != 0 || len(w.srv.Secrets()) != 0 {
+		t.Errorf("left billing %+v, secrets %+v", w.srv.Billing(), w.srv.Secrets())
+	}
+}
+
 // TestFollowNoRecoveryAfterStop: a job that fails once it was asked to
 // stop is not recovered, OnError or not: the stop is the user's.
 func TestFollowNoRecoveryAfterStop(t *testing.T) {
