@@ -395,17 +395,11 @@ func attach(ctx context.Context, c api, rec Record, opts ...Option) (*Run, error
 		}
 		return nil, err
 	}
-	switch st := r.last; {
-	case r.takesUpVolume():
-		// The job seen is the lost one, on the run's network volume:
-		// Start clears its markers and starts the job on this pod.
-	case st.Started() && r.rec.JobStarted.IsZero():
+	if st := r.last; st.Started() && r.rec.JobStarted.IsZero() {
 		r.rec.JobStarted = r.now()
-		fallthrough
-	case st.Started():
-		if !st.Ended() {
-			r.rec.Phase = PhaseRunning
-		}
+	}
+	if r.last.Started() && !r.last.Ended() {
+		r.rec.Phase = PhaseRunning
 	}
 	r.save()
 	return r, nil

@@ -150,32 +150,6 @@ func (w *recoveryWorld) failHostAfterPull(pod string) {
 	}()
 }
 
-// onVolume puts the run on a new network volume, recovering once.
-func (w *recoveryWorld) onVolume() runpodtest.NetworkVolume {
-	vol := w.srv.AddNetworkVolume("", 20)
-	w.spec.NetworkVolumeID = vol.ID
-	w.spec.Recover = guard.Recovery{Times: 1}
-	return vol
-}
-
-// failHostOnVolume fails the host of run's pod once the job's outputs
-// on vol hold step 2 or later, and returns the pod.
-func (w *recoveryWorld) failHostOnVolume(run *guard.Run, vol runpodtest.NetworkVolume) string {
-	first := run.Record().PodID
-	step := filepath.Join(vol.Dir, strings.TrimPrefix(run.Record().RunDir, guard.DefaultVolumePath), "outputs", "step")
-	go func() {
-		for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-			if b, _ := os.ReadFile(step); len(b) > 0 && string(b) != "1\n" {
-				break
-			}
-		}
-		if err := w.srv.FailHost(first); err != nil {
-			w.t.Error(err)
-		}
-	}()
-	return first
-}
-
 // TestFollowRecovers: with Spec.Recover, Follow itself takes a job whose
 // pod's host failed up on a second pod, made only once the first is
 // gone, from the newest pull; both pods are in the Record, the run's
@@ -230,10 +204,23 @@ func TestFollowRecovers(t *testing.T) {
 func TestFollowRecoversOnVolume(t *testing.T) {
 	t.Parallel()
 	w := newRecoveryWorld(t)
-	vol := w.onVolume()
+	vol := w.srv.AddNetworkVolume("", 20)
+	w.spec.NetworkVolumeID = vol.ID
+	w.spec.Recover = guard.Recovery{Times: 1}
 	ctx := context.Background()
 	run := w.launch(ctx)
-	w.failHostOnVolume(run, vol)
+	first, runDir := run.Record().PodID, run.Record().RunDir
+	step := filepath.Join(vol.Dir, strings.TrimPrefix(runDir, guard.DefaultVolumePath), "outputs", "step")
+	go func() {
+		for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if b, _ := os.ReadFile(step); len(b) > 0 && string(b) != "1\n" {
+				break
+			}
+		}
+		if err := w.srv.FailHost(first); err != nil {
+			w.t.Error(err)
+		}
+	}()
 	_, results := w.finish(ctx, run)
 	pods := w.srv.Pods()
 	if len(pods) != 2 || pods[1].NetworkVolumeID != vol.ID || pods[1].CreatedAt.Before(pods[0].EndedAt) {
@@ -249,66 +236,6 @@ func TestFollowRecoversOnVolume(t *testing.T) {
 	}
 	if len(w.srv.Secrets()) != 0 {
 		t.Errorf("secrets left: %+v", w.srv.Secrets())
-	}
-}
-
-// TestAttachAdoptsRecoveryOnVolume: a process that ends once a
-// recovery on a network volume made its new pod (its ctx cancelled, the
-// pod left to its watchdog) leaves a Record from which Attach adopts that
-// pod, with no other made, and Start clears the lost job's markers on the
-// volume, so that the job continues there from its outputs.
-func TestAttachAdoptsRecoveryOnVolume(t *testing.T) {
-	t.Parallel()
-	w := newRecoveryWorld(t)
-	vol := w.onVolume()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var mu sync.Mutex
-	var last guard.Record
-	save := guard.WithSave(func(rec guard.Record) error {
-		mu.Lock()
-		defer mu.Unlock()
-		last = rec
-		if st := rec.Recovery; st.Replacing != "" && rec.PodID != "" && rec.PodID != st.Replacing {
-			cancel()
-		}
-		return nil
-	})
-	run, err := guard.Launch(ctx, w.api, w.spec, append(w.options(), save, guard.WithDetachOnCancel())...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := run.Start(ctx, guard.Job{}); err != nil {
-		t.Fatal(err)
-	}
-	first := w.failHostOnVolume(run, vol)
-	if _, err := run.Follow(ctx, io.Discard); ctx.Err() == nil {
-		t.Fatalf("Follow: %v; want it cut short once the new pod was made", err)
-	}
-	run.Close()
-	mu.Lock()
-	rec := last
-	mu.Unlock()
-	if rec.Recovery.Replacing != first || rec.PodID == first || len(w.srv.Pods()) != 2 {
-		t.Fatalf("record %s replacing %q, %d pods: want the new pod made, the recovery under way", rec.PodID, rec.Recovery.Replacing, len(w.srv.Pods()))
-	}
-	again, err := guard.Attach(context.Background(), w.api, rec, w.options()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := again.Start(context.Background(), guard.Job{}); err != nil {
-		t.Fatal(err)
-	}
-	_, results := w.finish(context.Background(), again)
-	if n := len(w.srv.Pods()); n != 2 {
-		t.Errorf("%d pods: attach made another", n)
-	}
-	b, _ := os.ReadFile(filepath.Join(results, "outputs", "started_at"))
-	if from, _ := strconv.Atoi(strings.TrimSpace(string(b))); from < 2 {
-		t.Errorf("the adopted pod's job started from step %d, want the volume's step 2 or later", from)
-	}
-	if got := again.Record(); got.Recovery.Replacing != "" || len(got.Attempts) != 2 {
-		t.Errorf("after attach: recovery %+v, attempts %+v", got.Recovery, got.Attempts)
 	}
 }
 
