@@ -13,8 +13,7 @@ import (
 )
 
 // Recovery cells: a run whose pod is lost mid-run goes on on a second
-// pod, one pod at a time, billed at most its cap, from its pulled
-// checkpoint or from its outputs on its network volume; a run waits for a GPU
+// pod, one pod at a time, billed at most its cap; a run waits for a GPU
 // that comes back after capacityDelay; a launcher SIGKILLed in the middle
 // of a recovery is finished by attach. Each prints the pods left
 // billing, the most pods of the run alive at once and the dollars.
@@ -162,36 +161,6 @@ func TestChaosRecover(t *testing.T) {
 		code := l.wait()
 		w.checkFinished(l.output(), code)
 		w.figures("pod lost mid-run")
-	})
-	t.Run("pod lost mid-run on a network volume", func(t *testing.T) {
-		t.Parallel()
-		w := newRecoverWorld(t)
-		vol := w.srv.AddNetworkVolume("", 20)
-		l := w.run(40, "--recover", "2", "--network-volume", vol.ID, "--volume-path", "/workspace")
-		// The host fails once the volume holds the checkpoint of step 5.
-		ok := l.waitFor(func() bool {
-			m, _ := filepath.Glob(filepath.Join(vol.Dir, "overbrainer", "*", "outputs", "checkpoint.txt"))
-			if len(m) != 1 {
-				return false
-			}
-			b, _ := os.ReadFile(m[0])
-			return strings.HasPrefix(string(b), "step=")
-		})
-		if !ok {
-			t.Fatalf("no checkpoint on the volume: %s", l.state())
-		}
-		lost := time.Now()
-		if err := w.srv.FailHost(w.firstPod()); err != nil {
-			t.Fatal(err)
-		}
-		l.waitFor(l.says("resuming from the checkpoint at step"))
-		record(t, "recovery", "pod lost mid-run on a network volume: from the loss to the job running again", "%s", seconds(time.Since(lost)))
-		code := l.wait()
-		w.checkFinished(l.output(), code)
-		if out := l.output(); !strings.Contains(out, "from its outputs on network volume "+vol.ID) {
-			t.Errorf("the recovery did not take the job up from the volume:\n%s", out)
-		}
-		w.figures("pod lost mid-run on a network volume")
 	})
 	t.Run("capacity back after a delay", func(t *testing.T) {
 		t.Parallel()
