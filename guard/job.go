@@ -49,14 +49,6 @@ func (r *Run) Start(ctx context.Context, job Job) error {
 			job.ResumeFrom = dir
 		}
 	}
-	if r.takesUpVolume() {
-		if err := r.clearLostJob(ctx); err != nil {
-			if ctx.Err() == nil {
-				r.fail(ctx, err)
-			}
-			return err
-		}
-	}
 	if r.last.Started() {
 		return nil
 	}

@@ -30,9 +30,6 @@ type config struct {
 	// job's, for its start on a new pod (WithSecrets, Start).
 	recovery RecoveryState
 	secrets  map[string]string
-	// keptHost is the run's host key, kept for a recovery on its network
-	// volume (Relaunch).
-	keptHost keptHost
 	// early is where Follow downloads the results so far before a rule
 	// that ignores the lease takes the pod (WithEarlyResults).
 	early string

@@ -7,14 +7,9 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/overbrainer/overbrainer-go/podssh"
 	"github.com/overbrainer/overbrainer-go/runpod"
-	"github.com/overbrainer/overbrainer-go/watchdog"
-	"github.com/overbrainer/overbrainer-go/watchdog/jobctl"
 )
 
 // Recovery says how a run goes on on a new pod when its pod is lost
@@ -47,6 +42,9 @@ func (s Spec) checkRecover(bad func(field, format string, args ...any)) {
 	}
 	if rc.PullEvery > 0 && rc.PullDir == "" {
 		bad("Recover.PullDir", "is empty: PullEvery needs a directory to pull into")
+	}
+	if rc.Times > 0 && s.NetworkVolumeID != "" {
+		bad("Recover", "a run on a network volume cannot be recovered yet: its run directory there is claimed by the lost pod's host key")
 	}
 }
 
@@ -181,14 +179,8 @@ func (r *Run) nextPod(ctx context.Context) error {
 			spec.Job.ResumeFrom = out
 		}
 	}
-	ev := Event{Kind: EventRecovering, Err: errors.New(st.Why), N: st.Made, Of: st.Times}
-	if r.rec.NetworkVolumeID != "" {
-		// The outputs are on the volume, newer than any pull: nothing
-		// goes up over them.
-		spec.Job.ResumeFrom = ""
-		ev.VolumeID, ev.Remote = r.rec.NetworkVolumeID, jobctl.RunFile(r.rec.RunDir, jobctl.OutputsDir)
-	}
-	ev.Dir, ev.Proof = spec.Job.ResumeFrom, proofIn(spec.Job.ResumeFrom)
+	ev := Event{Kind: EventRecovering, Err: errors.New(st.Why), N: st.Made, Of: st.Times, Dir: spec.Job.ResumeFrom}
+	ev.Proof = proofIn(spec.Job.ResumeFrom)
 	r.emit(ev)
 	r.stopPodLog()
 	r.dropConn()
@@ -290,44 +282,4 @@ func (r *Run) followRecovering(ctx context.Context, w io.Writer) (end End, faile
 			return End{}, true, err
 		}
 	}
-}
-
-// lostJobMarkers are the files of the lost job's run in a run directory
-// that a recovery on a network volume takes up: with them the new pod
-// would take the lost job for its own, ended. Its outputs, its log and
-// the job directory stay.
-var lostJobMarkers = []string{"job.pid", "exit_code", "cancelled", watchdog.SnapshotRequest}
-
-// clearLostJob readies a run directory that a recovery on a network
-// volume took up for the job's start on the new pod: the lost job's
-// markers are removed, and the follow goes on from the end of its log
-// (the lost job's output was followed on its own pod).
-func (r *Run) clearLostJob(ctx context.Context) error {
-	if err := r.liveConn(ctx); err != nil {
-		return err
-	}
-	script := `cd "$1" || exit 1
-shift
-rm -f -- "$@" || exit 1
-if [ -f job.log ]; then wc -c < job.log; else echo 0; fi`
-	cctx, cancel := context.WithTimeout(ctx, shortCommand)
-	defer cancel()
-	out, err := r.conn.Output(cctx, podssh.Command(script, append([]string{r.rec.RunDir}, lostJobMarkers...)...), nil)
-	if err != nil {
-		return fmt.Errorf("clearing the lost job's markers in %s: %w", r.rec.RunDir, err)
-	}
-	size, err := strconv.ParseInt(strings.TrimSpace(jobctl.LastLine(out)), 10, 64)
-	if err != nil {
-		return fmt.Errorf("clearing the lost job's markers in %s: the log's size %q: %w", r.rec.RunDir, out, err)
-	}
-	r.rec.LogOffset = size
-	r.save()
-	_, err = r.Look(ctx)
-	return err
-}
-
-// takesUpVolume says the Run is a recovery's new pod on the run's
-// network volume whose job was not started yet.
-func (r *Run) takesUpVolume() bool {
-	return r.rec.Recovery.Replacing != "" && r.rec.NetworkVolumeID != "" && r.rec.JobStarted.IsZero()
 }
