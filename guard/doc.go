@@ -77,13 +77,20 @@
 // type is out of capacity waits for one (EventWaitingCapacity), with no
 // pod meanwhile, instead of failing with ErrNoGPU.
 //
-// Recovery: a run whose pod was lost under its job (Recoverable, or
-// End.Recoverable) goes on on a new pod with Relaunch, which makes none
-// until the lost pod is confirmed gone, and keeps the run's id, deadline
-// and cost cap across its pods (Record.Attempts holds each, the lost
-// ones with how they ended and what they may have cost). WithPullEvery
-// pulls the outputs while Follow follows, and PulledOutputs names the
-// newest pull, for the next pod's Job.ResumeFrom.
+// Recovery: with Spec.Recover, Follow itself takes a job whose pod was
+// lost under it (Recoverable, or End.Recoverable) up on a new pod, up to
+// Recover.Times, from the newest pull (Recover.PullEvery): the lost pod
+// is confirmed gone before the next is made, the run's id, deadline and
+// cost cap hold across its pods (Record.Attempts holds each, the lost
+// ones with how they ended and what they may have cost), and
+// EventRecovering tells each new pod. An ending by a rule, a snapshot
+// request (the user's stop among them) or a cancel is never recovered.
+// Record.Recovery says where a recovery stands, so that an Attach from
+// another process finishes one left under way without a second pod. The
+// pieces work alone too: Relaunch makes the next pod, WithPullEvery
+// pulls, and PulledOutputs names the newest pull. End.Checkpointed says
+// whether a job proved (SnapshotFile) the checkpoint its snapshot
+// request asked for.
 //
 // Failures once the pod exists end the run by a rule that never leaves a
 // pod without a guard: the pod is deleted, or left to its armed watchdog

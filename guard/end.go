@@ -1,6 +1,10 @@
 package guard
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/overbrainer/overbrainer-go/watchdog"
+)
 
 // How is how a job ended.
 type How int
@@ -37,6 +41,19 @@ type End struct {
 	ExitCode int
 	// RunDir is the run directory on the pod.
 	RunDir string
+	// Requested is the snapshot request the job was given (the user's
+	// stop, the cost cap, the deadline, a full disk), "" none; Proof is
+	// the job's snapshot.json once it ended after one (Follow reads it),
+	// nil when it wrote none.
+	Requested watchdog.SnapshotReason
+	Proof     *SnapshotProof
+}
+
+// Checkpointed says the job checkpointed on its snapshot request: it
+// exited 0 after it, with a proof made for it (SnapshotFile, whose
+// Reason names the request's).
+func (e End) Checkpointed() bool {
+	return e.OK() && e.Proof != nil && e.Proof.answers(e.Requested)
 }
 
 // OK says the job exited 0.

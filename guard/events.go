@@ -105,6 +105,12 @@ const (
 	// EventPulled: WithPullEvery downloaded the results so far (Dir,
 	// Files, Bytes).
 	EventPulled
+	// EventRecovering: the pod was lost under the job (Err says how) and
+	// the run goes on on a new pod (Spec.Recover), the N-th of at most
+	// Of, once the lost one is confirmed gone; the job resumes from Dir
+	// (none: from its beginning), whose snapshot proof is Proof when it
+	// holds one.
+	EventRecovering
 )
 
 var kindNames = map[EventKind]string{
@@ -118,7 +124,7 @@ var kindNames = map[EventKind]string{
 	EventAttempt: "attempt", EventResumed: "resumed",
 	EventWaitingSSH: "waiting_ssh", EventWaitingVerdict: "waiting_verdict",
 	EventUploading: "uploading", EventDownloading: "downloading",
-	EventWaitingCapacity: "waiting_capacity", EventPulled: "pulled",
+	EventWaitingCapacity: "waiting_capacity", EventPulled: "pulled", EventRecovering: "recovering",
 }
 
 func (k EventKind) String() string {
@@ -186,6 +192,12 @@ type Event struct {
 	UsedBytes    int64
 	Percent      int
 	SecretName   string
+
+	// N and Of count EventRecovering's new pods.
+	N, Of int
+	// Proof is the snapshot proof of the outputs a job resumes from
+	// (EventRecovering, EventResumed), nil when they hold none.
+	Proof *SnapshotProof
 
 	Attempt Attempt
 	End     End
@@ -294,7 +306,20 @@ func (e Event) String() string {
 		return fmt.Sprintf("no GPU available (%s): waiting for one, no pod meanwhile | %s elapsed, next look in %s",
 			e.GPU, roundSecond(e.Elapsed), roundSecond(e.Next))
 	case EventResumed:
-		return fmt.Sprintf("resuming from %s: %d files (%s) uploaded to %s", e.Dir, e.Files, termtext.ByteSize(e.Bytes), e.Remote)
+		s := fmt.Sprintf("resuming from %s: %d files (%s) uploaded to %s", e.Dir, e.Files, termtext.ByteSize(e.Bytes), e.Remote)
+		if e.Proof != nil {
+			s += "; the checkpoint of " + e.Proof.String()
+		}
+		return s
+	case EventRecovering:
+		from := "from its beginning"
+		switch {
+		case e.Proof != nil:
+			from = "from " + e.Proof.String() + " in " + e.Dir
+		case e.Dir != "":
+			from = "from the outputs in " + e.Dir
+		}
+		return fmt.Sprintf("recovering (%d of %d): %v; a new pod takes the job up %s", e.N, e.Of, e.Err, from)
 	}
 	return e.Kind.String()
 }

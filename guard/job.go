@@ -57,6 +57,10 @@ func (r *Run) Start(ctx context.Context, job Job) error {
 		return fmt.Errorf("%w: its run directory %s went with the pod's container", ErrJobLost, r.rec.RunDir)
 	}
 	r.rec.JobDir, r.rec.Command, r.rec.ResumeFrom = job.Dir, job.Command, job.ResumeFrom
+	if s := job.secrets(); len(s) > 0 {
+		// For the start on a new pod, should the run recover.
+		r.cfg.secrets = s
+	}
 	if err := r.start(ctx, job); err != nil {
 		switch {
 		case ctx.Err() == nil:
@@ -109,6 +113,8 @@ func (r *Run) start(ctx context.Context, job Job) error {
 	}
 	r.rec.JobStarted = r.now()
 	r.rec.Phase = PhaseRunning
+	// A recovery is over once the new pod's job runs.
+	r.rec.Recovery.Replacing = ""
 	r.save()
 	return nil
 }
@@ -245,8 +251,12 @@ func (r *Run) Follow(ctx context.Context, w io.Writer) (End, error) {
 	if w == nil {
 		w = io.Discard
 	}
-	end, err := r.follow(ctx, w)
+	end, failed, err := r.followRecovering(ctx, w)
+	if err == nil && r.last.Request != "" && end.How != NeverStarted {
+		end.Requested, end.Proof = r.last.Request, r.readProof(ctx)
+	}
 	switch {
+	case failed:
 	case err == nil:
 		r.emit(Event{Kind: EventJobEnded, End: end})
 	case ctx.Err() == nil:

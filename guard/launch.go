@@ -67,7 +67,12 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 		JobDir: spec.Job.Dir, Command: spec.Job.Command, ResumeFrom: spec.Job.ResumeFrom,
 		Rules: spec.Rules, Poll: cfg.poll, LeaseEvery: cfg.leaseEvery,
 		Results: spec.Results, Phase: PhaseCreating, Attempts: slices.Clone(cfg.prior),
+		Recovery: cfg.recovery,
 	}
+	if r.rec.Recovery.Times == 0 && r.rec.Recovery.PullEvery == 0 {
+		r.rec.Recovery = recoveryOf(spec)
+	}
+	r.cfg.pullFromRecovery(r.rec.Recovery.Recovery)
 	if ttl := spec.EffectiveRules().LeaseTTL; cfg.leaseEvery >= ttl {
 		return nil, &FieldError{Field: "WithLeaseEvery", Reason: fmt.Sprintf("%s is not shorter than the lease's lifetime (%s)", cfg.leaseEvery, ttl)}
 	}
@@ -317,6 +322,7 @@ func attach(ctx context.Context, c api, rec Record, opts ...Option) (*Run, error
 	for _, o := range opts {
 		o(&cfg)
 	}
+	cfg.pullFromRecovery(rec.Recovery.Recovery)
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
@@ -335,8 +341,25 @@ func attach(ctx context.Context, c api, rec Record, opts ...Option) (*Run, error
 	if r.host, err = podssh.ParsePublicKey(rec.HostKey); err != nil {
 		return nil, &FieldError{Field: "Record.HostKey", Reason: err.Error()}
 	}
+	adopted := false
+	if rec.Recovery.Replacing != "" {
+		// A recovery left under way: its new pod, or a new pod now.
+		var err error
+		if adopted, err = r.pendingPod(ctx); err != nil {
+			return nil, err
+		}
+		if !adopted {
+			if err := r.nextPod(ctx); err != nil {
+				return nil, err
+			}
+			return r, nil
+		}
+	}
 	if err := r.findPod(ctx); err != nil {
 		return nil, err
+	}
+	if adopted {
+		r.noteAdopted()
 	}
 	if err := r.ensure(ctx); err != nil {
 		if ctx.Err() != nil {

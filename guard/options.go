@@ -26,6 +26,10 @@ type config struct {
 	// pods, for Relaunch.
 	pull  *puller
 	prior []Attempt
+	// recovery is the run's recovery state, for Relaunch; secrets the
+	// job's, for its start on a new pod (WithSecrets, Start).
+	recovery RecoveryState
+	secrets  map[string]string
 	// early is where Follow downloads the results so far before a rule
 	// that ignores the lease takes the pod (WithEarlyResults).
 	early string

@@ -26,7 +26,11 @@ const (
 	PhaseRemoved   Phase = "removed"  // deleted without a follow (Remove)
 	PhaseLeftToPod Phase = "left"     // the client gave up and left the pod to its watchdog
 	PhaseStopped   Phase = "stopped"  // only a stop worked: the pod's volume still bills
-	PhaseUnknown   Phase = "unknown"  // what nothing else says
+	// PhaseRecovering: the pod was lost under the job and the run goes
+	// on on a new one (Spec.Recover): the old one being deleted, the new
+	// one not made yet; RecoveryState.Replacing names the lost pod.
+	PhaseRecovering Phase = "recovering"
+	PhaseUnknown    Phase = "unknown" // what nothing else says
 )
 
 // PEM is a private key in the OpenSSH PEM format. It prints as a
@@ -112,6 +116,10 @@ type Record struct {
 	Ended     time.Time `json:"ended,omitzero"`
 	CostUSD   float64   `json:"cost_usd,omitempty"`
 	Note      string    `json:"note,omitempty"`
+
+	// Recovery is where the run's recovery stands (Spec.Recover); zero
+	// for a run that does not recover.
+	Recovery RecoveryState `json:"recovery,omitzero"`
 
 	// Bill is what Runpod billed the run's pods, read after the delete
 	// (nil before it could be read); CostUSD is the estimate.

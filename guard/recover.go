@@ -104,7 +104,8 @@ func relaunch(ctx context.Context, c api, prev Record, spec Spec, why string, op
 	// The run's deadline and cap hold across its pods.
 	spec.RunID, spec.Deadline, spec.MaxCostUSD, spec.Keep = prev.ID, prev.Deadline, prev.MaxCostUSD, prev.Keep
 	spec.DeadlineFromCreate = false
-	return launch(ctx, c, spec, append(opts, func(c *config) { c.prior = attempts })...)
+	recovery := prev.Recovery
+	return launch(ctx, c, spec, append(opts, func(c *config) { c.prior, c.recovery = attempts, recovery })...)
 }
 
 // goneForGood makes sure no pod of the run is left: the Record's, and

@@ -73,5 +73,5 @@ func (r *Run) resumeEvent(dir string) {
 	if err != nil {
 		r.warn(fmt.Errorf("counting the resumed outputs: %w", err))
 	}
-	r.emit(Event{Kind: EventResumed, Dir: dir, Remote: jobctl.RunFile(r.rec.RunDir, jobctl.OutputsDir), Files: files, Bytes: size})
+	r.emit(Event{Kind: EventResumed, Dir: dir, Remote: jobctl.RunFile(r.rec.RunDir, jobctl.OutputsDir), Files: files, Bytes: size, Proof: proofIn(dir)})
 }

@@ -1,12 +1,21 @@
 package guard
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/overbrainer/overbrainer-go/internal/jobctl"
+	"github.com/overbrainer/overbrainer-go/podssh"
+	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
 // SnapshotFile is the proof of a checkpoint a job may write into its
@@ -50,9 +59,16 @@ func ReadSnapshotProof(outputsDir string) (SnapshotProof, error) {
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, maxSnapshotProof+1))
-	switch {
-	case err != nil:
+	if err != nil {
 		return p, fmt.Errorf("guard: %w", err)
+	}
+	return parseSnapshotProof(file, b)
+}
+
+// parseSnapshotProof reads the proof b that file holds.
+func parseSnapshotProof(file string, b []byte) (SnapshotProof, error) {
+	var p SnapshotProof
+	switch {
 	case len(b) > maxSnapshotProof:
 		return p, fmt.Errorf("guard: %s is larger than %d bytes: not a snapshot proof", file, maxSnapshotProof)
 	}
@@ -63,6 +79,47 @@ func ReadSnapshotProof(outputsDir string) (SnapshotProof, error) {
 		return p, fmt.Errorf("guard: %s is not a snapshot proof: step %d, checkpoint %q", file, p.Step, p.Checkpoint)
 	}
 	return p, nil
+}
+
+// answers says the proof was made for a snapshot request of reason
+// req: its Reason names req as one of its words ("stop", "snapshot
+// stop").
+func (p SnapshotProof) answers(req watchdog.SnapshotReason) bool {
+	return req != "" && slices.Contains(strings.Fields(p.Reason), string(req))
+}
+
+// readProof reads the job's snapshot.json on the pod, nil when there is
+// none that reads.
+func (r *Run) readProof(ctx context.Context) *SnapshotProof {
+	if err := r.liveConn(ctx); err != nil {
+		return nil
+	}
+	file := jobctl.RunFile(r.rec.RunDir, path.Join(jobctl.OutputsDir, SnapshotFile))
+	cctx, cancel := context.WithTimeout(ctx, shortCommand)
+	defer cancel()
+	out, err := r.conn.Output(cctx, podssh.Command(`head -c `+strconv.Itoa(maxSnapshotProof+1)+` -- "$1" 2>/dev/null || true`, file), nil)
+	if err != nil || len(out) == 0 {
+		return nil
+	}
+	p, err := parseSnapshotProof(file, out)
+	if err != nil {
+		r.warn(err)
+		return nil
+	}
+	return &p
+}
+
+// proofIn is the snapshot proof of an outputs directory, nil when it
+// holds none (or none that reads).
+func proofIn(outputsDir string) *SnapshotProof {
+	if outputsDir == "" {
+		return nil
+	}
+	p, err := ReadSnapshotProof(outputsDir)
+	if err != nil {
+		return nil
+	}
+	return &p
 }
 
 func (p SnapshotProof) String() string {

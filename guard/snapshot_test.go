@@ -35,3 +35,28 @@ func TestReadSnapshotProof(t *testing.T) {
 		}
 	}
 }
+
+// TestEndCheckpointed: a job checkpointed on request when it exited 0
+// after the request with a proof that names the request's reason.
+func TestEndCheckpointed(t *testing.T) {
+	proof := func(reason string) *guard.SnapshotProof {
+		return &guard.SnapshotProof{Checkpoint: "c", Step: 3, Reason: reason}
+	}
+	for _, tc := range []struct {
+		end  guard.End
+		want bool
+	}{
+		{guard.End{How: guard.Exited, Requested: "stop", Proof: proof("stop")}, true},
+		{guard.End{How: guard.Exited, Requested: "cost", Proof: proof("snapshot cost")}, true},
+		{guard.End{How: guard.Exited, Requested: "stop", Proof: proof("periodic")}, false},
+		{guard.End{How: guard.Exited, Requested: "stop", Proof: proof("stopped")}, false},
+		{guard.End{How: guard.Exited, Requested: "stop"}, false},
+		{guard.End{How: guard.Exited, ExitCode: 1, Requested: "stop", Proof: proof("stop")}, false},
+		{guard.End{How: guard.Exited, Proof: proof("stop")}, false},
+		{guard.End{How: guard.Cancelled, ExitCode: -1, Requested: "stop", Proof: proof("stop")}, false},
+	} {
+		if got := tc.end.Checkpointed(); got != tc.want {
+			t.Errorf("%+v (proof %v): Checkpointed %v, want %v", tc.end, tc.end.Proof, got, tc.want)
+		}
+	}
+}

@@ -108,6 +108,9 @@ type Spec struct {
 	// waiting for capacity, so that the run's time counts from its pod's
 	// create rather than from Launch (the launcher's --max-hours does).
 	DeadlineFromCreate bool
+	// Recover makes Follow go on on a new pod when the pod is lost under
+	// the job (see Recovery); zero never does.
+	Recover Recovery
 
 	// WatchdogAPIURL is the API the watchdog calls; the client's base URL
 	// when empty.
@@ -312,6 +315,7 @@ func (s Spec) check(now time.Time) error {
 	if s.CapacityWait < 0 {
 		bad("CapacityWait", "%s is negative", s.CapacityWait)
 	}
+	s.checkRecover(bad)
 	errs = append(errs, s.Results.check("Spec.Results.")...)
 	for k := range s.PodEnv {
 		switch {

@@ -307,7 +307,8 @@ func TestDetachLsStop(t *testing.T) {
 		t.Fatalf("stop exit %d", s.code)
 	}
 	mustContain(t, "stop stdout", s.stdout.String(), "snapshot requested (stop): checkpointing and stopping")
-	mustContain(t, "stop stderr", s.stderr.String(), "snapshot requested (stop)", "results downloaded", "cost: ~$")
+	mustContain(t, "stop stderr", s.stderr.String(), "snapshot requested (stop)", "results downloaded", "cost: ~$",
+		"the job checkpointed on request (stop): step ")
 	r = w.onlyRun()
 	ckpt, _ := os.ReadFile(filepath.Join(r.OutDir, "outputs", "checkpoint.txt"))
 	if !strings.Contains(string(ckpt), "reason=snapshot stop\n") {

@@ -6,9 +6,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/overbrainer/overbrainer-go/examples/launch/internal/state"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
 
@@ -32,27 +34,46 @@ func TestRecoverLostPod(t *testing.T) {
 
 func recoverLostPod(t *testing.T, lose func(*runpodtest.Server, string) error) {
 	w := newWorld(t)
-	p := w.start(args([]string{"run", "--recover", "2", "--pull-every", "2s"}, fast, demo(60))...)
-	p.waitOutput("step 11/60", patience)
-	r := w.onlyRun()
-	first := r.PodID
-	// The pod is lost once a pull holds the checkpoint of step 10.
-	pulled := filepath.Join(w.stateDir, "runs", r.ID, "pulls", "latest", "outputs", "checkpoint.txt")
-	for deadline := time.Now().Add(patience); ; time.Sleep(100 * time.Millisecond) {
-		if b, _ := os.ReadFile(pulled); strings.HasPrefix(string(b), "step=") && !strings.HasPrefix(string(b), "step=5\n") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no pull of the step 10 checkpoint within %s", patience)
-		}
-	}
+	p, first := w.startRecovering()
 	if err := lose(w.srv, first); err != nil {
 		t.Fatal(err)
 	}
 	if code := p.wait(patience); code != 0 {
 		t.Fatalf("exit %d\n%s", code, p.stderr)
 	}
-	out := p.stdout.String() + p.stderr.String()
+	w.assertRecovered(first, p.stdout.String()+p.stderr.String())
+}
+
+// startRecovering starts a recovering run of the 60-step demo and
+// returns once a pull holds its checkpoint of step 10, with its pod.
+func (w *world) startRecovering() (*proc, string) {
+	p := w.start(args([]string{"run", "--recover", "2", "--pull-every", "2s"}, fast, demo(60))...)
+	p.waitOutput("step 11/60", patience)
+	r := w.onlyRun()
+	w.waitPull(r)
+	return p, r.PodID
+}
+
+// waitPull waits until a pull of run r holds a checkpoint past step 5.
+func (w *world) waitPull(r *state.Run) {
+	pulled := filepath.Join(w.stateDir, "runs", r.ID, "pulls", "latest", "outputs", "checkpoint.txt")
+	for deadline := time.Now().Add(patience); ; time.Sleep(100 * time.Millisecond) {
+		if b, _ := os.ReadFile(pulled); strings.HasPrefix(string(b), "step=") && !strings.HasPrefix(string(b), "step=5\n") {
+			return
+		}
+		if time.Now().After(deadline) {
+			w.t.Fatalf("no pull of the step 10 checkpoint within %s", patience)
+		}
+	}
+}
+
+// assertRecovered checks a run of the 60-step demo whose first pod was
+// lost: out (what the launchers said) tells the recovery, the job went
+// on on a second pod, made once the first was gone, from step 10 or
+// later, and finished.
+func (w *world) assertRecovered(first, out string) {
+	t := w.t
+	t.Helper()
 	mustContain(t, "output", out, "recovering (1 of 2)", "training done", "checkpoint.txt, periodic) in the outputs")
 	m := regexp.MustCompile(`resuming from the checkpoint at step (\d+)`).FindStringSubmatch(out)
 	if m == nil {
@@ -69,7 +90,7 @@ func recoverLostPod(t *testing.T, lose func(*runpodtest.Server, string) error) {
 	if pods[0].Status != runpodtest.StatusTerminated || pods[1].CreatedAt.Before(pods[0].EndedAt) {
 		t.Errorf("first pod %s ended %s, second made %s", pods[0].Status, pods[0].EndedAt, pods[1].CreatedAt)
 	}
-	r = w.onlyRun()
+	r := w.onlyRun()
 	if len(r.Attempts) != 2 || r.Attempts[0].PodID != first || r.Attempts[0].Ended == "" || r.Attempts[0].CostUSD <= 0 ||
 		r.Attempts[1].PodID != pods[1].ID || r.PodID != pods[1].ID {
 		t.Errorf("attempts %+v", r.Attempts)
@@ -110,4 +131,61 @@ func TestRecoverOnError(t *testing.T) {
 			w.assertClean()
 		})
 	}
+}
+
+// TestRecoverInterrupted: a launcher killed (SIGKILL) in the middle of a
+// recovery, between the lost pod's delete and the new pod's create, or
+// once the new pod was made, leaves a Record that says where the
+// recovery stood; attach finishes it on one new pod, never a second.
+func TestRecoverInterrupted(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"before the create", "after the create"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t)
+			p, first := w.startRecovering()
+			before := name == "before the create"
+			if before {
+				// The new pod's create never answers: the launcher is
+				// killed while it waits, the lost pod already deleted.
+				w.srv.Fail("POST", "/v2/pods", runpodtest.Fault{Hang: true})
+			}
+			if err := w.srv.FailHost(first); err != nil {
+				t.Fatal(err)
+			}
+			for deadline := time.Now().Add(patience); ; time.Sleep(50 * time.Millisecond) {
+				if before && hungCreate(w.srv) || !before && len(w.srv.Pods()) == 2 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the recovery did not get to %s within %s\n%s", name, patience, p.stderr)
+				}
+			}
+			p.signal(syscall.SIGKILL)
+			p.wait(patience)
+			w.srv.ClearFaults()
+			r := w.onlyRun()
+			if r.Recovery.Replacing != first {
+				t.Errorf("after the kill the run's state says it replaces %q, want pod %s", r.Recovery.Replacing, first)
+			}
+			a := w.run("attach", r.ID)
+			if a.code != 0 {
+				t.Fatalf("attach exit %d\n%s", a.code, a.stderr)
+			}
+			w.assertRecovered(first, p.stdout.String()+p.stderr.String()+a.stdout.String()+a.stderr.String())
+			if r := w.onlyRun(); r.Recovery.Replacing != "" || r.Recovery.Made != 1 {
+				t.Errorf("recovery state after attach: %+v", r.Recovery)
+			}
+		})
+	}
+}
+
+// hungCreate says a pod's create is held by a Hang fault.
+func hungCreate(srv *runpodtest.Server) bool {
+	for _, q := range srv.Requests() {
+		if q.Method == "POST" && q.Path == "/v2/pods" && q.Fault {
+			return true
+		}
+	}
+	return false
 }

@@ -36,7 +36,15 @@
 //     in a network volume's run directory, and a volume that hangs at boot
 //     (a FUSE mount that never answers), each booted through the fake's
 //     pod runner under dash, busybox sh and bash: pods left billing per
-//     case (must be 0).
+//     case (must be 0);
+//   - recovery (TestChaosRecover): a pod whose host fails mid-run finished
+//     on a second pod from its pulled checkpoint (--recover), a GPU out of
+//     stock for CHAOS_CAPACITY_DELAY (2 minutes) waited for
+//     (--wait-for-gpu), and a launcher SIGKILLed between a recovery's
+//     delete and its create, then attached: pods left billing (must be 0),
+//     pods of the run alive at once (must be at most 1), dollars (at most
+//     the cap). A recovery on a network volume is not a cell yet: Relaunch
+//     refuses it.
 //
 // Every timed assertion is the rule's own bound plus a slack for a loaded
 // 2-core machine (Slack in the tests; CHAOS_SLACK overrides it), and each

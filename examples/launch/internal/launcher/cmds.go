@@ -97,7 +97,8 @@ pod and the secret.`
 	}
 	r.Results.MaxGB = cmp.Or(max(*maxGB, 0), r.Results.MaxGB)
 	// The job's secrets, from the variables its run named unless this
-	// command names others; needed only by a job not started yet.
+	// command names others; needed only by a job not started yet, or
+	// started again on a new pod by a recovery (--recover).
 	src, err := ff.secretSources()
 	if err != nil {
 		return err
@@ -106,7 +107,7 @@ pod and the secret.`
 		src = r.SecretSources()
 	}
 	var secrets map[string]string
-	if r.JobStarted.IsZero() && !stop {
+	if (r.JobStarted.IsZero() || r.Recovery.Times > r.Recovery.Made) && !stop {
 		if secrets, err = a.secretValues(src); err != nil {
 			return err
 		}

@@ -29,9 +29,6 @@ type followOpts struct {
 	stopWait time.Duration
 	// poll and leaseEvery are run's; attach follows as its run did.
 	poll, leaseEvery time.Duration
-	// pullEvery and recovery are run's --pull-every and --recover.
-	pullEvery time.Duration
-	recovery  recoverOpts
 }
 
 // driver is one launcher command over a guarded run: it says what the run
@@ -50,8 +47,6 @@ type driver struct {
 	failed    error
 	costShown bool
 	podLog    *cappedLog
-	// recovered counts the new pods made after lost ones.
-	recovered int
 	// asked is the last snapshot request the job was seen given, and
 	// early says the results so far were downloaded while the job ran
 	// (before a rule that ignores the lease took the pod).
@@ -78,8 +73,9 @@ func (d *driver) options() []guard.Option {
 	if d.o.poll > 0 {
 		opts = append(opts, guard.WithPoll(d.o.poll), guard.WithLeaseEvery(d.o.leaseEvery))
 	}
-	if d.o.pullEvery > 0 {
-		opts = append(opts, guard.WithPullEvery(d.o.pullEvery, d.a.pullDir(d.r.ID)))
+	if len(d.o.secrets) > 0 {
+		// For the job's start on a new pod, should the run recover.
+		opts = append(opts, guard.WithSecrets(d.o.secrets))
 	}
 	if d.o.onFailure == "leave" {
 		opts = append(opts, guard.WithLeaveOnFailure())
@@ -126,6 +122,10 @@ func (d *driver) event(e guard.Event) {
 	case guard.EventFailed:
 		d.failed = e.Err
 		d.sayFailure(e)
+	case guard.EventRecovering:
+		// The run goes on: what was said of the lost pod's end is past.
+		d.failed, d.costShown, d.early, d.asked = nil, false, false, ""
+		a.say("recovering (%d of %d): %v; a new pod takes the job up %s", e.N, e.Of, e.Err, recoverFrom(e))
 	case guard.EventDeleted:
 		a.sayDeleted(e, d.r.ID)
 	case guard.EventSecretDeleted:
@@ -270,28 +270,19 @@ func (d *driver) steps(ctx context.Context, attached bool) error {
 	cancel()
 	switch {
 	case err != nil && ctx.Err() == nil && fctx.Err() != nil:
-		a.say("the job did not end within %s of the stop request: collecting what there is", d.o.stopWait)
-		end = guard.End{How: guard.Killed, ExitCode: -1}
-	case err != nil && d.mayRecover(ctx, err):
-		return d.recover(ctx, err)
+		// No proof of a checkpoint came within the wait: the job is
+		// stopped without one, and what it left is collected.
+		if _, err := run.Cancel(ctx); err != nil {
+			a.say("cancelling the job: %v", err)
+		}
+		end = run.End()
+		a.say("the job gave no proof of a checkpoint (snapshot.json) within %s of the stop request: it was cancelled (%s); collecting what there is", d.o.stopWait, end)
 	case err != nil:
 		return d.stopped(ctx, err)
 	default:
 		a.say("%s", end)
 		d.sayEndedBy(end)
-	}
-	if d.mayRecoverEnd(ctx, end) {
-		if end.How == guard.Exited {
-			// A job that failed by itself left its newest outputs on
-			// this pod: the next one takes them up.
-			if _, err := run.Pull(ctx, a.pullDir(d.r.ID)); err != nil {
-				a.say("pulling the outputs before recovering: %v (the last pull is used)", err)
-			}
-		}
-		if _, err := run.Delete(ctx); err != nil {
-			a.say("deleting pod %s: %v", d.r.PodID, err)
-		}
-		return d.recover(ctx, end.Err())
+		d.sayCheckpointed(end)
 	}
 	return d.end(ctx, end)
 }
@@ -310,6 +301,20 @@ func (d *driver) sayNearDeadline() {
 // snapshotLead is the run's snapshot lead as its watchdog has it.
 func snapshotLead(rec guard.Record) time.Duration {
 	return cmp.Or(rec.SnapshotLead, podenv.DefaultSnapshotLead)
+}
+
+// sayCheckpointed says whether a job given a snapshot request proved
+// the checkpoint it made for it.
+func (d *driver) sayCheckpointed(end guard.End) {
+	switch {
+	case end.Requested == "":
+	case end.Checkpointed():
+		d.a.say("the job checkpointed on request (%s): %s", end.Requested, end.Proof)
+	case end.Proof != nil:
+		d.a.say("the job ended after the %s request without proof of a checkpoint for it: its last snapshot.json is of %s", end.Requested, end.Proof)
+	default:
+		d.a.say("the job ended after the %s request without proof of a checkpoint (no snapshot.json)", end.Requested)
+	}
 }
 
 // sayEndedBy names the rule that ended a job which stopped at the

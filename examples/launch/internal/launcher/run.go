@@ -355,8 +355,8 @@ the pod ends with the launcher.`)
 		a.say("resuming from %s", resumeText(spec.Job.ResumeFrom))
 	}
 	spec.Job.Secrets = secrets
-	return a.launch(ctx, r, spec, followOpts{followFlags: f.follow, secrets: secrets, poll: f.poll, leaseEvery: f.leaseEvery,
-		pullEvery: f.pullEvery, recovery: recoverOpts{spec: &spec, times: f.recoverN, onError: f.recoverOnError}})
+	spec.Recover = guard.Recovery{Times: f.recoverN, OnError: f.recoverOnError, PullEvery: f.pullEvery, PullDir: a.pullDir(id)}
+	return a.launch(ctx, r, spec, followOpts{followFlags: f.follow, secrets: secrets, poll: f.poll, leaseEvery: f.leaseEvery})
 }
 
 // resumeDir is the collected outputs of run id, for --resume-from; a run

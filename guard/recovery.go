@@ -1,0 +1,285 @@
+package guard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/overbrainer/overbrainer-go/runpod"
+)
+
+// Recovery says how a run goes on on a new pod when its pod is lost
+// under the job (Spec.Recover): Follow does it itself, so that a Go
+// program, a notebook and the launcher get the same recovery.
+type Recovery struct {
+	// Times is how many new pods the run may make after lost ones; zero
+	// recovers nothing.
+	Times int `json:"times,omitempty"`
+	// OnError recovers a job that exited non-zero by itself too, from the
+	// outputs it left (pulled once more before its pod goes).
+	OnError bool `json:"on_error,omitempty"`
+	// PullEvery and PullDir pull the job's outputs so far while it runs
+	// (as WithPullEvery does): the next pod resumes from the newest
+	// pull. PullDir alone is only where OnError pulls what a failed job
+	// left. Without a pull a new pod starts the job from the Job's own
+	// ResumeFrom, or from its beginning.
+	PullEvery time.Duration `json:"pull_every,omitempty"`
+	PullDir   string        `json:"pull_dir,omitempty"`
+}
+
+// checkRecover reports what of Spec.Recover cannot be armed.
+func (s Spec) checkRecover(bad func(field, format string, args ...any)) {
+	rc := s.Recover
+	if rc.Times < 0 {
+		bad("Recover.Times", "%d is negative", rc.Times)
+	}
+	if rc.PullEvery < 0 {
+		bad("Recover.PullEvery", "%s is negative", rc.PullEvery)
+	}
+	if rc.PullEvery > 0 && rc.PullDir == "" {
+		bad("Recover.PullDir", "is empty: PullEvery needs a directory to pull into")
+	}
+	if rc.Times > 0 && s.NetworkVolumeID != "" {
+		bad("Recover", "a run on a network volume cannot be recovered yet: its run directory there is claimed by the lost pod's host key")
+	}
+}
+
+// RecoveryState is where a run's recovery stands, in its Record.
+type RecoveryState struct {
+	Recovery
+	// Made counts the new pods made after lost ones.
+	Made int `json:"made,omitempty"`
+	// Replacing is the lost pod's id while a recovery is under way: from
+	// before that pod is deleted until the new pod's job runs. An Attach
+	// of a Record with it set finishes the recovery: it adopts the new
+	// pod when one was made, else makes it, never a second one.
+	Replacing string `json:"replacing,omitempty"`
+	// Why says how the last lost pod ended.
+	Why string `json:"why,omitempty"`
+	// Spec is the run's, without the job's secrets, for the next pod.
+	Spec Spec `json:"spec"`
+}
+
+// recoveryOf is the state a run launched with spec starts with.
+func recoveryOf(spec Spec) RecoveryState {
+	if spec.Recover.Times <= 0 && spec.Recover.PullEvery <= 0 {
+		return RecoveryState{}
+	}
+	spec.Job.Secrets, spec.Job.HFToken = nil, ""
+	spec.PodEnv = maps.Clone(spec.PodEnv)
+	return RecoveryState{Recovery: spec.Recover, Spec: spec}
+}
+
+// WithSecrets gives an attached Run the job's secrets, for the Start of
+// the job on a new pod when Follow recovers the run (Spec.Recover): a
+// Record never holds them. A Run that Start was given secrets keeps
+// those.
+func WithSecrets(secrets map[string]string) Option {
+	return func(c *config) { c.secrets = maps.Clone(secrets) }
+}
+
+// pullDir is where the run's outputs are pulled, "" when nowhere.
+func (r *Run) pullDir() string {
+	if r.cfg.pull != nil {
+		return r.cfg.pull.dir
+	}
+	return r.rec.Recovery.PullDir
+}
+
+// pullFromRecovery arms the Recovery's pulls, unless WithPullEvery did.
+func (c *config) pullFromRecovery(rc Recovery) {
+	if c.pull == nil && rc.PullEvery > 0 && rc.PullDir != "" {
+		c.pull = &puller{every: rc.PullEvery, dir: rc.PullDir}
+	}
+}
+
+// mayRecover says the run may go on on a new pod after its follow ended
+// with end and err: a pod lost under the job, a job lost with its
+// container, a job that failed by itself with OnError. An ending by a
+// rule, a snapshot request (the user's stop, the cost cap, the deadline,
+// a full disk), a cancel or ctx never is, nor past Times.
+func (r *Run) mayRecover(ctx context.Context, end End, err error) bool {
+	st := r.rec.Recovery
+	switch {
+	case st.Times <= 0 || st.Made >= st.Times || ctx.Err() != nil || r.rec.Keep:
+		return false
+	case r.last.Request != "":
+		return false
+	case err != nil:
+		return Recoverable(err)
+	case end.How == Exited && end.ExitCode != 0:
+		return st.OnError
+	}
+	return end.Recoverable()
+}
+
+// recover replaces the run's lost pod by a new one and starts the job
+// there, from the newest pull (or the Job's ResumeFrom): the lost pod is
+// confirmed deleted first, the new one made under the run's deadline and
+// cost cap (Relaunch). A new pod whose bootstrap, verdict or start fails
+// on its host counts as one more recovery. On success r is the new pod's
+// Run.
+func (r *Run) recover(ctx context.Context, end End, why error) error {
+	if dir := r.pullDir(); end.How == Exited && dir != "" {
+		// A job that failed by itself left its newest outputs on this
+		// pod: the next one takes them up.
+		if _, err := r.Pull(ctx, dir); err != nil {
+			r.warn(fmt.Errorf("pulling the outputs before recovering (the last pull is used): %w", err))
+		}
+	}
+	// A failure is told once: by the launch or the start that failed, or
+	// here.
+	told, events := false, r.cfg.events
+	r.cfg.events = func(e Event) {
+		told = told || e.Kind == EventFailed
+		events(e)
+	}
+	defer func() { r.cfg.events = events }()
+	for {
+		st := &r.rec.Recovery
+		st.Made++
+		st.Replacing, st.Why = r.rec.PodID, why.Error()
+		r.rec.Phase = PhaseRecovering
+		r.save()
+		err := r.nextPod(ctx)
+		if err == nil {
+			err = r.Start(ctx, Job{Dir: r.rec.JobDir, Command: r.rec.Command, ResumeFrom: r.rec.ResumeFrom, Secrets: r.cfg.secrets})
+		}
+		if err == nil {
+			return nil
+		}
+		if !r.mayRecover(ctx, End{}, err) {
+			if ctx.Err() == nil {
+				// Over: an Attach has no recovery to finish. One cut
+				// short by ctx (Ctrl-C) is left for an Attach.
+				r.rec.Recovery.Replacing = ""
+				r.save()
+				if !told {
+					r.emit(Event{Kind: EventFailed, Err: err, Then: ThenNothing})
+				}
+			}
+			return err
+		}
+		told, why = false, err
+	}
+}
+
+// nextPod makes the run's next pod, once its lost one is confirmed gone,
+// and makes r its Run; the job is not started.
+func (r *Run) nextPod(ctx context.Context) error {
+	st := r.rec.Recovery
+	spec := st.Spec
+	spec.Job.ResumeFrom = r.rec.ResumeFrom
+	if dir := r.pullDir(); dir != "" {
+		if out := PulledOutputs(dir); out != "" {
+			spec.Job.ResumeFrom = out
+		}
+	}
+	ev := Event{Kind: EventRecovering, Err: errors.New(st.Why), N: st.Made, Of: st.Times, Dir: spec.Job.ResumeFrom}
+	ev.Proof = proofIn(spec.Job.ResumeFrom)
+	r.emit(ev)
+	r.stopPodLog()
+	r.dropConn()
+	secrets := r.cfg.secrets
+	nr, err := r.relaunchHere(ctx, spec)
+	if err != nil {
+		return err
+	}
+	*r = *nr
+	r.cfg.secrets = secrets
+	return nil
+}
+
+// relaunchHere makes the run's next pod with r's options. A launch that
+// fails leaves r's Record as the launch last saved it (its pods deleted),
+// so that the next recovery, or an Attach, takes up from there.
+func (r *Run) relaunchHere(ctx context.Context, spec Spec) (*Run, error) {
+	cfg := r.cfg
+	latest, inner := r.rec, cfg.save
+	cfg.save = func(rec Record) error {
+		latest = rec
+		if inner != nil {
+			return inner(rec)
+		}
+		return nil
+	}
+	nr, err := relaunch(ctx, r.api, r.rec, spec, r.rec.Recovery.Why, func(c *config) { *c = cfg })
+	if err != nil {
+		r.rec = latest
+		if r.rec.Phase == PhaseRecovering {
+			// Nothing was created: the run ends here.
+			r.rec.Phase, r.rec.Note = PhaseFailed, err.Error()
+			r.save()
+		}
+		return nil, err
+	}
+	nr.cfg.save = inner
+	return nr, nil
+}
+
+// pendingPod finds, in Attach, the new pod of a recovery that a process
+// left under way (RecoveryState.Replacing): adopt says one was made,
+// whose id the Record now holds; else none can exist, and Attach makes
+// it.
+func (r *Run) pendingPod(ctx context.Context) (adopt bool, err error) {
+	st := r.rec.Recovery
+	if r.rec.PodID != "" && r.rec.PodID != st.Replacing {
+		return true, nil
+	}
+	if r.rec.PodID == st.Replacing {
+		// The process ended before the new pod's keys were saved: no
+		// pod of them can exist.
+		return false, nil
+	}
+	pods, err := r.api.ListPods(ctx, runpod.ListPodsOptions{Name: r.rec.PodName})
+	if err != nil {
+		return false, fmt.Errorf("looking for pod %s: %w", r.rec.PodName, err)
+	}
+	for _, p := range slices.Backward(pods) {
+		if p.ID != st.Replacing && p.Status != runpod.StatusTerminated {
+			r.rec.PodID = p.ID
+			if r.rec.BillingStart.IsZero() {
+				r.rec.BillingStart = p.CreatedAt
+			}
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// noteAdopted puts the pod a recovery made, and Attach adopted, in the
+// Record's attempts when the process that made it ended before it did.
+func (r *Run) noteAdopted() {
+	for _, a := range r.rec.Attempts {
+		if a.PodID == r.rec.PodID {
+			return
+		}
+	}
+	r.rec.Attempts = append(r.rec.Attempts, Attempt{GPU: r.rec.GPU, Time: r.rec.BillingStart, Outcome: OutcomeCreated, PodID: r.rec.PodID})
+}
+
+// followRecovering is the follow of each pod the run gets (Spec.Recover),
+// until the job ends in a way no recovery takes up. failed says a
+// recovery failed, which it reported.
+func (r *Run) followRecovering(ctx context.Context, w io.Writer) (end End, failed bool, err error) {
+	for {
+		end, err = r.follow(ctx, w)
+		if !r.mayRecover(ctx, end, err) {
+			return end, false, err
+		}
+		if err == nil {
+			r.emit(Event{Kind: EventJobEnded, End: end})
+		}
+		why := err
+		if why == nil {
+			why = end.Err()
+		}
+		if err := r.recover(ctx, end, why); err != nil {
+			return End{}, true, err
+		}
+	}
+}

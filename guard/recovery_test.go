@@ -1,0 +1,265 @@
+package guard_test
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/overbrainer/overbrainer-go/guard"
+	"github.com/overbrainer/overbrainer-go/podenv"
+	"github.com/overbrainer/overbrainer-go/runpod"
+	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
+)
+
+// countingJob counts steps into its outputs, with a snapshot proof of
+// each; started from a count it finds there, it counts two more and ends.
+// A snapshot request makes it prove a checkpoint for it and exit
+// $STOP_EXIT (0 by default).
+const countingJob = `n=$(cat "$OVERBRAINER_OUTPUTS/step" 2>/dev/null || echo 0)
+echo "$n" > "$OVERBRAINER_OUTPUTS/started_at"
+end=1000000; [ "$n" -gt 0 ] && end=$((n + 2))
+proof() {
+  printf '{"checkpoint": "step", "step": %d, "reason": "%s"}\n' "$n" "$1" > "$OVERBRAINER_OUTPUTS/snapshot.json.tmp"
+  mv -f "$OVERBRAINER_OUTPUTS/snapshot.json.tmp" "$OVERBRAINER_OUTPUTS/snapshot.json"
+}
+while [ "$n" -lt "$end" ]; do
+  if [ -f "$OVERBRAINER_RUN_DIR/snapshot.request" ]; then
+    proof "$(cat "$OVERBRAINER_RUN_DIR/snapshot.request")"
+    exit "${STOP_EXIT:-0}"
+  fi
+  sleep 0.3; n=$((n+1)); echo "$n" > "$OVERBRAINER_OUTPUTS/step"
+  proof periodic
+done`
+
+// recoveryWorld is an emulator with a pod runner and a run of the
+// counting job whose events are kept.
+type recoveryWorld struct {
+	t    *testing.T
+	srv  *runpodtest.Server
+	api  *runpod.Client
+	dir  string
+	spec guard.Spec
+
+	mu     sync.Mutex
+	events []guard.Event
+}
+
+func newRecoveryWorld(t *testing.T) *recoveryWorld {
+	srv := runpodtest.NewServer(runpodtest.WithPodRunner())
+	t.Cleanup(srv.Close)
+	api, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	job := filepath.Join(dir, "job")
+	if err := os.Mkdir(job, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(job, "train.sh"), []byte(countingJob+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w := &recoveryWorld{t: t, srv: srv, api: api, dir: dir}
+	w.spec = guard.Spec{
+		Job:     guard.Job{Dir: job, Command: "sh train.sh"},
+		Rules:   podenv.Rules{Deadline: time.Now().Add(time.Hour), MaxCostUSD: 1},
+		Recover: guard.Recovery{Times: 2, PullEvery: 300 * time.Millisecond, PullDir: filepath.Join(dir, "pulls")},
+	}
+	return w
+}
+
+func (w *recoveryWorld) options() []guard.Option {
+	return []guard.Option{guard.WithPoll(100 * time.Millisecond), guard.WithEvents(func(e guard.Event) {
+		w.mu.Lock()
+		w.events = append(w.events, e)
+		w.mu.Unlock()
+	})}
+}
+
+func (w *recoveryWorld) of(kind guard.EventKind) []guard.Event {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var got []guard.Event
+	for _, e := range w.events {
+		if e.Kind == kind {
+			got = append(got, e)
+		}
+	}
+	return got
+}
+
+// launch launches the run and starts its job.
+func (w *recoveryWorld) launch(ctx context.Context) *guard.Run {
+	run, err := guard.Launch(ctx, w.api, w.spec, w.options()...)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.t.Cleanup(run.Close)
+	if err := run.Start(ctx, guard.Job{}); err != nil {
+		w.t.Fatal(err)
+	}
+	return run
+}
+
+// pulledStep is the step of the newest pull, 0 without one.
+func (w *recoveryWorld) pulledStep() int {
+	out := guard.PulledOutputs(w.spec.Recover.PullDir)
+	if out == "" {
+		return 0
+	}
+	b, _ := os.ReadFile(filepath.Join(out, "step"))
+	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return n
+}
+
+// failHostAfterPull fails pod's host once a pull holds step 2 or later.
+func (w *recoveryWorld) failHostAfterPull(pod string) {
+	go func() {
+		for deadline := time.Now().Add(2 * time.Minute); w.pulledStep() < 2 && time.Now().Before(deadline); {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if err := w.srv.FailHost(pod); err != nil {
+			w.t.Error(err)
+		}
+	}()
+}
+
+// TestFollowRecovers: with Spec.Recover, Follow itself takes a job whose
+// pod's host failed up on a second pod, made only once the first is
+// gone, from the newest pull; both pods are in the Record, the run's
+// cost cap holds over both, and the recovery is told.
+func TestFollowRecovers(t *testing.T) {
+	t.Parallel()
+	w := newRecoveryWorld(t)
+	ctx := context.Background()
+	run := w.launch(ctx)
+	first := run.Record().PodID
+	w.failHostAfterPull(first)
+	end, err := run.Follow(ctx, io.Discard)
+	if err != nil || !end.OK() {
+		t.Fatalf("Follow: %v, %v", end, err)
+	}
+	rec := run.Record()
+	results := filepath.Join(w.dir, "results")
+	if _, err := run.Collect(ctx, results); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run.Delete(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	pods := w.srv.Pods()
+	if len(pods) != 2 || pods[0].ID != first || rec.PodID != pods[1].ID {
+		t.Fatalf("pods %+v, want the failed one and one more", pods)
+	}
+	if pods[1].CreatedAt.Before(pods[0].EndedAt) {
+		t.Errorf("the second pod was made at %s, before the first ended at %s", pods[1].CreatedAt, pods[0].EndedAt)
+	}
+	for _, p := range pods {
+		if p.Billing {
+			t.Errorf("pod %s still bills", p.ID)
+		}
+	}
+	if len(rec.Attempts) != 2 || rec.Attempts[0].PodID != first || rec.Attempts[0].Ended == "" || rec.Attempts[0].CostUSD <= 0 || rec.Attempts[1].PodID != rec.PodID {
+		t.Errorf("attempts %+v", rec.Attempts)
+	}
+	if rec.Recovery.Made != 1 || rec.Recovery.Replacing != "" {
+		t.Errorf("recovery state %+v", rec.Recovery)
+	}
+	if usd := w.srv.TotalUSD(); usd > rec.MaxCostUSD {
+		t.Errorf("billed %v over the cap %v", usd, rec.MaxCostUSD)
+	}
+	rs := w.of(guard.EventRecovering)
+	if len(rs) != 1 || rs[0].N != 1 || rs[0].Of != 2 || rs[0].Proof == nil || rs[0].Proof.Step < 2 || rs[0].PodID != first {
+		t.Fatalf("recovery events %+v", rs)
+	}
+	b, _ := os.ReadFile(filepath.Join(results, "outputs", "started_at"))
+	if from, _ := strconv.Atoi(strings.TrimSpace(string(b))); int64(from) < rs[0].Proof.Step {
+		t.Errorf("the second pod's job started from step %d, want the proof's %d", from, rs[0].Proof.Step)
+	}
+	if len(w.of(guard.EventFailed)) != 0 {
+		t.Errorf("a recovered run told a failure: %v", w.of(guard.EventFailed))
+	}
+}
+
+// TestFollowRecoveryFails: a recovery whose new pod cannot be made ends
+// the run once, told once, with nothing left and no recovery under way
+// for an Attach to take up.
+func TestFollowRecoveryFails(t *testing.T) {
+	t.Parallel()
+	w := newRecoveryWorld(t)
+	ctx := context.Background()
+	run := w.launch(ctx)
+	w.srv.Fail("POST", "/v2/pods", runpodtest.Fault{Status: 400, Detail: "refused", Times: -1})
+	w.failHostAfterPull(run.Record().PodID)
+	if _, err := run.Follow(ctx, io.Discard); err == nil {
+		t.Fatal("Follow ended well without a pod to recover on")
+	}
+	rec := run.Record()
+	if n := len(w.of(guard.EventFailed)); n != 1 || len(w.of(guard.EventRecovering)) != 1 {
+		t.Errorf("%d failures and %d recoveries told, want 1 and 1", n, len(w.of(guard.EventRecovering)))
+	}
+	if rec.Recovery.Replacing != "" || rec.Phase != guard.PhaseFailed {
+		t.Errorf("record phase %s, recovery %+v: want failed, none under way", rec.Phase, rec.Recovery)
+	}
+	if len(w.srv.Billing()) != 0 || len(w.srv.Secrets()) != 0 {
+		t.Errorf("left billing %+v, secrets %+v", w.srv.Billing(), w.srv.Secrets())
+	}
+}
+
+// TestFollowNoRecoveryAfterStop: a job that fails once it was asked to
+// stop is not recovered, OnError or not: the stop is the user's.
+func TestFollowNoRecoveryAfterStop(t *testing.T) {
+	t.Parallel()
+	w := newRecoveryWorld(t)
+	w.spec.Recover.OnError = true
+	w.spec.Job.Command = "STOP_EXIT=3 sh train.sh"
+	ctx := context.Background()
+	run := w.launch(ctx)
+	if _, err := run.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	end, err := run.Follow(ctx, io.Discard)
+	if err != nil || end.How != guard.Exited || end.ExitCode != 3 {
+		t.Fatalf("Follow: %v, %v; want the job's exit 3", end, err)
+	}
+	// Its proof for the request is read, but a job that failed did not
+	// checkpoint.
+	if end.Requested != "stop" || end.Proof == nil || end.Proof.Reason != "stop" || end.Checkpointed() {
+		t.Errorf("end %+v (proof %v): want the stop request and its proof, not checkpointed", end, end.Proof)
+	}
+	if n := len(w.srv.Pods()); n != 1 || len(w.of(guard.EventRecovering)) != 0 {
+		t.Errorf("%d pods, recovery events %v: a stopped job was recovered", n, w.of(guard.EventRecovering))
+	}
+	if _, err := run.Delete(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRecoverRefusedSpec: a Spec whose recovery cannot be armed fails
+// before any pod exists.
+func TestRecoverRefusedSpec(t *testing.T) {
+	t.Parallel()
+	srv := runpodtest.NewServer()
+	t.Cleanup(srv.Close)
+	api, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := t.TempDir()
+	for _, rc := range []guard.Recovery{{Times: -1}, {Times: 1, PullEvery: -time.Second}, {Times: 1, PullEvery: time.Second}} {
+		spec := guard.Spec{Job: guard.Job{Dir: job, Command: "true"}, Rules: podenv.Rules{Deadline: time.Now().Add(time.Hour)}, Recover: rc}
+		if _, err := guard.Launch(context.Background(), api, spec); err == nil || !strings.Contains(err.Error(), "Spec.Recover") {
+			t.Errorf("%+v: %v, want a Spec.Recover field error", rc, err)
+		}
+	}
+	if n := len(srv.Pods()); n != 0 {
+		t.Errorf("%d pods made", n)
+	}
+}
