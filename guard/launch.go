@@ -61,6 +61,10 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 		return nil, err
 	}
 	r := &Run{api: c, cfg: cfg}
+	if s := spec.Job.secrets(); len(s) > 0 {
+		// For a Start that names no job, and a recovery's on a new pod.
+		r.cfg.secrets = s
+	}
 	r.rec = Record{
 		ID: spec.RunID, APIURL: c.BaseURL(),
 		PodName: podenv.PodName(spec.RunID), SecretName: podenv.HostKeySecretName(spec.RunID),

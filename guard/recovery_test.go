@@ -263,3 +263,49 @@ func TestRecoverRefusedSpec(t *testing.T) {
 		t.Errorf("%d pods made", n)
 	}
 }
+
+// TestAttachRecoversWithSecrets: a Record never holds the job's secrets,
+// so a Run attached with WithSecrets is what gives them to the job that a
+// recovery starts on a new pod.
+func TestAttachRecoversWithSecrets(t *testing.T) {
+	t.Parallel()
+	w := newRecoveryWorld(t)
+	const token = "tok-attach-7f3a"
+	w.spec.Job.Secrets = map[string]string{"RUN_TOKEN": token}
+	// The job records whether it saw the token, never the token.
+	w.spec.Job.Command = `if [ "$RUN_TOKEN" = ` + token + ` ]; then echo yes; else echo no; fi >> "$OVERBRAINER_OUTPUTS/saw_token"; sh train.sh`
+	ctx := context.Background()
+	first := w.launch(ctx)
+	rec := first.Record()
+	first.Close()
+
+	run, err := guard.Attach(ctx, w.api, rec, append(w.options(), guard.WithSecrets(w.spec.Job.Secrets))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(run.Close)
+	w.failHostAfterPull(rec.PodID)
+	end, err := run.Follow(ctx, io.Discard)
+	if err != nil || !end.OK() {
+		t.Fatalf("Follow: %v, %v", end, err)
+	}
+	results := filepath.Join(w.dir, "results")
+	if _, err := run.Collect(ctx, results); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run.Delete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(w.of(guard.EventRecovering)); n != 1 {
+		t.Fatalf("%d recoveries, want 1", n)
+	}
+	// The first pod's line came with the pull; the second pod's job added
+	// its own.
+	b, _ := os.ReadFile(filepath.Join(results, "outputs", "saw_token"))
+	if got := strings.Fields(string(b)); len(got) != 2 || got[0] != "yes" || got[1] != "yes" {
+		t.Errorf("saw_token %q: want the job to see its secret on both pods", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(results, "record.json")); strings.Contains(string(b), token) {
+		t.Error("the token is in the collected record")
+	}
+}
