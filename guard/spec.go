@@ -29,6 +29,11 @@ const (
 	DefaultLeaseTTL = podenv.DefaultLeaseTTL
 	// DefaultMaxExtension is how long past the deadline a lease may hold.
 	DefaultMaxExtension = podenv.DefaultMaxExtension
+	// DefaultStallAfter is how long a job may go without moving (no new
+	// progress line, or no output before it reported progress) before it
+	// is asked for a snapshot, and its pod deleted if it still does not
+	// move (Rules.StallAfter).
+	DefaultStallAfter = podenv.DefaultStallAfter
 )
 
 // PodNamePrefix starts every guarded pod's name: the pod of run ID is
