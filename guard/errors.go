@@ -72,7 +72,8 @@ type PodGoneError struct {
 	// one was seen.
 	DeleteReason watchdog.DeleteReason
 	// Due is the watchdog rule that deletes a pod whatever its lease
-	// (DeleteCostCap, DeleteMaxExtension) whose time had come by this
+	// (DeleteCostCap, DeleteMaxExtension; DeleteStalled once this client
+	// saw the job stalled) whose time had come by this
 	// machine's clock when the pod was found gone, empty when none had:
 	// the likely reason when no DeleteReason was seen (the pod went
 	// between two looks).

@@ -111,6 +111,20 @@ const (
 	// (none: from its beginning), whose snapshot proof is Proof when it
 	// holds one.
 	EventRecovering
+	// EventStalled: the job has not moved for the run's StallAfter
+	// (Elapsed since it last did; ProgressLine its last progress line, empty
+	// when it reported none): the lease is no longer renewed, and the job
+	// is asked for a snapshot unless a request is there (Snapshot) or the
+	// run counts a busy GPU (which only the watchdog sees).
+	EventStalled
+	// EventPaceDeadline: at the pace the job's progress shows (PerStep,
+	// at Step of Steps), the steps left need Need, more than the Left
+	// until the Deadline. Told once a follow.
+	EventPaceDeadline
+	// EventPaceCost: at that pace, the steps left need CostUSD at
+	// CostPerHr, more than the MaxCostUSD the cost cap leaves. Told once
+	// a follow.
+	EventPaceCost
 )
 
 var kindNames = map[EventKind]string{
@@ -125,6 +139,7 @@ var kindNames = map[EventKind]string{
 	EventWaitingSSH: "waiting_ssh", EventWaitingVerdict: "waiting_verdict",
 	EventUploading: "uploading", EventDownloading: "downloading",
 	EventWaitingCapacity: "waiting_capacity", EventPulled: "pulled", EventRecovering: "recovering",
+	EventStalled: "stalled", EventPaceDeadline: "pace_deadline", EventPaceCost: "pace_cost",
 }
 
 func (k EventKind) String() string {
@@ -198,6 +213,14 @@ type Event struct {
 	// Proof is the snapshot proof of the outputs a job resumes from
 	// (EventRecovering, EventResumed), nil when they hold none.
 	Proof *SnapshotProof
+
+	// ProgressLine is the job's last progress line; Step and Steps its step
+	// and total, PerStep the pace, Need the time the steps left take at
+	// it, Left the time until the deadline.
+	ProgressLine string
+	Step, Steps  int64
+	PerStep      time.Duration
+	Need, Left   time.Duration
 
 	Attempt Attempt
 	End     End
@@ -305,6 +328,18 @@ func (e Event) String() string {
 	case EventWaitingCapacity:
 		return fmt.Sprintf("no GPU available (%s): waiting for one, no pod meanwhile | %s elapsed, next look in %s",
 			e.GPU, roundSecond(e.Elapsed), roundSecond(e.Next))
+	case EventStalled:
+		s := fmt.Sprintf("the job has not moved for %s", roundSecond(e.Elapsed))
+		if e.ProgressLine != "" {
+			s += fmt.Sprintf(" (last progress: %s)", termtext.Escape(e.ProgressLine, false))
+		}
+		return s + ": the lease is no longer renewed and the job is asked for a snapshot"
+	case EventPaceDeadline:
+		return fmt.Sprintf("at %s a step (step %d of %d), the steps left need %s, more than the %s until the deadline",
+			e.PerStep.Round(time.Millisecond), e.Step, e.Steps, roundSecond(e.Need), roundSecond(e.Left))
+	case EventPaceCost:
+		return fmt.Sprintf("at %s a step (step %d of %d), the steps left need ~%s, more than the %s the cost cap leaves",
+			e.PerStep.Round(time.Millisecond), e.Step, e.Steps, costplan.Money(e.CostUSD), costplan.Money(e.MaxCostUSD))
 	case EventResumed:
 		s := fmt.Sprintf("resuming from %s: %d files (%s) uploaded to %s", e.Dir, e.Files, termtext.ByteSize(e.Bytes), e.Remote)
 		if e.Proof != nil {

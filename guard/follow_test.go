@@ -184,17 +184,8 @@ func TestLeaseFollowsProgress(t *testing.T) {
 			}
 			h := newHarness(t, append(script, look{st: exited(0)})...)
 			r := h.mustStart(h.spec())
-			from, first := h.clk.Now(), len(h.pod.allPolls())
 			renewed := len(h.eventsOf(EventLeaseRenewed))
-			if _, err := r.Follow(context.Background(), io.Discard); err != nil {
-				t.Fatal(err)
-			}
-			var got []time.Duration
-			for _, p := range h.pod.allPolls()[first:] {
-				if p.Touch {
-					got = append(got, p.At.Sub(from))
-				}
-			}
+			got := followScript(t, h, r)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("renewals after the follow's start (-want +got):\n%s", diff)
 			}

@@ -275,13 +275,15 @@ func (r *Run) follow(ctx context.Context, w io.Writer) (End, error) {
 	if err := r.liveConn(ctx); err != nil {
 		return End{}, err
 	}
-	var lastLease, lastProgress, lastVolume time.Time
+	var lastLease, lastVolume time.Time
+	var moving movement
 	var announced watchdog.SnapshotReason
 	lastStatus := r.now()
 	for {
 		// The first look renews the lease; after that, a renewal needs
-		// output since the last one.
-		touch := lastLease.IsZero() || (r.since(lastLease) >= r.rec.LeaseEvery && lastProgress.After(lastLease))
+		// the job to have moved since the last one (progress once it
+		// reports some, else output), and a stalled job holds none.
+		touch := lastLease.IsZero() || (r.since(lastLease) >= r.rec.LeaseEvery && moving.movedSince(lastLease) && !r.isStalled(&moving))
 		st, b, err := r.poll(ctx, touch)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -310,7 +312,6 @@ func (r *Run) follow(ctx context.Context, w io.Writer) (End, error) {
 				return End{}, fmt.Errorf("writing the job's output: %w", err)
 			}
 			r.rec.LogOffset += int64(len(b))
-			lastProgress = now
 			r.emit(Event{Kind: EventOutput, Bytes: int64(len(b)), Offset: r.rec.LogOffset})
 		}
 		if v := st.Verdict.String(); v != r.rec.Verdict || len(b) > 0 {
@@ -334,6 +335,9 @@ func (r *Run) follow(ctx context.Context, w io.Writer) (End, error) {
 		if err := r.enforce(ctx, st, lastLease); err != nil {
 			return End{}, err
 		}
+		moving.see(now, st, len(b))
+		r.stallCheck(ctx, st, &moving)
+		r.paceCheck(st, &moving)
 		r.earlyResults(ctx, st)
 		// The job was started (or seen started) before the follow began,
 		// and job.pid is never removed: without it, the run directory is

@@ -36,6 +36,10 @@ type JobState struct {
 	// DeleteReason is the rule by which the watchdog is deleting the pod,
 	// empty while none is.
 	DeleteReason watchdog.DeleteReason
+	// Progress is the last line of the job's progress file
+	// ($OVERBRAINER_PROGRESS), empty while it wrote none; the job writes
+	// it, so it comes without control characters, at most 256 bytes.
+	Progress string
 }
 
 // Started says the job started.

@@ -78,9 +78,9 @@ func WithLogger(l *slog.Logger) Option {
 // at (2s by default). Attach takes the Record's when this is not given.
 func WithPoll(d time.Duration) Option { return func(c *config) { c.poll = d } }
 
-// WithLeaseEvery sets how often the lease is renewed while the job's
-// output progresses (5m by default); it must be shorter than the lease's
-// lifetime.
+// WithLeaseEvery sets how often the lease is renewed while the job
+// moves (its progress once it reports some, else its output; 5m by
+// default); it must be shorter than the lease's lifetime.
 func WithLeaseEvery(d time.Duration) Option { return func(c *config) { c.leaseEvery = d } }
 
 // WithStartTimeout bounds the wait for the pod to run and answer SSH (20m).

@@ -366,6 +366,8 @@ func TestTheClientEnforcesTheMoneyRules(t *testing.T) {
 		h := newHarness(t, look{st: ready}, look{st: ready}, look{st: running, out: "a"})
 		spec := h.spec()
 		spec.MaxCostUSD, spec.SnapshotLead = 0.69, 5*time.Minute // an hour, the snapshot 5m before
+		// The job is silent for that hour: no stall rule before the cap.
+		spec.StallAfter = 2 * time.Hour
 		r := h.mustStart(spec, WithPoll(poll))
 		_, err := r.Follow(context.Background(), io.Discard)
 		var ee *EnforcedError

@@ -77,6 +77,9 @@ type Run struct {
 	diskAsked    bool
 	// costAsked says this Run asked for the cost cap's snapshot itself.
 	costAsked bool
+	// stalled says the follow saw the job stalled (and not moving since):
+	// a pod then found gone most likely went by the stalled rule.
+	stalled bool
 	// earlyDone says the results so far were downloaded before the hard
 	// end (WithEarlyResults), askedSeen when a snapshot request was first
 	// seen; seen is the last look that found the pod alive.
@@ -171,6 +174,9 @@ func stillBills(s runpod.PodStatus) bool {
 
 func (r *Run) gone(status runpod.PodStatus, detail string) *PodGoneError {
 	due, _ := r.ruleDue(r.now())
+	if due == "" && r.stalled {
+		due = watchdog.DeleteStalled
+	}
 	return &PodGoneError{PodID: r.rec.PodID, Status: status, DeleteReason: r.rec.DeleteReason, Due: due, Detail: detail}
 }
 

@@ -17,4 +17,14 @@
 // sshd takes for a login by default ([AuthorizedKeyTypes]: ed25519, ECDSA,
 // FIDO security keys, RSA of 3072 bits or more; never DSA, options or a
 // certificate), the claim is the run's ed25519 host key ([HostKeyType]).
+//
+// For job authors: the job's environment carries [ProgressEnv]
+// (OVERBRAINER_PROGRESS), the path of a file where the job may append one
+// line a step, e.g. `step=120 total=5000 loss=0.91`. A job that does is
+// judged by it: a new line is what keeps it alive against the stall rule
+// ([Rules.StallAfter], 30 minutes by default; before the first line, and
+// for a job that never writes one, new output counts instead), what
+// renews a following launcher's lease, and, with step and total, what the
+// launcher reads the pace from to warn of a deadline or a cost cap too
+// near for the steps left.
 package podenv

@@ -22,7 +22,7 @@ import (
 var knobVars = []string{
 	"OVERBRAINER_INTERVAL", "OVERBRAINER_LEASE_TTL", "OVERBRAINER_SNAPSHOT_LEAD",
 	"OVERBRAINER_SNAPSHOT_WAIT", "OVERBRAINER_PROBE_TRIES", "OVERBRAINER_PROBE_WAIT",
-	"OVERBRAINER_MAX_EXTENSION",
+	"OVERBRAINER_MAX_EXTENSION", "OVERBRAINER_STALL_AFTER", "OVERBRAINER_MIN_GPU_UTIL",
 }
 
 // Set knobs reach the env in whole seconds, rounded up; unset ones do not
@@ -43,6 +43,8 @@ func TestKnobsReachTheEnv(t *testing.T) {
 	s.ProbeTries = 3
 	s.ProbeWait = podenv.DefaultProbeWait
 	s.MaxExtension = 90 * time.Minute
+	s.StallAfter = 10 * time.Minute
+	s.MinGPUUtil = 40
 	env = mustEnv(t, s)
 	got := map[string]string{}
 	for _, name := range knobVars {
@@ -56,6 +58,8 @@ func TestKnobsReachTheEnv(t *testing.T) {
 		"OVERBRAINER_PROBE_TRIES":   "3",
 		"OVERBRAINER_PROBE_WAIT":    "10", // the default, but asked for
 		"OVERBRAINER_MAX_EXTENSION": "5400",
+		"OVERBRAINER_STALL_AFTER":   "600",
+		"OVERBRAINER_MIN_GPU_UTIL":  "40",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
@@ -86,6 +90,9 @@ func TestHardDeadlineAndCostReachTheEnv(t *testing.T) {
 		{"negative cost", func(s *podenv.Settings) { s.MaxCostUSD = -1 }, "MaxCostUSD"},
 		{"NaN cost", func(s *podenv.Settings) { s.MaxCostUSD = math.NaN() }, "MaxCostUSD"},
 		{"huge cost", func(s *podenv.Settings) { s.MaxCostUSD = 1e10 }, "MaxCostUSD"},
+		{"GPU over 100%", func(s *podenv.Settings) { s.MinGPUUtil = 101 }, "MinGPUUtil"},
+		{"negative GPU", func(s *podenv.Settings) { s.MinGPUUtil = -1 }, "MinGPUUtil"},
+		{"negative stall", func(s *podenv.Settings) { s.StallAfter = -time.Minute }, "StallAfter"},
 	} {
 		s := seedSettings()
 		c.edit(&s)
@@ -134,10 +141,13 @@ func TestDefaultsAreTheWatchdogs(t *testing.T) {
 	s.SnapshotLead, s.SnapshotWait = podenv.DefaultSnapshotLead, podenv.DefaultSnapshotWait
 	s.ProbeTries, s.ProbeWait = podenv.DefaultProbeTries, podenv.DefaultProbeWait
 	s.MaxExtension = podenv.DefaultMaxExtension
+	s.StallAfter = podenv.DefaultStallAfter
 	env := mustEnv(t, s)
 	for name, def := range defaults {
 		v, ok := env[name]
 		switch {
+		case !ok && def == "0":
+			// Zero turns the rule off (MinGPUUtil): Env leaves it out.
 		case slices.Contains(notInSettings, name):
 			if ok {
 				t.Errorf("%s = %q, which podenv is not meant to set", name, v)

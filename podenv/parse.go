@@ -54,6 +54,16 @@ const (
 	SnapshotWaitEnv = "OVERBRAINER_SNAPSHOT_WAIT"
 	ProbeTriesEnv   = "OVERBRAINER_PROBE_TRIES"
 	ProbeWaitEnv    = "OVERBRAINER_PROBE_WAIT"
+	StallAfterEnv   = "OVERBRAINER_STALL_AFTER"
+	MinGPUUtilEnv   = "OVERBRAINER_MIN_GPU_UTIL"
+	// ProgressEnv is in the job's environment, not the pod's: the path
+	// of the job's progress file (watchdog.Progress in the run
+	// directory). A job may append one line a step to it, words of
+	// key=value such as `step=120 total=5000 loss=0.91`; step and total
+	// let the launcher tell the pace. Once the file exists, a new line
+	// is what counts as the job moving (Rules.StallAfter), and the lease
+	// is renewed on progress rather than on output.
+	ProgressEnv = "OVERBRAINER_PROGRESS"
 	// jupyterEnv keeps the image's Jupyter from starting.
 	jupyterEnv = "JUPYTER_DISABLE"
 	// bootFailedEnv is set by the bootstrap, for the watchdog, when the
@@ -69,7 +79,7 @@ var owned = map[string]bool{
 	VersionEnv: true, ContractEnv: true, DeadlineEnv: true, SecretEnvEnv: true, VolumeDirEnv: true,
 	VolumeGBEnv: true, MaxExtensionEnv: true, IntervalEnv: true, LeaseTTLEnv: true, SnapshotLeadEnv: true,
 	SnapshotWaitEnv: true, ProbeTriesEnv: true, ProbeWaitEnv: true, MaxCostEnv: true, jupyterEnv: true,
-	bootFailedEnv: true,
+	bootFailedEnv: true, StallAfterEnv: true, MinGPUUtilEnv: true, ProgressEnv: true,
 }
 
 // Owns says the pod's contract owns the variable name: a user's extra env

@@ -65,6 +65,9 @@ const (
 	// (contract 1): the default of the releases before DefaultMaxExtension
 	// became an hour, which such a pod's watchdog took.
 	LegacyMaxExtension = 24 * time.Hour
+	// DefaultStallAfter is how long a job may go without moving (see
+	// Rules.StallAfter) before it is asked for a snapshot.
+	DefaultStallAfter = 30 * time.Minute
 )
 
 // maxKnob is the largest knob the watchdog can count: under mksh its

@@ -77,6 +77,17 @@ type Rules struct {
 	// ProbeWait is the pause between those tries; zero means
 	// DefaultProbeWait.
 	ProbeWait time.Duration `json:"probe_wait,omitempty"`
+	// StallAfter (--stall-after) is how long a running job may go without
+	// moving before it is asked for a snapshot, and its pod deleted a
+	// SnapshotWait later if it still has not moved (the stalled rule).
+	// Movement is a new line in the job's progress file (ProgressEnv) once
+	// it wrote one, else new output; zero means DefaultStallAfter. A
+	// following launcher stops renewing the lease by the same rule.
+	StallAfter time.Duration `json:"stall_after,omitempty"`
+	// MinGPUUtil (--min-gpu-util), a percentage from 1 to 100, makes a GPU
+	// at least that busy (by nvidia-smi, where the pod has it) count as
+	// movement for StallAfter; zero leaves the GPU out.
+	MinGPUUtil int `json:"min_gpu_util,omitempty"`
 }
 
 // EffectiveRules returns the rules as the watchdog applies them: every
@@ -95,6 +106,7 @@ func (r Rules) EffectiveRules() Rules {
 	or(&r.SnapshotLead, DefaultSnapshotLead)
 	or(&r.SnapshotWait, DefaultSnapshotWait)
 	or(&r.ProbeWait, DefaultProbeWait)
+	or(&r.StallAfter, DefaultStallAfter)
 	if r.ProbeTries == 0 {
 		r.ProbeTries = DefaultProbeTries
 	}
@@ -126,6 +138,8 @@ func (r *Rules) knobs() []knob {
 		{field: "ProbeTries", env: ProbeTriesEnv, n: &r.ProbeTries},
 		{field: "ProbeWait", env: ProbeWaitEnv, d: &r.ProbeWait},
 		{field: "MaxExtension", env: MaxExtensionEnv, d: &r.MaxExtension},
+		{field: "StallAfter", env: StallAfterEnv, d: &r.StallAfter},
+		{field: "MinGPUUtil", env: MinGPUUtilEnv, n: &r.MinGPUUtil},
 	}
 }
 
@@ -195,6 +209,9 @@ func (r Rules) CheckRules() error {
 		case n > maxKnob:
 			bad(k.field, "%s is more than the watchdog can count (%d%s: mksh computes with 32 bits)", k, maxKnob, k.unit())
 		}
+	}
+	if r.MinGPUUtil > 100 {
+		bad("MinGPUUtil", "%d is more than 100 percent", r.MinGPUUtil)
 	}
 	if r.HardDeadline && r.MaxExtension != 0 {
 		bad("MaxExtension", "%s is set with HardDeadline, which means no extension", r.MaxExtension)

@@ -291,7 +291,11 @@ func TestTimeRulesActAtTheFirstTickOnADriftingClock(t *testing.T) {
 // far away and env, and a job first when job is set, after setup.
 func (p *pod) startTimed(env []string, job bool, setup func(p *pod)) {
 	p.t.Helper()
-	p.setEnv("OVERBRAINER_INTERVAL", "60", "OVERBRAINER_BOOT_GRACE", "100000", "OVERBRAINER_RETRIEVE_GRACE", "100000")
+	// The job here is silent for hours of fake time while the rule under
+	// test falls due: the stall rule would take it first (it has its own
+	// tests).
+	p.setEnv("OVERBRAINER_INTERVAL", "60", "OVERBRAINER_BOOT_GRACE", "100000", "OVERBRAINER_RETRIEVE_GRACE", "100000",
+		"OVERBRAINER_STALL_AFTER", "0")
 	p.setEnv(env...)
 	if job {
 		p.startJob()

@@ -21,13 +21,14 @@ const (
 	KindRetrieved         = "retrieved"          // .pod/retrieved appeared
 	KindDeadlineHeld      = "deadline_held"      // until: the deadline passed while the lease was fresh
 	KindAbandonedHeld     = "abandoned_held"     // until: the retrieve grace passed while the lease was fresh
-	KindSnapshotRequested = "snapshot_requested" // reason, adopted=0|1, cap_in_min for the cost reason
+	KindSnapshotRequested = "snapshot_requested" // reason, adopted=0|1, cap_in_min for the cost reason, still_s for a stall
 	KindDeleteReason      = "delete_reason"      // reason: the rule that deletes the pod
 	KindDeleteCode        = "delete_code"        // method=DELETE|terminate|stop|runpodctl|runpodctl_remove, code
 	KindDeleteFailed      = "delete_failed"      // retry_in: every way failed, the next tick tries again
 	KindDeleted           = "deleted"            // method: the pod is gone
 	KindStopped           = "stopped"            // method=stop: the pod is stopped, its volume still bills
 	KindStopping          = "stopping"           // signal: the watchdog got TERM or INT and exits
+	KindStallOver         = "stall_over"         // the job moved again after its stall snapshot was asked
 )
 
 // DeleteReason is the rule by which the watchdog deletes a pod: the reason
@@ -48,6 +49,11 @@ const (
 	DeleteRetrieved    DeleteReason = "retrieved"
 	DeleteAbandoned    DeleteReason = "abandoned"
 	DeleteNeverStarted DeleteReason = "never_started"
+	// DeleteStalled: the job did not move (no new progress line, or no
+	// output before it reported any, and no busy GPU when asked) for the
+	// stall limit, nor in the snapshot wait after it was asked for a
+	// snapshot.
+	DeleteStalled DeleteReason = "stalled"
 )
 
 // DeleteReasons returns every reason the watchdog deletes a pod by, so that
@@ -55,7 +61,7 @@ const (
 func DeleteReasons() []DeleteReason {
 	return []DeleteReason{
 		DeleteBootstrapFailed, DeletePodDirUnsafe, DeleteCostCap, DeleteDeadline,
-		DeleteMaxExtension, DeleteRetrieved, DeleteAbandoned, DeleteNeverStarted,
+		DeleteMaxExtension, DeleteRetrieved, DeleteAbandoned, DeleteNeverStarted, DeleteStalled,
 	}
 }
 

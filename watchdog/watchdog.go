@@ -48,6 +48,11 @@ const (
 	ExitCode        = "exit_code"
 	Cancelled       = "cancelled"
 	SnapshotRequest = "snapshot.request"
+	// Progress is the job's progress file (its OVERBRAINER_PROGRESS, see
+	// package podenv): one line a step, appended; the last line is the
+	// job's progress, and a new one is what counts as movement for the
+	// stall rule once the file exists.
+	Progress = "progress"
 )
 
 // CancelContainerRestarted is what the bootstrap writes in Cancelled (with a
@@ -67,12 +72,15 @@ const CancelContainerRestarted = "container_restarted"
 type SnapshotReason string
 
 // Snapshot request reasons: the client's stop, and the watchdog's cost,
-// deadline and full disk.
+// deadline, full disk and stall.
 const (
 	ReasonStop     SnapshotReason = "stop"
 	ReasonCost     SnapshotReason = "cost"
 	ReasonDeadline SnapshotReason = "deadline"
 	ReasonDisk     SnapshotReason = "disk"
+	// ReasonStall: the job has not moved for the stall limit (see
+	// DeleteStalled).
+	ReasonStall SnapshotReason = "stall"
 )
 
 // WakeFunction is the POSIX sh function `wake_watchdog RUN_DIR`, which sends

@@ -22,7 +22,10 @@
 #  - the job ended and nobody retrieved it within RETRIEVE_GRACE: delete,
 #    once the lease is LEASE_TTL old too (a client still downloading the
 #    results holds it), so at the later of the two;
-#  - no job started within BOOT_GRACE of the watchdog's start: delete.
+#  - no job started within BOOT_GRACE of the watchdog's start: delete;
+#  - the job has not moved (progress, else output; a busy GPU when asked)
+#    for STALL_AFTER, then SNAPSHOT_WAIT more after its snapshot was asked
+#    (stalled; not for a kept pod): delete. See stall_check.
 #
 # Before a rule takes the job away, the job is asked to checkpoint and stop
 # (snapshot.request, read by the trainer): at .pod/snapshot_at (95% of
@@ -804,6 +807,110 @@ delete_pod() {
   return 1
 }
 
+# Stalls. A job that no longer moves (a retry loop printing the same error,
+# a dead data loader) is asked for a snapshot once it has not moved for
+# STALL_AFTER seconds, and its pod is deleted (stalled) SNAPSHOT_WAIT later
+# if it still has not moved nor ended. Movement is what the job reports in
+# its progress file ($OVERBRAINER_PROGRESS, one line a step) once it wrote
+# one: new bytes at its end; before that (or for a job that never reports
+# progress) any growth of job.log. With MIN_GPU_UTIL set, a GPU at least that
+# busy (nvidia-smi, bounded by timeout: a wedged GPU can hang it) counts as
+# movement too, asked only once nothing else moved. A kept pod is left to
+# keep mode. Looks come every STALL_AFTER/10 seconds (a process each: tail
+# or wc), so a stall is seen at most a tenth of STALL_AFTER late, never early:
+# a movement counts from the look that saw it. STALL_AFTER=0 turns the rule
+# off.
+setting OVERBRAINER_STALL_AFTER "${OVERBRAINER_STALL_AFTER:-}" 1800 && STALL_AFTER=$number
+setting OVERBRAINER_MIN_GPU_UTIL "${OVERBRAINER_MIN_GPU_UTIL:-}" 0 && MIN_GPU_UTIL=$number
+STALL_LOOK=$((STALL_AFTER / 10))
+[ "$STALL_LOOK" -ge 1 ] || STALL_LOOK=1
+GPU_TIMEOUT=
+if [ "$MIN_GPU_UTIL" -gt 0 ] && command -v nvidia-smi >/dev/null 2>&1 &&
+  command -v timeout >/dev/null 2>&1 && timeout -k 2 10 true 2>/dev/null; then
+  GPU_TIMEOUT=1
+fi
+moved_at=
+moved_sig=
+stall_look_at=
+stall_asked=
+stalled=0
+
+# movement_sig: sets $sig to what shows the job moving: the last bytes of
+# the progress file once the job wrote one, else job.log's size. Regular
+# files only, opened read-write as small_read does, so a FIFO never blocks.
+movement_sig() {
+  sig=
+  if [ -f "$RUN_DIR/progress" ]; then
+    { sig=$(exec 8<>"$RUN_DIR/progress" && [ -f /proc/self/fd/8 ] && exec tail -c 256 <&8); } 2>/dev/null
+    if [ -n "$sig" ]; then
+      sig="p:$sig"
+      return 0
+    fi
+  fi
+  if [ -f "$RUN_DIR/job.log" ]; then
+    { sig=$(exec 8<>"$RUN_DIR/job.log" && [ -f /proc/self/fd/8 ] && exec wc -c <&8); } 2>/dev/null
+  fi
+  sig="o:$sig"
+}
+
+# gpu_busy: MIN_GPU_UTIL is set and some GPU is at least that busy, as
+# nvidia-smi says within 10 s.
+gpu_busy() {
+  [ -n "$GPU_TIMEOUT" ] || return 1
+  { out=$(timeout -k 2 10 nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits </dev/null); } 2>/dev/null
+  while read -r u _; do
+    number "${u%%[!0-9]*}" || continue
+    [ "$number" -lt "$MIN_GPU_UTIL" ] || return 0
+  done <<GPU_OUT
+$out
+GPU_OUT
+  return 1
+}
+
+# stall_check: looks for movement when a look is due, asks for the stall
+# snapshot once the job has not moved for STALL_AFTER, and sets $stalled
+# once that request had SNAPSHOT_WAIT without movement.
+stall_check() {
+  stalled=0
+  if [ -z "$moved_at" ]; then
+    moved_at=$n
+    stall_look_at=$n
+  fi
+  if [ "$n" -ge "$stall_look_at" ]; then
+    stall_look_at=$((n + STALL_LOOK))
+    movement_sig
+    moved=0
+    if [ "$sig" != "$moved_sig" ]; then
+      moved_sig=$sig
+      moved=1
+    elif [ $((n - moved_at)) -ge "$STALL_AFTER" ] && gpu_busy; then
+      moved=1
+    fi
+    if [ "$moved" = 1 ]; then
+      moved_at=$n
+      if [ -n "$stall_asked" ]; then
+        stall_asked=
+        log "stall_over"
+      fi
+    fi
+  fi
+  due "$stall_look_at"
+  still=$((n - moved_at))
+  if [ "$still" -lt "$STALL_AFTER" ]; then
+    due $((n + STALL_AFTER - still))
+    return 0
+  fi
+  if [ -z "$stall_asked" ]; then
+    stall_asked=$n
+    request_snapshot stall "still_s=$still" || :
+  fi
+  if [ $((n - stall_asked)) -ge "$SNAPSHOT_WAIT" ]; then
+    stalled=1
+  else
+    due $((stall_asked + SNAPSHOT_WAIT))
+  fi
+}
+
 sleeper=
 trap 'on_signal TERM' TERM
 trap 'on_signal INT' INT
@@ -936,6 +1043,10 @@ while :; do
       request_snapshot disk
     fi
   fi
+  stalled=0
+  if [ "$started" = 1 ] && [ -z "$ended_at" ] && [ "$kept" = 0 ] && [ "$STALL_AFTER" -gt 0 ]; then
+    stall_check
+  fi
 
   reason=
   if [ "$BOOT_FAILED" = 1 ]; then
@@ -965,6 +1076,8 @@ while :; do
     fi
     if [ -n "$reason" ]; then
       :
+    elif [ "$stalled" = 1 ]; then
+      reason=stalled
     elif [ "$retrieved" = 1 ]; then
       reason=retrieved
     elif [ -n "$ended_at" ]; then

@@ -113,6 +113,8 @@ func TestBadCommandLineExitsTwo(t *testing.T) {
 		{[]string{"run", "--gpu-count", "two"}, "usage: launch run [flags]", `invalid argument "two"`},
 		{[]string{"run", "--recover", "1", "--network-volume", "vol1"}, "usage: launch run [flags]", "--recover does not work with --network-volume yet"},
 		{[]string{"run", "--wait-for-gpu", "-1s"}, "usage: launch run [flags]", "cannot be negative"},
+		{[]string{"run", "--stall-after", "0"}, "usage: launch run [flags]", "--stall-after must be positive"},
+		{[]string{"run", "--min-gpu-util", "101"}, "usage: launch run [flags]", "--min-gpu-util is a percentage"},
 		{[]string{"gpus", "extra"}, "usage: launch gpus [flags]", "takes no arguments"},
 		{[]string{"nonesuch"}, "usage: launch [global flags] COMMAND", `unknown command "nonesuch"`},
 	} {

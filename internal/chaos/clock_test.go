@@ -1,7 +1,6 @@
 package chaos_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -76,17 +75,7 @@ func TestChaosPodClockSkew(t *testing.T) {
 			if !l.waitFor(l.says("pod clock ")) {
 				t.Fatalf("the launcher never planned the cost cap (%s)", l.state())
 			}
-			pod, ok := e.pod()
-			if !ok {
-				t.Fatal("no pod")
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), wait)
-			defer cancel()
-			final, err := e.srv.WaitStatus(ctx, pod.ID, runpodtest.StatusTerminated)
-			if err != nil {
-				t.Fatalf("pod still %s: %v", final.Status, err)
-			}
-			l.wait()
+			final := e.podEnded(l)
 			if got := e.deletedBy(final); got != string(watchdog.DeleteCostCap) {
 				t.Errorf("deleted by %q, want %s\n%s", got, watchdog.DeleteCostCap, e.logText())
 			}

@@ -45,6 +45,12 @@
 //     pods of the run alive at once (must be at most 1), dollars (at most
 //     the cap). A recovery on a network volume is not a cell yet: Relaunch
 //     refuses it.
+//   - no pod outlives its purpose: a job that reports one step and then
+//     prints forever (deleted as stalled), a cost cap of $0.005 on the
+//     demo job (its cost checkpoint collected, the cap named), and a job
+//     that replaces date with a frozen one mid-run (the cost cap still on
+//     time): pods left billing (must be 0), and the time and dollars past
+//     each rule's bound.
 //
 // Every timed assertion is the rule's own bound plus a slack for a loaded
 // 2-core machine (Slack in the tests; CHAOS_SLACK overrides it), and each

@@ -133,6 +133,11 @@ type State struct {
 	Verdict watchdog.Verdict
 	// DeleteReason is as the watchdog's log says since it last started.
 	DeleteReason watchdog.DeleteReason
+	// Progress is the last line of the job's progress file
+	// (watchdog.Progress, the job's OVERBRAINER_PROGRESS), empty while
+	// the job wrote none; the job writes it, so it is passed on with its
+	// control characters dropped, at most 256 bytes.
+	Progress string
 }
 
 // Started says the job started (job.pid exists).
@@ -219,3 +224,13 @@ func LastLine(out []byte) string {
 
 // RunFile is the absolute path on the pod of a run directory's file.
 func RunFile(runDir, name string) string { return path.Join(runDir, name) }
+
+// printable drops the control characters of a line the job wrote.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return -1
+		}
+		return r
+	}, strings.TrimRight(s, "\n"))
+}

@@ -163,10 +163,15 @@ func (w *Watcher) look(offset int64, touchLease bool, max int) (State, []byte, e
 	if err != nil {
 		return State{}, nil, w.ended(err)
 	}
+	progress, _, err := termtext.ReadLine(w.br, maxLine)
+	if err != nil {
+		return State{}, nil, w.ended(err)
+	}
 	st, n, err := parseHeader(header, verdict)
 	if err != nil {
 		return State{}, nil, err
 	}
+	st.Progress = printable(progress)
 	if n > max {
 		return State{}, nil, fmt.Errorf("jobctl: watch.sh sent %d bytes, asked at most %d", n, max)
 	}

@@ -10,7 +10,9 @@
 #   ob1 PID EXIT ALIVE CANCELLED SIZE NOW REQUEST DU_KIB WHY N
 #
 # (a - for what does not exist), the verdict line (empty while there is
-# none), then exactly N bytes of job.log from byte OFFSET on (N <= MAX).
+# none), the progress line (the last line of the job's progress file, its
+# last 256 bytes at most; empty while there is none), then exactly N bytes
+# of job.log from byte OFFSET on (N <= MAX).
 # CANCELLED is 0 without the cancelled marker, else the word of [a-z_] it
 # holds (container_restarted: the bootstrap found the job of an earlier
 # container, whose group number means nothing now, so ALIVE is 0), or 1 when
@@ -40,6 +42,8 @@ case $write_wait in '' | *[!0-9]* | 0) write_wait=10 ;; esac
 timed_out=0
 trap 'timed_out=1' USR1
 cr=$(printf '\r')
+nl='
+'
 # The watchdog log's size when delete_why last read it (- for no log), and
 # what it found: the log only grows, so a look whose size is the same reuses
 # the reason.
@@ -191,6 +195,19 @@ look() {
       *) break ;;
     esac
   done
+  # The job's last progress line: one process (tail), only once the job
+  # wrote the file; a regular file only, as the others.
+  progress=
+  if [ -f progress ]; then
+    progress=$(tail -c 256 progress 2> /dev/null)
+    progress=${progress##*"$nl"}
+    while :; do
+      case $progress in
+        *"$cr"*) progress=${progress%%"$cr"*}${progress#*"$cr"} ;;
+        *) break ;;
+      esac
+    done
+  fi
   # The bytes go through a file, so that N counts what is sent even while
   # the log grows.
   n=0
@@ -199,8 +216,8 @@ look() {
     n=$(wc -c < "$chunk")
     n=$((n + 0))
   fi
-  printf 'ob1 %s %s %s %s %s %s %s %s %s %s\n%s\n' "$pid" "$code" "$alive" "$cancelled" \
-    "$size" "$(date +%s)" "$request" "$du_kib" "$why" "$n" "$verdict"
+  printf 'ob1 %s %s %s %s %s %s %s %s %s %s\n%s\n%s\n' "$pid" "$code" "$alive" "$cancelled" \
+    "$size" "$(date +%s)" "$request" "$du_kib" "$why" "$n" "$verdict" "$progress"
   if [ "$n" -gt 0 ]; then
     cat "$chunk"
   fi

@@ -253,10 +253,10 @@ func TestWatchRefusesBadRequests(t *testing.T) {
 // What a login shell's rc file prints before watch.sh is skipped; a header
 // that does not parse is an error.
 func TestWatcherReadsPastNoise(t *testing.T) {
-	answer := "conda: activated\nob1 42 0 0 0 10 1700000000 stop 99 cost_cap 6\nready\nbytes\n"
+	answer := "conda: activated\nob1 42 0 0 0 10 1700000000 stop 99 cost_cap 6\nready\nstep=3 total=9\x07\nbytes\n"
 	w := newWatcher(io.Discard, strings.NewReader(answer), func() {}, func() error { return nil }, func() {})
 	st, b, err := w.Poll(context.Background(), 0, true, 100)
-	want := State{PID: 42, ExitCode: 0, LogSize: 10, PodNow: 1700000000, Request: "stop", DuKiB: 99, Verdict: watchdog.Verdict{Ready: true}, DeleteReason: "cost_cap"}
+	want := State{PID: 42, ExitCode: 0, LogSize: 10, PodNow: 1700000000, Request: "stop", DuKiB: 99, Verdict: watchdog.Verdict{Ready: true}, DeleteReason: "cost_cap", Progress: "step=3 total=9"}
 	if err != nil || string(b) != "bytes\n" {
 		t.Fatal(err, string(b))
 	}
@@ -553,7 +553,7 @@ func liveGroup(t testing.TB) int {
 // at a bound and marked; what follows it is read as usual.
 func TestWatcherBoundsItsLines(t *testing.T) {
 	long := strings.Repeat("\x1b[2J", 1<<18)
-	answer := long + "\nob1 42 - - 0 10 1700000000 - 0 - 6\n" + long + "\nbytes\n"
+	answer := long + "\nob1 42 - - 0 10 1700000000 - 0 - 6\n" + long + "\n" + long + "\nbytes\n"
 	w := newWatcher(io.Discard, strings.NewReader(answer), func() {}, func() error { return nil }, func() {})
 	st, b, err := w.Poll(context.Background(), 0, false, 100)
 	if err != nil || string(b) != "bytes\n" {
@@ -562,4 +562,37 @@ func TestWatcherBoundsItsLines(t *testing.T) {
 	if o := st.Verdict.Other; len(o) > maxLine+len(termtext.CutMark) || !strings.HasSuffix(o, strings.TrimSpace(termtext.CutMark)) {
 		t.Fatalf("verdict of %d bytes, ending %q", len(o), o[max(0, len(o)-20):])
 	}
+}
+
+// The job's last progress line reaches the client, through the file its
+// OVERBRAINER_PROGRESS names, without its carriage return or other
+// control characters; a line longer than 256 bytes comes cut to its end.
+func TestWatchReportsProgress(t *testing.T) {
+	forEachShell(t, func(t *testing.T, shell []string) {
+		runDir, jobEnv := newRun(t, `printf 'step=1 total=10\r\n' >> "$OVERBRAINER_PROGRESS"
+printf 'step=2 total=10 loss=0.5\033[2J\r\n' >> "$OVERBRAINER_PROGRESS"
+while [ ! -f "$OVERBRAINER_SNAPSHOT_REQUEST" ]; do sleep 0.05; done
+printf 'step=3 %0300d\n' 7 >> "$OVERBRAINER_PROGRESS"
+`)
+		w := startWatch(t, shell, runDir)
+		if _, stderr, err := runScript(t, []string{"sh"}, nil, "\n", startProgram(), runDir, jobEnv); err != nil {
+			t.Fatalf("start: %v %s", err, stderr)
+		}
+		var st State
+		shtest.Eventually(t, time.Minute, func() bool {
+			st, _ = poll(t, w, 0, false, 0)
+			return st.Progress != ""
+		}, "a progress line")
+		if want := "step=2 total=10 loss=0.5[2J"; st.Progress != want {
+			t.Fatalf("progress %q, want %q", st.Progress, want)
+		}
+		os.WriteFile(filepath.Join(runDir, watchdog.SnapshotRequest), []byte("stop"), 0o600)
+		shtest.Eventually(t, time.Minute, func() bool {
+			st, _ = poll(t, w, 0, false, 0)
+			return st.Ended()
+		}, "the job's end")
+		if want := strings.Repeat("0", 254) + "7"; st.Progress != want {
+			t.Fatalf("progress %q, want the last 255 bytes before the newline %q", st.Progress, want)
+		}
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
+	"github.com/overbrainer/overbrainer-go/podenv"
 )
 
 func run(t *testing.T, shell []string, dir string, env ...string) string {
@@ -31,7 +32,9 @@ func TestDemoUnderEveryShell(t *testing.T) {
 		}
 		out := filepath.Join(dir, "out")
 		req := filepath.Join(dir, "snapshot.request")
-		env := []string{"OVERBRAINER_OUTPUTS=" + out, "OVERBRAINER_SNAPSHOT_REQUEST=" + req, "DEMO_STEP_SECONDS=0"}
+		progress := filepath.Join(dir, "progress")
+		env := []string{"OVERBRAINER_OUTPUTS=" + out, "OVERBRAINER_SNAPSHOT_REQUEST=" + req, "DEMO_STEP_SECONDS=0",
+			podenv.ProgressEnv + "=" + progress}
 
 		log := run(t, shell, dir, append(env, "DEMO_STEPS=7")...)
 		for _, want := range []string{"step 1/7 loss 1.050\n", "checkpoint: step 5 (periodic)", "step 7/7 loss 0.300\n", "training done\n"} {
@@ -42,6 +45,12 @@ func TestDemoUnderEveryShell(t *testing.T) {
 		ckpt, _ := os.ReadFile(filepath.Join(out, "checkpoint.txt"))
 		if string(ckpt) != "step=7\nloss=0.300\nreason=final\n" {
 			t.Fatalf("checkpoint %q", ckpt)
+		}
+		// One progress line a step, as the stall rule and the pace read it.
+		lines, _ := os.ReadFile(progress)
+		if got := strings.Split(strings.TrimSuffix(string(lines), "\n"), "\n"); len(got) != 7 ||
+			got[0] != "step=1 total=7 loss=1.050" || got[6] != "step=7 total=7 loss=0.300" {
+			t.Fatalf("progress %q", lines)
 		}
 
 		// A snapshot request stops it with a checkpoint, exit 0; the

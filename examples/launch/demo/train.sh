@@ -3,12 +3,16 @@
 # "trains" for DEMO_STEPS steps of DEMO_STEP_SECONDS each, prints a progress
 # line per step, keeps a checkpoint in $OVERBRAINER_OUTPUTS, resumes from it,
 # and honours the snapshot protocol: when $OVERBRAINER_SNAPSHOT_REQUEST
-# appears (the client's stop, or the watchdog's cost, deadline or disk
-# reason), it writes a checkpoint and exits 0.
+# appears (the client's stop, or the watchdog's cost, deadline, disk or
+# stall reason), it writes a checkpoint and exits 0. It reports its progress
+# in $OVERBRAINER_PROGRESS, one line a step (step=N total=N loss=X): that is
+# what keeps it alive against the stall rule (--stall-after) and what the
+# launcher reads its pace from.
 set -u
 
 out=${OVERBRAINER_OUTPUTS:-./outputs}
 request=${OVERBRAINER_SNAPSHOT_REQUEST:-./snapshot.request}
+progress=${OVERBRAINER_PROGRESS:-./progress}
 steps=${DEMO_STEPS:-10}
 pause=${DEMO_STEP_SECONDS:-1}
 mkdir -p "$out" || exit 1
@@ -52,6 +56,7 @@ while [ "$step" -lt "$steps" ]; do
   sleep "$pause"
   step=$((step + 1))
   echo "step $step/$steps loss $(loss)"
+  echo "step=$step total=$steps loss=$(loss)" >> "$progress"
   if [ $((step % 5)) -eq 0 ] && [ "$step" -lt "$steps" ]; then
     checkpoint periodic
   fi

@@ -112,6 +112,23 @@ func (d *driver) event(e guard.Event) {
 		if e.Snapshot != watchdog.ReasonStop || !d.o.stop {
 			a.say("%s", e)
 		}
+	case guard.EventStalled:
+		last := "it reported no progress"
+		if e.ProgressLine != "" {
+			last = "its last progress: " + termtext.Escape(e.ProgressLine, false)
+		}
+		then := "it is asked for its snapshot"
+		if d.r.MinGPUUtil > 0 {
+			then = "its watchdog asks for its snapshot unless the GPU is busy (--min-gpu-util)"
+		}
+		a.say("warning: the job has not moved for %s (--stall-after %s; %s): this launcher no longer renews the lease, %s, and the pod is deleted if it still does not move within --snapshot-wait",
+			since(e.Elapsed), since(d.r.EffectiveRules().StallAfter), last, then)
+	case guard.EventPaceDeadline:
+		a.say("warning: at its pace (%s a step, step %d of %d) the job needs %s more, but the deadline %s is %s away: it will be asked for a snapshot before it finishes (--max-hours)",
+			e.PerStep.Round(time.Millisecond), e.Step, e.Steps, since(e.Need), e.Deadline.Local().Format(time.DateTime), since(e.Left))
+	case guard.EventPaceCost:
+		a.say("warning: at its pace (%s a step, step %d of %d) the job needs ~%s more at %s/h, but the cost cap leaves %s: it will be asked for a snapshot before it finishes (--max-cost-usd)",
+			e.PerStep.Round(time.Millisecond), e.Step, e.Steps, money(e.CostUSD), money(e.CostPerHr), money(e.MaxCostUSD))
 	case guard.EventCollected:
 		d.early = !d.run.Ended() && !d.run.State().Ended()
 		a.say("results downloaded to %s (%d files, %d bytes)", e.Dir, e.Files, e.Bytes)
@@ -330,6 +347,8 @@ func (d *driver) sayEndedBy(end guard.End) {
 		d.a.say("the deadline ended the run: the job was asked for its snapshot and stopped; collecting what it checkpointed")
 	case watchdog.ReasonDisk:
 		d.a.say("a full disk ended the run: the job was asked for its snapshot and stopped; collecting what it checkpointed")
+	case watchdog.ReasonStall:
+		d.a.say("a stall ended the run (--stall-after): the job was asked for its snapshot and stopped; collecting what it checkpointed")
 	}
 }
 

@@ -203,6 +203,8 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.waitForGPU, "wait-for-gpu", 0, "when no GPU type can be had for want of capacity, wait up to this long for one, looking again every 10s to 2m, with no pod meanwhile (0: fail at once)")
 	fs.DurationVar(&f.rules.MaxExtension, "max-extension", guard.DefaultMaxExtension, "how long past the deadline this launcher's lease may hold the pod (0: the deadline is hard)")
 	fs.Float64Var(&f.rules.MaxCostUSD, "max-cost-usd", 0, "cost cap in USD: a snapshot is asked at 95% (or --snapshot-lead before), the pod is deleted at 100% (0: none)")
+	fs.DurationVar(&f.rules.StallAfter, "stall-after", podenv.DefaultStallAfter, "a job that has not moved this long (no new line in $OVERBRAINER_PROGRESS once it writes one, else no new output) is asked for a snapshot, its lease is no longer renewed, and its watchdog deletes the pod when it still has not moved a --snapshot-wait later")
+	fs.IntVar(&f.rules.MinGPUUtil, "min-gpu-util", 0, "with --stall-after, a GPU at least this busy (percent, by nvidia-smi on the pod, where it exists) counts as the job moving (0: the GPU does not count)")
 	fs.BoolVar(&f.rules.Keep, "keep-pod", false, "once the job started, the watchdog never deletes the pod, and neither does the launcher: remove it with launch rm")
 	fs.DurationVar(&f.rules.BootGrace, "boot-grace", podenv.DefaultBootGrace, "the watchdog deletes the pod if no job started this long after it booted")
 	fs.DurationVar(&f.rules.RetrieveGrace, "retrieve-grace", podenv.DefaultRetrieveGrace, "the watchdog deletes the pod this long after the job ended if nobody collected the results (a download in progress holds it)")
@@ -253,6 +255,10 @@ func (f *runFlags) check() error {
 		return usagef("--max-cost-usd cannot be negative")
 	case f.poll <= 0 || f.leaseEvery <= 0 || f.rules.SnapshotLead < 0:
 		return usagef("--poll and --lease-every must be positive")
+	case f.rules.StallAfter <= 0:
+		return usagef("--stall-after must be positive")
+	case f.rules.MinGPUUtil < 0 || f.rules.MinGPUUtil > 100:
+		return usagef("--min-gpu-util is a percentage, 0 to 100")
 	}
 	if ttl := f.rules.EffectiveRules().LeaseTTL; f.leaseEvery >= ttl {
 		return usagef("--lease-every (%s) must be shorter than the lease's TTL (%s)", f.leaseEvery, ttl)

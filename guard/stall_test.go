@@ -1,0 +1,159 @@
+package guard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/overbrainer/overbrainer-go/internal/jobctl"
+	"github.com/overbrainer/overbrainer-go/watchdog"
+)
+
+// progressing is a running job whose last progress line is line.
+func progressing(line string) jobctl.State {
+	st := running
+	st.Progress = line
+	return st
+}
+
+// followScript follows a job through looks (2 s apart), an hour of them
+// at most, then its exit, and returns the lease renewals' times after
+// the follow's start.
+func followScript(t *testing.T, h *harness, r *Run) []time.Duration {
+	t.Helper()
+	from, first := h.clk.Now(), len(h.pod.allPolls())
+	if _, err := r.Follow(context.Background(), io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var got []time.Duration
+	for _, p := range h.pod.allPolls()[first:] {
+		if p.Touch {
+			got = append(got, p.At.Sub(from))
+		}
+	}
+	return got
+}
+
+func stallPuts(h *harness) int {
+	n := 0
+	for _, p := range h.pod.allPuts() {
+		if p.Name == watchdog.SnapshotRequest && p.Value == string(watchdog.ReasonStall) {
+			n++
+		}
+	}
+	return n
+}
+
+// A job that reported progress and then only prints (a retry loop) no
+// longer renews the lease, and once it has not moved for StallAfter it is
+// told stalled and asked for a snapshot, once. A job whose progress moves
+// keeps its lease and is never stalled.
+func TestStallStopsTheLeaseAndAsksASnapshot(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		line     func(i int) string
+		gpu      int
+		renewals int // at least
+		stalled  bool
+		puts     int
+	}{
+		{"prints without progress", func(int) string { return "step=1 total=5000" }, 0, 1, true, 1},
+		{"progress moves", func(i int) string { return fmt.Sprintf("step=%d total=5000", i) }, 0, 12, false, 0},
+		{"GPU asked: the watchdog asks", func(int) string { return "step=1 total=5000" }, 50, 1, true, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			script := []look{{st: ready}}
+			for i := range 1800 {
+				script = append(script, look{st: progressing(tc.line(i)), out: "NCCL timeout, retrying\n"})
+			}
+			h := newHarness(t, append(script, look{st: exited(0)})...)
+			spec := h.spec()
+			spec.StallAfter, spec.MinGPUUtil = 10*time.Minute, tc.gpu
+			r := h.mustStart(spec)
+			got := followScript(t, h, r)
+			switch {
+			case tc.stalled && len(got) != 1:
+				t.Errorf("a stalled job's lease renewed at %v, want only the first look", got)
+			case len(got) < tc.renewals:
+				t.Errorf("lease renewed at %v, want at least %d renewals", got, tc.renewals)
+			}
+			ev := h.eventsOf(EventStalled)
+			if tc.stalled != (len(ev) == 1) || len(ev) > 1 {
+				t.Fatalf("%d stall events, want stalled=%v", len(ev), tc.stalled)
+			}
+			if tc.stalled {
+				if e := ev[0]; e.Elapsed < 10*time.Minute || e.Elapsed > 10*time.Minute+testPoll || e.ProgressLine != "step=1 total=5000" {
+					t.Errorf("stall event %+v: want 10m without movement and the last progress line", e)
+				}
+			}
+			if n := stallPuts(h); n != tc.puts {
+				t.Errorf("%d stall snapshot requests, want %d", n, tc.puts)
+			}
+		})
+	}
+}
+
+// From the progress's step and total, the follow warns once when the
+// steps left need more time than the deadline leaves, and once when they
+// need more money than the cost cap leaves; a job fast enough is not
+// warned of.
+func TestPaceWarnings(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		total      int
+		time, cost int
+	}{
+		// 2 s a step: 100000 steps take 55 h, $38 at $0.69/h.
+		{"slow", 100000, 1, 1},
+		// 300 steps take 10 min, under 2 h and $1.
+		{"fast", 300, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			script := []look{{st: ready}}
+			for i := range 200 {
+				script = append(script, look{st: progressing(fmt.Sprintf("step=%d total=%d loss=0.9", i, tc.total)), out: "."})
+			}
+			h := newHarness(t, append(script, look{st: exited(0)})...)
+			spec := h.spec()
+			spec.MaxCostUSD = 1
+			r := h.mustStart(spec)
+			followScript(t, h, r)
+			td, tcost := h.eventsOf(EventPaceDeadline), h.eventsOf(EventPaceCost)
+			if len(td) != tc.time || len(tcost) != tc.cost {
+				t.Fatalf("%d deadline and %d cost pace warnings, want %d and %d", len(td), len(tcost), tc.time, tc.cost)
+			}
+			if tc.time == 0 {
+				return
+			}
+			if e := td[0]; e.PerStep != testPoll || e.Steps != 100000 || e.Need < 50*time.Hour || e.Left > 2*time.Hour {
+				t.Errorf("deadline pace %+v", e)
+			}
+			if e := tcost[0]; e.CostUSD < 30 || e.MaxCostUSD > 1 || e.CostPerHr != 0.69 {
+				t.Errorf("cost pace %+v", e)
+			}
+		})
+	}
+}
+
+// A pod found gone after the follow saw its job stalled went most likely
+// by the stalled rule (it went between two looks, before its watchdog's
+// delete_reason could be seen): the error names it.
+func TestAStalledJobsPodGoneNamesTheStall(t *testing.T) {
+	h := newHarness(t)
+	script := []look{{st: ready}}
+	for range 400 { // 800 s of looks: past the stall limit of 10 min
+		script = append(script, look{st: progressing("step=1 total=5000"), out: "retrying\n"})
+	}
+	h.pod.looks = append(script, look{err: io.ErrUnexpectedEOF, do: func() { h.api.setStatus("", true) }})
+	spec := h.spec()
+	spec.StallAfter = 10 * time.Minute
+	r := h.mustStart(spec)
+	_, err := r.Follow(context.Background(), io.Discard)
+	var gone *PodGoneError
+	if !errors.As(err, &gone) || gone.Rule() != watchdog.DeleteStalled {
+		t.Fatalf("Follow: %v, want a *PodGoneError by the stalled rule", err)
+	}
+}
