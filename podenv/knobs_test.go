@@ -134,6 +134,8 @@ func TestDefaultsAreTheWatchdogs(t *testing.T) {
 	s.SnapshotLead, s.SnapshotWait = podenv.DefaultSnapshotLead, podenv.DefaultSnapshotWait
 	s.ProbeTries, s.ProbeWait = podenv.DefaultProbeTries, podenv.DefaultProbeWait
 	s.MaxExtension = podenv.DefaultMaxExtension
+	// The idle bound is a kept pod's only.
+	s.Keep, s.KeepIdle = true, podenv.DefaultKeepIdle
 	env := mustEnv(t, s)
 	for name, def := range defaults {
 		v, ok := env[name]

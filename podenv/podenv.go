@@ -65,6 +65,10 @@ const (
 	// (contract 1): the default of the releases before DefaultMaxExtension
 	// became an hour, which such a pod's watchdog took.
 	LegacyMaxExtension = 24 * time.Hour
+	// DefaultKeepIdle is how long a kept pod whose job ended stays unused
+	// (no SSH session open, no lease touched) before its watchdog deletes
+	// it: a kept pod forgotten costs at most this much past its last use.
+	DefaultKeepIdle = time.Hour
 )
 
 // maxKnob is the largest knob the watchdog can count: under mksh its
@@ -371,6 +375,13 @@ func (s Settings) Env() (map[string]string, error) {
 		// Explicit (contract 2): a reader that finds none cannot take a
 		// lost value for the default.
 		env[MaxExtensionEnv] = wholeSeconds(DefaultMaxExtension)
+	}
+	if s.Keep {
+		// Explicit (contract 3), as the extension is: a reader that finds
+		// none takes the pod for one of before the idle bound, unbounded.
+		env[KeepIdleEnv] = strconv.FormatInt(seconds(effective.KeepIdle), 10)
+	} else {
+		delete(env, KeepIdleEnv)
 	}
 	if s.MaxCostUSD > 0 {
 		SetMaxCost(env, s.MaxCostUSD)
