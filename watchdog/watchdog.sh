@@ -11,6 +11,8 @@
 #    the pod is deleted at once, kept or not, since no job will ever start;
 #  - keep mode (OVERBRAINER_KEEP_POD=1) protects the pod, but only once the job
 #    exists (job.pid): before that a kept pod is guarded like any other;
+#    once its job ended, a kept pod left unused for KEEP_IDLE (no SSH
+#    session open, no lease touched) is deleted (kept_idle; 0: never);
 #  - .pod/cost_cap_at reached (100% of max_cost_usd): delete, whatever the
 #    lease;
 #  - OVERBRAINER_DEADLINE passed while the client's lease (.pod/lease mtime) is
@@ -247,6 +249,9 @@ setting OVERBRAINER_CURL_TIMEOUT "${OVERBRAINER_CURL_TIMEOUT:-}" 10 && CURL_TIME
 [ "$CURL_TIMEOUT" -ge 1 ] || CURL_TIMEOUT=1
 VOLUME_GB=
 number "${OVERBRAINER_VOLUME_GB:-}" && VOLUME_GB=$number
+
+# A kept pod's idle bound (kept_idle); 0 keeps it unbounded.
+setting OVERBRAINER_KEEP_IDLE "${OVERBRAINER_KEEP_IDLE:-}" 3600 && KEEP_IDLE=$number
 
 start=$(date +%s)
 number "$start" || number=0
@@ -666,6 +671,96 @@ retrieval_held() {
   fi
 }
 
+# kept_idle: a kept pod whose job ended has gone unused for KEEP_IDLE, so
+# it is to be deleted. Use is an SSH session open on the pod (a shell of
+# `launch ssh` or Run.Shell, an OpenSSH login with the files it writes, a
+# following launcher's own connection) or a touch of the lease. Until the
+# bound passes since the last use seen, a tick only compares numbers; from
+# then on it looks for later uses (a process or two), and while a session
+# is open it looks at every tick, so that the bound counts from the
+# session's end. Without a readable lease or sessions nothing holds the
+# pod, and it goes once KEEP_IDLE passed since the job's end.
+idle_since=
+idle_held=
+kept_idle() {
+  [ "$KEEP_IDLE" -gt 0 ] && [ -n "$ended_at" ] || return 1
+  [ -n "$idle_since" ] || idle_since=$ended_at
+  if [ -n "$idle_held" ] || [ $((n - idle_since)) -ge "$KEEP_IDLE" ]; then
+    if ssh_sessions; then
+      [ -n "$idle_held" ] || log "kept_held sessions=$sessions"
+      idle_held=1
+      idle_since=$n
+      return 1
+    fi
+    if [ -n "$idle_held" ]; then
+      idle_held=
+      idle_since=$n
+    fi
+    # A touch in the future (a clock stepped back, a bad touch) counts as
+    # now, unless it is more than LEASE_TTL away: one touch cannot hold
+    # the pod for ever.
+    touched=
+    [ ! -f "$POD_DIR/lease" ] || { touched=$(stat -c %Y "$POD_DIR/lease"); } 2>/dev/null
+    if number "$touched" && [ $((number - n)) -lt "$LEASE_TTL" ]; then
+      [ "$number" -le "$n" ] || number=$n
+      [ "$number" -le "$idle_since" ] || idle_since=$number
+    fi
+  fi
+  if [ $((n - idle_since)) -lt "$KEEP_IDLE" ]; then
+    due $((idle_since + KEEP_IDLE))
+    return 1
+  fi
+}
+
+# ssh_sessions: sets $sessions to the number of SSH sessions logged in to
+# the pod's sshd (the one whose pid file the bootstrap had it write), and
+# fails when there is none. sshd forks a monitor for each connection,
+# which forks the session once the client authenticated, titled
+# `sshd: root@notty` or `sshd: root@pts/N` (`sshd-session:` from OpenSSH
+# 9.8 on). A connection not yet authenticated has no such child (its
+# titles end in [priv], [net] or [preauth], whatever user it asks for),
+# so a scan of the pod's public port holds nothing. The shell reads /proc
+# itself: no process but the pid file's read.
+PROC=${OVERBRAINER_PROC:-/proc}
+SSHD_PIDFILE=${OVERBRAINER_SSHD_PIDFILE:-/etc/overbrainer/sshd.pid}
+ssh_sessions() {
+  sessions=0
+  small_read "$SSHD_PIDFILE"
+  number "$raw" && [ "$number" -gt 1 ] || return 1
+  sshd_pid=$number
+  monitors=' '
+  for proc_file in "$PROC"/[0-9]*/stat; do
+    proc_parent "$proc_file" || continue
+    [ "$proc_ppid" != "$sshd_pid" ] || monitors="$monitors$proc_pid "
+  done
+  [ "$monitors" != ' ' ] || return 1
+  for proc_file in "$PROC"/[0-9]*/stat; do
+    proc_parent "$proc_file" || continue
+    case $monitors in *" $proc_ppid "*) ;; *) continue ;; esac
+    title=
+    read -r title 2>/dev/null <"$PROC/$proc_pid/cmdline"
+    case $title in
+      *': root@notty' | *': root@pts/'[0-9] | *': root@pts/'[0-9][0-9] | *': root@pts/'[0-9][0-9][0-9])
+        sessions=$((sessions + 1))
+        ;;
+    esac
+  done
+  [ "$sessions" -gt 0 ]
+}
+
+# proc_parent FILE: sets $proc_pid and $proc_ppid from FILE, a
+# /proc/PID/stat; fails when it cannot be read.
+proc_parent() {
+  proc_line=
+  read -r proc_line 2>/dev/null <"$1" || return 1
+  proc_pid=${1%/stat}
+  proc_pid=${proc_pid##*/}
+  # shellcheck disable=SC2086 # the fields are numbers and a state letter
+  set -- ${proc_line##*) }
+  [ "$#" -ge 2 ] || return 1
+  proc_ppid=$2
+}
+
 # api METHOD PATH [BODY]: sets $code to the HTTP status of the call, 000 when
 # there was no answer. -q must come first: it is what stops curl reading a
 # config file the job wrote. The Authorization header reaches curl on its standard
@@ -979,6 +1074,8 @@ while :; do
     elif [ "$started" = 0 ]; then
       if [ $((n - start)) -ge "$BOOT_GRACE" ]; then reason=never_started; else due $((start + BOOT_GRACE)); fi
     fi
+  elif kept_idle; then
+    reason=kept_idle
   fi
 
   # A delete acts on date's time: a tick that used the sum alone runs
