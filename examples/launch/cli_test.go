@@ -113,6 +113,8 @@ func TestBadCommandLineExitsTwo(t *testing.T) {
 		{[]string{"run", "--gpu-count", "two"}, "usage: launch run [flags]", `invalid argument "two"`},
 		{[]string{"run", "--recover", "1", "--network-volume", "vol1"}, "usage: launch run [flags]", "--recover does not work with --network-volume yet"},
 		{[]string{"run", "--wait-for-gpu", "-1s"}, "usage: launch run [flags]", "cannot be negative"},
+		{[]string{"run", "--keep-idle", "10m"}, "usage: launch run [flags]", "--keep-idle needs --keep-pod"},
+		{[]string{"run", "--keep-pod", "--keep-idle", "-1s"}, "usage: launch run [flags]", "--keep-idle cannot be negative"},
 		{[]string{"gpus", "extra"}, "usage: launch gpus [flags]", "takes no arguments"},
 		{[]string{"nonesuch"}, "usage: launch [global flags] COMMAND", `unknown command "nonesuch"`},
 	} {
@@ -129,6 +131,10 @@ func TestBadCommandLineExitsTwo(t *testing.T) {
 	// -h is help, not an error.
 	if p := w.run("stop", "-h"); p.code != 0 || !strings.Contains(p.stderr.String(), "--wait") {
 		t.Fatalf("stop -h: exit %d\n%s", p.code, p.stderr)
+	}
+	// The kept pod's idle bound and its default are in run's help.
+	if p := w.run("run", "-h"); p.code != 0 || !strings.Contains(p.stderr.String(), "--keep-idle duration") || !strings.Contains(p.stderr.String(), "(default 1h0m0s)") {
+		t.Fatalf("run -h lacks --keep-idle and its default: exit %d\n%s", p.code, p.stderr)
 	}
 }
 

@@ -140,6 +140,7 @@ type runFlags struct {
 	// flags but for Deadline (--max-hours) and HardDeadline (a zero
 	// --max-extension).
 	rules          podenv.Rules
+	keepIdle       time.Duration // KeepIdle, or KeepUnbounded when zero
 	waitForGPU     time.Duration
 	recoverN       int
 	recoverOnError bool
@@ -204,7 +205,8 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.waitForGPU, "wait-for-gpu", 0, "when no GPU type can be had for want of capacity, wait up to this long for one, looking again every 10s to 2m, with no pod meanwhile (0: fail at once)")
 	fs.DurationVar(&f.rules.MaxExtension, "max-extension", guard.DefaultMaxExtension, "how long past the deadline this launcher's lease may hold the pod (0: the deadline is hard)")
 	fs.Float64Var(&f.rules.MaxCostUSD, "max-cost-usd", 0, "cost cap in USD: a snapshot is asked at 95% (or --snapshot-lead before), the pod is deleted at 100% (0: none)")
-	fs.BoolVar(&f.rules.Keep, "keep-pod", false, "once the job started, the watchdog never deletes the pod, and neither does the launcher: remove it with launch rm")
+	fs.BoolVar(&f.rules.Keep, "keep-pod", false, "once the job started, neither the launcher nor the watchdog's rules delete the pod, but for --keep-idle: remove it with launch rm")
+	fs.DurationVar(&f.keepIdle, "keep-idle", podenv.DefaultKeepIdle, "with --keep-pod: once the job ended, the watchdog deletes the pod after this long with no SSH session open on it and no launcher following it (0: never, only launch rm)")
 	fs.DurationVar(&f.rules.BootGrace, "boot-grace", podenv.DefaultBootGrace, "the watchdog deletes the pod if no job started this long after it booted")
 	fs.DurationVar(&f.rules.RetrieveGrace, "retrieve-grace", podenv.DefaultRetrieveGrace, "the watchdog deletes the pod this long after the job ended if nobody collected the results (a download in progress holds it)")
 	fs.DurationVar(&f.poll, "poll", 2*time.Second, "how often the job's state and output are read")
@@ -244,6 +246,10 @@ func (f *runFlags) check() error {
 		return usagef("--max-hours must be between 0 and a year")
 	case f.maxHours == 0 && !f.rules.Keep:
 		return usagef("--max-hours 0 (no deadline) needs --keep-pod: without a deadline nothing would end a hung job")
+	case f.keepIdle < 0:
+		return usagef("--keep-idle cannot be negative")
+	case f.keepIdle != podenv.DefaultKeepIdle && !f.rules.Keep:
+		return usagef("--keep-idle needs --keep-pod: only a kept pod waits for its idle bound")
 	case f.waitForGPU < 0 || f.pullEvery < 0 || f.recoverN < 0:
 		return usagef("--wait-for-gpu, --pull-every and --recover cannot be negative")
 	case f.recoverN > 0 && f.networkVolume != "":
@@ -321,6 +327,9 @@ the pod ends with the launcher.`)
 		CapacityWait: f.waitForGPU, DeadlineFromCreate: true,
 	}
 	spec.HardDeadline = spec.MaxExtension == 0
+	if spec.Keep {
+		spec.KeepIdle, spec.KeepUnbounded = f.keepIdle, f.keepIdle == 0
+	}
 	if f.maxHours > 0 {
 		spec.Deadline = now.Add(time.Duration(f.maxHours * float64(time.Hour))).Truncate(time.Second)
 	}
