@@ -43,14 +43,21 @@ func (f *fakeProc) add(pid, ppid int, title string) {
 	writeAtomic(f.t, filepath.Join(d, "stat"), fmt.Sprintf("%d (sshd) S %d %d %d 0 -1 4194560 1 2 3 4 5 6 7 8 20 0 1 0 777 1000 10\n", pid, ppid, pid, pid))
 }
 
-// session adds an authenticated SSH session, as sshd runs one: a monitor
-// (child of the listener) and the session below it; and returns a
-// function that ends it.
-func (f *fakeProc) session(monitor int, title string) (end func()) {
-	f.add(monitor, sshdPID, "sshd: root [priv]")
-	f.add(monitor+1, monitor, title)
+// session adds an authenticated SSH session, as sshd runs one: for root
+// (the only user the pod's sshd lets in) the connection's own process,
+// retitled once logged in; for another user a child of it (root true or
+// false); and returns a function that ends it.
+func (f *fakeProc) session(pid int, root bool, title string) (end func()) {
+	pids := []int{pid}
+	if root {
+		f.add(pid, sshdPID, title)
+	} else {
+		f.add(pid, sshdPID, "sshd: someone [priv]")
+		f.add(pid+1, pid, title)
+		pids = []int{pid + 1, pid}
+	}
 	return func() {
-		for _, pid := range []int{monitor + 1, monitor} {
+		for _, pid := range pids {
 			if err := os.RemoveAll(filepath.Join(f.dir, strconv.Itoa(pid))); err != nil {
 				f.t.Fatal(err)
 			}
@@ -81,6 +88,8 @@ func TestKeptIdleBound(t *testing.T) {
 			f.add(200, sshdPID, "sshd: root@notty [priv]")
 			f.add(201, 200, "sshd: root@notty [net]")
 			f.add(202, sshdPID, "sshd: unknown [preauth]")
+			f.add(203, sshdPID, "sshd: root@notty x")
+			f.add(204, 201, "sshd: root@notty")
 			f.add(300, 1, "sshd: root [priv]")
 			f.add(301, 300, "sshd: root@notty")
 			f.add(400, 1, "sshd: root@pts/0")
@@ -116,14 +125,23 @@ func TestKeptIdleBound(t *testing.T) {
 // it closed.
 func TestKeptIdleHeldByOpenSession(t *testing.T) {
 	t.Parallel()
-	for _, title := range []string{"sshd: root@notty", "sshd: root@pts/12", "sshd-session: root@pts/3"} {
-		t.Run(title[len(title)-5:], func(t *testing.T) {
+	for _, c := range []struct {
+		name, title string
+		root        bool
+	}{
+		{"command", "sshd: root@notty", true},
+		{"terminal", "sshd: root@pts/12", true},
+		{"openssh_9.8", "sshd-session: root@pts/3", true},
+		{"privsep_child", "sshd: root@notty", false},
+	} {
+		tc := c
+		t.Run(tc.name, func(t *testing.T) {
 			shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 				const t0, idle = fakeT0, 601
 				p := newPod(t, sh)
 				c := p.fakeClock(t0)
 				f := p.fakeProc()
-				end := f.session(500, title)
+				end := f.session(500, tc.root, tc.title)
 				p.startTimed([]string{"OVERBRAINER_INTERVAL", "60", "OVERBRAINER_KEEP_POD", "1", "OVERBRAINER_KEEP_IDLE", strconv.Itoa(idle)}, true,
 					func(p *pod) { p.write(watchdog.ExitCode, "0\n") })
 				evs, i := p.waitEvent(watchdog.KindKeptHeld, "sessions", "1")

@@ -712,15 +712,16 @@ kept_idle() {
   fi
 }
 
-# ssh_sessions: sets $sessions to the number of SSH sessions logged in to
-# the pod's sshd (the one whose pid file the bootstrap had it write), and
-# fails when there is none. sshd forks a monitor for each connection,
-# which forks the session once the client authenticated, titled
-# `sshd: root@notty` or `sshd: root@pts/N` (`sshd-session:` from OpenSSH
-# 9.8 on). A connection not yet authenticated has no such child (its
-# titles end in [priv], [net] or [preauth], whatever user it asks for),
-# so a scan of the pod's public port holds nothing. The shell reads /proc
-# itself: no process but the pid file's read.
+# ssh_sessions: sets $sessions to the number of SSH connections logged in
+# to the pod's sshd (the one whose pid file the bootstrap had it write),
+# and fails when there is none. sshd forks a process for each connection,
+# which, once the client authenticated, is titled `sshd: root@notty` or
+# `sshd: root@pts/N` (`sshd-session:` from OpenSSH 9.8 on): for root that
+# process itself, a child of sshd, for another user a child of it, so both
+# are counted. A connection not yet authenticated has no such title (its
+# end in [priv], [net] or [preauth], whatever user it asks for), so a scan
+# of the pod's public port holds nothing. The shell reads /proc itself: no
+# process but the pid file's read.
 PROC=${OVERBRAINER_PROC:-/proc}
 SSHD_PIDFILE=${OVERBRAINER_SSHD_PIDFILE:-/etc/overbrainer/sshd.pid}
 ssh_sessions() {
@@ -728,12 +729,12 @@ ssh_sessions() {
   small_read "$SSHD_PIDFILE"
   number "$raw" && [ "$number" -gt 1 ] || return 1
   sshd_pid=$number
-  monitors=' '
+  monitors=" $sshd_pid "
   for proc_file in "$PROC"/[0-9]*/stat; do
     proc_parent "$proc_file" || continue
     [ "$proc_ppid" != "$sshd_pid" ] || monitors="$monitors$proc_pid "
   done
-  [ "$monitors" != ' ' ] || return 1
+  [ "$monitors" != " $sshd_pid " ] || return 1
   for proc_file in "$PROC"/[0-9]*/stat; do
     proc_parent "$proc_file" || continue
     case $monitors in *" $proc_ppid "*) ;; *) continue ;; esac
