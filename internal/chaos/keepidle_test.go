@@ -1,14 +1,11 @@
 package chaos_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
-	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
@@ -26,10 +23,7 @@ func TestChaosKeptPodLeftIdle(t *testing.T) {
 	needPods(t)
 	c := &cell{step: "kept", fault: "left_idle", rule: string(watchdog.DeleteKeptIdle)}
 	sec := newSecretSet()
-	e := &env{t: t, c: c, sec: sec, stateDir: filepath.Join(t.TempDir(), "state"),
-		hf: "hf_keptIdleToken" + itoa(time.Now().UnixNano()), bin: launcherBinary(t, "")}
-	e.srv = checkedfake.NewTestServer(t, runpodtest.WithPodRunner())
-	e.vol = e.srv.AddNetworkVolume("", 20)
+	e := newVolumeEnv(t, c, sec, "keptIdle")
 	args := append([]string{"run"}, e.global()...)
 	args = append(args,
 		"--network-volume", e.vol.ID, "--volume-path", "/workspace",
@@ -46,16 +40,7 @@ func TestChaosKeptPodLeftIdle(t *testing.T) {
 		t.Fatalf("launch run --keep-pod: exit %d\n%s", code, l.output())
 	}
 	exited := time.Now()
-	pod, ok := e.pod()
-	if !ok {
-		t.Fatal("no pod")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
-	defer cancel()
-	final, err := e.srv.WaitStatus(ctx, pod.ID, runpodtest.StatusTerminated)
-	if err != nil {
-		t.Fatalf("the kept pod is still %s %s after the launcher left: %v\n%s", final.Status, time.Since(exited), err, e.logText())
-	}
+	final := e.waitTerminated()
 	c.got = e.deletedBy(final)
 	if c.got != c.rule {
 		t.Errorf("deleted by %q, want %s\n%s", c.got, c.rule, e.logText())
