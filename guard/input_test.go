@@ -54,6 +54,10 @@ func TestLaunchRefusesBadInput(t *testing.T) {
 		{"two at once", func(s *Spec) { s.RunID, s.Deadline = "-/-", time.Time{} }, nil, []string{"Spec.RunID", "Spec.Deadline"}, nil},
 		{"a negative extension", func(s *Spec) { s.MaxExtension = -time.Hour }, nil, []string{"Spec.MaxExtension"}, nil},
 		{"an extension with a hard deadline", func(s *Spec) { s.MaxExtension, s.HardDeadline = time.Hour, true }, nil, []string{"Spec.MaxExtension"}, nil},
+		{"unbounded keep without keep", func(s *Spec) { s.KeepUnbounded = true }, nil, []string{"Spec.KeepUnbounded"}, nil},
+		{"an idle bound with unbounded keep", func(s *Spec) { s.Keep, s.KeepUnbounded, s.KeepIdle = true, true, time.Hour }, nil, []string{"Spec.KeepIdle"}, nil},
+		{"a negative idle bound", func(s *Spec) { s.Keep, s.KeepIdle = true, -time.Minute }, nil, []string{"Spec.KeepIdle"}, nil},
+		{"the idle bound in PodEnv", func(s *Spec) { s.PodEnv = map[string]string{podenv.KeepIdleEnv: "0"} }, nil, []string{"Spec.PodEnv"}, nil},
 		{"the host key in PodEnv", func(s *Spec) { s.PodEnv = map[string]string{podenv.HostKeyEnv: "x"} }, nil, []string{"Spec.PodEnv"}, nil},
 		// The watchdog's own settings: keep mode, a knob, one Env never writes.
 		{"keep mode in PodEnv", func(s *Spec) { s.PodEnv = map[string]string{podenv.KeepEnv: "1"} }, nil, []string{"Spec.PodEnv"}, nil},

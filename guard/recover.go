@@ -103,6 +103,7 @@ func relaunch(ctx context.Context, c api, prev Record, spec Spec, why string, op
 	}
 	// The run's deadline and cap hold across its pods.
 	spec.RunID, spec.Deadline, spec.MaxCostUSD, spec.Keep = prev.ID, prev.Deadline, prev.MaxCostUSD, prev.Keep
+	spec.KeepIdle, spec.KeepUnbounded = prev.KeepIdle, prev.KeepUnbounded
 	spec.DeadlineFromCreate = false
 	recovery := prev.Recovery
 	return launch(ctx, c, spec, append(opts, func(c *config) { c.prior, c.recovery = attempts, recovery })...)

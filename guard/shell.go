@@ -28,7 +28,9 @@ type shellConn interface {
 // follows its size); without, the streams stay apart, for a program that
 // has no terminal. It returns when the remote side exits: a non-zero exit
 // is a *podssh.CommandError with its status. A session is not the job's
-// progress: it does not renew the lease.
+// progress: it does not renew the lease. On a kept pod (Spec.Keep) whose
+// job ended it counts as use while it is open: the pod's watchdog counts
+// its logged-in SSH connections and holds the idle bound (Spec.KeepIdle).
 func (r *Run) Shell(ctx context.Context, opts ShellOptions) error {
 	if err := r.liveConn(ctx); err != nil {
 		return err

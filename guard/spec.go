@@ -93,7 +93,8 @@ type Spec struct {
 	// watchdog's knobs (see podenv.Rules), which Follow and Sweep enforce
 	// too. Their zero values are the defaults, except Deadline: a run
 	// without one must set Keep. Keep lifts the watchdog's rules once the
-	// job started: only Delete ends the pod.
+	// job started: Delete ends the pod, or its watchdog once the job ended
+	// and nobody used the pod for KeepIdle (KeepUnbounded: never).
 	podenv.Rules
 	// CapacityWait is how long Launch waits for a GPU when none of
 	// GPUTypes can be had for want of capacity (out of stock, or every

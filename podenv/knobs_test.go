@@ -142,6 +142,8 @@ func TestDefaultsAreTheWatchdogs(t *testing.T) {
 	s.ProbeTries, s.ProbeWait = podenv.DefaultProbeTries, podenv.DefaultProbeWait
 	s.MaxExtension = podenv.DefaultMaxExtension
 	s.StallAfter = podenv.DefaultStallAfter
+	// The idle bound is a kept pod's only.
+	s.Keep, s.KeepIdle = true, podenv.DefaultKeepIdle
 	env := mustEnv(t, s)
 	for name, def := range defaults {
 		v, ok := env[name]

@@ -20,7 +20,10 @@ import (
 // 2: OVERBRAINER_CONTRACT is written, OVERBRAINER_VERSION is the
 // module's version from the build ([BuildVersion]), and a pod with a
 // deadline always says its OVERBRAINER_MAX_EXTENSION (the default too).
-const ContractVersion = 2
+//
+// 3: a kept pod always says its OVERBRAINER_KEEP_IDLE (0: unbounded), the
+// idle time after which its watchdog deletes it.
+const ContractVersion = 3
 
 // The names of the pod's env that this package owns: [Settings.Env]
 // writes them, the bootstrap and the watchdog read them, and [Parse]
@@ -64,6 +67,8 @@ const (
 	// is what counts as the job moving (Rules.StallAfter), and the lease
 	// is renewed on progress rather than on output.
 	ProgressEnv = "OVERBRAINER_PROGRESS"
+	// KeepIdleEnv is a kept pod's idle bound in seconds, 0 for none.
+	KeepIdleEnv = "OVERBRAINER_KEEP_IDLE"
 	// jupyterEnv keeps the image's Jupyter from starting.
 	jupyterEnv = "JUPYTER_DISABLE"
 	// bootFailedEnv is set by the bootstrap, for the watchdog, when the
@@ -79,7 +84,7 @@ var owned = map[string]bool{
 	VersionEnv: true, ContractEnv: true, DeadlineEnv: true, SecretEnvEnv: true, VolumeDirEnv: true,
 	VolumeGBEnv: true, MaxExtensionEnv: true, IntervalEnv: true, LeaseTTLEnv: true, SnapshotLeadEnv: true,
 	SnapshotWaitEnv: true, ProbeTriesEnv: true, ProbeWaitEnv: true, MaxCostEnv: true, jupyterEnv: true,
-	bootFailedEnv: true, StallAfterEnv: true, MinGPUUtilEnv: true, ProgressEnv: true,
+	bootFailedEnv: true, StallAfterEnv: true, MinGPUUtilEnv: true, ProgressEnv: true, KeepIdleEnv: true,
 }
 
 // Owns says the pod's contract owns the variable name: a user's extra env
@@ -237,6 +242,19 @@ func Parse(env map[string]string) (Pod, error) {
 		// Contract 1 wrote no extension: its watchdog took the default
 		// of then.
 		s.MaxExtension = LegacyMaxExtension
+	}
+	switch _, set := env[KeepIdleEnv]; {
+	case !s.Keep:
+		// Only a kept pod has the bound; Env writes none for another.
+		s.KeepIdle = 0
+	case set:
+		// Said as zero: kept unbounded.
+		s.KeepUnbounded = s.KeepIdle == 0
+	case p.Contract >= 3:
+		bad(KeepIdleEnv, "is missing, with keep mode")
+	default:
+		// Before contract 3 a kept pod had no idle bound.
+		s.KeepUnbounded = true
 	}
 	if v, ok := env[MaxCostEnv]; ok {
 		c, err := strconv.ParseFloat(v, 64)

@@ -35,8 +35,14 @@ func normalized(s podenv.Settings) podenv.Settings {
 		s.RetrieveGrace = podenv.DefaultRetrieveGrace
 	}
 	for _, d := range []*time.Duration{&s.BootGrace, &s.RetrieveGrace, &s.Interval, &s.LeaseTTL, &s.SnapshotLead,
-		&s.SnapshotWait, &s.ProbeWait, &s.MaxExtension} {
+		&s.SnapshotWait, &s.ProbeWait, &s.MaxExtension, &s.KeepIdle} {
 		*d = up(*d)
+	}
+	switch {
+	case !s.Keep:
+		s.KeepIdle = 0
+	case s.KeepIdle == 0 && !s.KeepUnbounded:
+		s.KeepIdle = podenv.DefaultKeepIdle
 	}
 	if s.MaxExtension == 0 && !s.HardDeadline && !s.Deadline.IsZero() {
 		s.MaxExtension = podenv.DefaultMaxExtension
@@ -89,7 +95,11 @@ func TestParseReadsBackEnv(t *testing.T) {
 	hard.HardDeadline, hard.APIURL = true, "http://127.0.0.1:8080/v2/"
 	kept := seedSettings()
 	kept.Deadline, kept.Keep, kept.BootGrace, kept.RetrieveGrace = time.Time{}, true, 0, 0
-	for _, s := range []podenv.Settings{seedSettings(), full, hard, kept} {
+	idle := kept
+	idle.KeepIdle = 90 * time.Minute
+	unbounded := kept
+	unbounded.KeepUnbounded = true
+	for _, s := range []podenv.Settings{seedSettings(), full, hard, kept, idle, unbounded} {
 		roundTrip(t, s)
 	}
 }

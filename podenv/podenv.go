@@ -68,6 +68,10 @@ const (
 	// DefaultStallAfter is how long a job may go without moving (see
 	// Rules.StallAfter) before it is asked for a snapshot.
 	DefaultStallAfter = 30 * time.Minute
+	// DefaultKeepIdle is how long a kept pod whose job ended stays unused
+	// (no SSH session open, no lease touched) before its watchdog deletes
+	// it: a kept pod forgotten costs at most this much past its last use.
+	DefaultKeepIdle = time.Hour
 )
 
 // maxKnob is the largest knob the watchdog can count: under mksh its
@@ -374,6 +378,13 @@ func (s Settings) Env() (map[string]string, error) {
 		// Explicit (contract 2): a reader that finds none cannot take a
 		// lost value for the default.
 		env[MaxExtensionEnv] = wholeSeconds(DefaultMaxExtension)
+	}
+	if s.Keep {
+		// Explicit (contract 3), as the extension is: a reader that finds
+		// none takes the pod for one of before the idle bound, unbounded.
+		env[KeepIdleEnv] = strconv.FormatInt(seconds(effective.KeepIdle), 10)
+	} else {
+		delete(env, KeepIdleEnv)
 	}
 	if s.MaxCostUSD > 0 {
 		SetMaxCost(env, s.MaxCostUSD)

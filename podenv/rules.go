@@ -47,8 +47,18 @@ type Rules struct {
 	MaxCostUSD float64 `json:"max_cost_usd,omitempty"`
 	// Keep (--keep-pod) stops the watchdog from deleting the pod once the
 	// job exists; before that, the boot grace and a failed bootstrap still
-	// apply. Only an explicit delete of the run ends a kept pod.
+	// apply. Once the job ended, the pod stays while it is in use, and its
+	// watchdog deletes it after KeepIdle without use (KeepUnbounded lifts
+	// that bound); an explicit delete of the run ends it at any time.
 	Keep bool `json:"keep,omitempty"`
+	// KeepIdle is how long a kept pod stays once its job ended with no SSH
+	// session open on it and no touch of its lease; zero means
+	// DefaultKeepIdle. Only a kept pod has it.
+	KeepIdle time.Duration `json:"keep_idle,omitempty"`
+	// KeepUnbounded keeps a kept pod however long it stays unused
+	// (--keep-idle 0): only an explicit delete ends it. KeepIdle must be
+	// zero then, and Keep set.
+	KeepUnbounded bool `json:"keep_unbounded,omitempty"`
 	// BootGrace is how long the watchdog waits for a job to start before it
 	// deletes the pod; zero means DefaultBootGrace.
 	BootGrace time.Duration `json:"boot_grace"`
@@ -92,7 +102,8 @@ type Rules struct {
 
 // EffectiveRules returns the rules as the watchdog applies them: every
 // zero knob replaced by its default, the extension zero for a hard
-// deadline. Deadline, MaxCostUSD and Keep are returned as they are.
+// deadline, KeepIdle zero when KeepUnbounded. Deadline, MaxCostUSD and Keep
+// are returned as they are.
 func (r Rules) EffectiveRules() Rules {
 	or := func(d *time.Duration, def time.Duration) {
 		if *d == 0 {
@@ -112,6 +123,9 @@ func (r Rules) EffectiveRules() Rules {
 	}
 	if !r.HardDeadline {
 		or(&r.MaxExtension, DefaultMaxExtension)
+	}
+	if !r.KeepUnbounded {
+		or(&r.KeepIdle, DefaultKeepIdle)
 	}
 	return r
 }
@@ -140,6 +154,7 @@ func (r *Rules) knobs() []knob {
 		{field: "MaxExtension", env: MaxExtensionEnv, d: &r.MaxExtension},
 		{field: "StallAfter", env: StallAfterEnv, d: &r.StallAfter},
 		{field: "MinGPUUtil", env: MinGPUUtilEnv, n: &r.MinGPUUtil},
+		{field: "KeepIdle", env: KeepIdleEnv, d: &r.KeepIdle},
 	}
 }
 
@@ -215,6 +230,12 @@ func (r Rules) CheckRules() error {
 	}
 	if r.HardDeadline && r.MaxExtension != 0 {
 		bad("MaxExtension", "%s is set with HardDeadline, which means no extension", r.MaxExtension)
+	}
+	switch {
+	case r.KeepUnbounded && !r.Keep:
+		bad("KeepUnbounded", "is set without Keep")
+	case r.KeepUnbounded && r.KeepIdle != 0:
+		bad("KeepIdle", "%s is set with KeepUnbounded, which means no idle bound", r.KeepIdle)
 	}
 	switch c := r.MaxCostUSD; {
 	case math.IsNaN(c) || math.IsInf(c, 0):

@@ -41,12 +41,15 @@ func TestEffectiveRules(t *testing.T) {
 		Keep: true, Interval: 5 * time.Second, ProbeTries: 2,
 		BootGrace: DefaultBootGrace, RetrieveGrace: DefaultRetrieveGrace, LeaseTTL: DefaultLeaseTTL,
 		SnapshotLead: DefaultSnapshotLead, SnapshotWait: DefaultSnapshotWait, ProbeWait: DefaultProbeWait,
-		MaxExtension: DefaultMaxExtension, StallAfter: DefaultStallAfter,
+		MaxExtension: DefaultMaxExtension, StallAfter: DefaultStallAfter, KeepIdle: DefaultKeepIdle,
 	}
 	if got != want {
 		t.Errorf("EffectiveRules = %+v, want %+v", got, want)
 	}
 	if ext := (Rules{HardDeadline: true}).EffectiveRules().MaxExtension; ext != 0 {
 		t.Errorf("a hard deadline's extension = %s, want 0", ext)
+	}
+	if idle := (Rules{Keep: true, KeepUnbounded: true}).EffectiveRules().KeepIdle; idle != 0 {
+		t.Errorf("an unbounded kept pod's idle bound = %s, want 0", idle)
 	}
 }

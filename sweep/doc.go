@@ -11,7 +11,9 @@
 // read and understood: a field missing, unparsable or of a value it does
 // not know makes the pod [RuleCannotJudge], reported and left; so does a
 // pod of a contract newer than its own. A kept pod (--keep-pod) is left
-// whatever its state: only an explicit remove deletes it. Arithmetic on
+// whatever its state: its watchdog deletes it once unused for its idle
+// bound (--keep-idle), which only the pod can see, and otherwise only an
+// explicit remove deletes it. Arithmetic on
 // times, caps and prices saturates, and a time past the year 2100 means
 // never.
 //

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,7 +100,7 @@ func TestJudgeTable(t *testing.T) {
 			want := r.rule
 			if kept && pod.Env != nil && pod.Env[podenv.KeepEnv] == "0" {
 				pod.Env = clone(pod.Env)
-				pod.Env[podenv.KeepEnv] = "1"
+				pod.Env[podenv.KeepEnv], pod.Env[podenv.KeepIdleEnv] = "1", "3600"
 				if want != RuleCannotJudge && want != RuleUnmarked {
 					want = RuleKeep // a kept pod is never deleted by a rule
 				}
@@ -192,7 +193,7 @@ func randomPod(r *rand.Rand) runpod.Pod {
 		pod.Env[podenv.MaxCostEnv] = []string{"0.5", "5", "100", "2000000000"}[r.IntN(4)]
 	}
 	if r.IntN(5) == 0 {
-		pod.Env[podenv.KeepEnv] = "1"
+		pod.Env[podenv.KeepEnv], pod.Env[podenv.KeepIdleEnv] = "1", "3600"
 	}
 	return pod
 }
@@ -238,6 +239,29 @@ func TestJudgeProperties(t *testing.T) {
 			if dq := Judge(q, sweepNow, p); dq.Delete {
 				t.Fatalf("pod %d, change %d turned keep (%s) into delete: %s\nbefore %+v\nafter %+v", i, j, d, dq, pod.Env, q.Env)
 			}
+		}
+	}
+}
+
+// A kept pod is left, and the sweep says what ends it: its watchdog's idle
+// bound, or nothing but rm when it has none (a pod of contract 2 had none).
+func TestJudgeKeptSaysItsIdleBound(t *testing.T) {
+	p := Policy{}
+	for _, c := range []struct {
+		name, contract, idle, want string
+	}{
+		{"bounded", "3", "5400", "unused for 1h30m0s after its job ended (kept_idle)"},
+		{"unbounded", "3", "0", "no idle bound (--keep-idle 0)"},
+		{"contract 2", "2", "", "no idle bound (--keep-idle 0)"},
+	} {
+		pod := guarded("k", runpod.StatusRunning, time.Hour, 0, podenv.KeepEnv, "1", podenv.ContractEnv, c.contract)
+		pod.Env[podenv.KeepIdleEnv] = c.idle
+		if c.idle == "" {
+			delete(pod.Env, podenv.KeepIdleEnv)
+		}
+		d := Judge(pod, sweepNow, p)
+		if d.Rule != RuleKeep || d.Delete || !d.Kept || !strings.Contains(d.Why, c.want) {
+			t.Errorf("%s: %s (why %q); want kept, left, saying %q", c.name, d, d.Why, c.want)
 		}
 	}
 }

@@ -96,6 +96,10 @@ func guarded(id string, st runpod.PodStatus, age, startedAfter time.Duration, kv
 			p.Env[kv[i]] = kv[i+1]
 		}
 	}
+	// A kept pod's env states its idle bound, as podenv writes it.
+	if _, ok := p.Env[podenv.KeepIdleEnv]; !ok && p.Env[podenv.KeepEnv] == "1" {
+		p.Env[podenv.KeepIdleEnv] = "3600"
+	}
 	return p
 }
 

@@ -92,7 +92,7 @@ func BenchmarkReaction(b *testing.B) {
 	}
 }
 
-func writeB(b *testing.B, path, s string) {
+func writeB(b testing.TB, path, s string) {
 	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
 		b.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func BenchmarkTickProcesses(b *testing.B) {
 	}
 }
 
-func tickProcesses(b *testing.B, strace string, sh shtest.Shell, volume bool) float64 {
+func tickProcesses(b testing.TB, strace string, sh shtest.Shell, volume bool) float64 {
 	api := shtest.NewFakeAPI(b)
 	dir := b.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, watchdog.PodDir), 0o755); err != nil {
@@ -240,7 +240,7 @@ func tickProcesses(b *testing.B, strace string, sh shtest.Shell, volume bool) fl
 // repeats: date every CLOCK_EVERY ticks, df at least every DISK_EVERY (on a
 // disk under 87% full, exactly that). A count over whole cycles counts each
 // of them at its rate, whatever tick the count starts at.
-func tickCycle(b *testing.B) int {
+func tickCycle(b testing.TB) int {
 	cycle := 1
 	for _, name := range []string{"CLOCK_EVERY", "DISK_EVERY"} {
 		m := regexp.MustCompile(`(?m)^` + name + `=([0-9]+)$`).FindStringSubmatch(watchdog.Script())

@@ -21,6 +21,7 @@ const (
 	KindRetrieved         = "retrieved"          // .pod/retrieved appeared
 	KindDeadlineHeld      = "deadline_held"      // until: the deadline passed while the lease was fresh
 	KindAbandonedHeld     = "abandoned_held"     // until: the retrieve grace passed while the lease was fresh
+	KindKeptHeld          = "kept_held"          // sessions: a kept pod's idle bound passed while SSH sessions were open
 	KindSnapshotRequested = "snapshot_requested" // reason, adopted=0|1, cap_in_min for the cost reason, still_s for a stall
 	KindDeleteReason      = "delete_reason"      // reason: the rule that deletes the pod
 	KindDeleteCode        = "delete_code"        // method=DELETE|terminate|stop|runpodctl|runpodctl_remove, code
@@ -54,6 +55,9 @@ const (
 	// stall limit, nor in the snapshot wait after it was asked for a
 	// snapshot.
 	DeleteStalled DeleteReason = "stalled"
+	// DeleteKeptIdle: a kept pod's job ended and nobody used the pod
+	// (no SSH session open, no lease touched) for its idle bound.
+	DeleteKeptIdle DeleteReason = "kept_idle"
 )
 
 // DeleteReasons returns every reason the watchdog deletes a pod by, so that
@@ -62,6 +66,7 @@ func DeleteReasons() []DeleteReason {
 	return []DeleteReason{
 		DeleteBootstrapFailed, DeletePodDirUnsafe, DeleteCostCap, DeleteDeadline,
 		DeleteMaxExtension, DeleteRetrieved, DeleteAbandoned, DeleteNeverStarted, DeleteStalled,
+		DeleteKeptIdle,
 	}
 }
 

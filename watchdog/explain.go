@@ -50,6 +50,10 @@ var reasonTexts = map[DeleteReason]reasonText{
 		"no job started within the boot grace",
 		"no job started on the pod within the boot grace (--boot-grace), so the watchdog deleted the idle pod",
 	},
+	DeleteKeptIdle: {
+		"a kept pod (--keep-pod) went unused for its idle bound (--keep-idle) after its job ended",
+		"the run's pod was kept (--keep-pod), and once its job ended nobody used it for its idle bound (--keep-idle): no SSH session was open on it and no launcher touched its lease, so its watchdog deleted it rather than leave it billing; --keep-idle 0 keeps a pod until rm",
+	},
 }
 
 // Summary is the reason in one line, for a table. The flags named are

@@ -86,7 +86,7 @@ func TestFIFOsNeverBlockTheWatchdog(t *testing.T) {
 	t.Run("du_output", func(t *testing.T) {
 		shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 			p := newPod(t, sh)
-			p.onVolume(`printf '10\t%s\n' "$3"; f=$OVERBRAINER_RUN_DIR/.pod/du.out; rm -f "$f"; mkfifo "$f"`)
+			p.onVolume(`printf '10\t%s\n' "$3"; f=$OVERBRAINER_RUN_DIR/.pod/du.running; rm -f "$f"; mkfifo "$f"`)
 			p.setEnv("OVERBRAINER_SNAPSHOT_LEAD", "0")
 			p.write(watchdog.CostCapAt, itoa(now()+4))
 			p.startJob()

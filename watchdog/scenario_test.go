@@ -349,33 +349,50 @@ func TestDiskFullDf(t *testing.T) {
 }
 
 // On a network volume, the background du is weighed against VOLUME_USABLE
-// percent of .pod/volume_gb, or of OVERBRAINER_VOLUME_GB without it.
+// percent of .pod/volume_gb (the client's, after a grow), or of
+// OVERBRAINER_VOLUME_GB without it: here 900000 KiB is full for the env's
+// 1 GB but not for the file's 2, and 1800000 KiB is for 2; so is 900000 KiB
+// for the env's 1 GB when no file says otherwise.
 func TestDiskFullVolume(t *testing.T) {
 	t.Parallel()
-	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
-		p := newPod(t, sh)
-		vol := t.TempDir()
-		calls := filepath.Join(p.bin.Dir, ".du-calls")
-		// 1 GB * 94% = 917968 KiB usable; 97% of it is 890429 KiB.
-		du := p.bin.Stub("du", `echo "$*" >> `+calls+`; printf '900000\t%s\n' "$3"`)
-		p.setEnv("OVERBRAINER_VOLUME_DIR", vol, "OVERBRAINER_VOLUME_GB", "1", "OVERBRAINER_DU", du)
+	for _, file := range []bool{true, false} {
+		t.Run(map[bool]string{true: "volume_gb", false: "env"}[file], func(t *testing.T) {
+			shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+				diskFullVolume(t, sh, file)
+			})
+		})
+	}
+}
+
+func diskFullVolume(t *testing.T, sh shtest.Shell, file bool) {
+	p := newPod(t, sh)
+	vol := t.TempDir()
+	calls := filepath.Join(p.bin.Dir, ".du-calls")
+	used := filepath.Join(p.bin.Dir, ".du-used")
+	writeAtomic(t, used, "900000\n")
+	// 1 GB * 94% = 917968 KiB usable; 97% of it is 890429 KiB.
+	du := p.bin.Stub("du", `echo "$*" >> `+calls+`; read -r kib < `+used+`; printf '%s\t%s\n' "$kib" "$3"`)
+	p.setEnv("OVERBRAINER_VOLUME_DIR", vol, "OVERBRAINER_VOLUME_GB", "1", "OVERBRAINER_DU", du)
+	if file {
 		p.write(watchdog.VolumeGB, "2\n")
-		p.startJob()
-		p.start()
-		shtest.WaitFile(t, filepath.Join(p.dir, watchdog.Du), wait)
+	}
+	p.startJob()
+	p.start()
+	shtest.WaitFile(t, filepath.Join(p.dir, watchdog.Du), wait)
+	if got := strings.Fields(p.read(watchdog.Du)); len(got) == 0 || got[0] != "900000" {
+		t.Errorf(".pod/du = %q", got)
+	}
+	if file {
 		_, i := p.waitEvent(watchdog.KindJobStarted)
 		evs := p.waitTicks(i, 3)
 		p.none(evs, 0, watchdog.KindSnapshotRequested)
-		if got := strings.Fields(p.read(watchdog.Du)); len(got) == 0 || got[0] != "900000" {
-			t.Errorf(".pod/du = %q", got)
-		}
-		p.write(watchdog.VolumeGB, "1\n")
-		p.waitEvent(watchdog.KindSnapshotRequested, "reason", "disk")
-		b, _ := os.ReadFile(calls)
-		if first := strings.SplitN(string(b), "\n", 2)[0]; first != "-sk -- "+vol {
-			t.Errorf("du called as %q", first)
-		}
-	})
+		writeAtomic(t, used, "1800000\n")
+	}
+	p.waitEvent(watchdog.KindSnapshotRequested, "reason", "disk")
+	b, _ := os.ReadFile(calls)
+	if first := strings.SplitN(string(b), "\n", 2)[0]; first != "-sk -- "+vol {
+		t.Errorf("du called as %q", first)
+	}
 }
 
 // A du that hangs never delays the cost cap, and no second du starts while

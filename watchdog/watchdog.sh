@@ -11,6 +11,8 @@
 #    the pod is deleted at once, kept or not, since no job will ever start;
 #  - keep mode (OVERBRAINER_KEEP_POD=1) protects the pod, but only once the job
 #    exists (job.pid): before that a kept pod is guarded like any other;
+#    once its job ended, a kept pod left unused for KEEP_IDLE (no SSH
+#    session open, no lease touched) is deleted (kept_idle; 0: never);
 #  - .pod/cost_cap_at reached (100% of max_cost_usd): delete, whatever the
 #    lease;
 #  - OVERBRAINER_DEADLINE passed while the client's lease (.pod/lease mtime) is
@@ -51,7 +53,8 @@
 # the time comes from the kernel's uptime (date only every CLOCK_EVERY
 # ticks, and never once the job exists: see clock_sync) and df runs every few ticks (look_disk): on a disk
 # under 87% full, dash averages 1.3 processes a tick (BenchmarkTickProcesses
-# counts them).
+# counts them). On a network volume du takes df's place, as rarely (see
+# volume_full): 1.5 a tick under dash.
 #
 # The API key is read once, removed from the environment (so no child inherits
 # it) and handed to curl on its standard input only: never on a command line,
@@ -250,6 +253,9 @@ setting OVERBRAINER_CURL_TIMEOUT "${OVERBRAINER_CURL_TIMEOUT:-}" 10 && CURL_TIME
 [ "$CURL_TIMEOUT" -ge 1 ] || CURL_TIMEOUT=1
 VOLUME_GB=
 number "${OVERBRAINER_VOLUME_GB:-}" && VOLUME_GB=$number
+
+# A kept pod's idle bound (kept_idle); 0 keeps it unbounded.
+setting OVERBRAINER_KEEP_IDLE "${OVERBRAINER_KEEP_IDLE:-}" 3600 && KEEP_IDLE=$number
 
 start=$(date +%s)
 number "$start" || number=0
@@ -500,13 +506,17 @@ request_snapshot() {
   return 1
 }
 
-# measure_volume: keeps one background `du -sk` of the network volume going,
-# never more: du on a network mount may hang, and this loop must never wait
-# for it. The result is picked up by a later tick into .pod/du; .pod/du.running
-# marks a measurement in progress. timeout, when there is one, ends du after
+# measure_volume: starts a background `du -sk` of the network volume, or
+# picks up the one started, never more than one: du on a network mount may
+# hang, and this loop must never wait for it. du writes .pod/du.running,
+# which marks a measurement in progress and becomes .pod/du once read (one
+# mv). The watchdog reads it on descriptor 6, opened on the file it made
+# before du started, so a read costs no process and reads what du wrote
+# whatever the name comes to name. timeout, when there is one, ends du after
 # 30 s and waits for it; without it, du is killed after 60 s. Either way no
 # other du starts before that one is really gone (one stuck on a hung mount
 # may never go: then the last measure stands), so they cannot pile up.
+# Sets $du_new when a new measure was read.
 TIMEOUT=
 du_pid=
 du_start=
@@ -535,6 +545,7 @@ if [ -n "$VOLUME_DIR" ] && command -v timeout >/dev/null 2>&1 && timeout -k 5 30
   TIMEOUT=timeout
 fi
 measure_volume() {
+  du_new=
   if [ -n "$du_pid" ]; then
     if du_running; then
       # With timeout, $du_pid is timeout: killing it would leave its du
@@ -543,25 +554,30 @@ measure_volume() {
       return 0
     fi
     du_pid=
-    small_read "$POD_DIR/du.out"
+    # Only a whole line (du's ends with its path and a newline) is a
+    # measure; du writes it in one go.
+    raw=
+    read -r raw 2>/dev/null <&6 || raw=
+    exec 6<&-
     kib=${raw%%[!0-9]*}
-    if shrink "$kib" 0; then
-      mv -f "$POD_DIR/du.out" "$POD_DIR/du" 2>/dev/null
+    if [ -n "$kib" ] && shrink "$kib" 0; then
+      mv -f "$POD_DIR/du.running" "$POD_DIR/du" 2>/dev/null
       measured=$kib
+      du_new=1
+    else
+      rm -f "$POD_DIR/du.running" 2>/dev/null
     fi
-    rm -f "$POD_DIR/du.running" 2>/dev/null
     return 0
   fi
   fresh_file "$POD_DIR/du.running"
-  fresh_file "$POD_DIR/du.out"
-  # Not `:`: a failing redirection of a special builtin (a directory put
-  # there, .pod removed) ends the script under dash, busybox, posh and mksh;
-  # on a regular builtin it only fails the command.
-  true 2>/dev/null >"$POD_DIR/du.running"
+  # `command`: a failing redirection of exec (a directory put there, .pod
+  # removed) would end the script under dash, busybox, posh and mksh.
+  { command exec 6<>"$POD_DIR/du.running"; } 2>/dev/null || return 0
+  # du opens the same file through the descriptor, at its own offset.
   if [ -n "$TIMEOUT" ]; then
-    timeout -k 5 30 "$DU" -sk -- "$VOLUME_DIR" >"$POD_DIR/du.out" 2>/dev/null </dev/null &
+    timeout -k 5 30 "$DU" -sk -- "$VOLUME_DIR" >"/proc/$$/fd/6" 2>/dev/null </dev/null &
   else
-    "$DU" -sk -- "$VOLUME_DIR" >"$POD_DIR/du.out" 2>/dev/null </dev/null &
+    "$DU" -sk -- "$VOLUME_DIR" >"/proc/$$/fd/6" 2>/dev/null </dev/null &
   fi
   du_pid=$!
   du_started=$n
@@ -584,13 +600,7 @@ measured=
 VOLUME_FULL=$((VOLUME_USABLE * DISK_ACT * 1000 / 1024))
 disk_full() {
   if [ -n "$VOLUME_DIR" ]; then
-    measure_volume
-    [ -n "$measured" ] || return 1
-    pod_number volume_gb
-    [ -n "$number" ] || number=$VOLUME_GB
-    [ -n "$number" ] || return 1
-    shrink "$measured" "${number}000000" || return 1
-    [ $((shrunk_a * 10000)) -ge $((shrunk_b * VOLUME_FULL)) ]
+    volume_full
     return
   fi
   # df costs a process: it runs only every few ticks, and the emptier the
@@ -617,6 +627,52 @@ DF_OUT
   [ $((shrunk_a * 100)) -ge $(((shrunk_a + shrunk_b) * DISK_ACT)) ]
 }
 
+# volume_full: the network volume's last measure is at least DISK_ACT
+# percent of its usable part. A du runs every few ticks (see space_disk:
+# the emptier the volume the fewer), and one in progress is looked at each
+# tick (no process). The size is read once, and again only when the volume
+# looks full by it: the client only ever grows a volume (and then writes
+# .pod/volume_gb), so a size read before can only make it look fuller than
+# it is, never emptier.
+volume_size=
+volume_full() {
+  du_new=
+  if [ -n "$du_pid" ] || [ "$tick" -ge "$disk_tick" ]; then
+    measure_volume
+  fi
+  [ -n "$measured" ] || return 1
+  [ -n "$volume_size" ] || volume_read
+  if volume_weigh; then
+    volume_read
+    volume_weigh || return 1
+  else
+    [ -z "$du_new" ] || space_disk "$pct"
+    return 1
+  fi
+  [ -z "$du_new" ] || space_disk "$pct"
+}
+
+# volume_read: sets $volume_size to the volume's size in GB, .pod/volume_gb
+# or else OVERBRAINER_VOLUME_GB (empty when neither says).
+volume_read() {
+  pod_number volume_gb
+  volume_size=${number:-$VOLUME_GB}
+}
+
+# volume_weigh: the last measure is full against $volume_size; sets $pct,
+# its percent used on the scale DISK_ACT is read on (DISK_ACT at full).
+volume_weigh() {
+  pct=0
+  [ -n "$volume_size" ] || return 1
+  shrink "$measured" "${volume_size}000000" || return 1
+  # Full when a*10000 >= b*VOLUME_FULL; each side fits 32 bits.
+  weigh_a=$((shrunk_a * 10000))
+  weigh_b=$((shrunk_b * VOLUME_FULL / DISK_ACT))
+  pct=100
+  [ "$weigh_b" -eq 0 ] || pct=$((weigh_a / weigh_b))
+  [ "$weigh_a" -ge $((shrunk_b * VOLUME_FULL)) ]
+}
+
 # look_disk: sets $disk_tick, the tick of the next df, from the shrunk used
 # and available sizes of this one. With pct the percent used (rounded down),
 # the next look is (DISK_ACT - pct) / 2 ticks away, at least 1 and at most
@@ -629,7 +685,16 @@ disk_tick=0
 look_disk() {
   pct=100
   [ $((shrunk_a + shrunk_b)) -eq 0 ] || pct=$((shrunk_a * 100 / (shrunk_a + shrunk_b)))
-  gap=$(((DISK_ACT - pct) / 2))
+  space_disk "$pct"
+}
+
+# space_disk PCT: sets $disk_tick, the tick of the next df or du, for a
+# disk PCT percent used (see look_disk). A du's is counted from the tick
+# that read it, so that du has run a tick before: a volume that fills by at
+# most 2 points a tick is seen full at most one tick after a du every tick
+# would see it.
+space_disk() {
+  gap=$(((DISK_ACT - $1) / 2))
   [ "$gap" -le "$DISK_EVERY" ] || gap=$DISK_EVERY
   [ "$gap" -ge 1 ] || gap=1
   disk_tick=$((tick + gap))
@@ -667,6 +732,97 @@ retrieval_held() {
     retrieval_hold=1
     log "abandoned_held until=$lease_until"
   fi
+}
+
+# kept_idle: a kept pod whose job ended has gone unused for KEEP_IDLE, so
+# it is to be deleted. Use is an SSH session open on the pod (a shell of
+# `launch ssh` or Run.Shell, an OpenSSH login with the files it writes, a
+# following launcher's own connection) or a touch of the lease. Until the
+# bound passes since the last use seen, a tick only compares numbers; from
+# then on it looks for later uses (a process or two), and while a session
+# is open it looks at every tick, so that the bound counts from the
+# session's end. Without a readable lease or sessions nothing holds the
+# pod, and it goes once KEEP_IDLE passed since the job's end.
+idle_since=
+idle_held=
+kept_idle() {
+  [ "$KEEP_IDLE" -gt 0 ] && [ -n "$ended_at" ] || return 1
+  [ -n "$idle_since" ] || idle_since=$ended_at
+  if [ -n "$idle_held" ] || [ $((n - idle_since)) -ge "$KEEP_IDLE" ]; then
+    if ssh_sessions; then
+      [ -n "$idle_held" ] || log "kept_held sessions=$sessions"
+      idle_held=1
+      idle_since=$n
+      return 1
+    fi
+    if [ -n "$idle_held" ]; then
+      idle_held=
+      idle_since=$n
+    fi
+    # A touch in the future (a clock stepped back, a bad touch) counts as
+    # now, unless it is more than LEASE_TTL away: one touch cannot hold
+    # the pod for ever.
+    touched=
+    [ ! -f "$POD_DIR/lease" ] || { touched=$(stat -c %Y "$POD_DIR/lease"); } 2>/dev/null
+    if number "$touched" && [ $((number - n)) -lt "$LEASE_TTL" ]; then
+      [ "$number" -le "$n" ] || number=$n
+      [ "$number" -le "$idle_since" ] || idle_since=$number
+    fi
+  fi
+  if [ $((n - idle_since)) -lt "$KEEP_IDLE" ]; then
+    due $((idle_since + KEEP_IDLE))
+    return 1
+  fi
+}
+
+# ssh_sessions: sets $sessions to the number of SSH connections logged in
+# to the pod's sshd (the one whose pid file the bootstrap had it write),
+# and fails when there is none. sshd forks a process for each connection,
+# which, once the client authenticated, is titled `sshd: root@notty` or
+# `sshd: root@pts/N` (`sshd-session:` from OpenSSH 9.8 on): for root that
+# process itself, a child of sshd, for another user a child of it, so both
+# are counted. A connection not yet authenticated has no such title (its
+# end in [priv], [net] or [preauth], whatever user it asks for), so a scan
+# of the pod's public port holds nothing. The shell reads /proc itself: no
+# process but the pid file's read.
+PROC=${OVERBRAINER_PROC:-/proc}
+SSHD_PIDFILE=${OVERBRAINER_SSHD_PIDFILE:-/etc/overbrainer/sshd.pid}
+ssh_sessions() {
+  sessions=0
+  small_read "$SSHD_PIDFILE"
+  number "$raw" && [ "$number" -gt 1 ] || return 1
+  sshd_pid=$number
+  monitors=" $sshd_pid "
+  for proc_file in "$PROC"/[0-9]*/stat; do
+    proc_parent "$proc_file" || continue
+    [ "$proc_ppid" != "$sshd_pid" ] || monitors="$monitors$proc_pid "
+  done
+  [ "$monitors" != " $sshd_pid " ] || return 1
+  for proc_file in "$PROC"/[0-9]*/stat; do
+    proc_parent "$proc_file" || continue
+    case $monitors in *" $proc_ppid "*) ;; *) continue ;; esac
+    title=
+    read -r title 2>/dev/null <"$PROC/$proc_pid/cmdline"
+    case $title in
+      *': root@notty' | *': root@pts/'[0-9] | *': root@pts/'[0-9][0-9] | *': root@pts/'[0-9][0-9][0-9])
+        sessions=$((sessions + 1))
+        ;;
+    esac
+  done
+  [ "$sessions" -gt 0 ]
+}
+
+# proc_parent FILE: sets $proc_pid and $proc_ppid from FILE, a
+# /proc/PID/stat; fails when it cannot be read.
+proc_parent() {
+  proc_line=
+  read -r proc_line 2>/dev/null <"$1" || return 1
+  proc_pid=${1%/stat}
+  proc_pid=${proc_pid##*/}
+  # shellcheck disable=SC2086 # the fields are numbers and a state letter
+  set -- ${proc_line##*) }
+  [ "$#" -ge 2 ] || return 1
+  proc_ppid=$2
 }
 
 # api METHOD PATH [BODY]: sets $code to the HTTP status of the call, 000 when
@@ -1092,6 +1248,8 @@ while :; do
     elif [ "$started" = 0 ]; then
       if [ $((n - start)) -ge "$BOOT_GRACE" ]; then reason=never_started; else due $((start + BOOT_GRACE)); fi
     fi
+  elif kept_idle; then
+    reason=kept_idle
   fi
 
   # A delete acts on date's time: a tick that used the sum alone runs

@@ -115,6 +115,8 @@ func TestBadCommandLineExitsTwo(t *testing.T) {
 		{[]string{"run", "--wait-for-gpu", "-1s"}, "usage: launch run [flags]", "cannot be negative"},
 		{[]string{"run", "--stall-after", "0"}, "usage: launch run [flags]", "--stall-after must be positive"},
 		{[]string{"run", "--min-gpu-util", "101"}, "usage: launch run [flags]", "--min-gpu-util is a percentage"},
+		{[]string{"run", "--keep-idle", "10m"}, "usage: launch run [flags]", "--keep-idle needs --keep-pod"},
+		{[]string{"run", "--keep-pod", "--keep-idle", "-1s"}, "usage: launch run [flags]", "--keep-idle cannot be negative"},
 		{[]string{"gpus", "extra"}, "usage: launch gpus [flags]", "takes no arguments"},
 		{[]string{"nonesuch"}, "usage: launch [global flags] COMMAND", `unknown command "nonesuch"`},
 	} {
@@ -131,6 +133,10 @@ func TestBadCommandLineExitsTwo(t *testing.T) {
 	// -h is help, not an error.
 	if p := w.run("stop", "-h"); p.code != 0 || !strings.Contains(p.stderr.String(), "--wait") {
 		t.Fatalf("stop -h: exit %d\n%s", p.code, p.stderr)
+	}
+	// The kept pod's idle bound and its default are in run's help.
+	if p := w.run("run", "-h"); p.code != 0 || !strings.Contains(p.stderr.String(), "--keep-idle duration") || !strings.Contains(p.stderr.String(), "(default 1h0m0s)") {
+		t.Fatalf("run -h lacks --keep-idle and its default: exit %d\n%s", p.code, p.stderr)
 	}
 }
 

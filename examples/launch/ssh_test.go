@@ -137,7 +137,7 @@ func TestKeepPodWarnsAndCancelAfterTheEnd(t *testing.T) {
 	}
 	r := w.onlyRun()
 	warning := lineWith(p.stderr.String(), "warning: pod "+r.PodID+" is kept")
-	for _, want := range []string{"~$0.690/h", "launch rm " + r.ID, "launch ssh " + r.ID, "ssh -F "} {
+	for _, want := range []string{"~$0.690/h", "launch rm " + r.ID, "launch ssh " + r.ID, "ssh -F ", "after 1h0m0s with no SSH session open"} {
 		if !strings.Contains(warning, want) {
 			t.Errorf("warning %q lacks %q", warning, want)
 		}

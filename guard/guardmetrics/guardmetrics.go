@@ -48,7 +48,8 @@ var phases = []guard.Phase{guard.PhaseCreating, guard.PhaseBooting, guard.PhaseR
 // reasons are the watchdog's rules: a label takes one of these or
 // "other", so that a pod's words cannot grow the series.
 var reasons = []watchdog.DeleteReason{watchdog.DeleteBootstrapFailed, watchdog.DeletePodDirUnsafe, watchdog.DeleteCostCap,
-	watchdog.DeleteDeadline, watchdog.DeleteMaxExtension, watchdog.DeleteRetrieved, watchdog.DeleteAbandoned, watchdog.DeleteNeverStarted}
+	watchdog.DeleteDeadline, watchdog.DeleteMaxExtension, watchdog.DeleteRetrieved, watchdog.DeleteAbandoned, watchdog.DeleteNeverStarted,
+	watchdog.DeleteKeptIdle}
 
 // New makes the metrics and registers them with reg (panicking, as
 // prometheus.MustRegister does, when reg already holds them).

@@ -1,6 +1,7 @@
 package chaos_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -47,11 +48,7 @@ func TestChaosPodClockSkew(t *testing.T) {
 		t.Run(fmt.Sprintf("pod_clock_%+dm", int(skew.Minutes())), func(t *testing.T) {
 			t.Parallel()
 			c := &cell{step: "clock", fault: fmt.Sprintf("%+dm", int(skew.Minutes())), rule: string(watchdog.DeleteCostCap)}
-			e := &env{t: t, c: c, sec: sec, stateDir: filepath.Join(t.TempDir(), "state"),
-				hf: fmt.Sprintf("hf_clock%dToken", time.Now().UnixNano()), bin: launcherBinary(t, "")}
-			e.srv = checkedfake.NewTestServer(t, runpodtest.WithPodRunner())
-			_ = e.srv.Pods()
-			e.vol = e.srv.AddNetworkVolume("", 20)
+			e := newVolumeEnv(t, c, sec, "clock")
 			e.job = stubbornJob(t)
 			shim := fmt.Sprintf("#!/bin/sh\n# the pod's clock, %d s off\ncase \"$*\" in\n'+%%s') t=$(/usr/bin/date +%%s) && echo $((t + %d)) ;;\n*) exec /usr/bin/date \"$@\" ;;\nesac\n",
 				int(skew.Seconds()), int(skew.Seconds()))
@@ -92,6 +89,36 @@ func TestChaosPodClockSkew(t *testing.T) {
 			e.cleanUp(l)
 		})
 	}
+}
+
+// newVolumeEnv is a cell's world for a launch of its own: a fake Runpod
+// with the pod runner, a network volume (where the run directory and the
+// watchdog's log outlive the pod), a state directory and an HF token
+// named after what.
+func newVolumeEnv(t *testing.T, c *cell, sec *secretSet, what string) *env {
+	e := &env{t: t, c: c, sec: sec, stateDir: filepath.Join(t.TempDir(), "state"),
+		hf: fmt.Sprintf("hf_%s%dToken", what, time.Now().UnixNano()), bin: launcherBinary(t, "")}
+	e.srv = checkedfake.NewTestServer(t, runpodtest.WithPodRunner())
+	_ = e.srv.Pods()
+	e.vol = e.srv.AddNetworkVolume("", 20)
+	return e
+}
+
+// waitTerminated waits for the cell's pod to be terminated, and fails the
+// test when it is not within the package's wait.
+func (e *env) waitTerminated() runpodtest.Pod {
+	e.t.Helper()
+	pod, ok := e.pod()
+	if !ok {
+		e.t.Fatal("no pod")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	final, err := e.srv.WaitStatus(ctx, pod.ID, runpodtest.StatusTerminated)
+	if err != nil {
+		e.t.Fatalf("pod still %s after %s: %v\n%s", final.Status, wait, err, e.logText())
+	}
+	return final
 }
 
 // billingStart reads when the launcher counts the bill from: run.json.

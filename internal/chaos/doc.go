@@ -22,6 +22,10 @@
 //     and error strings were sampled for the account key, the pod key, the
 //     host private key and an HF token during the matrix and the clock
 //     runs, and the hits (zero);
+//   - a kept pod (--keep-pod) left idle once its launcher collected and
+//     left: deleted by its watchdog (kept_idle) within 2 s of its idle
+//     bound past its last use; pods left billing (must be 0) and the
+//     time and dollars past the bound;
 //   - hostile pod files and a pod clock 10 minutes off the client's: the
 //     delay of the cost cap past its time;
 //   - pod states: a pod stopped by Runpod, in ERROR, in a container restart

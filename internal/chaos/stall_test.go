@@ -1,7 +1,6 @@
 package chaos_test
 
 import (
-	"context"
 	"fmt"
 	"io/fs"
 	"os"
@@ -10,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
@@ -35,10 +33,7 @@ func launchPurpose(t *testing.T, name, rule, volumePath string, prepare func(e *
 	t.Helper()
 	needPods(t)
 	c := &cell{step: "purpose", fault: name, rule: rule}
-	e := &env{t: t, c: c, sec: newSecretSet(), stateDir: filepath.Join(t.TempDir(), "state"),
-		hf: fmt.Sprintf("hf_purpose%dToken", time.Now().UnixNano()), bin: launcherBinary(t, "")}
-	e.srv = checkedfake.NewTestServer(t, runpodtest.WithPodRunner())
-	e.vol = e.srv.AddNetworkVolume("", 20)
+	e := newVolumeEnv(t, c, newSecretSet(), "purpose")
 	if prepare != nil {
 		prepare(e)
 	}
@@ -62,16 +57,7 @@ func launchPurpose(t *testing.T, name, rule, volumePath string, prepare func(e *
 // launcher's exit, and returns the pod as it ended.
 func (e *env) podEnded(l *launcher) runpodtest.Pod {
 	e.t.Helper()
-	pod, ok := e.pod()
-	if !ok {
-		e.t.Fatal("no pod")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
-	defer cancel()
-	final, err := e.srv.WaitStatus(ctx, pod.ID, runpodtest.StatusTerminated)
-	if err != nil {
-		e.t.Fatalf("pod still %s: %v\n%s", final.Status, err, l.output())
-	}
+	final := e.waitTerminated()
 	l.wait()
 	return final
 }

@@ -92,7 +92,7 @@ func (d *driver) event(e guard.Event) {
 	// A kept pod bills until rm: said after the job-started line.
 	if e.Kind == guard.EventJobStarted && d.r.Keep {
 		cfg, _ := d.run.WriteSSHConfig(context.Background(), d.a.store.RunPath(d.r.ID))
-		defer a.say("warning: pod %s is kept (--keep-pod): nothing deletes it, it bills ~%s/h until \"launch rm %[3]s\"; reach it with \"launch ssh %[3]s\" or %s", d.r.PodID, money(d.r.CostPerHr), d.r.ID, cfg.Command)
+		defer a.say("warning: pod %s is kept (--keep-pod): %s; reach it with \"launch ssh %s\" or %s", d.r.PodID, d.keptUntil(), d.r.ID, cfg.Command)
 	}
 	switch e.Kind {
 	case guard.EventWaiting, guard.EventWaitingSSH, guard.EventWaitingVerdict, guard.EventUploading, guard.EventDownloading, guard.EventWaitingCapacity:
@@ -366,7 +366,7 @@ func (d *driver) end(ctx context.Context, end guard.End) error {
 	if d.r.Keep {
 		d.r.Phase, d.r.Note = state.PhaseDone, "pod kept (--keep-pod)"
 		d.save()
-		a.say("pod %s is kept (--keep-pod) and keeps billing (~%s/h): remove it with \"launch rm %s\"", d.r.PodID, money(d.r.CostPerHr), d.r.ID)
+		a.say("pod %s is kept (--keep-pod): %s", d.r.PodID, d.keptUntil())
 		return jobResult(end)
 	}
 	if res, _ := run.Delete(ctx); res != runpod.Stopped {
@@ -502,6 +502,21 @@ func (d *driver) interrupted() error {
 	return &exitError{code: ExitInterrupted}
 }
 
+// hoursPerMonth is an average month's hours (365.25 × 24 / 12), for the
+// price of a pod nothing deletes.
+const hoursPerMonth = 730.5
+
+// keptUntil says what ends a kept pod and what it bills until then: its
+// idle bound, or, kept unbounded, nothing but rm, with its monthly price.
+func (d *driver) keptUntil() string {
+	if d.r.KeepUnbounded {
+		return fmt.Sprintf("nothing deletes it (--keep-idle 0), it bills ~%s/h, ~%s a month, until \"launch rm %s\"",
+			money(d.r.CostPerHr), money(d.r.CostPerHr*hoursPerMonth), d.r.ID)
+	}
+	return fmt.Sprintf("once its job ended, its watchdog deletes it after %s with no SSH session open and no launcher following (--keep-idle); it bills ~%s/h until then or until \"launch rm %s\"",
+		since(d.r.EffectiveRules().KeepIdle), money(d.r.CostPerHr), d.r.ID)
+}
+
 // guarantees says what the watchdog will do with a pod left to it.
 func (d *driver) guarantees() string {
 	started := d.run != nil && d.run.State().Started()
@@ -509,7 +524,7 @@ func (d *driver) guarantees() string {
 	if !started {
 		parts = append(parts, fmt.Sprintf("no job runs yet, so the watchdog deletes the pod %s after it booted (boot grace)", since(d.r.BootGrace)))
 	} else if d.r.Keep {
-		parts = append(parts, "the pod is kept (--keep-pod): nothing deletes it but \"launch rm\"")
+		parts = append(parts, "the pod is kept (--keep-pod): "+d.keptUntil())
 	}
 	if !d.r.Deadline.IsZero() && !d.r.Keep {
 		parts = append(parts, fmt.Sprintf("the lease is no longer renewed, so at the deadline (%s) it asks the job for a snapshot and deletes the pod",

@@ -139,6 +139,7 @@ type runFlags struct {
 	// flags but for Deadline (--max-hours) and HardDeadline (a zero
 	// --max-extension).
 	rules          podenv.Rules
+	keepIdle       time.Duration // KeepIdle, or KeepUnbounded when zero
 	waitForGPU     time.Duration
 	recoverN       int
 	recoverOnError bool
@@ -205,7 +206,8 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&f.rules.MaxCostUSD, "max-cost-usd", 0, "cost cap in USD: a snapshot is asked at 95% (or --snapshot-lead before), the pod is deleted at 100% (0: none)")
 	fs.DurationVar(&f.rules.StallAfter, "stall-after", podenv.DefaultStallAfter, "a job that has not moved this long (no new line in $OVERBRAINER_PROGRESS once it writes one, else no new output) is asked for a snapshot, its lease is no longer renewed, and its watchdog deletes the pod when it still has not moved a --snapshot-wait later")
 	fs.IntVar(&f.rules.MinGPUUtil, "min-gpu-util", 0, "with --stall-after, a GPU at least this busy (percent, by nvidia-smi on the pod, where it exists) counts as the job moving (0: the GPU does not count)")
-	fs.BoolVar(&f.rules.Keep, "keep-pod", false, "once the job started, the watchdog never deletes the pod, and neither does the launcher: remove it with launch rm")
+	fs.BoolVar(&f.rules.Keep, "keep-pod", false, "once the job started, neither the launcher nor the watchdog's rules delete the pod, but for --keep-idle: remove it with launch rm")
+	fs.DurationVar(&f.keepIdle, "keep-idle", podenv.DefaultKeepIdle, "with --keep-pod: once the job ended, the watchdog deletes the pod after this long with no SSH session open on it and no launcher following it (0: never, only launch rm)")
 	fs.DurationVar(&f.rules.BootGrace, "boot-grace", podenv.DefaultBootGrace, "the watchdog deletes the pod if no job started this long after it booted")
 	fs.DurationVar(&f.rules.RetrieveGrace, "retrieve-grace", podenv.DefaultRetrieveGrace, "the watchdog deletes the pod this long after the job ended if nobody collected the results (a download in progress holds it)")
 	fs.DurationVar(&f.poll, "poll", 2*time.Second, "how often the job's state and output are read")
@@ -245,6 +247,10 @@ func (f *runFlags) check() error {
 		return usagef("--max-hours must be between 0 and a year")
 	case f.maxHours == 0 && !f.rules.Keep:
 		return usagef("--max-hours 0 (no deadline) needs --keep-pod: without a deadline nothing would end a hung job")
+	case f.keepIdle < 0:
+		return usagef("--keep-idle cannot be negative")
+	case f.keepIdle != podenv.DefaultKeepIdle && !f.rules.Keep:
+		return usagef("--keep-idle needs --keep-pod: only a kept pod waits for its idle bound")
 	case f.waitForGPU < 0 || f.pullEvery < 0 || f.recoverN < 0:
 		return usagef("--wait-for-gpu, --pull-every and --recover cannot be negative")
 	case f.recoverN > 0 && f.networkVolume != "":
@@ -326,6 +332,9 @@ the pod ends with the launcher.`)
 		CapacityWait: f.waitForGPU, DeadlineFromCreate: true,
 	}
 	spec.HardDeadline = spec.MaxExtension == 0
+	if spec.Keep {
+		spec.KeepIdle, spec.KeepUnbounded = f.keepIdle, f.keepIdle == 0
+	}
 	if f.maxHours > 0 {
 		spec.Deadline = now.Add(time.Duration(f.maxHours * float64(time.Hour))).Truncate(time.Second)
 	}
