@@ -11,15 +11,19 @@ import (
 
 const rtx4090 = "NVIDIA GeForce RTX 4090"
 
-// TestWaitForGPUCreatesWhenBack: the only type is out of stock for a few
-// seconds; --wait-for-gpu waits, saying so, with no pod, and the run gets
-// its one pod once the type is back.
+// TestWaitForGPUCreatesWhenBack: the only type is out of stock until the
+// launcher says it waits; --wait-for-gpu waits, saying so, with no pod,
+// and the run gets its one pod once the type is back.
 func TestWaitForGPUCreatesWhenBack(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
-	w.srv.OutOfStock(rtx4090, w.srv.Now().Add(2*time.Second))
-	p := w.run(args([]string{"run", "--gpu", rtx4090, "--wait-for-gpu", "10m"}, fast, demo(1))...)
-	if p.code != 0 {
+	// Out of stock until the launcher says it waits, however late a busy
+	// machine gets it there.
+	w.srv.OutOfStock(rtx4090, time.Time{})
+	p := w.start(args([]string{"run", "--gpu", rtx4090, "--wait-for-gpu", "10m"}, fast, demo(1))...)
+	p.waitOutput("waiting for one, no pod meanwhile", patience)
+	w.srv.Restock(rtx4090)
+	if p.wait(2*patience) != 0 {
 		t.Fatalf("exit %d\n%s", p.code, p.stderr)
 	}
 	mustContain(t, "stderr", p.stderr.String(), "no GPU available", "waiting for one, no pod meanwhile", "next look in", "created: "+rtx4090)
