@@ -20,10 +20,10 @@ import (
 )
 
 // Start uploads the job and starts it, unless it was started already (nil
-// then). A zero job means the one the Spec (or the Record) named, with the
-// Spec's secrets or WithSecrets' (a Record holds none, so an attached Run
-// has none without WithSecrets); a job with only Secrets (or HFToken) set
-// takes the rest from there.
+// then). A zero job means the one the Spec (or the Record) named; a job
+// with only Secrets (or HFToken) set takes the rest from there. A job
+// without secrets gets the Spec's, or WithSecrets' (a Record holds none,
+// so an attached Run has none without WithSecrets).
 // With a cost cap, it first writes the cap's plan for the watchdog on the
 // pod's clock. The job runs in a process group of its own, so that the
 // watchdog and the client can stop its whole tree, and gets its secrets
@@ -40,6 +40,8 @@ import (
 func (r *Run) Start(ctx context.Context, job Job) error {
 	if job.Dir == "" && job.Command == "" {
 		job.Dir, job.Command, job.ResumeFrom = r.rec.JobDir, r.rec.Command, r.rec.ResumeFrom
+	}
+	if len(job.Secrets) == 0 && job.HFToken == "" {
 		// Spec.Job's secrets (or WithSecrets'), which no Record holds.
 		job.Secrets = r.cfg.secrets
 	}
