@@ -21,9 +21,10 @@ const HeredocEnd = "OVERBRAINER_WATCHDOG_END"
 const Log = ".pod/bootstrap.log"
 
 // MaxCommandBytes bounds the pod's command: it travels in the create call's
-// cmd, inside a body Runpod refuses past 102,400 bytes, and must stay well
-// inside what Runpod and the shells accept.
-const MaxCommandBytes = 32 * 1024
+// cmd, inside a body Runpod refuses past 102,400 bytes (JSON adds about an
+// eighth), and must stay well inside what the kernel takes as one argument
+// (128 KiB). At 48 KiB, more than half of the body is left to the pod's env.
+const MaxCommandBytes = 48 * 1024
 
 // Script returns the whole script the pod runs: the bootstrap's functions, a
 // write_watchdog function holding the watchdog in a quoted here-document, and
