@@ -163,6 +163,16 @@ func (w *wd) events() []watchdog.Event {
 	return evs
 }
 
+// started says the watchdog logged its start line.
+func (w *wd) started() bool {
+	for _, ev := range w.events() {
+		if ev.Kind == watchdog.KindStart {
+			return true
+		}
+	}
+	return false
+}
+
 // reason is the watchdog's logged delete reason, "" when there is none.
 func (w *wd) reason() string {
 	for _, ev := range w.events() {
