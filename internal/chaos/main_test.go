@@ -1,15 +1,16 @@
 package chaos_test
 
 import (
-	"flag"
 	"fmt"
-	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 	"os"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/overbrainer/overbrainer-go/internal/shtest"
+	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
 
 // Most of the suite waits on sleeping shells and pods, not on the CPU: run
@@ -17,12 +18,7 @@ import (
 // fault matrix's pods) bound themselves.
 func TestMain(m *testing.M) {
 	runpodtest.PodInit()
-	flag.Parse()
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
-	if !set {
-		_ = flag.Set("test.parallel", "32")
-	}
+	shtest.DefaultParallel(32)
 	var err error
 	if buildDir, err = os.MkdirTemp("", "chaos-bin-"); err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -165,11 +165,17 @@ func NeedPods(t testing.TB, runnerErr error) {
 // mostly wait on ticks and processes, and at two at a time a 2-core
 // machine spends their wall time waiting. Call it from TestMain.
 func Main(m *testing.M, parallel int) {
+	DefaultParallel(parallel)
+	os.Exit(m.Run())
+}
+
+// DefaultParallel parses the test flags and sets -parallel to n unless
+// the command line set it, for a TestMain that does more than [Main].
+func DefaultParallel(n int) {
 	flag.Parse()
 	set := false
 	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
 	if !set {
-		_ = flag.Set("test.parallel", strconv.Itoa(parallel))
+		_ = flag.Set("test.parallel", strconv.Itoa(n))
 	}
-	os.Exit(m.Run())
 }
