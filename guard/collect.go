@@ -162,7 +162,7 @@ func (r *Run) fetch(ctx context.Context, dir string, hold bool) (Collected, erro
 		Dir: dir, MaxBytes: r.rec.Results.maxBytes(), Growing: growingNames}
 	var x podssh.Extracted
 	download := func() error {
-		return r.transfer(EventDownloading, func(progress podssh.Progress) error {
+		return r.transfer(StageDownload, func(progress podssh.Progress) error {
 			req := req
 			req.Progress = progress
 			var err error

@@ -74,7 +74,7 @@
 // deleted for not coming up may have billed comes out of the next pod's
 // budget (and its env, for the sweeper), and ErrCapSpent ends a launch
 // whose cap went that way. With Spec.CapacityWait, a launch whose every
-// type is out of capacity waits for one (EventWaitingCapacity), with no
+// type is out of capacity waits for one (EventWaiting, StageCapacity), with no
 // pod meanwhile, instead of failing with ErrNoGPU.
 //
 // Recovery: with Spec.Recover, Follow itself takes a job whose pod was

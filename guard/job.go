@@ -137,7 +137,7 @@ func (r *Run) upload(ctx context.Context, job Job) error {
 			total += n
 		}
 	}
-	err := r.transfer(EventUploading, func(progress podssh.Progress) error {
+	err := r.transfer(StageUpload, func(progress podssh.Progress) error {
 		c := &podssh.Counter{Total: total, Progress: progress}
 		return r.conn.UploadTar(ctx, r.rec.RunDir, func(tw *tar.Writer) error {
 			if err := c.AddTree(tw, job.Dir, jobctl.JobDir+"/"); err != nil {

@@ -461,7 +461,7 @@ func (r *Run) waitVerdict(ctx context.Context) (st jobctl.State, err error) {
 		if r.since(start) > r.cfg.verdictTimeout {
 			return st, fmt.Errorf("the watchdog wrote no verdict within %s", r.cfg.verdictTimeout)
 		}
-		r.waiting(EventWaitingVerdict)
+		r.waiting(StageVerdict)
 		if err := r.cfg.clock.Sleep(ctx, pace.step()); err != nil {
 			return st, err
 		}

@@ -101,7 +101,7 @@ type Spec struct {
 	// create answers Runpod's capacity 400): it looks again after a
 	// jittered back-off (10 s growing to 2 min), reads the catalog's
 	// stock at most once per 30 s in this process, and creates as soon
-	// as a type is back. No pod exists while it waits; EventWaitingCapacity
+	// as a type is back. No pod exists while it waits; EventWaiting
 	// tells each wait. Zero fails at once with ErrNoGPU. The wait counts
 	// against the Deadline and ends at it, unless DeadlineFromCreate.
 	CapacityWait time.Duration
