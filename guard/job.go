@@ -40,8 +40,11 @@ import (
 func (r *Run) Start(ctx context.Context, job Job) error {
 	if job.Dir == "" && job.Command == "" {
 		job.Dir, job.Command, job.ResumeFrom = r.rec.JobDir, r.rec.Command, r.rec.ResumeFrom
-		// Spec.Job's secrets (or WithSecrets'), which no Record holds.
-		job.Secrets = r.cfg.secrets
+		// Spec.Job's secrets (or WithSecrets'), which no Record holds,
+		// unless the job brings its own.
+		if job.Secrets == nil && job.HFToken == "" {
+			job.Secrets = r.cfg.secrets
+		}
 	}
 	if errs := job.check("Job.", r.rec.Results); len(errs) > 0 {
 		return errors.Join(errs...)
