@@ -9,14 +9,11 @@ import (
 
 // Cancel stops the job at once, without asking it for a checkpoint: the
 // job is marked cancelled, its whole process group gets TERM, and what is
-// left of it KILL two seconds later. It returns what it found:
-// CancelStopped, or CancelEnded when the job had ended already (nothing
-// was signalled), or CancelNoJob when none was
-// started. The pod stays: Follow then reads the rest of the output (the
-// job ends as Cancelled), Collect downloads what there is, Delete deletes
-// the pod. It works on an attached Run as on a launched one. A cancel that
-// fails (the pod does not answer) changes nothing: the pod is left to its
-// watchdog, as when ctx ends.
+// left of it KILL two seconds later; it returns what it found. The pod
+// stays: Follow then reads the rest of the output (the job ends as
+// Cancelled), Collect downloads what there is, Delete deletes the pod. It
+// works on an attached Run as on a launched one. A cancel that fails (the
+// pod does not answer) changes nothing: the pod is left to its watchdog.
 func (r *Run) Cancel(ctx context.Context) (CancelResult, error) {
 	if err := r.liveConn(ctx); err != nil {
 		return "", err

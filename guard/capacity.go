@@ -117,7 +117,7 @@ func (r *Run) sleepForCapacity(ctx context.Context, w *capacityWait) (bool, erro
 	d := time.Duration(float64(w.next) * (0.75 + rand.Float64()/2))
 	w.next = min(2*w.next, lastCapacityLook)
 	d = min(d, left)
-	r.emit(Event{Kind: EventWaitingCapacity, Elapsed: elapsed, Next: d, GPU: r.gpuNames()})
+	r.emit(Event{Kind: EventWaiting, Stage: StageCapacity, Elapsed: elapsed, Next: d, GPU: r.gpuNames()})
 	if err := r.cfg.clock.Sleep(ctx, d); err != nil {
 		return false, err
 	}

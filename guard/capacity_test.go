@@ -81,7 +81,7 @@ func TestCapacityWaitCreatesWhenBack(t *testing.T) {
 			t.Errorf("catalog read %s after the one before", d)
 		}
 	}
-	waits := h.eventsOf(EventWaitingCapacity)
+	waits := h.eventsAt(EventWaiting, StageCapacity)
 	if len(waits) < 3 {
 		t.Fatalf("%d capacity waits told, want several", len(waits))
 	}
@@ -150,7 +150,7 @@ func TestCapacityWaitEnds(t *testing.T) {
 			defer cancel()
 			waits := 0
 			r, err := h.launchOn(ctx, a, spec, WithEvents(func(e Event) {
-				if e.Kind == EventWaitingCapacity {
+				if e.Kind == EventWaiting && e.Stage == StageCapacity {
 					waits++
 					if tc.cancel {
 						cancel()
@@ -189,7 +189,7 @@ func TestCapacityWaitAuto(t *testing.T) {
 	if len(a.tries) != 1 || a.tries[0].Before(a.until) || r.Record().GPU != DefaultGPU {
 		t.Errorf("creates at %v of %q, want one after %s", a.tries, r.Record().GPU, a.until)
 	}
-	if len(h.eventsOf(EventWaitingCapacity)) == 0 {
+	if len(h.eventsAt(EventWaiting, StageCapacity)) == 0 {
 		t.Error("no wait told")
 	}
 }

@@ -162,7 +162,7 @@ func (r *Run) fetch(ctx context.Context, dir string, hold bool) (Collected, erro
 		Dir: dir, MaxBytes: r.rec.Results.maxBytes(), Growing: growingNames}
 	var x podssh.Extracted
 	download := func() error {
-		return r.transfer(EventDownloading, func(progress podssh.Progress) error {
+		return r.transfer(StageDownload, func(progress podssh.Progress) error {
 			req := req
 			req.Progress = progress
 			var err error
@@ -195,8 +195,9 @@ func (c Collected) event() Event {
 // Delete deletes the pod (delete, then terminate, then stop as a last
 // resort) and the host key secret, and records the run's end and its
 // cost. It goes on after ctx was cancelled (a delete is what a cancelled
-// run needs most), for up to three minutes. A pod that could only be
-// stopped still bills for its volume: the result says so.
+// run needs most), for up to three minutes, and waits until the API no
+// longer shows the pod (else a *DeleteUnconfirmedError). A pod that could
+// only be stopped still bills for its volume: the result says so.
 func (r *Run) Delete(ctx context.Context) (runpod.DeleteResult, error) {
 	return r.teardownCtx(ctx, r.endPhase(PhaseFailed))
 }

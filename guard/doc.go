@@ -14,47 +14,40 @@
 //     job started within the boot grace, once the results are collected or
 //     abandoned, when the bootstrap failed.
 //   - Run.Start uploads the job, writes the cost cap's plan on the pod's
-//     clock and starts the job in its own process group, its secrets
-//     (Job.Secrets: HF_TOKEN, WANDB_API_KEY, storage credentials) on the
-//     session's standard input only, and in the job's environment alone. The job writes its results into
-//     $OVERBRAINER_OUTPUTS, and when the file $OVERBRAINER_SNAPSHOT_REQUEST
-//     appears (a Snapshot, or the watchdog ahead of the cost cap, the
-//     deadline or a full disk) it checkpoints there and exits. A Job with
-//     ResumeFrom (an earlier run's collected outputs) finds them in
-//     $OVERBRAINER_OUTPUTS before it starts, so that it continues from its
-//     checkpoint on a new pod, and Collect brings them back with the new.
-//   - Run.Follow streams the job's output, renews the lease while it
-//     progresses, grows a network volume that fills (up to
-//     Spec.MaxVolumeGB, else a disk snapshot is asked), reconnects, and
-//     returns how the job ended. It backs up the watchdog's cost cap and
-//     deadline (*EnforcedError), and deletes a pod found EXITED or ERROR,
-//     whose watchdog no longer runs; a 404 is believed after three looks.
-//   - Run.Collect downloads the results with the lease held, checks each
-//     file against the pod's SHA-256 manifest (Spec.Results caps, excludes
-//     and may require outputs) and marks them retrieved: the outputs
-//     directory, job.log, exit_code and the markers, and the watchdog's and
-//     the bootstrap's logs as .pod/watchdog.log and .pod/bootstrap.log (not
-//     counted as outputs); Run.Delete deletes the pod and the secret, even after its
-//     context was cancelled, and waits until the API no longer shows the
-//     pod (else *DeleteUnconfirmedError says how to check). Once the pods
-//     are gone, Record.CostUSD holds the estimate (price × time) and
-//     Record.Bill what Runpod's billing says it billed the run's pods; as
-//     that lags, ReadBill reads it again while Record.BillDue says so.
-//   - Run.Record is a JSON handle (WithSave keeps a file of it) from
-//     which Attach rebuilds the Run in another process (a notebook's next
-//     cell, a later launcher); Run.Detach leaves the pod to its watchdog
-//     in between, and Remove deletes a run's pod without connecting to
-//     it (not one whose results were not collected, unless WithForce).
-//     RemoveOrphan deletes another run's pod only when it is provably
-//     abandoned, by the sweeper's rules and graces (package sweep).
-//   - Run.Shell opens a session on the pod over the pinned connection (a
-//     PTY when asked, podssh.AttachTerminal for this program's terminal; a
-//     command's exit status as a *podssh.CommandError), and
-//     Run.WriteSSHConfig writes an ssh_config and a known_hosts for
-//     OpenSSH's ssh -F that trust the run's host key only.
-//   - Run.Cancel stops the job at once, without a checkpoint (its process
-//     group gets TERM, then KILL), on a launched or an attached Run; Collect
-//     and Delete then end the run as usual.
+//     clock and starts the job in its own process group. Its secrets
+//     (Job.Secrets: HF_TOKEN, WANDB_API_KEY, storage credentials) travel
+//     on the starting session's standard input only and live in the job's
+//     environment alone, winning over the pod's variables: never on a
+//     command line, in the pod's environment, a file, a Record, an event
+//     or an error (WithPodLog's copy shows [REDACTED]). The job writes its
+//     results into $OVERBRAINER_OUTPUTS, and when the file
+//     $OVERBRAINER_SNAPSHOT_REQUEST appears (a Snapshot, or the watchdog
+//     ahead of the cost cap, the deadline or a full disk) it checkpoints
+//     there and exits. A Job with ResumeFrom (an earlier run's collected
+//     outputs) finds them in $OVERBRAINER_OUTPUTS before it starts, so that
+//     it continues from its checkpoint on a new pod or GPU type
+//     (EventResumed), and Collect brings them back with the new.
+//   - Run.Follow streams the job's output and returns how the job ended,
+//     renewing the lease while it progresses, growing a network volume
+//     that fills (up to Spec.MaxVolumeGB), reconnecting, and backing up a
+//     watchdog that missed its rules; a pod found EXITED or ERROR, whose
+//     watchdog no longer runs, is deleted, and a 404 believed after three
+//     looks.
+//   - Run.Collect downloads the results, checked against the pod's SHA-256
+//     manifest (Spec.Results), and marks them retrieved; Run.Delete deletes
+//     the pod and the secret, even after ctx ended, and waits until the API
+//     no longer shows the pod. Then Record.CostUSD holds the estimate
+//     (price × time) and Record.Bill what Runpod billed, which ReadBill
+//     reads again while Record.BillDue says it may still grow.
+//   - Run.Record is a JSON handle (WithSave keeps a file of it) from which
+//     Attach rebuilds the Run in another process; Run.Detach leaves the
+//     pod to its watchdog in between, and Remove deletes a run's pod
+//     without connecting to it. RemoveOrphan deletes another run's pod
+//     only when it is provably abandoned (package sweep's rules).
+//   - Run.Shell opens a session on the pod over the pinned connection;
+//     Run.WriteSSHConfig writes files for OpenSSH that trust the run's
+//     host key only. Run.Cancel stops the job at once, without a
+//     checkpoint; Collect and Delete then end the run as usual.
 //   - The third enforcer, for when both the watchdog and the client are
 //     missing, is package sweep: it judges every guarded pod and host-key
 //     secret of the account from the API alone. guard's Sweep, SweepEvery
@@ -74,8 +67,11 @@
 // deleted for not coming up may have billed comes out of the next pod's
 // budget (and its env, for the sweeper), and ErrCapSpent ends a launch
 // whose cap went that way. With Spec.CapacityWait, a launch whose every
-// type is out of capacity waits for one (EventWaitingCapacity), with no
-// pod meanwhile, instead of failing with ErrNoGPU.
+// type is out of capacity (out of stock, or Runpod's capacity 400) waits
+// for one instead of failing with ErrNoGPU, with no pod meanwhile: it
+// looks again after a jittered back-off (10 s growing to 2 min), reads
+// the catalog's stock at most once per 30 s in this process, and creates
+// as soon as a type is back (EventWaiting, StageCapacity, at each wait).
 //
 // Recovery: with Spec.Recover, Follow itself takes a job whose pod was
 // lost under it (Recoverable, or End.Recoverable) up on a new pod, up to
@@ -102,13 +98,10 @@
 // Run's methods return ctx's error and leave the pod to its watchdog,
 // which ends it within its rules' bounds.
 //
-// The package never prints: WithEvents reports every step as an Event, and
-// WithLogger logs them. Long waits (the pod coming up, its sshd, the
-// verdict) are told at each look with the time and cost since the create
-// call, and uploads and downloads twice a second with their bytes so far
-// and total, for a caller to draw. WithPodLog copies the pod's own log (Runpod's log
-// stream) to a writer of the caller's, for a pod that dies before its SSH
-// answers.
+// The package never prints: WithEvents reports every step as an Event
+// (long waits and transfers as often as a caller may redraw them, see
+// Stage), and WithLogger logs them. WithPodLog copies the pod's own log
+// to a writer of the caller's, for a pod that dies before its SSH answers.
 //
 // Launch and Attach take a *runpod.Client: runpod.New with an account key
 // for Runpod, or one pointed at runpod/runpodtest's emulator, whose pods

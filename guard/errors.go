@@ -71,12 +71,10 @@ type PodGoneError struct {
 	// DeleteReason is the rule by which its watchdog was deleting it, when
 	// one was seen.
 	DeleteReason watchdog.DeleteReason
-	// Due is the watchdog rule that deletes a pod whatever its lease
-	// (DeleteCostCap, DeleteMaxExtension; DeleteStalled once this client
-	// saw the job stalled) whose time had come by this
-	// machine's clock when the pod was found gone, empty when none had:
-	// the likely reason when no DeleteReason was seen (the pod went
-	// between two looks).
+	// Due is the lease-proof rule (DeleteCostCap, DeleteMaxExtension,
+	// DeleteStalled once this client saw a stall) whose time had come, by
+	// this machine's clock, when the pod was found gone: the likely reason
+	// when no DeleteReason was seen.
 	Due watchdog.DeleteReason
 	// Detail is what the client was doing, or empty.
 	Detail string

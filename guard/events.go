@@ -15,131 +15,51 @@ import (
 // EventKind says what happened in a run.
 type EventKind int
 
-// The kinds of Event, roughly in the order a run meets them.
+// The kinds of Event, roughly in the order a run meets them, with the
+// fields each sets besides Kind, Time, RunID, PodID and PodName.
 const (
-	// EventCreated: the pod was created (PodID, PodName, GPU, GPUCount,
-	// CostPerHr, Deadline).
-	EventCreated EventKind = iota + 1
-	// EventWaiting: a look at a pod still coming up (Status, Elapsed,
-	// CostUSD), sent at every look, for progress.
-	EventWaiting
-	// EventRunning: the pod runs and publishes its SSH port (Addr).
-	EventRunning
-	// EventVerdict: the watchdog's verdict (Verdict): its rules are armed
-	// when it is ready.
-	EventVerdict
-	// EventCostPlan: the cost cap was written for the watchdog
-	// (SnapshotAt, CostCapAt on this machine's clock, ClockOffset).
-	EventCostPlan
-	// EventUploaded: the job's directory is on the pod (Dir, Remote).
-	EventUploaded
-	// EventJobStarted: the job runs (PID, Command); Already when an
-	// earlier start had started it.
-	EventJobStarted
-	// EventOutput: bytes of the job's output were written to Follow's
-	// writer (Bytes, Offset after them).
-	EventOutput
-	// EventLeaseRenewed: the client's lease was renewed.
-	EventLeaseRenewed
-	// EventCost: the cost so far of a running job (Elapsed, CostUSD),
-	// every ten minutes.
-	EventCost
-	// EventSnapshotRequested: a snapshot request appeared on the pod
-	// (Snapshot).
-	EventSnapshotRequested
-	// EventVolumeGrown: the network volume was grown (VolumeID,
-	// FromGB, ToGB, UsedBytes).
-	EventVolumeGrown
-	// EventVolumeFilling: the network volume is Percent full of its
-	// usable part (VolumeID, FromGB its size, ToGB the largest it may
-	// grow to, 0 when it may not, UsedBytes).
-	EventVolumeFilling
-	// EventDeleteReason: the pod's watchdog is deleting it
-	// (DeleteReason).
-	EventDeleteReason
-	// EventReconnecting: the SSH connection broke (Err).
-	EventReconnecting
-	// EventReconnected: a new SSH connection replaced it.
-	EventReconnected
-	// EventJobEnded: the job is over (End).
-	EventJobEnded
-	// EventCollected: the results were downloaded (Dir, Files, Bytes,
-	// Skipped).
-	EventCollected
-	// EventFailed: the run cannot go on (Err); Then says what happens to
-	// the pod.
-	EventFailed
-	// EventLeft: the pod is left to its armed watchdog.
-	EventLeft
-	// EventDeleted: a delete of the pod ended (Result, Err).
-	EventDeleted
-	// EventSecretDeleted: the host key secret was deleted (SecretName), or
-	// could not be (Err).
-	EventSecretDeleted
-	// EventWarning: something failed that the run survives (Err).
-	EventWarning
-	// EventAttempt: a try at a pod of one GPU type ended (GPU, Attempt):
-	// created, or why the next type is tried, or why the launch stops.
-	EventAttempt
-	// EventResumed: the outputs Job.ResumeFrom names were uploaded into
-	// the job's outputs (Dir, Remote, Files, Bytes).
-	EventResumed
-	// EventWaitingSSH: a dial of the running pod's sshd found it not
-	// answering yet (Addr, Elapsed and CostUSD since the create call).
-	EventWaitingSSH
-	// EventWaitingVerdict: a look found no watchdog verdict yet (Elapsed,
-	// CostUSD).
-	EventWaitingVerdict
-	// EventUploading: an upload's progress (Bytes so far of Total,
-	// Elapsed since it began), every half second while it moves and once
-	// at its end, with the bytes that moved.
-	EventUploading
-	// EventDownloading: a download's progress, as EventUploading's; Total
-	// is the pod's count, -1 when it had none.
-	EventDownloading
-	// EventWaitingCapacity: no GPU type of the run could be had for want
-	// of capacity, and Launch waits for one (Spec.CapacityWait): Elapsed
-	// since the launch began, Next the wait until the next look, GPU the
-	// types tried. No pod exists meanwhile.
-	EventWaitingCapacity
-	// EventPulled: WithPullEvery downloaded the results so far (Dir,
-	// Files, Bytes).
-	EventPulled
-	// EventRecovering: the pod was lost under the job (Err says how) and
-	// the run goes on on a new pod (Spec.Recover), the N-th of at most
-	// Of, once the lost one is confirmed gone; the job resumes from Dir
-	// (none: from its beginning), whose snapshot proof is Proof when it
-	// holds one.
-	EventRecovering
-	// EventStalled: the job has not moved for the run's StallAfter
-	// (Elapsed since it last did; ProgressLine its last progress line, empty
-	// when it reported none): the lease is no longer renewed, and the job
-	// is asked for a snapshot unless a request is there (Snapshot) or the
-	// run counts a busy GPU (which only the watchdog sees).
-	EventStalled
-	// EventPaceDeadline: at the pace the job's progress shows (PerStep,
-	// at Step of Steps), the steps left need Need, more than the Left
-	// until the Deadline. Told once a follow.
-	EventPaceDeadline
-	// EventPaceCost: at that pace, the steps left need CostUSD at
-	// CostPerHr, more than the MaxCostUSD the cost cap leaves. Told once
-	// a follow.
-	EventPaceCost
+	EventAttempt           EventKind = iota + 1 // a try at a GPU type ended (GPU, Attempt)
+	EventCreated                                // the pod was created (GPU, GPUCount, CostPerHr, Deadline)
+	EventWaiting                                // a look found what Stage waits for not there yet (Stage)
+	EventRunning                                // the pod runs and publishes its SSH port (Addr)
+	EventVerdict                                // the watchdog's verdict (Verdict)
+	EventTransfer                               // a transfer's progress (Stage, Bytes of Total, Elapsed)
+	EventUploaded                               // the job's directory is on the pod (Dir, Remote)
+	EventResumed                                // Job.ResumeFrom is in the job's outputs (Dir, Remote, Files, Bytes, Proof)
+	EventCostPlan                               // the cost cap is planned (SnapshotAt, CostCapAt, ClockOffset, MaxCostUSD, CostPerHr)
+	EventJobStarted                             // the job runs (PID, Command; Already: an earlier start did it)
+	EventOutput                                 // job output went to Follow's writer (Bytes, Offset after them)
+	EventLeaseRenewed                           // the client's lease was renewed
+	EventCost                                   // a running job's cost so far, every ten minutes (Elapsed, CostUSD)
+	EventPace                                   // at its pace the job will be asked for a snapshot (Snapshot; see Event)
+	EventStalled                                // the job has not moved for StallAfter (Elapsed, ProgressLine, Snapshot)
+	EventSnapshotRequested                      // a snapshot request appeared on the pod (Snapshot)
+	EventVolumeGrown                            // the network volume grew (VolumeID, FromGB, ToGB, UsedBytes)
+	EventVolumeFilling                          // the network volume is Percent full (VolumeID, FromGB, ToGB, UsedBytes)
+	EventReconnecting                           // the SSH connection broke (Err)
+	EventReconnected                            // a new SSH connection replaced it
+	EventPulled                                 // WithPullEvery downloaded the results so far (Dir, Files, Bytes)
+	EventRecovering                             // the pod was lost and a new one takes the job up (Err, N, Of, Dir, Proof)
+	EventDeleteReason                           // the pod's watchdog is deleting it (DeleteReason)
+	EventJobEnded                               // the job is over (End)
+	EventCollected                              // the results were downloaded (Dir, Files, Bytes, Skipped)
+	EventWarning                                // something failed that the run survives (Err)
+	EventFailed                                 // the run cannot go on (Err, Then)
+	EventLeft                                   // the pod is left to its armed watchdog
+	EventDeleted                                // a delete of the pod ended (Result, Err)
+	EventSecretDeleted                          // the host key secret was deleted, or not (SecretName, Err)
 )
 
 var kindNames = map[EventKind]string{
-	EventCreated: "created", EventWaiting: "waiting", EventRunning: "running",
-	EventVerdict: "verdict", EventCostPlan: "cost_plan", EventUploaded: "uploaded",
-	EventJobStarted: "job_started", EventOutput: "output", EventLeaseRenewed: "lease_renewed",
-	EventCost: "cost", EventSnapshotRequested: "snapshot_requested", EventVolumeGrown: "volume_grown", EventVolumeFilling: "volume_filling",
-	EventDeleteReason: "delete_reason", EventReconnecting: "reconnecting", EventReconnected: "reconnected",
-	EventJobEnded: "job_ended", EventCollected: "collected", EventFailed: "failed", EventLeft: "left",
-	EventDeleted: "deleted", EventSecretDeleted: "secret_deleted", EventWarning: "warning",
-	EventAttempt: "attempt", EventResumed: "resumed",
-	EventWaitingSSH: "waiting_ssh", EventWaitingVerdict: "waiting_verdict",
-	EventUploading: "uploading", EventDownloading: "downloading",
-	EventWaitingCapacity: "waiting_capacity", EventPulled: "pulled", EventRecovering: "recovering",
-	EventStalled: "stalled", EventPaceDeadline: "pace_deadline", EventPaceCost: "pace_cost",
+	EventAttempt: "attempt", EventCreated: "created", EventWaiting: "waiting", EventRunning: "running",
+	EventVerdict: "verdict", EventTransfer: "transfer", EventUploaded: "uploaded", EventResumed: "resumed",
+	EventCostPlan: "cost_plan", EventJobStarted: "job_started", EventOutput: "output",
+	EventLeaseRenewed: "lease_renewed", EventCost: "cost", EventPace: "pace", EventStalled: "stalled",
+	EventSnapshotRequested: "snapshot_requested", EventVolumeGrown: "volume_grown",
+	EventVolumeFilling: "volume_filling", EventReconnecting: "reconnecting", EventReconnected: "reconnected",
+	EventPulled: "pulled", EventRecovering: "recovering", EventDeleteReason: "delete_reason",
+	EventJobEnded: "job_ended", EventCollected: "collected", EventWarning: "warning", EventFailed: "failed",
+	EventLeft: "left", EventDeleted: "deleted", EventSecretDeleted: "secret_deleted",
 }
 
 func (k EventKind) String() string {
@@ -147,6 +67,34 @@ func (k EventKind) String() string {
 		return s
 	}
 	return fmt.Sprintf("EventKind(%d)", int(k))
+}
+
+// Stage says what an EventWaiting waits for, or which way an
+// EventTransfer moves.
+type Stage int
+
+// The stages of EventWaiting and EventTransfer. A wait is told at each
+// look, with Elapsed and CostUSD since the create call; a transfer every
+// half second while it moves and once at its end.
+const (
+	StagePod      Stage = iota + 1 // the pod to run (Status)
+	StageSSH                       // the running pod's sshd to answer (Addr)
+	StageVerdict                   // the watchdog's verdict
+	StageCapacity                  // a GPU type with capacity (Spec.CapacityWait; GPU, Next; Elapsed since Launch)
+	StageUpload                    // the job's upload (Start)
+	StageDownload                  // the results' download (Collect, Download, Pull); Total -1: unknown
+)
+
+var stageNames = map[Stage]string{
+	StagePod: "pod", StageSSH: "ssh", StageVerdict: "verdict", StageCapacity: "capacity",
+	StageUpload: "upload", StageDownload: "download",
+}
+
+func (s Stage) String() string {
+	if n, ok := stageNames[s]; ok {
+		return n
+	}
+	return fmt.Sprintf("Stage(%d)", int(s))
 }
 
 // Then is what a failed run does with its pod.
@@ -163,9 +111,27 @@ const (
 )
 
 // Event is one thing that happened in a run, for WithEvents. Only the
-// fields its Kind names are set. Its String is a line a person can read.
+// fields its Kind names are set (see the EventKind constants); its String
+// is a line a person can read. A few kinds say more:
+//
+//   - EventPace, once a follow for each bound: at the pace the job's
+//     progress shows (PerStep, at Step of Steps), the steps left outrun
+//     the bound Snapshot names. watchdog.ReasonDeadline: they need Need,
+//     more than the Left until Deadline. watchdog.ReasonCost: they need
+//     CostUSD at CostPerHr, more than the MaxCostUSD the cost cap leaves.
+//   - EventStalled: the job has not moved for the run's StallAfter
+//     (Elapsed since it last did, ProgressLine its last progress line):
+//     the lease is no longer renewed, and the job is asked for a snapshot
+//     unless a request is there (Snapshot) or the run counts a busy GPU.
+//   - EventVolumeFilling: Percent is of the volume's usable part, FromGB
+//     its size, ToGB the largest it may grow to (0: it may not).
+//   - EventRecovering: the N-th new pod of at most Of (Spec.Recover),
+//     made once the lost one is confirmed gone; Err says how that one was
+//     lost, and the job resumes from Dir (empty: from its beginning) with
+//     its snapshot proof, Proof, when it holds one.
 type Event struct {
 	Kind    EventKind
+	Stage   Stage // EventWaiting, EventTransfer
 	Time    time.Time
 	RunID   string
 	PodID   string
@@ -180,10 +146,9 @@ type Event struct {
 	CostPerHr float64
 	CostUSD   float64
 	Elapsed   time.Duration
-	// Next is the wait until the next look (EventWaitingCapacity).
-	Next time.Duration
+	Next      time.Duration // the wait until the next look
 
-	SnapshotAt, CostCapAt time.Time
+	SnapshotAt, CostCapAt time.Time // on this machine's clock
 	ClockOffset           time.Duration
 	MaxCostUSD            float64
 
@@ -192,31 +157,22 @@ type Event struct {
 	Command     string
 	Already     bool
 	Bytes       int64
-	Total       int64 // of a transfer, -1 unknown
+	Total       int64
 	Offset      int64
 	Files       int
 	Skipped     []string
 
-	// DeleteReason is the rule by which the watchdog deletes the pod;
-	// Snapshot the reason of a snapshot request.
 	DeleteReason watchdog.DeleteReason
 	Snapshot     watchdog.SnapshotReason
 	VolumeID     string
-	FromGB       int
-	ToGB         int
+	FromGB, ToGB int
 	UsedBytes    int64
 	Percent      int
 	SecretName   string
 
-	// N and Of count EventRecovering's new pods.
 	N, Of int
-	// Proof is the snapshot proof of the outputs a job resumes from
-	// (EventRecovering, EventResumed), nil when they hold none.
-	Proof *SnapshotProof
+	Proof *SnapshotProof // nil: the outputs hold none
 
-	// ProgressLine is the job's last progress line; Step and Steps its step
-	// and total, PerStep the pace, Need the time the steps left take at
-	// it, Left the time until the deadline.
 	ProgressLine string
 	Step, Steps  int64
 	PerStep      time.Duration
@@ -239,7 +195,12 @@ func (e Event) String() string {
 		}
 		return fmt.Sprintf("pod %s (%s) created: %s x%d, %s/h; deadline %s", e.PodID, e.PodName, e.GPU, e.GPUCount, costplan.Money(e.CostPerHr), deadline)
 	case EventWaiting:
-		return fmt.Sprintf("pod %s: %s | %s elapsed, ~%s so far", e.PodID, e.Status, roundSecond(e.Elapsed), costplan.Money(e.CostUSD))
+		return e.waitingText()
+	case EventTransfer:
+		if e.Stage == StageUpload {
+			return transferText("uploading", e)
+		}
+		return transferText("downloading the results", e)
 	case EventRunning:
 		return fmt.Sprintf("pod %s is running; SSH at %s", e.PodID, e.Addr)
 	case EventVerdict:
@@ -315,31 +276,21 @@ func (e Event) String() string {
 			return "GPU type " + e.Attempt.String() + "; trying the next type"
 		}
 		return "GPU type " + e.Attempt.String()
-	case EventWaitingSSH:
-		return fmt.Sprintf("pod %s: waiting for its SSH at %s | %s elapsed, ~%s so far", e.PodID, e.Addr, roundSecond(e.Elapsed), costplan.Money(e.CostUSD))
-	case EventWaitingVerdict:
-		return fmt.Sprintf("pod %s: waiting for the watchdog's verdict | %s elapsed, ~%s so far", e.PodID, roundSecond(e.Elapsed), costplan.Money(e.CostUSD))
-	case EventUploading:
-		return transferText("uploading", e)
-	case EventDownloading:
-		return transferText("downloading the results", e)
 	case EventPulled:
 		return fmt.Sprintf("pulled the outputs so far to %s (%d files, %s)", e.Dir, e.Files, termtext.ByteSize(e.Bytes))
-	case EventWaitingCapacity:
-		return fmt.Sprintf("no GPU available (%s): waiting for one, no pod meanwhile | %s elapsed, next look in %s",
-			e.GPU, roundSecond(e.Elapsed), roundSecond(e.Next))
 	case EventStalled:
 		s := fmt.Sprintf("the job has not moved for %s", roundSecond(e.Elapsed))
 		if e.ProgressLine != "" {
 			s += fmt.Sprintf(" (last progress: %s)", termtext.Escape(e.ProgressLine, false))
 		}
 		return s + ": the lease is no longer renewed and the job is asked for a snapshot"
-	case EventPaceDeadline:
+	case EventPace:
+		if e.Snapshot == watchdog.ReasonCost {
+			return fmt.Sprintf("at %s a step (step %d of %d), the steps left need ~%s, more than the %s the cost cap leaves",
+				e.PerStep.Round(time.Millisecond), e.Step, e.Steps, costplan.Money(e.CostUSD), costplan.Money(e.MaxCostUSD))
+		}
 		return fmt.Sprintf("at %s a step (step %d of %d), the steps left need %s, more than the %s until the deadline",
 			e.PerStep.Round(time.Millisecond), e.Step, e.Steps, roundSecond(e.Need), roundSecond(e.Left))
-	case EventPaceCost:
-		return fmt.Sprintf("at %s a step (step %d of %d), the steps left need ~%s, more than the %s the cost cap leaves",
-			e.PerStep.Round(time.Millisecond), e.Step, e.Steps, costplan.Money(e.CostUSD), costplan.Money(e.MaxCostUSD))
 	case EventResumed:
 		s := fmt.Sprintf("resuming from %s: %d files (%s) uploaded to %s", e.Dir, e.Files, termtext.ByteSize(e.Bytes), e.Remote)
 		if e.Proof != nil {
@@ -370,5 +321,19 @@ func Money(usd float64) string { return costplan.Money(usd) }
 // Deprecated: guard's values are byte counts; format them as your program
 // speaks (the launcher has its own wording).
 func ByteSize(n int64) string { return termtext.ByteSize(n) }
+
+// waitingText is an EventWaiting's line: what is waited for, and since when.
+func (e Event) waitingText() string {
+	switch e.Stage {
+	case StageCapacity:
+		return fmt.Sprintf("no GPU available (%s): waiting for one, no pod meanwhile | %s elapsed, next look in %s",
+			e.GPU, roundSecond(e.Elapsed), roundSecond(e.Next))
+	case StageSSH:
+		return fmt.Sprintf("pod %s: waiting for its SSH at %s | %s elapsed, ~%s so far", e.PodID, e.Addr, roundSecond(e.Elapsed), costplan.Money(e.CostUSD))
+	case StageVerdict:
+		return fmt.Sprintf("pod %s: waiting for the watchdog's verdict | %s elapsed, ~%s so far", e.PodID, roundSecond(e.Elapsed), costplan.Money(e.CostUSD))
+	}
+	return fmt.Sprintf("pod %s: %s | %s elapsed, ~%s so far", e.PodID, e.Status, roundSecond(e.Elapsed), costplan.Money(e.CostUSD))
+}
 
 func roundSecond(d time.Duration) string { return d.Round(time.Second).String() }

@@ -737,6 +737,16 @@ func (h *harness) eventsOf(k EventKind) []Event {
 	return es
 }
 
+// eventsAt are the events of kind k (EventWaiting, EventTransfer) at stage s.
+func (h *harness) eventsAt(k EventKind, s Stage) []Event {
+	var es []Event
+	for _, e := range h.eventsOf(k) {
+		if e.Stage == s {
+			es = append(es, e)
+		}
+	}
+	return es
+}
+
 // progress is the kinds that come any number of times in a run.
-var progress = []EventKind{EventWaiting, EventOutput, EventLeaseRenewed, EventCost,
-	EventWaitingSSH, EventWaitingVerdict, EventUploading, EventDownloading}
+var progress = []EventKind{EventWaiting, EventOutput, EventLeaseRenewed, EventCost, EventTransfer}

@@ -149,9 +149,8 @@ type Attempt struct {
 	// DataCenters are those the create asked for (none: any).
 	DataCenters []string `json:"data_centers,omitempty"`
 	Detail      string   `json:"detail,omitempty"`
-	// CostUSD is what a pod deleted for not coming up in time may have
-	// billed, from its create to its confirmed delete: the cost cap is
-	// the run's, so the next pod's budget is the cap less this.
+	// CostUSD is what a pod the run went on without may have billed, from
+	// its create to its confirmed delete: it counts against the cost cap.
 	CostUSD float64 `json:"cost_usd,omitempty"`
 	// Ended says how a created pod that the run went on without ended
 	// (its pod lost under the job, see Relaunch).

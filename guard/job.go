@@ -23,12 +23,11 @@ import (
 // then). A zero job means the one the Spec (or the Record) named; a job
 // with only Secrets (or HFToken) set takes the rest from there. A job
 // without secrets gets the Spec's, or WithSecrets' (a Record holds none,
-// so an attached Run has none without WithSecrets).
-// With a cost cap, it first writes the cap's plan for the watchdog on the
-// pod's clock. The job runs in a process group of its own, so that the
-// watchdog and the client can stop its whole tree, and gets its secrets
-// from the session's standard input only; with a network volume, its
-// caches default to the volume (VolumeCaches) unless Spec.NoVolumeCaches.
+// so an attached Run has none without WithSecrets). With a cost cap, it
+// first writes the cap's plan for the watchdog on the pod's clock. The job
+// runs in a process group of its own, so that the watchdog and the client
+// can stop its whole tree; with a network volume, its caches default to
+// the volume (VolumeCaches) unless Spec.NoVolumeCaches.
 //
 // A job whose run directory vanished (the pod's container restarted on a
 // disk that did not keep it) is not started again from its beginning: Start
@@ -139,7 +138,7 @@ func (r *Run) upload(ctx context.Context, job Job) error {
 			total += n
 		}
 	}
-	err := r.transfer(EventUploading, func(progress podssh.Progress) error {
+	err := r.transfer(StageUpload, func(progress podssh.Progress) error {
 		c := &podssh.Counter{Total: total, Progress: progress}
 		return r.conn.UploadTar(ctx, r.rec.RunDir, func(tw *tar.Writer) error {
 			if err := c.AddTree(tw, job.Dir, jobctl.JobDir+"/"); err != nil {

@@ -10,35 +10,21 @@ import (
 
 // JobState is what one look at the pod saw of the job and its watchdog.
 type JobState struct {
-	// PID is the job's process group, 0 before the job started.
-	PID int
-	// ExitCode is the job's exit status once it wrote one, else -1.
-	ExitCode int
-	// Alive says whether the job's process group exists; false for a lost
-	// job (see Lost).
-	Alive bool
-	// Cancelled says the job was marked cancelled; CancelReason is the
-	// word the marker holds, empty when none.
-	Cancelled    bool
-	CancelReason string
-	// LogSize is the job log's size when the look was made.
-	LogSize int64
-	// PodNow is the pod's clock, Unix seconds.
-	PodNow int64
-	// Request is the pending snapshot request, empty when none. The job
-	// can write the file: any word may be there.
-	Request watchdog.SnapshotReason
-	// DuKiB is the watchdog's last measure of the network volume, -1 when
-	// there is none.
-	DuKiB int64
-	// Verdict is the watchdog's verdict, zero until it wrote one.
-	Verdict watchdog.Verdict
-	// DeleteReason is the rule by which the watchdog is deleting the pod,
-	// empty while none is.
-	DeleteReason watchdog.DeleteReason
-	// Progress is the last line of the job's progress file
-	// ($OVERBRAINER_PROGRESS), empty while it wrote none; the job writes
-	// it, so it comes without control characters, at most 256 bytes.
+	PID          int    // the job's process group, 0 before it started
+	ExitCode     int    // -1 until the job wrote one
+	Alive        bool   // its process group exists (false for a lost job)
+	Cancelled    bool   // marked cancelled, with the marker's word:
+	CancelReason string // empty when none
+	LogSize      int64  // job.log's size at the look
+	PodNow       int64  // the pod's clock, Unix seconds
+	// Request is the pending snapshot request, empty when none: the job
+	// can write the file, so any word may be there.
+	Request      watchdog.SnapshotReason
+	DuKiB        int64                 // the watchdog's last measure of the network volume, -1: none
+	Verdict      watchdog.Verdict      // zero until the watchdog wrote one
+	DeleteReason watchdog.DeleteReason // the rule the watchdog is deleting the pod by, if any
+	// Progress is the last line of the job's $OVERBRAINER_PROGRESS, empty
+	// while it wrote none; without control characters, at most 256 bytes.
 	Progress string
 }
 

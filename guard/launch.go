@@ -19,12 +19,9 @@ import (
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
-// Launch creates a guarded run: the run's client and host keys, the secret
-// that carries the host key's private half to the pod (and nowhere else),
-// the pod with the bootstrap and the watchdog, then waits until the pod
-// runs, dials it with the host key pinned and reads the watchdog's verdict.
-// It returns once the verdict is ready: from then on the watchdog alone
-// ends the pod by its rules.
+// Launch creates a guarded run, its keys, secret and pod (see the package
+// doc), and returns once the watchdog's verdict is ready: from then on the
+// watchdog alone ends the pod by its rules.
 //
 // A Spec that cannot be armed fails before any pod exists, with
 // *FieldError values naming each bad field. Any failure once the pod
@@ -461,7 +458,7 @@ func (r *Run) waitVerdict(ctx context.Context) (st jobctl.State, err error) {
 		if r.since(start) > r.cfg.verdictTimeout {
 			return st, fmt.Errorf("the watchdog wrote no verdict within %s", r.cfg.verdictTimeout)
 		}
-		r.waiting(EventWaitingVerdict)
+		r.waiting(StageVerdict)
 		if err := r.cfg.clock.Sleep(ctx, pace.step()); err != nil {
 			return st, err
 		}

@@ -13,16 +13,13 @@ import (
 	"github.com/overbrainer/overbrainer-go/runpod"
 )
 
-// WithPodLog copies the pod's log, as Runpod's log stream carries it (what
-// the pod's command prints: the bootstrap and the watchdog, and Runpod's
-// own lines about the pod), to w from the create until the pod is deleted
-// or the Run is closed or detached. Each line is written as
-// "TIME SOURCE TEXT\n"; the job's HF token, should the job print it, is
-// replaced by [REDACTED]. The log is what shows why a pod died before its
-// SSH answered. w is written from a goroutine of the Run's own, one line
-// per Write, and no more once Delete, Close or Detach returned; a failing
-// w stops the copy. An attached Run starts with Runpod's last lines (100),
-// which w may already have. A nil w copies nothing.
+// WithPodLog copies the pod's log, as Runpod's log stream carries it (the
+// bootstrap's and the watchdog's lines, and Runpod's own), to w from the
+// create until Delete, Close or Detach returned, one "TIME SOURCE TEXT\n"
+// line per Write from a goroutine of the Run's own, the job's secrets
+// replaced by [REDACTED]. A failing w stops the copy; a nil w copies
+// nothing. An attached Run starts with Runpod's last 100 lines, which w
+// may already have.
 func WithPodLog(w io.Writer) Option { return func(c *config) { c.podLog = w } }
 
 // podLogDrain is how long the copy may go on after the delete, for the

@@ -14,11 +14,11 @@ import (
 const progressEvery = 500 * time.Millisecond
 
 // transfer runs move on a goroutine of its own with a Progress that
-// counts, and tells kind events (Bytes so far, Total, Elapsed) every
+// counts, and tells EventTransfer (Bytes so far, Total, Elapsed) every
 // progressEvery and once at a successful end, from this goroutine, as
 // WithEvents promises. Only changed counts are told, so the last event
 // carries the bytes that moved.
-func (r *Run) transfer(kind EventKind, move func(podssh.Progress) error) error {
+func (r *Run) transfer(stage Stage, move func(podssh.Progress) error) error {
 	var done, total atomic.Int64
 	var moving atomic.Bool
 	total.Store(-1)
@@ -37,7 +37,7 @@ func (r *Run) transfer(kind EventKind, move func(podssh.Progress) error) error {
 		}
 		if d := done.Load(); d != told {
 			told = d
-			r.emit(Event{Kind: kind, Bytes: d, Total: total.Load(), Elapsed: r.since(start)})
+			r.emit(Event{Kind: EventTransfer, Stage: stage, Bytes: d, Total: total.Load(), Elapsed: r.since(start)})
 		}
 	}
 	errc := make(chan error, 1)
@@ -63,7 +63,7 @@ func (r *Run) transfer(kind EventKind, move func(podssh.Progress) error) error {
 // them.
 func (e Event) Progress() bool {
 	switch e.Kind {
-	case EventWaiting, EventWaitingSSH, EventWaitingVerdict, EventOutput, EventLeaseRenewed, EventUploading, EventDownloading, EventWaitingCapacity:
+	case EventWaiting, EventTransfer, EventOutput, EventLeaseRenewed:
 		return true
 	}
 	return false
@@ -72,8 +72,8 @@ func (e Event) Progress() bool {
 // waiting tells a look at a pod on its way to running the job that found
 // it not there yet: what is waited for, with the time since the create
 // call and the cost so far.
-func (r *Run) waiting(kind EventKind) {
-	r.emit(Event{Kind: kind, Addr: r.addr, Elapsed: r.since(r.rec.BillingStart), CostUSD: r.spent()})
+func (r *Run) waiting(stage Stage) {
+	r.emit(Event{Kind: EventWaiting, Stage: stage, Addr: r.addr, Elapsed: r.since(r.rec.BillingStart), CostUSD: r.spent()})
 }
 
 // transferText is a transfer's progress as a line's words.

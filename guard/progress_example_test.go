@@ -10,10 +10,10 @@ import (
 // on one line of its own.
 func ExampleEvent_Progress() {
 	for _, e := range []guard.Event{
-		{Kind: guard.EventUploading, Bytes: 1_500_000, Total: 3_000_000},
-		{Kind: guard.EventUploading, Bytes: 3_000_000, Total: 3_000_000},
+		{Kind: guard.EventTransfer, Stage: guard.StageUpload, Bytes: 1_500_000, Total: 3_000_000},
+		{Kind: guard.EventTransfer, Stage: guard.StageUpload, Bytes: 3_000_000, Total: 3_000_000},
 		{Kind: guard.EventUploaded, Dir: "./job", Remote: "/workspace/overbrainer/RUN/job"},
-		{Kind: guard.EventDownloading, Bytes: 2_048, Total: -1},
+		{Kind: guard.EventTransfer, Stage: guard.StageDownload, Bytes: 2_048, Total: -1},
 	} {
 		fmt.Println(e.Progress(), e)
 	}

@@ -20,23 +20,23 @@ func TestLongWaitsTellTimeAndCost(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		kind EventKind
-		n    int
-	}{{EventWaitingSSH, 2}, {EventWaitingVerdict, 2}} {
-		es := h.eventsOf(c.kind)
+		stage Stage
+		n     int
+	}{{StageSSH, 2}, {StageVerdict, 2}} {
+		es := h.eventsAt(EventWaiting, c.stage)
 		if len(es) < c.n {
-			t.Fatalf("%d %s events, want %d or more", len(es), c.kind, c.n)
+			t.Fatalf("%d waiting %s events, want %d or more", len(es), c.stage, c.n)
 		}
 		for i, e := range es {
 			if e.CostUSD < 0 || e.Elapsed < 0 || (i > 0 && (e.Elapsed <= es[i-1].Elapsed || e.CostUSD <= es[i-1].CostUSD)) {
-				t.Errorf("%s events do not grow: %+v", c.kind, es)
+				t.Errorf("waiting %s events do not grow: %+v", c.stage, es)
 			}
 		}
 	}
-	if !h.eventsOf(EventWaitingSSH)[0].Progress() || (Event{Kind: EventCost}).Progress() {
+	if !h.eventsAt(EventWaiting, StageSSH)[0].Progress() || (Event{Kind: EventCost}).Progress() {
 		t.Error("Progress is not true of the waits alone")
 	}
-	if s := h.eventsOf(EventWaitingVerdict)[1].String(); !strings.Contains(s, "waiting for the watchdog's verdict | ") || !strings.Contains(s, " elapsed, ~$") {
+	if s := h.eventsAt(EventWaiting, StageVerdict)[1].String(); !strings.Contains(s, "waiting for the watchdog's verdict | ") || !strings.Contains(s, " elapsed, ~$") {
 		t.Errorf("the verdict wait says %q", s)
 	}
 }
@@ -51,8 +51,8 @@ func TestTransferToldOnlyOnceItMoves(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := len(h.eventsOf(EventDownloading))
-	err = r.transfer(EventDownloading, func(progress podssh.Progress) error {
+	before := len(h.eventsAt(EventTransfer, StageDownload))
+	err = r.transfer(StageDownload, func(progress podssh.Progress) error {
 		// Three ticks pass before the pod's first word.
 		time.Sleep(3 * progressEvery)
 		progress(0, 10)
@@ -62,7 +62,7 @@ func TestTransferToldOnlyOnceItMoves(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	es := h.eventsOf(EventDownloading)[before:]
+	es := h.eventsAt(EventTransfer, StageDownload)[before:]
 	if len(es) == 0 || es[len(es)-1].Bytes != 10 {
 		t.Fatalf("events %+v, want the last with 10 bytes", es)
 	}

@@ -71,10 +71,8 @@ type Record struct {
 	// ResumeFrom is the Job's: the outputs its Start uploads first.
 	ResumeFrom string `json:"resume_from,omitempty"`
 
-	// Rules are the run's as armed: by them a follower, or another
-	// process, tells when the watchdog should have acted (zero knobs are
-	// the defaults, see podenv.Rules.EffectiveRules). Their JSON is flat,
-	// as before the type existed.
+	// Rules are the run's as armed, by which a follower tells when the
+	// watchdog should have acted. Their JSON is flat.
 	podenv.Rules
 	CostPerHr float64 `json:"cost_per_hr,omitempty"`
 	// GPU is the GPU type the pod got; Attempts every try at one, in
@@ -102,27 +100,22 @@ type Record struct {
 	Verdict   string `json:"verdict,omitempty"`
 	LogOffset int64  `json:"log_offset"`
 	ExitCode  *int   `json:"exit_code,omitempty"`
-	// JobStarted is when the job was started or first seen started. A run
-	// directory without the job's job.pid after that is a new one: the
-	// pod's container restarted on a disk that did not keep it, and the
-	// job is lost, never to be started again.
+	// JobStarted is when the job was started or first seen started: a
+	// Start after it never starts the job again (see Run.Start).
 	JobStarted time.Time `json:"job_started,omitzero"`
 	// DeleteReason is the rule by which the pod's watchdog was seen
-	// deleting the pod (a watchdog Delete* reason).
+	// deleting the pod.
 	DeleteReason watchdog.DeleteReason `json:"delete_reason,omitempty"`
 	// Collected is when Collect downloaded the results: the run's purpose
-	// is met, and a pod gone after it ended well.
+	// is met.
 	Collected time.Time `json:"collected,omitzero"`
 	Ended     time.Time `json:"ended,omitzero"`
 	CostUSD   float64   `json:"cost_usd,omitempty"`
 	Note      string    `json:"note,omitempty"`
 
-	// Recovery is where the run's recovery stands (Spec.Recover); zero
-	// for a run that does not recover.
 	Recovery RecoveryState `json:"recovery,omitzero"`
-
-	// Bill is what Runpod billed the run's pods, read after the delete
-	// (nil before it could be read); CostUSD is the estimate.
+	// Bill is what Runpod billed the run's pods, nil before it was read;
+	// CostUSD is the estimate.
 	Bill *Bill `json:"bill,omitempty"`
 }
 

@@ -43,10 +43,10 @@ func emulatorAPI(t *testing.T, opts ...runpodtest.Option) *runpod.Client {
 }
 
 // byKind is the events of one kind.
-func byKind(events []Event, kind EventKind) []Event {
+func byKind(events []Event, kind EventKind, stage ...Stage) []Event {
 	var out []Event
 	for _, e := range events {
-		if e.Kind == kind {
+		if e.Kind == kind && (len(stage) == 0 || e.Stage == stage[0]) {
 			out = append(out, e)
 		}
 	}
@@ -126,8 +126,8 @@ echo step=8 > "$o/checkpoint.txt"
 		t.Errorf("Record.ResumeFrom %q", rec.ResumeFrom)
 	}
 	sent := int64(len(script) + len("sh train.sh\n") + len("step=7\n") + len(model))
-	checkGrowth(t, "upload", byKind(events, EventUploading), sent, sent)
-	checkGrowth(t, "download", byKind(events, EventDownloading), got.Bytes, got.Bytes)
+	checkGrowth(t, "upload", byKind(events, EventTransfer, StageUpload), sent, sent)
+	checkGrowth(t, "download", byKind(events, EventTransfer, StageDownload), got.Bytes, got.Bytes)
 	resumed := byKind(events, EventResumed)
 	if len(resumed) != 1 || resumed[0].Dir != earlier || resumed[0].Files != 2 || resumed[0].Bytes != int64(len("step=7\n")+len(model)) ||
 		resumed[0].Remote != jobctl.RunFile(r.Record().RunDir, jobctl.OutputsDir) {

@@ -216,7 +216,7 @@ func (r *Run) waitRunning(ctx context.Context) error {
 				r.emit(Event{Kind: EventRunning, Addr: r.addr})
 				return nil
 			}
-			r.emit(Event{Kind: EventWaiting, Status: pod.Status, Elapsed: r.since(r.rec.BillingStart), CostUSD: r.spent()})
+			r.emit(Event{Kind: EventWaiting, Stage: StagePod, Status: pod.Status, Elapsed: r.since(r.rec.BillingStart), CostUSD: r.spent()})
 		}
 		if r.since(start) > r.cfg.startTimeout {
 			if lastErr != nil {
@@ -278,7 +278,7 @@ func (r *Run) dial(ctx context.Context, timeout time.Duration) error {
 		if r.since(start) > timeout {
 			return fmt.Errorf("SSH to pod %s at %s failed for %s: %w", r.rec.PodID, r.addr, timeout, lastErr)
 		}
-		r.waiting(EventWaitingSSH)
+		r.waiting(StageSSH)
 		if r.since(checked) > 5*time.Second {
 			// A pod whose bootstrap failed is deleted by its watchdog:
 			// no need to knock until the timeout.

@@ -49,20 +49,16 @@ type Spec struct {
 	// (runpod.Client.ListRegistries) that Runpod pulls a private Image
 	// with; empty for a public image.
 	RegistryAuthID string
-	// GPUTypes are the GPU types to try, in order: a type without
-	// capacity (or whose pool the account cannot use, or whose pod does
-	// not come up within the start timeout) gives way to the next. A lone
-	// AutoGPU picks them from live stock, cheapest first, within
-	// MinVRAMGB and MaxPricePerGPU. GPUTypeID is the one-type form; set
-	// one of the two (DefaultGPU when both are empty).
+	// GPUTypes are the GPU types to try, in order (see the package doc);
+	// a lone AutoGPU picks them from live stock. GPUTypeID is the
+	// one-type form; set one of the two (DefaultGPU when both are empty).
 	GPUTypes       []string
 	GPUTypeID      string
 	MinVRAMGB      int     // AutoGPU only: 0 is any
 	MaxPricePerGPU float64 // AutoGPU only, USD per GPU and hour: 0 is any
-	// DataCenters the pod may be placed in (any when empty); a lone
-	// AutoDataCenter asks, for each type, for those that stock it. A
-	// network volume pins the pod to its own data center: a list without
-	// it is refused before any create.
+	// DataCenters the pod may be placed in (any when empty, a lone
+	// AutoDataCenter: those that stock each type); with a network volume,
+	// they must include its data center.
 	DataCenters []string
 	// MinCUDA is the lowest CUDA version of the host's driver
 	// (gpu.minCudaVersion), DefaultMinCUDA with DefaultImage; NoMinCUDA
@@ -75,14 +71,11 @@ type Spec struct {
 	// volume there instead (its size is read from the API).
 	VolumeGB        int
 	NetworkVolumeID string
-	// MaxVolumeGB is the largest the network volume may be grown to when
-	// it fills (it bills every month, pod or not). Zero: it never grows,
-	// and the job is asked for a disk snapshot when it would have.
+	// MaxVolumeGB is the largest a filling network volume may be grown
+	// to; zero never grows it (the job is asked for a disk snapshot).
 	MaxVolumeGB int
-	// NoVolumeCaches keeps the job's caches off the network volume: by
-	// default a job on one finds HF_HOME, TORCH_HOME and PIP_CACHE_DIR
-	// under it (VolumeCaches), so that the next pod does not download
-	// its models again while billing.
+	// NoVolumeCaches keeps the job's caches off the network volume
+	// (VolumeCaches).
 	NoVolumeCaches bool
 	VolumePath     string // DefaultVolumePath when empty
 	// Workdir holds run directories on the pod (VolumePath/overbrainer
@@ -90,24 +83,12 @@ type Spec struct {
 	Workdir string
 
 	// Rules are the run's deadline, cost cap, keep mode, graces and the
-	// watchdog's knobs (see podenv.Rules), which Follow and Sweep enforce
-	// too. Their zero values are the defaults, except Deadline: a run
-	// without one must set Keep. Keep lifts the watchdog's rules once the
-	// job started: Delete ends the pod, or its watchdog once the job ended
-	// and nobody used the pod for KeepIdle (KeepUnbounded: never).
+	// watchdog's knobs (podenv.Rules), which Follow enforces too.
 	podenv.Rules
-	// CapacityWait is how long Launch waits for a GPU when none of
-	// GPUTypes can be had for want of capacity (out of stock, or every
-	// create answers Runpod's capacity 400): it looks again after a
-	// jittered back-off (10 s growing to 2 min), reads the catalog's
-	// stock at most once per 30 s in this process, and creates as soon
-	// as a type is back. No pod exists while it waits; EventWaitingCapacity
-	// tells each wait. Zero fails at once with ErrNoGPU. The wait counts
-	// against the Deadline and ends at it, unless DeadlineFromCreate.
-	CapacityWait time.Duration
-	// DeadlineFromCreate moves the Deadline on by the time Launch spent
-	// waiting for capacity, so that the run's time counts from its pod's
-	// create rather than from Launch (the launcher's --max-hours does).
+	// CapacityWait is how long Launch waits for a GPU type with capacity
+	// (see the package doc); zero fails at once with ErrNoGPU. The wait
+	// ends at the Deadline, which DeadlineFromCreate moves on by the wait.
+	CapacityWait       time.Duration
 	DeadlineFromCreate bool
 	// Recover makes Follow go on on a new pod when the pod is lost under
 	// the job (see Recovery); zero never does.
@@ -116,12 +97,10 @@ type Spec struct {
 	// WatchdogAPIURL is the API the watchdog calls; the client's base URL
 	// when empty.
 	WatchdogAPIURL string
-	// PodEnv adds variables to the pod's environment. Never a secret: the
-	// environment is visible in Runpod's console and to the job. A name
-	// of the pod's contract (see podenv.Owns) is refused.
-	PodEnv map[string]string
-	// Results says what Collect brings back: a size cap, whether empty
-	// outputs fail the run, what stays on the pod.
+	// PodEnv adds variables to the pod's environment, which Runpod's
+	// console shows: never a secret (Job.Secrets). A name podenv.Owns is
+	// refused.
+	PodEnv  map[string]string
 	Results Results
 }
 
@@ -131,31 +110,20 @@ type Job struct {
 	Dir string
 	// Command runs with sh in that directory, after the pod's job.env.
 	Command string
-	// Secrets are variables of the job's environment, name to value: an
-	// API key (WANDB_API_KEY), storage credentials, a registry token.
-	// They travel only on the SSH session that starts the job, and are
-	// in the job's environment alone: never on a command line, in the
-	// pod's environment (Runpod's console shows it), in a file, in a
-	// Record, in an event or an error; WithPodLog's copy has their values
-	// replaced by [REDACTED]. They win over the pod's variables of the
-	// same name. A name is [A-Za-z_][A-Za-z0-9_]*, not one of the shell's
-	// own (PATH, IFS, HOME...) and not starting with OVERBRAINER_ or
-	// RUNPOD_; a value holds no NUL, and all of them take at most
-	// 100 KiB. They are not kept: a Start after Attach
-	// needs them again.
+	// Secrets are variables of the job's environment alone, name to
+	// value (see the package doc): names as CheckSecretName says, values
+	// without NUL, at most 100 KiB in all. No Record keeps them: a Start
+	// after Attach needs them again (WithSecrets).
 	Secrets map[string]string
 	// HFToken, when set, is the job's HF_TOKEN, as Secrets["HF_TOKEN"]
 	// would be.
 	//
 	// Deprecated: set Secrets["HF_TOKEN"].
 	HFToken string
-	// ResumeFrom, when set, is a local directory (an earlier run's
-	// collected outputs) whose contents are uploaded into the job's
-	// $OVERBRAINER_OUTPUTS before it starts: a job that checkpointed there
-	// continues from its checkpoint, on a new pod or another GPU type.
-	// Collect then brings them back with the new outputs. It must be a
-	// directory whose links stay inside it, no larger than the results'
-	// cap; EventResumed tells what was uploaded.
+	// ResumeFrom is a local directory (an earlier run's collected
+	// outputs) uploaded into the job's outputs before it starts (see the
+	// package doc); its links stay inside it, its size within
+	// Results.MaxGB.
 	ResumeFrom string
 }
 

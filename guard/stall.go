@@ -120,8 +120,8 @@ const (
 
 // paceCheck warns once when, at the pace seen since the follow began, the
 // steps left need more time than the deadline leaves, and once when they
-// need more money than the cost cap leaves (EventPaceDeadline,
-// EventPaceCost).
+// need more money than the cost cap leaves (EventPace, Snapshot naming
+// the bound).
 func (r *Run) paceCheck(st jobctl.State, m *movement) {
 	if st.Ended() || st.Progress == "" {
 		return
@@ -141,17 +141,19 @@ func (r *Run) paceCheck(st jobctl.State, m *movement) {
 	}
 	perStep := took / time.Duration(done)
 	need := perStep * time.Duration(total-step)
-	ev := Event{Step: step, Steps: total, PerStep: perStep, Need: need}
+	base := Event{Kind: EventPace, Step: step, Steps: total, PerStep: perStep, Need: need}
 	if !p.timeSaid && !r.rec.Deadline.IsZero() && now.Add(need).After(r.rec.Deadline) {
 		p.timeSaid = true
-		ev.Kind, ev.Deadline, ev.Left = EventPaceDeadline, r.rec.Deadline, r.rec.Deadline.Sub(now)
+		ev := base
+		ev.Snapshot, ev.Deadline, ev.Left = watchdog.ReasonDeadline, r.rec.Deadline, r.rec.Deadline.Sub(now)
 		r.emit(ev)
 	}
 	if !p.costSaid && r.rec.MaxCostUSD > 0 && r.rec.CostPerHr > 0 {
 		needUSD := need.Hours() * r.rec.CostPerHr
 		if left := r.rec.budget() - r.spent(); needUSD > left {
 			p.costSaid = true
-			ev.Kind, ev.CostUSD, ev.MaxCostUSD, ev.CostPerHr = EventPaceCost, needUSD, left, r.rec.CostPerHr
+			ev := base
+			ev.Snapshot, ev.CostUSD, ev.MaxCostUSD, ev.CostPerHr = watchdog.ReasonCost, needUSD, left, r.rec.CostPerHr
 			r.emit(ev)
 		}
 	}

@@ -121,7 +121,17 @@ func TestPaceWarnings(t *testing.T) {
 			spec.MaxCostUSD = 1
 			r := h.mustStart(spec)
 			followScript(t, h, r)
-			td, tcost := h.eventsOf(EventPaceDeadline), h.eventsOf(EventPaceCost)
+			var td, tcost []Event
+			for _, e := range h.eventsOf(EventPace) {
+				switch e.Snapshot {
+				case watchdog.ReasonDeadline:
+					td = append(td, e)
+				case watchdog.ReasonCost:
+					tcost = append(tcost, e)
+				default:
+					t.Errorf("a pace warning for %q", e.Snapshot)
+				}
+			}
 			if len(td) != tc.time || len(tcost) != tc.cost {
 				t.Fatalf("%d deadline and %d cost pace warnings, want %d and %d", len(td), len(tcost), tc.time, tc.cost)
 			}

@@ -31,10 +31,12 @@ type Rules struct {
 	// the lease. Zero means no deadline (a kept pod).
 	Deadline time.Time `json:"deadline,omitzero"`
 	// MaxExtension is how long past the Deadline a fresh lease may hold
-	// the pod; zero means DefaultMaxExtension. The watchdog deletes the
-	// pod at Deadline plus MaxExtension whatever the lease (asking the job
-	// for a snapshot SnapshotLead before), and so do a following client
-	// and a sweeper off the pod, which reads it from the env.
+	// the pod; zero means DefaultMaxExtension, and HardDeadline, not a
+	// zero, asks for none (the launcher's --max-extension 0 sets
+	// HardDeadline). The watchdog deletes the pod at Deadline plus
+	// MaxExtension whatever the lease (asking the job for a snapshot
+	// SnapshotLead before), and so do a following client and a sweeper
+	// off the pod, which reads it from the env.
 	MaxExtension time.Duration `json:"max_extension,omitempty"`
 	// HardDeadline makes the deadline hard: no lease holds the pod past
 	// it (an extension of zero). MaxExtension must then be zero.
@@ -53,7 +55,9 @@ type Rules struct {
 	Keep bool `json:"keep,omitempty"`
 	// KeepIdle is how long a kept pod stays once its job ended with no SSH
 	// session open on it and no touch of its lease; zero means
-	// DefaultKeepIdle. Only a kept pod has it.
+	// DefaultKeepIdle, and KeepUnbounded, not a zero, asks for no bound
+	// (the launcher's --keep-idle 0 sets KeepUnbounded). Only a kept pod
+	// has it.
 	KeepIdle time.Duration `json:"keep_idle,omitempty"`
 	// KeepUnbounded keeps a kept pod however long it stays unused
 	// (--keep-idle 0): only an explicit delete ends it. KeepIdle must be

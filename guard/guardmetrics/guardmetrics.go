@@ -80,8 +80,10 @@ func New(reg prometheus.Registerer) *Metrics {
 // Observe counts a run's event: give it to guard.WithEvents.
 func (m *Metrics) Observe(e guard.Event) {
 	switch e.Kind {
-	case guard.EventWaiting, guard.EventWaitingSSH, guard.EventWaitingVerdict, guard.EventCost:
-		if e.RunID != "" {
+	case guard.EventWaiting, guard.EventCost:
+		// A wait for capacity has no pod, hence no spend of its own: it
+		// would zero a recovering run's.
+		if e.RunID != "" && e.Stage != guard.StageCapacity {
 			m.mu.Lock()
 			m.spent[e.RunID] = e.CostUSD
 			m.spend.Set(sum(m.spent))

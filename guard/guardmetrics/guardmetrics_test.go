@@ -82,3 +82,21 @@ func TestMetricsOfRuns(t *testing.T) {
 		t.Errorf("billed %v, want the bill %v", v, got.Bill.USD)
 	}
 }
+
+// A wait for capacity has no pod and carries no cost: a recovering run's
+// spend so far stays, while a wait for its pod updates it.
+func TestCapacityWaitKeepsSpend(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := guardmetrics.New(reg)
+	m.Observe(guard.Event{Kind: guard.EventWaiting, Stage: guard.StagePod, RunID: "r", CostUSD: 2})
+	m.Observe(guard.Event{Kind: guard.EventWaiting, Stage: guard.StageCapacity, RunID: "r"})
+	hs := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	defer hs.Close()
+	samples, err := scrape.Get(hs.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := samples["overbrainer_guard_spend_usd"]; v != 2 {
+		t.Errorf("spend %v after a capacity wait, want 2", v)
+	}
+}

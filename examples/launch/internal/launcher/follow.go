@@ -95,7 +95,7 @@ func (d *driver) event(e guard.Event) {
 		defer a.say("warning: pod %s is kept (--keep-pod): %s; reach it with \"launch ssh %s\" or %s", d.r.PodID, d.keptUntil(), d.r.ID, cfg.Command)
 	}
 	switch e.Kind {
-	case guard.EventWaiting, guard.EventWaitingSSH, guard.EventWaitingVerdict, guard.EventUploading, guard.EventDownloading, guard.EventWaitingCapacity:
+	case guard.EventWaiting, guard.EventTransfer:
 		d.progress(e)
 	case guard.EventOutput, guard.EventLeaseRenewed, guard.EventJobEnded, guard.EventLeft:
 		// Said by the driver, which knows more.
@@ -123,12 +123,8 @@ func (d *driver) event(e guard.Event) {
 		}
 		a.say("warning: the job has not moved for %s (--stall-after %s; %s): this launcher no longer renews the lease, %s, and the pod is deleted if it still does not move within --snapshot-wait",
 			since(e.Elapsed), since(d.r.EffectiveRules().StallAfter), last, then)
-	case guard.EventPaceDeadline:
-		a.say("warning: at its pace (%s a step, step %d of %d) the job needs %s more, but the deadline %s is %s away: it will be asked for a snapshot before it finishes (--max-hours)",
-			e.PerStep.Round(time.Millisecond), e.Step, e.Steps, since(e.Need), e.Deadline.Local().Format(time.DateTime), since(e.Left))
-	case guard.EventPaceCost:
-		a.say("warning: at its pace (%s a step, step %d of %d) the job needs ~%s more at %s/h, but the cost cap leaves %s: it will be asked for a snapshot before it finishes (--max-cost-usd)",
-			e.PerStep.Round(time.Millisecond), e.Step, e.Steps, money(e.CostUSD), money(e.CostPerHr), money(e.MaxCostUSD))
+	case guard.EventPace:
+		a.sayPace(e)
 	case guard.EventCollected:
 		d.early = !d.run.Ended() && !d.run.State().Ended()
 		a.say("results downloaded to %s (%d files, %d bytes)", e.Dir, e.Files, e.Bytes)
@@ -150,6 +146,18 @@ func (d *driver) event(e guard.Event) {
 	default:
 		a.say("%s", e)
 	}
+}
+
+// sayPace warns that at its pace the job will be asked for a snapshot
+// before it finishes, by the bound the event names.
+func (a *app) sayPace(e guard.Event) {
+	if e.Snapshot == watchdog.ReasonCost {
+		a.say("warning: at its pace (%s a step, step %d of %d) the job needs ~%s more at %s/h, but the cost cap leaves %s: it will be asked for a snapshot before it finishes (--max-cost-usd)",
+			e.PerStep.Round(time.Millisecond), e.Step, e.Steps, money(e.CostUSD), money(e.CostPerHr), money(e.MaxCostUSD))
+		return
+	}
+	a.say("warning: at its pace (%s a step, step %d of %d) the job needs %s more, but the deadline %s is %s away: it will be asked for a snapshot before it finishes (--max-hours)",
+		e.PerStep.Round(time.Millisecond), e.Step, e.Steps, since(e.Need), e.Deadline.Local().Format(time.DateTime), since(e.Left))
 }
 
 // sayFailure says why the run cannot go on, and what becomes of its pod.

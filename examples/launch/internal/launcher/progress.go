@@ -20,14 +20,14 @@ const plainEvery = 30 * time.Second
 // status, a new transfer) and then every plainEvery.
 func (d *driver) progress(e guard.Event) {
 	line := e.String()
-	if e.Kind == guard.EventUploading || e.Kind == guard.EventDownloading {
+	if e.Kind == guard.EventTransfer {
 		line += rateText(e)
 	}
 	if d.a.tty {
 		d.a.live(&d.live, line)
 		return
 	}
-	key := e.Kind.String() + " " + string(e.Status)
+	key := e.Kind.String() + " " + e.Stage.String() + " " + string(e.Status)
 	if key != d.plainKey || e.Elapsed < d.plainAt || e.Elapsed-d.plainAt >= plainEvery {
 		d.plainKey, d.plainAt = key, e.Elapsed
 		d.a.say("%s", line)

@@ -7,10 +7,11 @@ import (
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/guard"
+	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
 func upload(done, total int64, elapsed time.Duration) guard.Event {
-	return guard.Event{Kind: guard.EventUploading, Bytes: done, Total: total, Elapsed: elapsed}
+	return guard.Event{Kind: guard.EventTransfer, Stage: guard.StageUpload, Bytes: done, Total: total, Elapsed: elapsed}
 }
 
 // On a terminal a transfer is one line redrawn with its bytes, rate and
@@ -38,13 +39,13 @@ func TestProgressLines(t *testing.T) {
 	errOut.Reset()
 	a.tty, d = false, &driver{a: a}
 	for _, e := range []guard.Event{
-		{Kind: guard.EventWaiting, Status: "PROVISIONING", Elapsed: time.Second},
-		{Kind: guard.EventWaiting, Status: "PROVISIONING", Elapsed: 2 * time.Second},
-		{Kind: guard.EventWaiting, Status: "PROVISIONING", Elapsed: 40 * time.Second},
-		{Kind: guard.EventWaitingVerdict, Elapsed: 41 * time.Second},
+		{Kind: guard.EventWaiting, Stage: guard.StagePod, Status: "PROVISIONING", Elapsed: time.Second},
+		{Kind: guard.EventWaiting, Stage: guard.StagePod, Status: "PROVISIONING", Elapsed: 2 * time.Second},
+		{Kind: guard.EventWaiting, Stage: guard.StagePod, Status: "PROVISIONING", Elapsed: 40 * time.Second},
+		{Kind: guard.EventWaiting, Stage: guard.StageVerdict, Elapsed: 41 * time.Second},
 		upload(1e6, 4e6, time.Second), upload(2e6, 4e6, 2*time.Second), upload(4e6, 4e6, 4*time.Second),
 		// A new transfer starts its own clock.
-		{Kind: guard.EventUploading, Bytes: 10, Total: 10, Elapsed: time.Millisecond},
+		{Kind: guard.EventTransfer, Stage: guard.StageUpload, Bytes: 10, Total: 10, Elapsed: time.Millisecond},
 	} {
 		d.progress(e)
 	}
@@ -56,6 +57,24 @@ func TestProgressLines(t *testing.T) {
 		"uploading: 1.0 MB of 4.0 MB, 1.0 MB/s, 3s left", "uploading: 10 B of 10 B, 10.0 kB/s"} {
 		if !strings.HasPrefix(lines[i], "launch: ") || !strings.Contains(lines[i], want) {
 			t.Errorf("line %d %q, want %q", i, lines[i], want)
+		}
+	}
+}
+
+// One pace event, two bounds: the warning names the flag of the bound the
+// event carries.
+func TestPaceWarnings(t *testing.T) {
+	var errOut bytes.Buffer
+	a := &app{stderr: &errOut}
+	for reason, want := range map[watchdog.SnapshotReason]string{
+		watchdog.ReasonDeadline: "(--max-hours)",
+		watchdog.ReasonCost:     "(--max-cost-usd)",
+	} {
+		errOut.Reset()
+		a.sayPace(guard.Event{Kind: guard.EventPace, Snapshot: reason, PerStep: time.Second, Step: 1, Steps: 10,
+			Need: time.Hour, Left: time.Minute, CostUSD: 2, CostPerHr: 1, MaxCostUSD: 1})
+		if !strings.Contains(errOut.String(), "at its pace") || !strings.Contains(errOut.String(), want) {
+			t.Errorf("%s: %q, want %q", reason, errOut.String(), want)
 		}
 	}
 }
