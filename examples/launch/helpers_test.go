@@ -28,7 +28,7 @@ var binary string
 // waiting.
 func TestMain(m *testing.M) {
 	runpodtest.PodInit()
-	shtest.DefaultParallel(6)
+	shtest.DefaultParallel(4)
 	dir, err := os.MkdirTemp("", "launch-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
