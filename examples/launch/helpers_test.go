@@ -23,12 +23,8 @@ import (
 // user would, against a fake Runpod in the test process.
 var binary string
 
-// Its tests mostly wait on pods and the launcher's polls, not on the
-// CPU: at GOMAXPROCS at a time, a 2-core machine spends their wall time
-// waiting.
 func TestMain(m *testing.M) {
 	runpodtest.PodInit()
-	shtest.DefaultParallel(4)
 	dir, err := os.MkdirTemp("", "launch-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
