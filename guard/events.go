@@ -109,7 +109,8 @@ const (
 	// the run goes on on a new pod (Spec.Recover), the N-th of at most
 	// Of, once the lost one is confirmed gone; the job resumes from Dir
 	// (none: from its beginning), whose snapshot proof is Proof when it
-	// holds one.
+	// holds one, or, on a network volume, from its outputs there
+	// (VolumeID, Remote).
 	EventRecovering
 	// EventStalled: the job has not moved for the run's StallAfter
 	// (Elapsed since it last did; ProgressLine its last progress line, empty
@@ -349,6 +350,8 @@ func (e Event) String() string {
 	case EventRecovering:
 		from := "from its beginning"
 		switch {
+		case e.Remote != "":
+			from = "from its outputs on network volume " + e.VolumeID + " (" + e.Remote + ")"
 		case e.Proof != nil:
 			from = "from " + e.Proof.String() + " in " + e.Dir
 		case e.Dir != "":

@@ -29,6 +29,9 @@ type config struct {
 	// recovery is the run's recovery state, for Relaunch; secrets the
 	// job's, for its start on a new pod (WithSecrets, Start).
 	recovery RecoveryState
+	// keptHost is the run's host key, kept for a recovery on its network
+	// volume (Relaunch).
+	keptHost keptHost
 	secrets  map[string]string
 	// early is where Follow downloads the results so far before a rule
 	// that ignores the lease takes the pod (WithEarlyResults).

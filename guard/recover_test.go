@@ -106,7 +106,13 @@ func TestRelaunchRefused(t *testing.T) {
 		}, ErrDeleteUnconfirmed},
 		{"cap spent", func(h *harness, a *podsAPI, rec *Record) { rec.MaxCostUSD = 0.5 }, ErrCapSpent},
 		{"deadline passed", func(h *harness, a *podsAPI, rec *Record) { h.clk.Sleep(context.Background(), 2*time.Hour) }, nil},
-		{"network volume", func(h *harness, a *podsAPI, rec *Record) { rec.NetworkVolumeID = "vol1" }, nil},
+		{"network volume without its secret", func(h *harness, a *podsAPI, rec *Record) {
+			// The new pod could not claim the run directory there.
+			rec.NetworkVolumeID = "vol1"
+			a.mu.Lock()
+			delete(a.secrets, rec.SecretName)
+			a.mu.Unlock()
+		}, runpod.ErrNotFound},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h, a, prev := lost(t, nil)

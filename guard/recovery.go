@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/overbrainer/overbrainer-go/internal/jobctl"
 	"github.com/overbrainer/overbrainer-go/runpod"
 )
 
@@ -42,9 +43,6 @@ func (s Spec) checkRecover(bad func(field, format string, args ...any)) {
 	}
 	if rc.PullEvery > 0 && rc.PullDir == "" {
 		bad("Recover.PullDir", "is empty: PullEvery needs a directory to pull into")
-	}
-	if rc.Times > 0 && s.NetworkVolumeID != "" {
-		bad("Recover", "a run on a network volume cannot be recovered yet: its run directory there is claimed by the lost pod's host key")
 	}
 }
 
@@ -179,8 +177,14 @@ func (r *Run) nextPod(ctx context.Context) error {
 			spec.Job.ResumeFrom = out
 		}
 	}
-	ev := Event{Kind: EventRecovering, Err: errors.New(st.Why), N: st.Made, Of: st.Times, Dir: spec.Job.ResumeFrom}
-	ev.Proof = proofIn(spec.Job.ResumeFrom)
+	ev := Event{Kind: EventRecovering, Err: errors.New(st.Why), N: st.Made, Of: st.Times}
+	if r.rec.NetworkVolumeID != "" {
+		// The outputs are on the volume, newer than any pull: nothing
+		// goes up over them.
+		spec.Job.ResumeFrom = ""
+		ev.VolumeID, ev.Remote = r.rec.NetworkVolumeID, jobctl.RunFile(r.rec.RunDir, jobctl.OutputsDir)
+	}
+	ev.Dir, ev.Proof = spec.Job.ResumeFrom, proofIn(spec.Job.ResumeFrom)
 	r.emit(ev)
 	r.stopPodLog()
 	r.dropConn()

@@ -107,6 +107,27 @@ func (w *recoveryWorld) launch(ctx context.Context) *guard.Run {
 	return run
 }
 
+// finish follows the run to a job that exited 0, collects it and
+// deletes its pod; it returns the Record as the follow left it and the
+// results' directory.
+func (w *recoveryWorld) finish(ctx context.Context, run *guard.Run) (guard.Record, string) {
+	t := w.t
+	t.Helper()
+	end, err := run.Follow(ctx, io.Discard)
+	if err != nil || !end.OK() {
+		t.Fatalf("Follow: %v, %v", end, err)
+	}
+	rec := run.Record()
+	results := filepath.Join(w.dir, "results")
+	if _, err := run.Collect(ctx, results); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run.Delete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return rec, results
+}
+
 // pulledStep is the step of the newest pull, 0 without one.
 func (w *recoveryWorld) pulledStep() int {
 	out := guard.PulledOutputs(w.spec.Recover.PullDir)
@@ -141,18 +162,7 @@ func TestFollowRecovers(t *testing.T) {
 	run := w.launch(ctx)
 	first := run.Record().PodID
 	w.failHostAfterPull(first)
-	end, err := run.Follow(ctx, io.Discard)
-	if err != nil || !end.OK() {
-		t.Fatalf("Follow: %v, %v", end, err)
-	}
-	rec := run.Record()
-	results := filepath.Join(w.dir, "results")
-	if _, err := run.Collect(ctx, results); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := run.Delete(ctx); err != nil {
-		t.Fatal(err)
-	}
+	rec, results := w.finish(ctx, run)
 
 	pods := w.srv.Pods()
 	if len(pods) != 2 || pods[0].ID != first || rec.PodID != pods[1].ID {
@@ -182,6 +192,69 @@ func TestFollowRecovers(t *testing.T) {
 	b, _ := os.ReadFile(filepath.Join(results, "outputs", "started_at"))
 	if from, _ := strconv.Atoi(strings.TrimSpace(string(b))); int64(from) < rs[0].Proof.Step {
 		t.Errorf("the second pod's job started from step %d, want the proof's %d", from, rs[0].Proof.Step)
+	}
+	if len(w.of(guard.EventFailed)) != 0 {
+		t.Errorf("a recovered run told a failure: %v", w.of(guard.EventFailed))
+	}
+}
+
+// TestFollowRecoversOnVolume: a run on a network volume whose pod's host
+// failed goes on on a second pod that mounts the same volume, in its data
+// center, under the same claim: its bootstrap moves the lost pod's files
+// aside (the lost job's job.pid among them, which would pass for the new
+// job's, started and ended), and the job continues from its outputs
+// there, with nothing pulled or uploaded, one pod at a time, within the
+// cap.
+func TestFollowRecoversOnVolume(t *testing.T) {
+	t.Parallel()
+	w := newRecoveryWorld(t)
+	vol := w.srv.AddNetworkVolume("", 20)
+	w.spec.NetworkVolumeID = vol.ID
+	w.spec.Recover = guard.Recovery{Times: 1}
+	ctx := context.Background()
+	run := w.launch(ctx)
+	first, runDir := run.Record().PodID, run.Record().RunDir
+	onVolume := filepath.Join(vol.Dir, strings.TrimPrefix(runDir, guard.DefaultVolumePath))
+	go func() {
+		for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if b, _ := os.ReadFile(filepath.Join(onVolume, "outputs", "step")); len(b) > 0 && string(b) != "1\n" {
+				break
+			}
+		}
+		if err := w.srv.FailHost(first); err != nil {
+			w.t.Error(err)
+		}
+	}()
+	rec, results := w.finish(ctx, run)
+
+	pods := w.srv.Pods()
+	if len(pods) != 2 || pods[0].ID != first || rec.PodID != pods[1].ID || pods[1].NetworkVolumeID != vol.ID {
+		t.Fatalf("pods %+v: want the failed one and a second on volume %s", pods, vol.ID)
+	}
+	if pods[1].CreatedAt.Before(pods[0].EndedAt) {
+		t.Errorf("the second pod was made at %s, before the first ended at %s", pods[1].CreatedAt, pods[0].EndedAt)
+	}
+	b, _ := os.ReadFile(filepath.Join(results, "outputs", "started_at"))
+	if from, _ := strconv.Atoi(strings.TrimSpace(string(b))); from < 2 {
+		t.Errorf("the second pod's job started from step %d, want the volume's step 2 or later", from)
+	}
+	// The lost job's markers, as the second pod's bootstrap found them.
+	lostPID := filepath.Join(onVolume, ".pod", "earlier", rec.PodID, "job.pid")
+	if _, err := os.Stat(lostPID); err != nil {
+		t.Errorf("the lost job's job.pid was not moved aside: %v", err)
+	}
+	rs := w.of(guard.EventRecovering)
+	if len(rs) != 1 || rs[0].VolumeID != vol.ID || rs[0].Dir != "" || rs[0].Remote == "" || len(w.of(guard.EventResumed)) != 0 {
+		t.Errorf("recovery events %+v: want one from the volume, nothing uploaded", rs)
+	}
+	if len(rec.Attempts) != 2 || rec.Attempts[0].Ended == "" || rec.Recovery.Made != 1 || rec.Recovery.Replacing != "" {
+		t.Errorf("attempts %+v, recovery %+v", rec.Attempts, rec.Recovery)
+	}
+	if usd := w.srv.TotalUSD(); usd > rec.MaxCostUSD {
+		t.Errorf("billed %v over the cap %v", usd, rec.MaxCostUSD)
+	}
+	if len(w.srv.Secrets()) != 0 {
+		t.Errorf("secrets left: %+v", w.srv.Secrets())
 	}
 	if len(w.of(guard.EventFailed)) != 0 {
 		t.Errorf("a recovered run told a failure: %v", w.of(guard.EventFailed))
