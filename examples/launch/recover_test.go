@@ -44,6 +44,48 @@ func recoverLostPod(t *testing.T, lose func(*runpodtest.Server, string) error) {
 	w.assertRecovered(first, p.stdout.String()+p.stderr.String())
 }
 
+// TestRecoverLostPodOnVolume: with --network-volume, --recover needs no
+// pull: the second pod mounts the same volume and the job continues
+// from its checkpoint there, one pod at a time.
+func TestRecoverLostPodOnVolume(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	vol := w.srv.AddNetworkVolume("vol-rec", 10)
+	p := w.start(args([]string{"run", "--recover", "2", "--network-volume", vol.ID}, fast, demo(60))...)
+	p.waitOutput("step 11/60", patience)
+	first := w.onlyRun().PodID
+	if err := w.srv.FailHost(first); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(patience); code != 0 {
+		t.Fatalf("exit %d\n%s", code, p.stderr)
+	}
+	out := p.stdout.String() + p.stderr.String()
+	mustContain(t, "output", out, "recovering (1 of 2)", "from its outputs on network volume "+vol.ID, "training done")
+	m := regexp.MustCompile(`resuming from the checkpoint at step (\d+)`).FindStringSubmatch(out)
+	step := -1
+	if m != nil {
+		step, _ = strconv.Atoi(m[1])
+	}
+	if step < 10 {
+		t.Errorf("the second pod did not resume from the checkpoint of step 10 or later on the volume:\n%s", out)
+	}
+	pods := w.srv.Pods()
+	if len(pods) != 2 || pods[0].ID != first || pods[1].NetworkVolumeID != vol.ID || pods[1].CreatedAt.Before(pods[0].EndedAt) {
+		t.Fatalf("pods %+v: want the failed one, then one more on %s once it was gone", pods, vol.ID)
+	}
+	r := w.onlyRun()
+	if len(r.Attempts) != 2 || r.Attempts[0].Ended == "" || r.PodID != pods[1].ID {
+		t.Errorf("attempts %+v", r.Attempts)
+	}
+	ckpt, err := os.ReadFile(filepath.Join(r.OutDir, "outputs", "checkpoint.txt"))
+	if err != nil || !strings.Contains(string(ckpt), "step=60") {
+		t.Errorf("final checkpoint %q, %v", ckpt, err)
+	}
+	w.assertClean()
+	w.assertPrivate()
+}
+
 // startRecovering starts a recovering run of the 60-step demo and
 // returns once a pull holds its checkpoint of step 10, with its pod.
 func (w *world) startRecovering() (*proc, string) {
