@@ -27,7 +27,9 @@ type Recovery struct {
 	// (as WithPullEvery does): the next pod resumes from the newest
 	// pull. PullDir alone is only where OnError pulls what a failed job
 	// left. Without a pull a new pod starts the job from the Job's own
-	// ResumeFrom, or from its beginning.
+	// ResumeFrom, or from its beginning. On a network volume no pull is
+	// needed or used: the new pod takes the run directory there over,
+	// and the job continues from its outputs on the volume.
 	PullEvery time.Duration `json:"pull_every,omitempty"`
 	PullDir   string        `json:"pull_dir,omitempty"`
 }
