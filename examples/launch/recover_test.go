@@ -45,19 +45,29 @@ func recoverLostPod(t *testing.T, lose func(*runpodtest.Server, string) error) {
 }
 
 // TestRecoverLostPodOnVolume: with --network-volume, --recover needs no
-// pull: the second pod mounts the same volume and the job continues
+// pull: when the pod's host fails, or a maintenance restart of its
+// container loses the job (the restarted container marks it lost on the
+// volume), the second pod mounts the same volume and the job continues
 // from its checkpoint there, one pod at a time.
 func TestRecoverLostPodOnVolume(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t)
-	p, first, vol := w.startRecoveringOnVolume()
-	if err := w.srv.FailHost(first); err != nil {
-		t.Fatal(err)
+	for name, lose := range map[string]func(*runpodtest.Server, string) error{
+		"host failure":        (*runpodtest.Server).FailHost,
+		"maintenance restart": (*runpodtest.Server).RestartForMaintenance,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t)
+			p, first, vol := w.startRecoveringOnVolume()
+			if err := lose(w.srv, first); err != nil {
+				t.Fatal(err)
+			}
+			if code := p.wait(patience); code != 0 {
+				t.Fatalf("exit %d\n%s", code, p.stderr)
+			}
+			w.assertRecoveredOnVolume(first, vol, p.stdout.String()+p.stderr.String())
+		})
 	}
-	if code := p.wait(patience); code != 0 {
-		t.Fatalf("exit %d\n%s", code, p.stderr)
-	}
-	w.assertRecoveredOnVolume(first, vol, p.stdout.String()+p.stderr.String())
 }
 
 // startRecoveringOnVolume starts a recovering run of the 60-step demo on
