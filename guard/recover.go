@@ -59,7 +59,8 @@ func (e End) Recoverable() bool { return e.How == Lost || e.How == RunDirLost }
 // the same volume in its data center, claims the same run directory; its
 // bootstrap moves the lost pod's control files there aside before its
 // watchdog starts (podenv's TakeOver), and the job continues from its
-// outputs there, nothing uploaded over them.
+// outputs there, nothing uploaded over them (spec's Job.ResumeFrom is
+// ignored).
 func Relaunch(ctx context.Context, c *runpod.Client, prev Record, spec Spec, why string, opts ...Option) (*Run, error) {
 	if c == nil {
 		return nil, &FieldError{Field: "api", Reason: "is nil"}
@@ -92,6 +93,9 @@ func relaunch(ctx context.Context, c api, prev Record, spec Spec, why string, op
 				prev.ID, prev.NetworkVolumeID, prev.SecretName, err)
 		}
 		kept = keptHost{claim: prev.HostKey, secretID: sec.ID}
+		// The outputs there are the job's newest: an upload of a pull
+		// would go over them.
+		spec.Job.ResumeFrom = ""
 	} else {
 		// The lost pod's secret, when its delete failed: the new pod gets
 		// a new host key under the same name.
