@@ -32,7 +32,11 @@ type config struct {
 	// keptHost is the run's host key, kept for a recovery on its network
 	// volume (Relaunch).
 	keptHost keptHost
-	secrets  map[string]string
+	// holdSecret keeps the run's host key secret when a pod goes: set
+	// while a recovery on a network volume is under way, whose next pod
+	// needs it (recover).
+	holdSecret bool
+	secrets    map[string]string
 	// early is where Follow downloads the results so far before a rule
 	// that ignores the lease takes the pod (WithEarlyResults).
 	early string

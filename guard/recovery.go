@@ -139,6 +139,13 @@ func (r *Run) recover(ctx context.Context, end End, why error) error {
 		events(e)
 	}
 	defer func() { r.cfg.events = events }()
+	if r.rec.NetworkVolumeID != "" {
+		// Every pod of the run on the volume claims its run directory
+		// with the run's host key: a new pod that fails leaves its
+		// secret to the next one.
+		r.cfg.holdSecret = true
+		defer func() { r.cfg.holdSecret = false }()
+	}
 	for {
 		st := &r.rec.Recovery
 		st.Made++
@@ -158,6 +165,10 @@ func (r *Run) recover(ctx context.Context, end End, why error) error {
 				// short by ctx (Ctrl-C) is left for an Attach.
 				r.rec.Recovery.Replacing = ""
 				r.save()
+				if r.cfg.holdSecret {
+					r.cfg.holdSecret = false
+					r.deleteSecret(context.WithoutCancel(ctx))
+				}
 				if !told {
 					r.emit(Event{Kind: EventFailed, Err: err, Then: ThenNothing})
 				}
