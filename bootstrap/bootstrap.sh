@@ -16,7 +16,8 @@
 # A restarted container runs this again on the same run directory: a job of
 # the earlier container that left no exit code is marked cancelled
 # (container_restarted) before sshd serves, so that nobody takes it for alive
-# (record_lost_job).
+# (record_lost_job). A new pod that takes the run directory over from a lost
+# pod of its run moves that pod's control files aside first (take_over).
 #
 # Reasons: run_dir_missing, run_dir_unwritable, claim_missing, claim_failed,
 # claimed_by_other_run, host_key_missing, host_key_invalid, host_key_mismatch,
@@ -264,6 +265,47 @@ claim_run_dir() {
   # watchdog's pid may name another process here, which a wake would HUP
   # before this watchdog writes its own.
   rm -f "$POD_DIR/bootstrap_failed" "$POD_DIR/watchdog" "$POD_DIR/watchdog.pid"
+}
+
+# take_over: a pod that takes its run directory over from a lost pod of its
+# run (OVERBRAINER_TAKE_OVER=1: a recovery on the run's network volume) finds
+# there what that pod and its job left: a job.pid naming a process group of
+# another machine, its exit code or cancelled marker, a snapshot request, the
+# lost pod's lease, cost plan and retrieved marker, its logs. Its watchdog
+# would take the lost job for its own (started, and ended or marked lost) and
+# delete this pod by the lost pod's rules (abandoned, cost_cap, retrieved); a
+# client would read the lost job's end as its own. They are moved, as they
+# are, into .pod/earlier/$RUNPOD_POD_ID (the run directory's layout kept),
+# made under a .partial name and renamed once whole, before sshd serves and
+# the watchdog starts. The outputs, job/ and command.sh stay: the job resumes
+# from them; so do the claim and what is the volume's (volume_gb, du). A
+# restart of this pod's container finds that directory and moves nothing: a
+# job there is this pod's, which record_lost_job marks lost as for any
+# restart. A file that cannot be moved fails the bootstrap
+# (run_dir_unwritable) rather than let the lost job pass for this pod's.
+take_over() {
+  [ "${OVERBRAINER_TAKE_OVER:-}" = 1 ] || return 0
+  earlier=$POD_DIR/earlier
+  # A link there would send the moves out of the run directory.
+  [ ! -h "$earlier" ] || rm -f "$earlier" 2>/dev/null
+  case ${RUNPOD_POD_ID:-} in
+    '' | *[!A-Za-z0-9_-]*) kept=$earlier/unknown ;;
+    *) kept=$earlier/$RUNPOD_POD_ID ;;
+  esac
+  [ ! -d "$kept" ] || return 0
+  part=$kept.partial
+  [ ! -h "$part" ] || rm -f "$part" 2>/dev/null
+  mkdir -p "$part/.pod" 2>/dev/null || fail run_dir_unwritable
+  moved=
+  for f in job.pid exit_code cancelled snapshot.request progress job.log \
+    .pod/lease .pod/retrieved .pod/snapshot_at .pod/cost_cap_at \
+    .pod/watchdog.log .pod/bootstrap.log .pod/du.running; do
+    [ -e "$RUN_DIR/$f" ] || [ -h "$RUN_DIR/$f" ] || continue
+    mv -f "$RUN_DIR/$f" "$part/$f" 2>/dev/null || fail run_dir_unwritable
+    moved="$moved $f"
+  done
+  mv -f "$part" "$kept" 2>/dev/null || fail run_dir_unwritable
+  say "taking the run over from a lost pod: moved${moved:- nothing} into $kept; the outputs stay"
 }
 
 # record_lost_job: a job.pid without exit_code or cancelled in a resumed run
@@ -573,6 +615,7 @@ bootstrap_main() {
   start_guard
   prepare_run_dir
   claim_run_dir
+  take_over
   record_lost_job
   install_host_key
   install_authorized_key

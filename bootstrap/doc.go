@@ -23,6 +23,14 @@
 //   - claims the run directory: .pod/claim holds OVERBRAINER_CLAIM, the run's
 //     public host key; finding the same key (type and base64, comments
 //     ignored) means a resumed run on a network volume, another one fails;
+//   - on a pod that takes the run directory over from a lost pod of its run
+//     (podenv.TakeOverEnv, a recovery on a network volume), moves what that
+//     pod and its job left (job.pid, exit_code, cancelled,
+//     snapshot.request, progress, job.log, and the lease, cost plan,
+//     retrieved marker and logs of .pod) into .pod/earlier/$RUNPOD_POD_ID,
+//     once per pod, so that no rule of the lost pod acts on this one; the
+//     outputs, job/ and command.sh stay, and a restart of this pod's
+//     container moves nothing;
 //   - marks a job of an earlier container as lost: when Runpod restarts the
 //     pod's container, the run directory survives but the job died with the
 //     old container, and the process group in its job.pid may name an

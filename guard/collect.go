@@ -410,6 +410,9 @@ func (r *Run) stillListed(ctx context.Context) string {
 // deleteSecret deletes the run's host key secret, found by name when its
 // id is unknown.
 func (r *Run) deleteSecret(ctx context.Context) {
+	if r.cfg.holdSecret {
+		return
+	}
 	id := r.rec.SecretID
 	if id == "" {
 		s, err := r.api.FindSecret(ctx, r.rec.SecretName)

@@ -75,7 +75,10 @@
 //
 // Recovery: with Spec.Recover, Follow itself takes a job whose pod was
 // lost under it (Recoverable, or End.Recoverable) up on a new pod, up to
-// Recover.Times, from the newest pull (Recover.PullEvery): the lost pod
+// Recover.Times, from the newest pull (Recover.PullEvery) or, on a
+// network volume, from its outputs there (the new pod keeps the run's
+// host key, and so its claim on the run directory, and its bootstrap
+// moves the lost pod's control files aside first): the lost pod
 // is confirmed gone before the next is made, the run's id, deadline and
 // cost cap hold across its pods (Record.Attempts holds each, the lost
 // ones with how they ended and what they may have cost), and

@@ -39,7 +39,7 @@ const (
 	EventReconnecting                           // the SSH connection broke (Err)
 	EventReconnected                            // a new SSH connection replaced it
 	EventPulled                                 // WithPullEvery downloaded the results so far (Dir, Files, Bytes)
-	EventRecovering                             // the pod was lost and a new one takes the job up (Err, N, Of, Dir, Proof)
+	EventRecovering                             // the pod was lost and a new one takes the job up (Err, N, Of, Dir, Proof; VolumeID, Remote)
 	EventDeleteReason                           // the pod's watchdog is deleting it (DeleteReason)
 	EventJobEnded                               // the job is over (End)
 	EventCollected                              // the results were downloaded (Dir, Files, Bytes, Skipped)
@@ -128,7 +128,8 @@ const (
 //   - EventRecovering: the N-th new pod of at most Of (Spec.Recover),
 //     made once the lost one is confirmed gone; Err says how that one was
 //     lost, and the job resumes from Dir (empty: from its beginning) with
-//     its snapshot proof, Proof, when it holds one.
+//     its snapshot proof, Proof, when it holds one, or, on a network
+//     volume, from its outputs there (VolumeID, Remote).
 type Event struct {
 	Kind    EventKind
 	Stage   Stage // EventWaiting, EventTransfer
@@ -300,6 +301,8 @@ func (e Event) String() string {
 	case EventRecovering:
 		from := "from its beginning"
 		switch {
+		case e.Remote != "":
+			from = "from its outputs on network volume " + e.VolumeID + " (" + e.Remote + ")"
 		case e.Proof != nil:
 			from = "from " + e.Proof.String() + " in " + e.Dir
 		case e.Dir != "":

@@ -106,13 +106,24 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 	if r.key, err = podssh.NewKey(); err != nil {
 		return nil, err
 	}
-	host, err := podssh.NewKey()
-	if err != nil {
-		return nil, err
+	var host *podssh.Key
+	if kept := cfg.keptHost; kept.claim != "" {
+		// A recovery on the run's network volume: the new pod gets the
+		// run's host key from the secret still there, so that its claim
+		// on the run directory is the run's, and takes the directory
+		// over from the lost pod (podenv's TakeOver).
+		if r.host, err = podssh.ParsePublicKey(kept.claim); err != nil {
+			return nil, &FieldError{Field: "Record.HostKey", Reason: err.Error()}
+		}
+		settings.Claim, settings.TakeOver, r.rec.SecretID = kept.claim, true, kept.secretID
+	} else {
+		if host, err = podssh.NewKey(); err != nil {
+			return nil, err
+		}
+		r.host = host.Public
+		settings.Claim = host.AuthorizedKey("")
 	}
-	r.host = host.Public
 	settings.AuthorizedKey = r.key.AuthorizedKey(r.rec.PodName)
-	settings.Claim = host.AuthorizedKey("")
 	r.rec.HostKey = settings.Claim
 	env, err := settings.Env()
 	if err != nil {
@@ -124,23 +135,13 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 		return nil, err
 	}
 	r.rec.ClientKey = PEM(clientPEM)
-	hostPEM, err := host.PrivatePEM(r.rec.PodName)
-	if err != nil {
-		return nil, err
-	}
 	r.save()
 	r.warnUnguarded(ctx)
-
-	// The host key's private half goes to Runpod's secret store and
-	// nowhere else: not to the pod's env (which holds a placeholder), nor
-	// to this machine's disk, nor to the Record.
-	sec, err := c.CreateSecret(ctx, r.rec.SecretName, base64.StdEncoding.EncodeToString(hostPEM))
-	clear(hostPEM)
-	if err != nil {
-		return nil, r.createFailed(ctx, fmt.Errorf("creating the host key secret: %w", err))
+	if host != nil {
+		if err := r.hostSecret(ctx, host); err != nil {
+			return nil, err
+		}
 	}
-	r.rec.SecretID = sec.ID
-	r.save()
 
 	req := runpod.CreatePodRequest{
 		Name: r.rec.PodName, Image: spec.Image, GPUCount: spec.GPUCount,
@@ -209,6 +210,24 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 			r.save()
 		}
 	}
+}
+
+// hostSecret puts the host key's private half into Runpod's secret store
+// and nowhere else: not to the pod's env (which holds a placeholder), nor
+// to this machine's disk, nor to the Record.
+func (r *Run) hostSecret(ctx context.Context, host *podssh.Key) error {
+	hostPEM, err := host.PrivatePEM(r.rec.PodName)
+	if err != nil {
+		return err
+	}
+	sec, err := r.api.CreateSecret(ctx, r.rec.SecretName, base64.StdEncoding.EncodeToString(hostPEM))
+	clear(hostPEM)
+	if err != nil {
+		return r.createFailed(ctx, fmt.Errorf("creating the host key secret: %w", err))
+	}
+	r.rec.SecretID = sec.ID
+	r.save()
+	return nil
 }
 
 // checkPrices makes sure the price of each candidate is known when the

@@ -29,7 +29,14 @@ type config struct {
 	// recovery is the run's recovery state, for Relaunch; secrets the
 	// job's, for its start on a new pod (WithSecrets, Start).
 	recovery RecoveryState
-	secrets  map[string]string
+	// keptHost is the run's host key, kept for a recovery on its network
+	// volume (Relaunch).
+	keptHost keptHost
+	// holdSecret keeps the run's host key secret when a pod goes: set
+	// while a recovery on a network volume is under way, whose next pod
+	// needs it (recover).
+	holdSecret bool
+	secrets    map[string]string
 	// early is where Follow downloads the results so far before a rule
 	// that ignores the lease takes the pod (WithEarlyResults).
 	early string

@@ -54,9 +54,13 @@ func (e End) Recoverable() bool { return e.How == Lost || e.How == RunDirLost }
 // so that the job continues from its checkpoint. why says how the lost
 // pod ended, for the Record.
 //
-// A run on a network volume is refused for now: its run directory there
-// is claimed by the lost pod's host key, whose private half no other pod
-// gets.
+// A run on a network volume keeps its host key (the secret that holds its
+// private half stays while the run lives), so that the new pod, mounting
+// the same volume in its data center, claims the same run directory; its
+// bootstrap moves the lost pod's control files there aside before its
+// watchdog starts (podenv's TakeOver), and the job continues from its
+// outputs there, nothing uploaded over them (spec's Job.ResumeFrom is
+// ignored).
 func Relaunch(ctx context.Context, c *runpod.Client, prev Record, spec Spec, why string, opts ...Option) (*Run, error) {
 	if c == nil {
 		return nil, &FieldError{Field: "api", Reason: "is nil"}
@@ -71,11 +75,6 @@ func relaunch(ctx context.Context, c api, prev Record, spec Spec, why string, op
 	if prev.APIURL != "" && prev.APIURL != c.BaseURL() {
 		return nil, fmt.Errorf("%w: run %s was created at %s, not %s", ErrRecordMismatch, prev.ID, prev.APIURL, c.BaseURL())
 	}
-	if prev.NetworkVolumeID != "" {
-		// Its run directory there is claimed by the lost pod's host key,
-		// whose private half no other pod gets.
-		return nil, &FieldError{Field: "Record.NetworkVolumeID", Reason: "a run on a network volume cannot be relaunched yet"}
-	}
 	cfg := defaultConfig()
 	for _, o := range opts {
 		o(&cfg)
@@ -84,9 +83,24 @@ func relaunch(ctx context.Context, c api, prev Record, spec Spec, why string, op
 	if err := old.goneForGood(ctx); err != nil {
 		return nil, fmt.Errorf("recovering run %s: no new pod is made while the last one may still exist: %w", prev.ID, err)
 	}
-	// The lost pod's secret, when its delete failed: the new pod gets a
-	// new host key under the same name.
-	old.deleteSecret(ctx)
+	var kept keptHost
+	if prev.NetworkVolumeID != "" {
+		// The run directory on the volume is claimed by the run's host
+		// key: the new pod gets the same, from the secret still there.
+		sec, err := c.FindSecret(ctx, prev.SecretName)
+		if err != nil {
+			return nil, fmt.Errorf("recovering run %s on network volume %s: its host key secret %s: %w (a new pod could not claim its run directory)",
+				prev.ID, prev.NetworkVolumeID, prev.SecretName, err)
+		}
+		kept = keptHost{claim: prev.HostKey, secretID: sec.ID}
+		// The outputs there are the job's newest: an upload of a pull
+		// would go over them.
+		spec.Job.ResumeFrom = ""
+	} else {
+		// The lost pod's secret, when its delete failed: the new pod gets
+		// a new host key under the same name.
+		old.deleteSecret(ctx)
+	}
 	ended := old.now()
 	if !prev.Ended.IsZero() {
 		ended = prev.Ended
@@ -106,8 +120,12 @@ func relaunch(ctx context.Context, c api, prev Record, spec Spec, why string, op
 	spec.KeepIdle, spec.KeepUnbounded = prev.KeepIdle, prev.KeepUnbounded
 	spec.DeadlineFromCreate = false
 	recovery := prev.Recovery
-	return launch(ctx, c, spec, append(opts, func(c *config) { c.prior, c.recovery = attempts, recovery })...)
+	return launch(ctx, c, spec, append(opts, func(c *config) { c.prior, c.recovery, c.keptHost = attempts, recovery, kept })...)
 }
+
+// keptHost is the run's host key, public half and secret, that the next
+// pod of a run on a network volume gets.
+type keptHost struct{ claim, secretID string }
 
 // goneForGood makes sure no pod of the run is left: the Record's, and
 // any under the run's name (a create whose answer was lost), each deleted

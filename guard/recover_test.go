@@ -45,6 +45,9 @@ func lost(t *testing.T, spec func(*Spec)) (*harness, *podsAPI, Record) {
 	if spec != nil {
 		spec(&s)
 	}
+	if s.NetworkVolumeID != "" {
+		h.api.volumes[s.NetworkVolumeID] = 20
+	}
 	r, err := launch(context.Background(), a, s, h.options()...)
 	if err != nil {
 		t.Fatalf("Launch: %v", err)
@@ -91,6 +94,42 @@ func TestRelaunchOnePodAtATime(t *testing.T) {
 	}
 }
 
+// TestRelaunchOnVolumeTakesOver: the next pod of a run on a network
+// volume keeps the run's host key and its secret, so that its claim on
+// the run directory there is the run's, is told to take that directory
+// over from the lost pod, and uploads nothing over the outputs there.
+func TestRelaunchOnVolumeTakesOver(t *testing.T) {
+	h, a, prev := lost(t, func(s *Spec) { s.NetworkVolumeID = "vol1" })
+	spec := h.spec()
+	spec.NetworkVolumeID = "vol1"
+	spec.Job.ResumeFrom = t.TempDir()
+	r, err := relaunch(context.Background(), a, prev, spec, "host failed", h.options()...)
+	if err != nil {
+		t.Fatalf("Relaunch: %v", err)
+	}
+	rec := r.Record()
+	if rec.HostKey != prev.HostKey || rec.SecretID == "" || rec.SecretID != prev.SecretID {
+		t.Errorf("host key %q secret %q: want the run's %q, %q", rec.HostKey, rec.SecretID, prev.HostKey, prev.SecretID)
+	}
+	a.mu.Lock()
+	_, kept := a.secrets[rec.SecretName]
+	a.mu.Unlock()
+	if !kept {
+		t.Errorf("the run's host key secret %s went", rec.SecretName)
+	}
+	if len(a.created) != 2 {
+		t.Fatalf("%d creates", len(a.created))
+	}
+	first, next := a.created[0].Env, a.created[1].Env
+	if _, ok := first[podenv.TakeOverEnv]; ok || next[podenv.TakeOverEnv] != "1" || next[podenv.ClaimEnv] != prev.HostKey {
+		t.Errorf("take-over %q then %q, claim %q: want only the next pod to take over, under the run's claim",
+			first[podenv.TakeOverEnv], next[podenv.TakeOverEnv], next[podenv.ClaimEnv])
+	}
+	if rec.ResumeFrom != "" {
+		t.Errorf("ResumeFrom %q: a pull would go up over the outputs on the volume", rec.ResumeFrom)
+	}
+}
+
 // TestRelaunchRefused: no new pod when the lost one cannot be confirmed
 // gone, when the earlier pods spent the cap, or past the deadline.
 func TestRelaunchRefused(t *testing.T) {
@@ -106,7 +145,13 @@ func TestRelaunchRefused(t *testing.T) {
 		}, ErrDeleteUnconfirmed},
 		{"cap spent", func(h *harness, a *podsAPI, rec *Record) { rec.MaxCostUSD = 0.5 }, ErrCapSpent},
 		{"deadline passed", func(h *harness, a *podsAPI, rec *Record) { h.clk.Sleep(context.Background(), 2*time.Hour) }, nil},
-		{"network volume", func(h *harness, a *podsAPI, rec *Record) { rec.NetworkVolumeID = "vol1" }, nil},
+		{"network volume without its secret", func(h *harness, a *podsAPI, rec *Record) {
+			// The new pod could not claim the run directory there.
+			rec.NetworkVolumeID = "vol1"
+			a.mu.Lock()
+			delete(a.secrets, rec.SecretName)
+			a.mu.Unlock()
+		}, runpod.ErrNotFound},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h, a, prev := lost(t, nil)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/overbrainer/overbrainer-go/internal/jobctl"
 	"github.com/overbrainer/overbrainer-go/runpod"
 )
 
@@ -26,7 +27,9 @@ type Recovery struct {
 	// (as WithPullEvery does): the next pod resumes from the newest
 	// pull. PullDir alone is only where OnError pulls what a failed job
 	// left. Without a pull a new pod starts the job from the Job's own
-	// ResumeFrom, or from its beginning.
+	// ResumeFrom, or from its beginning. On a network volume no pull is
+	// needed or used: the new pod takes the run directory there over,
+	// and the job continues from its outputs on the volume.
 	PullEvery time.Duration `json:"pull_every,omitempty"`
 	PullDir   string        `json:"pull_dir,omitempty"`
 }
@@ -42,9 +45,6 @@ func (s Spec) checkRecover(bad func(field, format string, args ...any)) {
 	}
 	if rc.PullEvery > 0 && rc.PullDir == "" {
 		bad("Recover.PullDir", "is empty: PullEvery needs a directory to pull into")
-	}
-	if rc.Times > 0 && s.NetworkVolumeID != "" {
-		bad("Recover", "a run on a network volume cannot be recovered yet: its run directory there is claimed by the lost pod's host key")
 	}
 }
 
@@ -139,6 +139,13 @@ func (r *Run) recover(ctx context.Context, end End, why error) error {
 		events(e)
 	}
 	defer func() { r.cfg.events = events }()
+	if r.rec.NetworkVolumeID != "" {
+		// Every pod of the run on the volume claims its run directory
+		// with the run's host key: a new pod that fails leaves its
+		// secret to the next one.
+		r.cfg.holdSecret = true
+		defer func() { r.cfg.holdSecret = false }()
+	}
 	for {
 		st := &r.rec.Recovery
 		st.Made++
@@ -158,6 +165,10 @@ func (r *Run) recover(ctx context.Context, end End, why error) error {
 				// short by ctx (Ctrl-C) is left for an Attach.
 				r.rec.Recovery.Replacing = ""
 				r.save()
+				if r.cfg.holdSecret {
+					r.cfg.holdSecret = false
+					r.deleteSecret(context.WithoutCancel(ctx))
+				}
 				if !told {
 					r.emit(Event{Kind: EventFailed, Err: err, Then: ThenNothing})
 				}
@@ -179,8 +190,14 @@ func (r *Run) nextPod(ctx context.Context) error {
 			spec.Job.ResumeFrom = out
 		}
 	}
-	ev := Event{Kind: EventRecovering, Err: errors.New(st.Why), N: st.Made, Of: st.Times, Dir: spec.Job.ResumeFrom}
-	ev.Proof = proofIn(spec.Job.ResumeFrom)
+	ev := Event{Kind: EventRecovering, Err: errors.New(st.Why), N: st.Made, Of: st.Times}
+	if r.rec.NetworkVolumeID != "" {
+		// The outputs are on the volume, newer than any pull: nothing
+		// goes up over them.
+		spec.Job.ResumeFrom = ""
+		ev.VolumeID, ev.Remote = r.rec.NetworkVolumeID, jobctl.RunFile(r.rec.RunDir, jobctl.OutputsDir)
+	}
+	ev.Dir, ev.Proof = spec.Job.ResumeFrom, proofIn(spec.Job.ResumeFrom)
 	r.emit(ev)
 	r.stopPodLog()
 	r.dropConn()

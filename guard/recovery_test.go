@@ -107,6 +107,27 @@ func (w *recoveryWorld) launch(ctx context.Context) *guard.Run {
 	return run
 }
 
+// finish follows the run to a job that exited 0, collects it and
+// deletes its pod; it returns the Record as the follow left it and the
+// results' directory.
+func (w *recoveryWorld) finish(ctx context.Context, run *guard.Run) (guard.Record, string) {
+	t := w.t
+	t.Helper()
+	end, err := run.Follow(ctx, io.Discard)
+	if err != nil || !end.OK() {
+		t.Fatalf("Follow: %v, %v", end, err)
+	}
+	rec := run.Record()
+	results := filepath.Join(w.dir, "results")
+	if _, err := run.Collect(ctx, results); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run.Delete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return rec, results
+}
+
 // pulledStep is the step of the newest pull, 0 without one.
 func (w *recoveryWorld) pulledStep() int {
 	out := guard.PulledOutputs(w.spec.Recover.PullDir)
@@ -141,18 +162,7 @@ func TestFollowRecovers(t *testing.T) {
 	run := w.launch(ctx)
 	first := run.Record().PodID
 	w.failHostAfterPull(first)
-	end, err := run.Follow(ctx, io.Discard)
-	if err != nil || !end.OK() {
-		t.Fatalf("Follow: %v, %v", end, err)
-	}
-	rec := run.Record()
-	results := filepath.Join(w.dir, "results")
-	if _, err := run.Collect(ctx, results); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := run.Delete(ctx); err != nil {
-		t.Fatal(err)
-	}
+	rec, results := w.finish(ctx, run)
 
 	pods := w.srv.Pods()
 	if len(pods) != 2 || pods[0].ID != first || rec.PodID != pods[1].ID {
@@ -188,28 +198,152 @@ func TestFollowRecovers(t *testing.T) {
 	}
 }
 
+// TestFollowRecoversOnVolume: a run on a network volume whose pod's host
+// failed goes on on a second pod that mounts the same volume, in its data
+// center, under the same claim: its bootstrap moves the lost pod's files
+// aside (the lost job's job.pid among them, which would pass for the new
+// job's, started and ended), and the job continues from its outputs
+// there, with nothing pulled or uploaded, one pod at a time, within the
+// cap.
+func TestFollowRecoversOnVolume(t *testing.T) {
+	t.Parallel()
+	w := newRecoveryWorld(t)
+	vol := w.srv.AddNetworkVolume("", 20)
+	w.spec.NetworkVolumeID = vol.ID
+	w.spec.Recover = guard.Recovery{Times: 1}
+	ctx := context.Background()
+	run := w.launch(ctx)
+	first, runDir := run.Record().PodID, run.Record().RunDir
+	onVolume := filepath.Join(vol.Dir, strings.TrimPrefix(runDir, guard.DefaultVolumePath))
+	go func() {
+		for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if b, _ := os.ReadFile(filepath.Join(onVolume, "outputs", "step")); len(b) > 0 && string(b) != "1\n" {
+				break
+			}
+		}
+		if err := w.srv.FailHost(first); err != nil {
+			w.t.Error(err)
+		}
+	}()
+	rec, results := w.finish(ctx, run)
+
+	pods := w.srv.Pods()
+	if len(pods) != 2 || pods[0].ID != first || rec.PodID != pods[1].ID || pods[1].NetworkVolumeID != vol.ID {
+		t.Fatalf("pods %+v: want the failed one and a second on volume %s", pods, vol.ID)
+	}
+	if pods[1].CreatedAt.Before(pods[0].EndedAt) {
+		t.Errorf("the second pod was made at %s, before the first ended at %s", pods[1].CreatedAt, pods[0].EndedAt)
+	}
+	b, _ := os.ReadFile(filepath.Join(results, "outputs", "started_at"))
+	if from, _ := strconv.Atoi(strings.TrimSpace(string(b))); from < 2 {
+		t.Errorf("the second pod's job started from step %d, want the volume's step 2 or later", from)
+	}
+	// The lost job's markers, as the second pod's bootstrap found them.
+	lostPID := filepath.Join(onVolume, ".pod", "earlier", rec.PodID, "job.pid")
+	if _, err := os.Stat(lostPID); err != nil {
+		t.Errorf("the lost job's job.pid was not moved aside: %v", err)
+	}
+	rs := w.of(guard.EventRecovering)
+	if len(rs) != 1 || rs[0].VolumeID != vol.ID || rs[0].Dir != "" || rs[0].Remote == "" || len(w.of(guard.EventResumed)) != 0 {
+		t.Errorf("recovery events %+v: want one from the volume, nothing uploaded", rs)
+	}
+	if len(rec.Attempts) != 2 || rec.Attempts[0].Ended == "" || rec.Recovery.Made != 1 || rec.Recovery.Replacing != "" {
+		t.Errorf("attempts %+v, recovery %+v", rec.Attempts, rec.Recovery)
+	}
+	if usd := w.srv.TotalUSD(); usd > rec.MaxCostUSD {
+		t.Errorf("billed %v over the cap %v", usd, rec.MaxCostUSD)
+	}
+	if len(w.srv.Secrets()) != 0 {
+		t.Errorf("secrets left: %+v", w.srv.Secrets())
+	}
+	if len(w.of(guard.EventFailed)) != 0 {
+		t.Errorf("a recovered run told a failure: %v", w.of(guard.EventFailed))
+	}
+}
+
+// TestFollowRecoversOnVolumeTwice: on a network volume, a new pod lost
+// before its job started counts as one more recovery, and a third pod
+// takes the run over: the run's host key secret, which every pod of the
+// run on the volume needs, outlives the pod that failed.
+func TestFollowRecoversOnVolumeTwice(t *testing.T) {
+	t.Parallel()
+	w := newRecoveryWorld(t)
+	vol := w.srv.AddNetworkVolume("", 20)
+	w.spec.NetworkVolumeID = vol.ID
+	w.spec.Recover = guard.Recovery{Times: 2}
+	ctx := context.Background()
+	run := w.launch(ctx)
+	first, runDir := run.Record().PodID, run.Record().RunDir
+	onVolume := filepath.Join(vol.Dir, strings.TrimPrefix(runDir, guard.DefaultVolumePath))
+	go func() {
+		deadline := time.Now().Add(2 * time.Minute)
+		for ; time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if b, _ := os.ReadFile(filepath.Join(onVolume, "outputs", "step")); len(b) > 0 && string(b) != "1\n" {
+				break
+			}
+		}
+		if err := w.srv.FailHost(first); err != nil {
+			w.t.Error(err)
+		}
+		// The second pod's host fails as soon as it exists.
+		for ; time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if pods := w.srv.Pods(); len(pods) > 1 {
+				if err := w.srv.FailHost(pods[1].ID); err != nil {
+					w.t.Error(err)
+				}
+				return
+			}
+		}
+	}()
+	rec, results := w.finish(ctx, run)
+	pods := w.srv.Pods()
+	if len(pods) != 3 || rec.PodID != pods[2].ID || rec.Recovery.Made != 2 {
+		t.Fatalf("pods %+v, recovery %+v: want a third pod that finished the job", pods, rec.Recovery)
+	}
+	b, _ := os.ReadFile(filepath.Join(results, "outputs", "started_at"))
+	if from, _ := strconv.Atoi(strings.TrimSpace(string(b))); from < 2 {
+		t.Errorf("the third pod's job started from step %d, want the volume's step 2 or later", from)
+	}
+	if usd := w.srv.TotalUSD(); usd > rec.MaxCostUSD {
+		t.Errorf("billed %v over the cap %v", usd, rec.MaxCostUSD)
+	}
+	if len(w.srv.Secrets()) != 0 {
+		t.Errorf("secrets left: %+v", w.srv.Secrets())
+	}
+}
+
 // TestFollowRecoveryFails: a recovery whose new pod cannot be made ends
 // the run once, told once, with nothing left and no recovery under way
 // for an Attach to take up.
 func TestFollowRecoveryFails(t *testing.T) {
 	t.Parallel()
-	w := newRecoveryWorld(t)
-	ctx := context.Background()
-	run := w.launch(ctx)
-	w.srv.Fail("POST", "/v2/pods", runpodtest.Fault{Status: 400, Detail: "refused", Times: -1})
-	w.failHostAfterPull(run.Record().PodID)
-	if _, err := run.Follow(ctx, io.Discard); err == nil {
-		t.Fatal("Follow ended well without a pod to recover on")
-	}
-	rec := run.Record()
-	if n := len(w.of(guard.EventFailed)); n != 1 || len(w.of(guard.EventRecovering)) != 1 {
-		t.Errorf("%d failures and %d recoveries told, want 1 and 1", n, len(w.of(guard.EventRecovering)))
-	}
-	if rec.Recovery.Replacing != "" || rec.Phase != guard.PhaseFailed {
-		t.Errorf("record phase %s, recovery %+v: want failed, none under way", rec.Phase, rec.Recovery)
-	}
-	if len(w.srv.Billing()) != 0 || len(w.srv.Secrets()) != 0 {
-		t.Errorf("left billing %+v, secrets %+v", w.srv.Billing(), w.srv.Secrets())
+	for _, volume := range []bool{false, true} {
+		t.Run(map[bool]string{false: "no volume", true: "network volume"}[volume], func(t *testing.T) {
+			t.Parallel()
+			w := newRecoveryWorld(t)
+			if volume {
+				// The run's host key secret, held for the next pod while
+				// the recovery is under way, goes with the run.
+				w.spec.NetworkVolumeID = w.srv.AddNetworkVolume("", 20).ID
+			}
+			ctx := context.Background()
+			run := w.launch(ctx)
+			w.srv.Fail("POST", "/v2/pods", runpodtest.Fault{Status: 400, Detail: "refused", Times: -1})
+			w.failHostAfterPull(run.Record().PodID)
+			if _, err := run.Follow(ctx, io.Discard); err == nil {
+				t.Fatal("Follow ended well without a pod to recover on")
+			}
+			rec := run.Record()
+			if n := len(w.of(guard.EventFailed)); n != 1 || len(w.of(guard.EventRecovering)) != 1 {
+				t.Errorf("%d failures and %d recoveries told, want 1 and 1", n, len(w.of(guard.EventRecovering)))
+			}
+			if rec.Recovery.Replacing != "" || rec.Phase != guard.PhaseFailed {
+				t.Errorf("record phase %s, recovery %+v: want failed, none under way", rec.Phase, rec.Recovery)
+			}
+			if len(w.srv.Billing()) != 0 || len(w.srv.Secrets()) != 0 {
+				t.Errorf("left billing %+v, secrets %+v", w.srv.Billing(), w.srv.Secrets())
+			}
+		})
 	}
 }
 

@@ -1,7 +1,8 @@
 // Package podenv turns a run's settings into the environment of the Runpod
 // create call: what the bootstrap and the watchdog on the pod need to know
 // (run directory, deadline, graces, keep mode, network volume, API URL, the
-// client's public key and the run's claim), and the watchdog's knobs
+// client's public key and the run's claim, whether the pod takes its run
+// directory over from a lost pod of its run), and the watchdog's knobs
 // (interval, lease TTL, snapshot lead and wait, probe tries and wait), each
 // left to the watchdog's default while zero.
 //

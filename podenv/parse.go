@@ -69,6 +69,9 @@ const (
 	ProgressEnv = "OVERBRAINER_PROGRESS"
 	// KeepIdleEnv is a kept pod's idle bound in seconds, 0 for none.
 	KeepIdleEnv = "OVERBRAINER_KEEP_IDLE"
+	// TakeOverEnv is 1 on a pod that takes its run directory over from
+	// a lost pod of its run (Settings.TakeOver).
+	TakeOverEnv = "OVERBRAINER_TAKE_OVER"
 	// jupyterEnv keeps the image's Jupyter from starting.
 	jupyterEnv = "JUPYTER_DISABLE"
 	// bootFailedEnv is set by the bootstrap, for the watchdog, when the
@@ -85,6 +88,7 @@ var owned = map[string]bool{
 	VolumeGBEnv: true, MaxExtensionEnv: true, IntervalEnv: true, LeaseTTLEnv: true, SnapshotLeadEnv: true,
 	SnapshotWaitEnv: true, ProbeTriesEnv: true, ProbeWaitEnv: true, MaxCostEnv: true, jupyterEnv: true,
 	bootFailedEnv: true, StallAfterEnv: true, MinGPUUtilEnv: true, ProgressEnv: true, KeepIdleEnv: true,
+	TakeOverEnv: true,
 }
 
 // Owns says the pod's contract owns the variable name: a user's extra env
@@ -255,6 +259,13 @@ func Parse(env map[string]string) (Pod, error) {
 	default:
 		// Before contract 3 a kept pod had no idle bound.
 		s.KeepUnbounded = true
+	}
+	switch v, ok := env[TakeOverEnv]; {
+	case !ok:
+	case v == "1":
+		s.TakeOver = true
+	default:
+		bad(TakeOverEnv, "%q is not 1", clip(v))
 	}
 	if v, ok := env[MaxCostEnv]; ok {
 		c, err := strconv.ParseFloat(v, 64)

@@ -117,6 +117,16 @@ type Settings struct {
 	// every pod of the run: the bootstrap claims the run directory with it
 	// and checks that the delivered host key matches it.
 	Claim string
+	// TakeOver says the pod takes its run directory over from a lost pod
+	// of the run (a recovery on the run's network volume): its bootstrap
+	// moves the control files that pod and its job left there (job.pid,
+	// exit_code, cancelled, snapshot.request, progress, job.log, and the
+	// lease, the cost plan, retrieved and the logs of .pod) aside into
+	// .pod/earlier/<its RUNPOD_POD_ID> before its watchdog starts, so
+	// that neither its watchdog nor a client takes the lost job for its
+	// own. The outputs, the job's directory and command.sh stay: the job
+	// resumes from them.
+	TakeOver bool
 
 	// SecretEnv names variables of the pod's environment (set by the image,
 	// or by Runpod from a secret) that the job's environment must not
@@ -388,6 +398,9 @@ func (s Settings) Env() (map[string]string, error) {
 	}
 	if s.MaxCostUSD > 0 {
 		SetMaxCost(env, s.MaxCostUSD)
+	}
+	if s.TakeOver {
+		env[TakeOverEnv] = "1"
 	}
 	return env, nil
 }

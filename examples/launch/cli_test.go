@@ -111,7 +111,6 @@ func TestBadCommandLineExitsTwo(t *testing.T) {
 		{[]string{"rm", r.ID, "--forse"}, "usage: launch rm [flags]", "unknown flag: --forse"},
 		{[]string{"run", "--max-hours", "-1"}, "usage: launch run [flags]", "--max-hours must be between"},
 		{[]string{"run", "--gpu-count", "two"}, "usage: launch run [flags]", `invalid argument "two"`},
-		{[]string{"run", "--recover", "1", "--network-volume", "vol1"}, "usage: launch run [flags]", "--recover does not work with --network-volume yet"},
 		{[]string{"run", "--wait-for-gpu", "-1s"}, "usage: launch run [flags]", "cannot be negative"},
 		{[]string{"run", "--stall-after", "0"}, "usage: launch run [flags]", "--stall-after must be positive"},
 		{[]string{"run", "--min-gpu-util", "101"}, "usage: launch run [flags]", "--min-gpu-util is a percentage"},

@@ -44,6 +44,74 @@ func recoverLostPod(t *testing.T, lose func(*runpodtest.Server, string) error) {
 	w.assertRecovered(first, p.stdout.String()+p.stderr.String())
 }
 
+// TestRecoverLostPodOnVolume: with --network-volume, --recover needs no
+// pull: when the pod's host fails, or a maintenance restart of its
+// container loses the job (the restarted container marks it lost on the
+// volume), the second pod mounts the same volume and the job continues
+// from its checkpoint there, one pod at a time.
+func TestRecoverLostPodOnVolume(t *testing.T) {
+	t.Parallel()
+	for name, lose := range map[string]func(*runpodtest.Server, string) error{
+		"host failure":        (*runpodtest.Server).FailHost,
+		"maintenance restart": (*runpodtest.Server).RestartForMaintenance,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t)
+			p, first, vol := w.startRecoveringOnVolume()
+			if err := lose(w.srv, first); err != nil {
+				t.Fatal(err)
+			}
+			if code := p.wait(patience); code != 0 {
+				t.Fatalf("exit %d\n%s", code, p.stderr)
+			}
+			w.assertRecoveredOnVolume(first, vol, p.stdout.String()+p.stderr.String())
+		})
+	}
+}
+
+// startRecoveringOnVolume starts a recovering run of the 60-step demo on
+// a network volume and returns once its job passed step 10, with its pod
+// and the volume's id.
+func (w *world) startRecoveringOnVolume() (*proc, string, string) {
+	vol := w.srv.AddNetworkVolume("vol-rec", 10)
+	p := w.start(args([]string{"run", "--recover", "2", "--network-volume", vol.ID}, fast, demo(60))...)
+	p.waitOutput("step 11/60", patience)
+	return p, w.onlyRun().PodID, vol.ID
+}
+
+// assertRecoveredOnVolume checks a run of the 60-step demo on network
+// volume vol whose first pod was lost: the job went on on a second pod on
+// the volume, made once the first was gone, from its checkpoint of step
+// 10 or later there, and finished.
+func (w *world) assertRecoveredOnVolume(first, vol, out string) {
+	t := w.t
+	t.Helper()
+	mustContain(t, "output", out, "recovering (1 of 2)", "from its outputs on network volume "+vol, "training done")
+	m := regexp.MustCompile(`resuming from the checkpoint at step (\d+)`).FindStringSubmatch(out)
+	step := -1
+	if m != nil {
+		step, _ = strconv.Atoi(m[1])
+	}
+	if step < 10 {
+		t.Errorf("the second pod did not resume from the checkpoint of step 10 or later on the volume:\n%s", out)
+	}
+	pods := w.srv.Pods()
+	if len(pods) != 2 || pods[0].ID != first || pods[1].NetworkVolumeID != vol || pods[1].CreatedAt.Before(pods[0].EndedAt) {
+		t.Fatalf("pods %+v: want the failed one, then one more on %s once it was gone", pods, vol)
+	}
+	r := w.onlyRun()
+	if len(r.Attempts) != 2 || r.Attempts[0].Ended == "" || r.PodID != pods[1].ID || r.Recovery.Replacing != "" || r.Recovery.Made != 1 {
+		t.Errorf("attempts %+v, recovery %+v", r.Attempts, r.Recovery)
+	}
+	ckpt, err := os.ReadFile(filepath.Join(r.OutDir, "outputs", "checkpoint.txt"))
+	if err != nil || !strings.Contains(string(ckpt), "step=60") {
+		t.Errorf("final checkpoint %q, %v", ckpt, err)
+	}
+	w.assertClean()
+	w.assertPrivate()
+}
+
 // startRecovering starts a recovering run of the 60-step demo and
 // returns once a pull holds its checkpoint of step 10, with its pod.
 func (w *world) startRecovering() (*proc, string) {
@@ -136,47 +204,65 @@ func TestRecoverOnError(t *testing.T) {
 // TestRecoverInterrupted: a launcher killed (SIGKILL) in the middle of a
 // recovery, between the lost pod's delete and the new pod's create, or
 // once the new pod was made, leaves a Record that says where the
-// recovery stood; attach finishes it on one new pod, never a second.
+// recovery stood; attach finishes it on one new pod, never a second, on
+// a network volume too (there the job goes on from its outputs on the
+// volume, the new pod having moved the lost pod's files aside).
 func TestRecoverInterrupted(t *testing.T) {
 	t.Parallel()
-	for _, name := range []string{"before the create", "after the create"} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			w := newWorld(t)
-			p, first := w.startRecovering()
-			before := name == "before the create"
-			if before {
-				// The new pod's create never answers: the launcher is
-				// killed while it waits, the lost pod already deleted.
-				w.srv.Fail("POST", "/v2/pods", runpodtest.Fault{Hang: true})
+	for _, volume := range []bool{false, true} {
+		for _, name := range []string{"before the create", "after the create"} {
+			if volume {
+				name += " on a network volume"
 			}
-			if err := w.srv.FailHost(first); err != nil {
-				t.Fatal(err)
-			}
-			for deadline := time.Now().Add(patience); ; time.Sleep(50 * time.Millisecond) {
-				if before && hungCreate(w.srv) || !before && len(w.srv.Pods()) == 2 {
-					break
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				w := newWorld(t)
+				var p *proc
+				var first, vol string
+				if volume {
+					p, first, vol = w.startRecoveringOnVolume()
+				} else {
+					p, first = w.startRecovering()
 				}
-				if time.Now().After(deadline) {
-					t.Fatalf("the recovery did not get to %s within %s\n%s", name, patience, p.stderr)
+				before := strings.HasPrefix(name, "before the create")
+				if before {
+					// The new pod's create never answers: the launcher is
+					// killed while it waits, the lost pod already deleted.
+					w.srv.Fail("POST", "/v2/pods", runpodtest.Fault{Hang: true})
 				}
-			}
-			p.signal(syscall.SIGKILL)
-			p.wait(patience)
-			w.srv.ClearFaults()
-			r := w.onlyRun()
-			if r.Recovery.Replacing != first {
-				t.Errorf("after the kill the run's state says it replaces %q, want pod %s", r.Recovery.Replacing, first)
-			}
-			a := w.run("attach", r.ID)
-			if a.code != 0 {
-				t.Fatalf("attach exit %d\n%s", a.code, a.stderr)
-			}
-			w.assertRecovered(first, p.stdout.String()+p.stderr.String()+a.stdout.String()+a.stderr.String())
-			if r := w.onlyRun(); r.Recovery.Replacing != "" || r.Recovery.Made != 1 {
-				t.Errorf("recovery state after attach: %+v", r.Recovery)
-			}
-		})
+				if err := w.srv.FailHost(first); err != nil {
+					t.Fatal(err)
+				}
+				for deadline := time.Now().Add(patience); ; time.Sleep(50 * time.Millisecond) {
+					if before && hungCreate(w.srv) || !before && len(w.srv.Pods()) == 2 {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("the recovery did not get to %s within %s\n%s", name, patience, p.stderr)
+					}
+				}
+				p.signal(syscall.SIGKILL)
+				p.wait(patience)
+				w.srv.ClearFaults()
+				r := w.onlyRun()
+				if r.Recovery.Replacing != first {
+					t.Errorf("after the kill the run's state says it replaces %q, want pod %s", r.Recovery.Replacing, first)
+				}
+				a := w.run("attach", r.ID)
+				if a.code != 0 {
+					t.Fatalf("attach exit %d\n%s", a.code, a.stderr)
+				}
+				out := p.stdout.String() + p.stderr.String() + a.stdout.String() + a.stderr.String()
+				if volume {
+					w.assertRecoveredOnVolume(first, vol, out)
+				} else {
+					w.assertRecovered(first, out)
+				}
+				if r := w.onlyRun(); r.Recovery.Replacing != "" || r.Recovery.Made != 1 {
+					t.Errorf("recovery state after attach: %+v", r.Recovery)
+				}
+			})
+		}
 	}
 }
 

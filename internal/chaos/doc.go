@@ -42,13 +42,12 @@
 //     pod runner under dash, busybox sh and bash: pods left billing per
 //     case (must be 0);
 //   - recovery (TestChaosRecover): a pod whose host fails mid-run finished
-//     on a second pod from its pulled checkpoint (--recover), a GPU out of
-//     stock for CHAOS_CAPACITY_DELAY (2 minutes) waited for
-//     (--wait-for-gpu), and a launcher SIGKILLed between a recovery's
-//     delete and its create, then attached: pods left billing (must be 0),
-//     pods of the run alive at once (must be at most 1), dollars (at most
-//     the cap). A recovery on a network volume is not a cell yet: Relaunch
-//     refuses it.
+//     on a second pod from its pulled checkpoint (--recover), or from its
+//     outputs on its network volume, a GPU out of stock for
+//     CHAOS_CAPACITY_DELAY (2 minutes) waited for (--wait-for-gpu), and a
+//     launcher SIGKILLed between a recovery's delete and its create, then
+//     attached: pods left billing (must be 0), pods of the run alive at
+//     once (must be at most 1), dollars (at most the cap).
 //   - no pod outlives its purpose: a job that reports one step and then
 //     prints forever (deleted as stalled), a cost cap of $0.005 on the
 //     demo job (its cost checkpoint collected, the cap named), and a job

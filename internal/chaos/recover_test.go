@@ -13,7 +13,8 @@ import (
 )
 
 // Recovery cells: a run whose pod is lost mid-run goes on on a second
-// pod, one pod at a time, billed at most its cap; a run waits for a GPU
+// pod, one pod at a time, billed at most its cap, from its pulled
+// checkpoint or from its outputs on its network volume; a run waits for a GPU
 // that comes back after capacityDelay; a launcher SIGKILLed in the middle
 // of a recovery is finished by attach. Each prints the pods left
 // billing, the most pods of the run alive at once and the dollars.
@@ -110,8 +111,14 @@ func (w *recoverWorld) figures(cell string) {
 
 // waitPull waits until the run's pulls hold a checkpoint past step 5.
 func (w *recoverWorld) waitPull(l *launcher) {
+	w.waitCheckpoint(l, filepath.Join(w.stateDir, "runs", "*", "pulls", "latest", "outputs", "checkpoint.txt"), "pull")
+}
+
+// waitCheckpoint waits until the file glob names holds a checkpoint past
+// step 5 (what says where, for the failure).
+func (w *recoverWorld) waitCheckpoint(l *launcher, glob, what string) {
 	ok := l.waitFor(func() bool {
-		m, _ := filepath.Glob(filepath.Join(w.stateDir, "runs", "*", "pulls", "latest", "outputs", "checkpoint.txt"))
+		m, _ := filepath.Glob(glob)
 		if len(m) != 1 {
 			return false
 		}
@@ -120,7 +127,7 @@ func (w *recoverWorld) waitPull(l *launcher) {
 		return strings.HasPrefix(pulled, "step=") && !strings.HasPrefix(pulled, "step=5\n")
 	})
 	if !ok {
-		w.t.Fatalf("no pull of a checkpoint past step 5: %s", l.state())
+		w.t.Fatalf("no %s of a checkpoint past step 5: %s", what, l.state())
 	}
 }
 
@@ -161,6 +168,30 @@ func TestChaosRecover(t *testing.T) {
 		code := l.wait()
 		w.checkFinished(l.output(), code)
 		w.figures("pod lost mid-run")
+	})
+	t.Run("pod lost mid-run on a network volume", func(t *testing.T) {
+		t.Parallel()
+		w := newRecoverWorld(t)
+		vol := w.srv.AddNetworkVolume("", 20)
+		l := w.run(40, "--recover", "2", "--network-volume", vol.ID, "--volume-path", "/workspace")
+		// No pull: the host fails once the volume holds a checkpoint
+		// past step 5, which the second pod's job takes up there.
+		w.waitCheckpoint(l, filepath.Join(vol.Dir, "overbrainer", "*", "outputs", "checkpoint.txt"), "volume")
+		lost := time.Now()
+		if err := w.srv.FailHost(w.firstPod()); err != nil {
+			t.Fatal(err)
+		}
+		l.waitFor(l.says("resuming from the checkpoint at step"))
+		record(t, "recovery", "pod lost mid-run on a network volume: from the loss to the job running again", "%s", seconds(time.Since(lost)))
+		code := l.wait()
+		w.checkFinished(l.output(), code)
+		if out := l.output(); !strings.Contains(out, "from its outputs on network volume "+vol.ID) {
+			t.Errorf("the recovery did not take the job up from the volume:\n%s", out)
+		}
+		if pods := w.srv.Pods(); len(pods) == 2 && pods[1].NetworkVolumeID != vol.ID {
+			t.Errorf("the second pod is on volume %q, want %s", pods[1].NetworkVolumeID, vol.ID)
+		}
+		w.figures("pod lost mid-run on a network volume")
 	})
 	t.Run("capacity back after a delay", func(t *testing.T) {
 		t.Parallel()

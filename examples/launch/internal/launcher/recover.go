@@ -13,6 +13,8 @@ func (a *app) pullDir(id string) string { return filepath.Join(a.store.RunPath(i
 // recoverFrom says what a recovered job resumes from.
 func recoverFrom(e guard.Event) string {
 	switch {
+	case e.Remote != "":
+		return "from its outputs on network volume " + e.VolumeID + " (" + e.Remote + ")"
 	case e.Proof != nil:
 		return "from " + e.Proof.String() + " in the outputs " + e.Dir
 	case e.Dir != "":

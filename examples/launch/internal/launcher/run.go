@@ -198,7 +198,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.volumePath, "volume-path", guard.DefaultVolumePath, "where the volume is mounted")
 	fs.StringVar(&f.workdir, "workdir", "", "directory of run directories on the pod (default: --volume-path/overbrainer)")
 	fs.Float64Var(&f.maxHours, "max-hours", 4, "deadline, in hours from the pod's create (a --wait-for-gpu wait does not count): the watchdog deletes the pod then unless this launcher still holds the lease")
-	fs.IntVar(&f.recoverN, "recover", 0, "when the pod is lost under the job (its host failed, its container restarted) or a new pod's setup fails, go on on a new pod up to this many times, one pod at a time, within the deadline and the cost cap, the job resumed from the newest --pull-every outputs")
+	fs.IntVar(&f.recoverN, "recover", 0, "when the pod is lost under the job (its host failed, its container restarted) or a new pod's setup fails, go on on a new pod up to this many times, one pod at a time, within the deadline and the cost cap, the job resumed from the newest --pull-every outputs (from its outputs on the --network-volume)")
 	fs.BoolVar(&f.recoverOnError, "recover-on-error", false, "with --recover, recover a job that exited non-zero by itself too, from the outputs it left")
 	fs.DurationVar(&f.pullEvery, "pull-every", 0, "while the job runs, download its outputs so far this often into the run's state, for --recover (0: never)")
 	fs.DurationVar(&f.waitForGPU, "wait-for-gpu", 0, "when no GPU type can be had for want of capacity, wait up to this long for one, looking again every 10s to 2m, with no pod meanwhile (0: fail at once)")
@@ -253,10 +253,6 @@ func (f *runFlags) check() error {
 		return usagef("--keep-idle needs --keep-pod: only a kept pod waits for its idle bound")
 	case f.waitForGPU < 0 || f.pullEvery < 0 || f.recoverN < 0:
 		return usagef("--wait-for-gpu, --pull-every and --recover cannot be negative")
-	case f.recoverN > 0 && f.networkVolume != "":
-		// The run directory on the volume is claimed by the lost pod's
-		// host key, which no other pod gets: not yet supported.
-		return usagef("--recover does not work with --network-volume yet: use --pull-every without a network volume")
 	case math.IsNaN(f.rules.MaxCostUSD) || f.rules.MaxCostUSD < 0:
 		return usagef("--max-cost-usd cannot be negative")
 	case f.poll <= 0 || f.leaseEvery <= 0 || f.rules.SnapshotLead < 0:
