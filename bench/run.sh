@@ -190,6 +190,8 @@ if want launcher; then
   bench launcher.concurrent bench '^BenchmarkLaunchConcurrent$' -test.benchtime 1x
   say "launcher: following a job that prints 1 GiB (~1 min)"
   bench launcher.flood bench '^BenchmarkFollowFlood$' -test.benchtime 1x
+  say "launcher: a pod lost mid-run and the job running again on a new pod, 3 runs (~3 min)"
+  bench launcher.recover bench '^BenchmarkRecoverToRunning$' -test.benchtime 1x -test.count 3
   say "launcher: 200 guarded runs at once from one program under the quota, paced and not (~8 min)"
   bench launcher.quota bench '^BenchmarkLaunchesUnderQuota$' -test.benchtime 1x
 fi

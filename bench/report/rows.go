@@ -144,6 +144,9 @@ var specs = []Spec{
 	{Part: "launcher", Measure: "following 1 GiB of job output: rate", Bench: "BenchmarkFollowFlood/flood", Unit: "MiB/s"},
 	{Part: "launcher", Measure: "50 at once: pods' own requests per launch", Bench: "BenchmarkLaunchConcurrent/50", Unit: "pod-requests/launch",
 		Base: "BenchmarkLaunchConcurrent/1"},
+	{Part: "launcher", Measure: "pod lost → job running again on a new pod (--recover)", Bench: "BenchmarkRecoverToRunning", Unit: "recover-s",
+		Base: "BenchmarkRecoverToRunning", BaseUnit: "fresh-s", Show: "s", Paired: true,
+		Goal: "≤ 1.2× a fresh launch (issue 28)", Limit: 1.2, OnRatio: true},
 
 	// The pod's command and boot.
 	{Part: "pod", Measure: "pod command (entrypoint and cmd)", Bench: "BenchmarkCommandSize", Unit: "cmd-bytes",
