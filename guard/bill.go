@@ -8,23 +8,15 @@ import (
 	"github.com/overbrainer/overbrainer-go/runpod"
 )
 
-// Bill is what Runpod billed a run's pods, as its billing API said when
-// read. Runpod bills later than a pod runs, so a bill read soon after the
-// delete may lack a pod, or the last minutes of one: ReadBill again until
-// Record.BillDue says it has settled.
+// Bill is what Runpod billed the run's pods; read again while BillDue says.
 type Bill struct {
-	// USD is the sum over the run's pods of what Runpod billed them.
-	USD float64 `json:"usd"`
-	// Pods are the run's pods Runpod has billed; Missing those it has
-	// not (yet).
-	Pods    []string `json:"pods,omitempty"`
-	Missing []string `json:"missing,omitempty"`
-	// Read is when it was read.
-	Read time.Time `json:"read"`
+	USD     float64   `json:"usd"`               // summed over the run's pods
+	Pods    []string  `json:"pods,omitempty"`    // those billed
+	Missing []string  `json:"missing,omitempty"` // those not billed yet
+	Read    time.Time `json:"read"`
 }
 
-// BillSettle is how long after a run's end its bill may still grow:
-// Record.BillDue asks for it again until a read this long after the end.
+// BillSettle is how long after a run's end its bill may still grow.
 const BillSettle = time.Hour
 
 // billTimeout bounds the bill's read at the end of a run.
@@ -35,8 +27,7 @@ type BillReader interface {
 	PodBilling(ctx context.Context, opts runpod.PodBillingOptions) (*runpod.PodBilling, error)
 }
 
-// BillPods are the pods of the run: the current one and those of earlier
-// attempts that were made, in order, each once.
+// BillPods are the run's pods, earlier attempts' first, each once.
 func (r Record) BillPods() []string {
 	var ids []string
 	add := func(id string) {
@@ -56,8 +47,7 @@ func (r Record) BillPods() []string {
 	return ids
 }
 
-// BillDue says whether the run's bill should be read (again): the run has
-// ended, had a pod, and no bill was read BillSettle past its end.
+// BillDue says the ended run's bill should be read (again): it is not settled.
 func (r Record) BillDue() bool {
 	if r.Ended.IsZero() || len(r.BillPods()) == 0 {
 		return false
@@ -68,15 +58,12 @@ func (r Record) BillDue() bool {
 	return !r.BillSettled()
 }
 
-// BillSettled says the bill was read late enough after the run's end not to
-// grow any more (by BillSettle).
+// BillSettled says the bill was read at least BillSettle after the end.
 func (r Record) BillSettled() bool {
 	return r.Bill != nil && !r.Ended.IsZero() && !r.Bill.Read.Before(r.Ended.Add(BillSettle))
 }
 
-// ReadBill reads from Runpod's billing what the run's pods cost, at now.
-// A pod without records yet is in Missing; an error of the API is
-// returned with no bill.
+// ReadBill reads what the run's pods cost, as of now.
 func ReadBill(ctx context.Context, api BillReader, rec Record, now time.Time) (*Bill, error) {
 	start := rec.BillingStart
 	for _, a := range rec.Attempts {

@@ -7,13 +7,9 @@ import (
 	"github.com/overbrainer/overbrainer-go/internal/jobctl"
 )
 
-// Cancel stops the job at once, without asking it for a checkpoint: the
-// job is marked cancelled, its whole process group gets TERM, and what is
-// left of it KILL two seconds later; it returns what it found. The pod
-// stays: Follow then reads the rest of the output (the job ends as
-// Cancelled), Collect downloads what there is, Delete deletes the pod. It
-// works on an attached Run as on a launched one. A cancel that fails (the
-// pod does not answer) changes nothing: the pod is left to its watchdog.
+// Cancel stops the job without a checkpoint: it marks it cancelled, TERMs
+// its process group and KILLs it two seconds later. The pod stays for
+// Follow, Collect and Delete; a cancel that fails changes nothing.
 func (r *Run) Cancel(ctx context.Context) (CancelResult, error) {
 	if err := r.liveConn(ctx); err != nil {
 		return "", err
@@ -37,6 +33,5 @@ func (r *Run) Cancel(ctx context.Context) (CancelResult, error) {
 	return res, nil
 }
 
-// End is how the job ended as the last look saw it (after Cancel, say),
-// without following it.
+// End is how the job ended as the last look saw it, without following it.
 func (r *Run) End() End { return r.endOf(r.last) }

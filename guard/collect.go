@@ -29,25 +29,11 @@ var resultNames = []string{jobctl.OutputsDir, jobctl.JobLog, watchdog.Log, boots
 // download for a line written meanwhile.
 var growingNames = []string{jobctl.JobLog, watchdog.Log, bootstrap.Log}
 
-// DefaultMaxResultsGB caps a download of the results when
-// Results.MaxGB is 0.
-const DefaultMaxResultsGB = 100
-
 // Results says what Collect and Download bring back.
 type Results struct {
-	// MaxGB caps the bytes downloaded (DefaultMaxResultsGB when 0): past
-	// it the download stops with a *CollectError wrapping a
-	// *podssh.TooLargeError, and the pod, which holds the only copy, is
-	// left to its retrieve grace.
-	MaxGB float64 `json:"max_gb,omitempty"`
-	// RequireOutputs makes an outputs directory with no file in it (or
-	// none at all) a failed run: Collect returns ErrNoOutputs, and the pod
-	// is deleted once the rest was collected.
-	RequireOutputs bool `json:"require_outputs,omitempty"`
-	// Exclude are base-name globs (find -name, tar --exclude) of files and
-	// directories left on the pod, e.g. "ckpt-*" for intermediate
-	// checkpoints.
-	Exclude []string `json:"exclude,omitempty"`
+	MaxGB          float64  `json:"max_gb,omitempty"`          // the download's cap: DefaultMaxResultsGB when 0
+	RequireOutputs bool     `json:"require_outputs,omitempty"` // no file in the outputs fails the run: ErrNoOutputs
+	Exclude        []string `json:"exclude,omitempty"`         // base-name globs left on the pod, e.g. "ckpt-*"
 }
 
 func (s Results) check(prefix string) []error {
@@ -76,26 +62,16 @@ type Collected struct {
 	Dir          string
 	Files, Dirs  int
 	Bytes        int64
-	Skipped      []string
-	NotCollected bool // the job never started: there was nothing to fetch
-	// Outputs counts the files of the outputs directory.
-	Outputs int
-	// Unchecked: the pod had no sha256sum (nor busybox), so the files were
-	// not checked against its manifest (an EventWarning says so).
-	Unchecked bool
+	Skipped      []string // links and special files, never written
+	NotCollected bool     // the job never started: there was nothing to fetch
+	Outputs      int      // files in the outputs directory
+	Unchecked    bool     // the pod had no sha256sum, so the manifest was not checked
 }
 
-// Collect downloads the results (the outputs directory, job.log, the
-// watchdog's and the bootstrap's logs, as dir/.pod/watchdog.log and
-// dir/.pod/bootstrap.log, exit_code and the markers) into dir, holding the lease
-// while it downloads, then marks them retrieved so that the watchdog may
-// delete the pod. Only regular files and directories are written, and
-// nothing outside dir; each file is checked against the SHA-256 manifest
-// the pod made of what it sent, and a mismatch downloads again once. A
-// failed download (a second mismatch, podssh.ErrChecksum; the size cap,
-// podssh.ErrTooLarge) is a *CollectError: the pod is left to its
-// watchdog, which keeps it for the retrieve grace, unless the pod is
-// gone. With Results.RequireOutputs, empty outputs are ErrNoOutputs.
+// Collect downloads the outputs, job.log, exit code, markers and pod logs
+// into dir alone, holding the lease and checking all but the logs against the
+// pod's SHA-256 manifest, then marks them retrieved so the watchdog may
+// delete the pod. A failure is a *CollectError; the pod keeps its watchdog.
 func (r *Run) Collect(ctx context.Context, dir string) (Collected, error) {
 	got, err := r.collect(ctx, dir)
 	if err != nil && ctx.Err() == nil {
@@ -133,12 +109,8 @@ func (r *Run) collect(ctx context.Context, dir string) (Collected, error) {
 	return got, nil
 }
 
-// Download is Collect without the retrieved marker: the results so far,
-// while the job may still run. The logs come as far as they were written
-// (they grow as they are sent, so they are not checked), but a file of
-// the outputs that the job rewrites during both tries differs from the
-// pod's manifest: the download then fails with podssh.ErrChecksum, the
-// other files written.
+// Download is Collect without the retrieved marker, for a job that may still
+// run; an output file rewritten meanwhile fails with podssh.ErrChecksum.
 func (r *Run) Download(ctx context.Context, dir string) (Collected, error) {
 	got, err := r.fetch(ctx, dir, false)
 	if err != nil {
@@ -192,12 +164,10 @@ func (c Collected) event() Event {
 	return Event{Kind: EventCollected, Dir: c.Dir, Files: c.Files, Bytes: c.Bytes, Skipped: c.Skipped}
 }
 
-// Delete deletes the pod (delete, then terminate, then stop as a last
-// resort) and the host key secret, and records the run's end and its
-// cost. It goes on after ctx was cancelled (a delete is what a cancelled
-// run needs most), for up to three minutes, and waits until the API no
-// longer shows the pod (else a *DeleteUnconfirmedError). A pod that could
-// only be stopped still bills for its volume: the result says so.
+// Delete deletes the pod (else terminates or stops it) and the secret and
+// records the cost, for up to three minutes past ctx's end, until the API
+// no longer shows the pod (else *DeleteUnconfirmedError). A pod that could
+// only be stopped still bills for its volume.
 func (r *Run) Delete(ctx context.Context) (runpod.DeleteResult, error) {
 	return r.teardownCtx(ctx, r.endPhase(PhaseFailed))
 }
@@ -211,9 +181,8 @@ func (r *Run) endPhase(otherwise Phase) Phase {
 	return otherwise
 }
 
-// Detach leaves the pod to its watchdog and closes the connection: the
-// lease is no longer renewed, so the deadline and every other rule apply.
-// Attach takes the run up again from its Record.
+// Detach leaves the pod to its watchdog and closes the connection: the lease
+// lapses, and every rule applies. Attach takes the run up again.
 func (r *Run) Detach() {
 	r.stopPodLog()
 	r.dropConn()
@@ -434,12 +403,8 @@ func (r *Run) deleteSecret(ctx context.Context) {
 	r.save()
 }
 
-// Remove deletes a run's pod (found by name when the Record has no pod
-// id) and its secret without connecting to the pod: for a run nobody
-// follows. It returns the updated Record; a pod already gone is no error.
-// A run whose job was started and whose results were not collected is
-// refused (ErrNotCollected) while its pod is up, unless WithForce: stop
-// or attach to it (Snapshot, Follow, Collect) instead.
+// Remove deletes a run's pod and secret without connecting to the pod; a
+// started run with uncollected results needs WithForce (ErrNotCollected).
 func Remove(ctx context.Context, c *runpod.Client, rec Record, opts ...Option) (Record, runpod.DeleteResult, error) {
 	return remove(ctx, c, rec, opts...)
 }
@@ -495,17 +460,11 @@ func remove(ctx context.Context, c api, rec Record, opts ...Option) (Record, run
 	return r.rec, res, err
 }
 
-// Abandoned says a guarded pod in this status is provably abandoned: it
-// no longer runs (EXITED or ERROR), nor does its watchdog, and it bills.
+// Abandoned says a guarded pod in status s (EXITED, ERROR) bills unwatched.
 func Abandoned(s runpod.PodStatus) bool { return stillBills(s) }
 
-// RemoveOrphan deletes a guarded pod of a run no Record is at hand for,
-// and that run's secret, when the pod is provably abandoned: when the
-// sweeper's rules, with its default graces, would delete it (an EXITED pod
-// may be another machine's run in the middle of a restart); never one
-// without the run marker, never a kept one. Any other is left
-// to its owner: it may be another machine's live run (ErrNotAbandoned says
-// so, and why).
+// RemoveOrphan deletes a pod of a run without a Record, and its secret, only
+// when package sweep's rules would; else ErrNotAbandoned.
 func RemoveOrphan(ctx context.Context, c *runpod.Client, pod runpod.Pod, opts ...Option) (runpod.DeleteResult, error) {
 	return removeOrphan(ctx, c, pod, opts...)
 }

@@ -11,24 +11,14 @@ type How int
 
 // The ways a job ends.
 const (
-	// Exited: the job wrote its exit code (End.ExitCode).
-	Exited How = iota + 1
-	// Killed: its process group is gone without an exit code.
-	Killed
-	// Cancelled: the cancelled marker says so.
-	Cancelled
-	// Lost: it died with an earlier container of the pod (Runpod
-	// restarted it); its results so far are on the volume.
-	Lost
-	// RunDirLost: the container restarted on a disk that did not keep the
-	// run directory: the job and its outputs are gone.
-	RunDirLost
-	// NeverStarted: no job was started.
-	NeverStarted
+	Exited       How = iota + 1 // it wrote its exit code (End.ExitCode)
+	Killed                      // its process group is gone without an exit code
+	Cancelled                   // the cancelled marker says so
+	Lost                        // it died with a container Runpod restarted; its results so far are on the volume
+	RunDirLost                  // the restarted container's disk lost the run directory, job and outputs
+	NeverStarted                // no job was started
 )
 
-// LostJob is End.String's words for a Lost job.
-//
 // Deprecated: test End.How == Lost; the wording is the caller's.
 const LostJob = lostJob
 
@@ -36,22 +26,15 @@ const lostJob = "job lost: the pod's container restarted (Runpod restarted it, o
 
 // End is how a followed job ended.
 type End struct {
-	How How
-	// ExitCode is the job's exit status, -1 when it wrote none.
-	ExitCode int
-	// RunDir is the run directory on the pod.
-	RunDir string
-	// Requested is the snapshot request the job was given (the user's
-	// stop, the cost cap, the deadline, a full disk), "" none; Proof is
-	// the job's snapshot.json once it ended after one (Follow reads it),
-	// nil when it wrote none.
+	How      How
+	ExitCode int    // -1 when the job wrote none
+	RunDir   string // on the pod
+	// The snapshot request the job was given, and its proof after it (nil: none).
 	Requested watchdog.SnapshotReason
 	Proof     *SnapshotProof
 }
 
-// Checkpointed says the job checkpointed on its snapshot request: it
-// exited 0 after it, with a proof made for it (SnapshotFile, whose
-// Reason names the request's).
+// Checkpointed says the job exited 0 with a proof made for its request.
 func (e End) Checkpointed() bool {
 	return e.OK() && e.Proof != nil && e.Proof.answers(e.Requested)
 }
@@ -78,8 +61,7 @@ func (e End) String() string {
 	return "job state unknown"
 }
 
-// Err is nil when the job exited 0, else an error that says how it ended
-// (wrapping ErrJobLost for a lost job).
+// Err is nil when the job exited 0, else how it ended (ErrJobLost if lost).
 func (e End) Err() error {
 	switch {
 	case e.OK():

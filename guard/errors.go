@@ -13,45 +13,35 @@ import (
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
-// Sentinels for errors.Is.
+// Sentinels for errors.Is; *PodGoneError, *VerdictError, *CollectError,
+// *DeleteUnconfirmedError and *EnforcedError match theirs.
 var (
-	// ErrPodGone: the pod no longer runs (deleted by its watchdog or by
-	// someone else, or it stopped). A *PodGoneError says more.
+	// The pod no longer runs: its watchdog or someone deleted it, or it stopped.
 	ErrPodGone = errors.New("guard: the pod is gone")
-	// ErrVerdictFailed: the watchdog's probe of the API failed, so its
-	// rules could not delete the pod. A *VerdictError says why.
+	// The watchdog's verdict is failed, so its rules do not guard the pod.
 	ErrVerdictFailed = errors.New("guard: the watchdog's verdict is failed")
-	// ErrJobLost: the job died with the pod's container (Runpod restarted
-	// it), or its run directory went with it.
+	// The job died with the pod's container (Runpod restarted it), or its run directory did.
 	ErrJobLost = errors.New("guard: the job was lost")
-	// ErrCollect: the results could not be downloaded. A *CollectError
-	// wraps the cause.
 	ErrCollect = errors.New("guard: the results could not be collected")
-	// ErrNoPod: no pod of the run exists (it never got one, or it is gone
-	// from the list).
-	ErrNoPod = errors.New("guard: the run has no pod")
-	// ErrDeleteUnconfirmed: a delete was answered, but the API still
-	// shows the pod. A *DeleteUnconfirmedError says how to check.
+	// The run never got a pod, or its pod is gone from the list.
+	ErrNoPod             = errors.New("guard: the run has no pod")
 	ErrDeleteUnconfirmed = errors.New("guard: the pod's delete is not confirmed")
-	// ErrNotCollected: Remove refused a run whose job was started and
-	// whose results were not collected, its pod still up (WithForce
-	// deletes it anyway).
+	// Remove refused a started run whose results were not collected (see WithForce).
 	ErrNotCollected = errors.New("guard: the run's results were not collected")
-	// ErrNoOutputs: Results.RequireOutputs, and the job left no file in
-	// its outputs directory.
-	ErrNoOutputs = errors.New("guard: the job left no outputs")
-	// ErrNotAbandoned: RemoveOrphan left a pod that is not provably
-	// abandoned.
-	ErrNotAbandoned = errors.New("guard: the pod is not provably abandoned")
-	// ErrEnforced: the client ended the run by one of its watchdog's
-	// rules, which the watchdog had not applied in time (it died or
-	// hangs). An *EnforcedError says which.
-	ErrEnforced = errors.New("guard: the client enforced its watchdog's rule")
-	// ErrRecordMismatch: a Record that is not this pod's run.
+	// Results.RequireOutputs, and the job left no file in its outputs.
+	ErrNoOutputs      = errors.New("guard: the job left no outputs")
+	ErrNotAbandoned   = errors.New("guard: the pod is not provably abandoned")
+	ErrEnforced       = errors.New("guard: the client enforced its watchdog's rule")
 	ErrRecordMismatch = errors.New("guard: the record is not this pod's run")
-	// ErrHostKeyMismatch: the server at the pod's address does not hold
-	// the run's host key; nothing was sent to it.
+	// The server at the pod's address lacks the run's host key; nothing was sent to it.
 	ErrHostKeyMismatch = podssh.ErrHostKeyMismatch
+	// No GPU type of a launch passed the filters, or each was refused or out of stock.
+	ErrNoGPU = errors.New("guard: no GPU type could be had")
+	// Pods that never came up billed the cost cap, which is the run's, not each pod's.
+	ErrCapSpent = errors.New("guard: the cost cap was spent before a pod came up")
+	// A pod was not running with its SSH port within the start timeout (WithStartTimeout).
+	ErrStartTimeout    = errors.New("guard: the pod did not come up within the start timeout")
+	ErrNoSnapshotProof = errors.New("guard: the outputs hold no snapshot proof") // no SnapshotFile
 )
 
 // FieldError is a Spec, Job or Record field that cannot make a guarded run.
@@ -64,20 +54,11 @@ func (e *FieldError) Error() string { return "guard: " + e.Field + ": " + e.Reas
 
 // PodGoneError says how the pod was found gone.
 type PodGoneError struct {
-	PodID string
-	// Status is the pod's last status, empty when the API no longer knows
-	// it.
-	Status runpod.PodStatus
-	// DeleteReason is the rule by which its watchdog was deleting it, when
-	// one was seen.
-	DeleteReason watchdog.DeleteReason
-	// Due is the lease-proof rule (DeleteCostCap, DeleteMaxExtension,
-	// DeleteStalled once this client saw a stall) whose time had come, by
-	// this machine's clock, when the pod was found gone: the likely reason
-	// when no DeleteReason was seen.
-	Due watchdog.DeleteReason
-	// Detail is what the client was doing, or empty.
-	Detail string
+	PodID        string
+	Status       runpod.PodStatus      // the last one; empty when the API no longer knows the pod
+	DeleteReason watchdog.DeleteReason // the rule its watchdog was seen deleting it by
+	Due          watchdog.DeleteReason // a lease-proof rule whose time had come: the likely one
+	Detail       string                // what the client was doing
 }
 
 func (e *PodGoneError) Error() string {
@@ -99,14 +80,12 @@ func (e *PodGoneError) Error() string {
 
 func (e *PodGoneError) Is(target error) bool { return target == ErrPodGone }
 
-// Rule is the rule that most likely took the pod: the one its watchdog was
-// seen deleting it by, else Due.
+// Rule is the rule that most likely took the pod: DeleteReason, else Due.
 func (e *PodGoneError) Rule() watchdog.DeleteReason { return cmp.Or(e.DeleteReason, e.Due) }
 
 // VerdictError is a failed verdict.
 type VerdictError struct {
-	// Verdict is the watchdog's verdict: Failed, with its Reason.
-	Verdict watchdog.Verdict
+	Verdict watchdog.Verdict // Failed, with its Reason
 }
 
 func (e *VerdictError) Error() string {
@@ -135,12 +114,10 @@ func (e *CollectError) Unwrap() error { return e.Err }
 
 func (e *CollectError) Is(target error) bool { return target == ErrCollect }
 
-// DeleteUnconfirmedError is a delete that Runpod answered while the pod
-// stayed in its GET or its list: it may still bill.
+// DeleteUnconfirmedError is an answered delete whose pod the API still shows.
 type DeleteUnconfirmedError struct {
 	PodID string
-	// Seen is how the API still showed the pod at the last look.
-	Seen  string
+	Seen  string // how the API still showed the pod at the last look
 	After time.Duration
 }
 
@@ -152,8 +129,7 @@ func (e *DeleteUnconfirmedError) Error() string {
 
 func (e *DeleteUnconfirmedError) Is(target error) bool { return target == ErrDeleteUnconfirmed }
 
-// EnforcedError is a rule of the watchdog's that the following client
-// applied itself: the pod is deleted.
+// EnforcedError is the client deleting the pod by a rule the watchdog missed.
 type EnforcedError struct {
 	Reason watchdog.DeleteReason
 	Detail string

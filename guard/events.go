@@ -35,7 +35,7 @@ const (
 	EventStalled                                // the job has not moved for StallAfter (Elapsed, ProgressLine, Snapshot)
 	EventSnapshotRequested                      // a snapshot request appeared on the pod (Snapshot)
 	EventVolumeGrown                            // the network volume grew (VolumeID, FromGB, ToGB, UsedBytes)
-	EventVolumeFilling                          // the network volume is Percent full (VolumeID, FromGB, ToGB, UsedBytes)
+	EventVolumeFilling                          // the volume's usable part is Percent full (VolumeID, FromGB, ToGB: its cap or 0, UsedBytes)
 	EventReconnecting                           // the SSH connection broke (Err)
 	EventReconnected                            // a new SSH connection replaced it
 	EventPulled                                 // WithPullEvery downloaded the results so far (Dir, Files, Bytes)
@@ -69,13 +69,11 @@ func (k EventKind) String() string {
 	return fmt.Sprintf("EventKind(%d)", int(k))
 }
 
-// Stage says what an EventWaiting waits for, or which way an
-// EventTransfer moves.
+// Stage says what an EventWaiting waits for (told at each look), or which
+// way an EventTransfer moves (told every half second and at its end).
 type Stage int
 
-// The stages of EventWaiting and EventTransfer. A wait is told at each
-// look, with Elapsed and CostUSD since the create call; a transfer every
-// half second while it moves and once at its end.
+// The stages of EventWaiting and EventTransfer.
 const (
 	StagePod      Stage = iota + 1 // the pod to run (Status)
 	StageSSH                       // the running pod's sshd to answer (Addr)
@@ -101,89 +99,58 @@ func (s Stage) String() string {
 type Then int
 
 const (
-	// ThenDelete: the pod is deleted now.
-	ThenDelete Then = iota + 1
-	// ThenLeave: the pod is left to its armed watchdog.
-	ThenLeave
-	// ThenNothing: the pod is gone already, or it holds the only copy of
-	// the results and is left to its retrieve grace.
-	ThenNothing
+	ThenDelete  Then = iota + 1 // the pod is deleted now
+	ThenLeave                   // the pod is left to its armed watchdog
+	ThenNothing                 // the pod is gone, or holds the only copy of the results until its retrieve grace ends
 )
 
-// Event is one thing that happened in a run, for WithEvents. Only the
-// fields its Kind names are set (see the EventKind constants); its String
-// is a line a person can read. A few kinds say more:
-//
-//   - EventPace, once a follow for each bound: at the pace the job's
-//     progress shows (PerStep, at Step of Steps), the steps left outrun
-//     the bound Snapshot names. watchdog.ReasonDeadline: they need Need,
-//     more than the Left until Deadline. watchdog.ReasonCost: they need
-//     CostUSD at CostPerHr, more than the MaxCostUSD the cost cap leaves.
-//   - EventStalled: the job has not moved for the run's StallAfter
-//     (Elapsed since it last did, ProgressLine its last progress line):
-//     the lease is no longer renewed, and the job is asked for a snapshot
-//     unless a request is there (Snapshot) or the run counts a busy GPU.
-//   - EventVolumeFilling: Percent is of the volume's usable part, FromGB
-//     its size, ToGB the largest it may grow to (0: it may not).
-//   - EventRecovering: the N-th new pod of at most Of (Spec.Recover),
-//     made once the lost one is confirmed gone; Err says how that one was
-//     lost, and the job resumes from Dir (empty: from its beginning) with
-//     its snapshot proof, Proof, when it holds one, or, on a network
-//     volume, from its outputs there (VolumeID, Remote).
+// Event is one thing that happened in a run, for WithEvents; only the fields
+// its Kind names are set (see EventKind). EventPace: at PerStep a step (Step
+// of Steps) the job needs more than the deadline leaves (Need, Left) or the
+// cost cap (CostUSD at CostPerHr, MaxCostUSD), so Snapshot's bound will stop
+// it. EventStalled: the lease lapses and a snapshot is asked, unless one was
+// (Snapshot) or MinGPUUtil leaves it to the watchdog.
 type Event struct {
-	Kind    EventKind
-	Stage   Stage // EventWaiting, EventTransfer
-	Time    time.Time
-	RunID   string
-	PodID   string
-	PodName string
-
-	Status    runpod.PodStatus
-	Addr      string
-	Verdict   watchdog.Verdict
-	GPU       string
-	GPUCount  int
-	Deadline  time.Time
-	CostPerHr float64
-	CostUSD   float64
-	Elapsed   time.Duration
-	Next      time.Duration // the wait until the next look
-
-	SnapshotAt, CostCapAt time.Time // on this machine's clock
+	Kind                  EventKind
+	Stage                 Stage // EventWaiting, EventTransfer
+	Time                  time.Time
+	RunID, PodID, PodName string
+	Status                runpod.PodStatus
+	Addr                  string
+	Verdict               watchdog.Verdict
+	GPU                   string
+	GPUCount              int
+	Deadline              time.Time
+	CostPerHr, CostUSD    float64
+	Elapsed               time.Duration
+	Next                  time.Duration // the wait until the next look
+	SnapshotAt, CostCapAt time.Time     // on this machine's clock
 	ClockOffset           time.Duration
 	MaxCostUSD            float64
-
-	Dir, Remote string
-	PID         int
-	Command     string
-	Already     bool
-	Bytes       int64
-	Total       int64
-	Offset      int64
-	Files       int
-	Skipped     []string
-
-	DeleteReason watchdog.DeleteReason
-	Snapshot     watchdog.SnapshotReason
-	VolumeID     string
-	FromGB, ToGB int
-	UsedBytes    int64
-	Percent      int
-	SecretName   string
-
-	N, Of int
-	Proof *SnapshotProof // nil: the outputs hold none
-
-	ProgressLine string
-	Step, Steps  int64
-	PerStep      time.Duration
-	Need, Left   time.Duration
-
-	Attempt Attempt
-	End     End
-	Result  runpod.DeleteResult
-	Then    Then
-	Err     error
+	Dir, Remote           string
+	PID                   int
+	Command               string
+	Already               bool
+	Bytes, Total, Offset  int64
+	Files                 int
+	Skipped               []string
+	DeleteReason          watchdog.DeleteReason
+	Snapshot              watchdog.SnapshotReason
+	VolumeID              string
+	FromGB, ToGB          int
+	UsedBytes             int64
+	Percent               int
+	SecretName            string
+	N, Of                 int            // EventRecovering: the N-th new pod of at most Of
+	Proof                 *SnapshotProof // nil: the outputs hold none
+	ProgressLine          string
+	Step, Steps           int64
+	PerStep, Need, Left   time.Duration
+	Attempt               Attempt
+	End                   End
+	Result                runpod.DeleteResult
+	Then                  Then
+	Err                   error
 }
 
 // String is the event as one line.
@@ -313,16 +280,10 @@ func (e Event) String() string {
 	return e.Kind.String()
 }
 
-// Money formats USD with enough digits for the cents of a short run.
-//
-// Deprecated: guard's values are float64 dollars; format them as your
-// program speaks (the launcher has its own wording).
+// Deprecated: format guard's float64 dollars as your program speaks.
 func Money(usd float64) string { return costplan.Money(usd) }
 
-// ByteSize is n bytes in powers of 1000.
-//
-// Deprecated: guard's values are byte counts; format them as your program
-// speaks (the launcher has its own wording).
+// Deprecated: format guard's byte counts as your program speaks.
 func ByteSize(n int64) string { return termtext.ByteSize(n) }
 
 // waitingText is an EventWaiting's line: what is waited for, and since when.

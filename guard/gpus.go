@@ -17,43 +17,24 @@ import (
 	"github.com/overbrainer/overbrainer-go/runpod"
 )
 
-// AutoGPU as a Spec's only GPU type picks the types from live stock:
-// those in stock within MinVRAMGB and MaxPricePerGPU, cheapest first.
-// AutoDataCenter as its only data center picks, for each type, the data
-// centers that have it in stock.
+// Spec values: AutoGPU alone picks the types in stock within MinVRAMGB and
+// MaxPricePerGPU, cheapest first; AutoDataCenter alone picks those that
+// stock each type; NoMinCUDA sends no CUDA floor.
 const (
 	AutoGPU        = "auto"
 	AutoDataCenter = "auto"
+	NoMinCUDA      = "none"
 )
 
-// DefaultMinCUDA is the CUDA floor of a run on DefaultImage (built for
-// CUDA 12.4.1): an older driver cannot run it.
-const DefaultMinCUDA = "12.4"
-
-// ErrNoGPU is wrapped by the error of a launch whose GPU types could all
-// not be had: none matched the filters, or each was refused or out of
-// stock.
-var ErrNoGPU = errors.New("guard: no GPU type could be had")
-
-// ErrCapSpent is wrapped by the error of a launch whose pods that never
-// came up billed the whole cost cap: no other type is tried.
-var ErrCapSpent = errors.New("guard: the cost cap was spent before a pod came up")
-
-// ErrStartTimeout is wrapped by the error of a pod that was not running
-// with its SSH port within the start timeout (WithStartTimeout).
-var ErrStartTimeout = errors.New("guard: the pod did not come up within the start timeout")
-
-// GPUFilter chooses GPU types from the catalog, for PickGPUs and ListGPUs.
-// Its zero value keeps every type offered on the SECURE cloud.
+// GPUFilter chooses GPU types; its zero value keeps all on the SECURE cloud.
 type GPUFilter struct {
 	Cloud          runpod.CloudType // SECURE when empty
 	Count          int              // GPUs per pod, 1 when 0
 	MinVRAMGB      int              // 0: any
 	MaxPricePerGPU float64          // USD per GPU and hour, 0: any
-	// InStock keeps only types in stock (in DataCenters when set).
-	InStock     bool
-	DataCenters []string
-	MinCUDA     string // ListGPUs reads the stock of machines with it
+	InStock        bool             // only types in stock (in DataCenters when set)
+	DataCenters    []string
+	MinCUDA        string // ListGPUs reads the stock of machines with it
 }
 
 // String says what the filter keeps, as errors quote it.
@@ -80,8 +61,7 @@ func (f GPUFilter) String() string {
 	return strings.Join(parts, ", ")
 }
 
-// PickGPUs keeps the types that pass f, cheapest per GPU first; ties go
-// to more VRAM, then to the id.
+// PickGPUs keeps the types that pass f, by price per GPU, most VRAM and id.
 func PickGPUs(types []runpod.GPUType, f GPUFilter) []runpod.GPUType {
 	cloud := cmp.Or(f.Cloud, runpod.SecureCloud)
 	var out []runpod.GPUType
@@ -116,8 +96,7 @@ func inStock(g runpod.GPUType, dcs []string) bool {
 	return false
 }
 
-// ListGPUs reads the catalog with its live stock and returns the types
-// that pass f, in PickGPUs's order.
+// ListGPUs reads the catalog with live stock and returns PickGPUs's pick.
 func ListGPUs(ctx context.Context, c *runpod.Client, f GPUFilter) ([]runpod.GPUType, error) {
 	return listGPUs(ctx, c, f)
 }
@@ -142,19 +121,16 @@ func listGPUs(ctx context.Context, c api, f GPUFilter) ([]runpod.GPUType, error)
 
 // Attempt is one try at getting a pod of a GPU type, in Record.Attempts.
 type Attempt struct {
-	GPU     string    `json:"gpu"`
-	Time    time.Time `json:"time"`
-	Outcome Outcome   `json:"outcome"`
-	PodID   string    `json:"pod_id,omitempty"`
-	// DataCenters are those the create asked for (none: any).
-	DataCenters []string `json:"data_centers,omitempty"`
-	Detail      string   `json:"detail,omitempty"`
-	// CostUSD is what a pod the run went on without may have billed, from
-	// its create to its confirmed delete: it counts against the cost cap.
+	GPU         string    `json:"gpu"`
+	Time        time.Time `json:"time"`
+	Outcome     Outcome   `json:"outcome"`
+	PodID       string    `json:"pod_id,omitempty"`
+	DataCenters []string  `json:"data_centers,omitempty"` // asked for; none: any
+	Detail      string    `json:"detail,omitempty"`
+	// For a pod the run went on without: what it may have billed, counted
+	// against the cost cap, and how it ended.
 	CostUSD float64 `json:"cost_usd,omitempty"`
-	// Ended says how a created pod that the run went on without ended
-	// (its pod lost under the job, see Relaunch).
-	Ended string `json:"ended,omitempty"`
+	Ended   string  `json:"ended,omitempty"`
 }
 
 // earlierCost is what the run's earlier pods may have billed.
@@ -349,9 +325,6 @@ func (s Spec) checkGPUs(bad func(field, format string, args ...any)) {
 		}
 	}
 }
-
-// NoMinCUDA as a Spec's MinCUDA asks for no CUDA floor.
-const NoMinCUDA = "none"
 
 // errNoType says that no GPU type passes the filters, in stock or not.
 var errNoType = errors.New("none does even out of stock")

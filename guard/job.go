@@ -19,23 +19,12 @@ import (
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
-// Start uploads the job and starts it, unless it was started already (nil
-// then). A zero job means the one the Spec (or the Record) named; a job
-// with only Secrets (or HFToken) set takes the rest from there. A job
-// without secrets gets the Spec's, or WithSecrets' (a Record holds none,
-// so an attached Run has none without WithSecrets). With a cost cap, it
-// first writes the cap's plan for the watchdog on the pod's clock. The job
-// runs in a process group of its own, so that the watchdog and the client
-// can stop its whole tree; with a network volume, its caches default to
-// the volume (VolumeCaches) unless Spec.NoVolumeCaches.
-//
-// A job whose run directory vanished (the pod's container restarted on a
-// disk that did not keep it) is not started again from its beginning: Start
-// returns an error wrapping ErrJobLost, and the caller deletes the pod.
-// Other failures end as Launch's do. When ctx ends before the job was
-// started, the pod is deleted, as a cancelled Launch's is, unless
-// WithDetachOnCancel: then it is left to its watchdog (Attach's option
-// counts for a Start on an attached Run). Ended says which.
+// Start uploads the job and starts it in its own process group, unless it
+// was started already (nil then). A zero job is the Spec's (or Record's), a
+// job with only Secrets takes the rest from there, and a job without secrets
+// gets the Spec's or WithSecrets'. A job whose run directory a restart lost
+// is not started again (ErrJobLost). Failures, and an ended ctx, end as
+// Launch's.
 func (r *Run) Start(ctx context.Context, job Job) error {
 	if job.Dir == "" && job.Command == "" {
 		job.Dir, job.Command, job.ResumeFrom = r.rec.JobDir, r.rec.Command, r.rec.ResumeFrom
@@ -210,9 +199,8 @@ func (r *Run) Look(ctx context.Context) (JobState, error) {
 	}
 }
 
-// Snapshot asks the job to checkpoint into its outputs and exit
-// (snapshot.request, reason stop), unless a request is there already: it
-// returns the reason of the request that is there, empty when it made one.
+// Snapshot asks the job to checkpoint into its outputs and exit; when a
+// request is there already, it returns that request's reason instead.
 func (r *Run) Snapshot(ctx context.Context) (already watchdog.SnapshotReason, err error) {
 	st, err := r.Look(ctx)
 	if err != nil {
@@ -227,11 +215,8 @@ func (r *Run) Snapshot(ctx context.Context) (already watchdog.SnapshotReason, er
 	return "", nil
 }
 
-// Exec runs cmd on the pod in a session of its own, as root under the
-// login shell, with the given streams; nil ones are empty or discarded.
-// podssh.Command builds a cmd that runs a script under sh whatever that
-// shell is. A non-zero exit is an *ssh.ExitError (golang.org/x/crypto/ssh)
-// with its status.
+// Exec runs cmd as root under the pod's login shell (see podssh.Command);
+// nil streams are empty or discarded. A non-zero exit is an *ssh.ExitError.
 func (r *Run) Exec(ctx context.Context, cmd string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err := r.liveConn(ctx); err != nil {
 		return err
@@ -239,18 +224,11 @@ func (r *Run) Exec(ctx context.Context, cmd string, stdin io.Reader, stdout, std
 	return r.conn.Run(ctx, cmd, stdin, stdout, stderr)
 }
 
-// Follow streams the job's output to w from the Record's offset until the
-// job ended and all of its output was written, renewing the lease while
-// the output progresses, telling the snapshot requests, the cost so far
-// and the watchdog's delete reason, and growing a network volume that
-// fills. A broken connection is dialled again; a pod found gone ends with
-// a *PodGoneError (and the secret deleted). A job of an earlier container
-// comes back as End{How: Lost}, a vanished run directory as RunDirLost.
-// When ctx ends, Follow returns its error and leaves the pod to its
-// watchdog. A watchdog that missed its cost cap or its deadline (it died
-// or hangs) is backed up: the cost snapshot is asked, and past the cap, or
-// past the deadline with the lease stale, the run ends with an
-// *EnforcedError and the pod is deleted. A nil w discards the output.
+// Follow streams the job's output to w (nil: discard) from the Record's
+// offset until the job ends, renewing the lease while it moves, growing a
+// filling network volume and, with Spec.Recover, moving a lost job to a new
+// pod. A pod found gone is a *PodGoneError; a rule the watchdog missed, an
+// *EnforcedError. When ctx ends, the pod stays.
 func (r *Run) Follow(ctx context.Context, w io.Writer) (End, error) {
 	if w == nil {
 		w = io.Discard

@@ -19,17 +19,13 @@ import (
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
-// Launch creates a guarded run, its keys, secret and pod (see the package
-// doc), and returns once the watchdog's verdict is ready: from then on the
-// watchdog alone ends the pod by its rules.
-//
-// A Spec that cannot be armed fails before any pod exists, with
-// *FieldError values naming each bad field. Any failure once the pod
-// exists deletes it (or, with WithLeaveOnFailure and a ready verdict,
-// leaves it to its watchdog) and returns a typed error: *PodGoneError,
-// *VerdictError, or the cause. When ctx ends, the pod is deleted too,
-// unless WithDetachOnCancel: then Launch returns the Run with ctx's error,
-// the pod left to its watchdog, to Attach to later.
+// Launch makes the run's keys, secret and pod, and returns once the watchdog
+// is armed: from then on the watchdog alone ends the pod by its rules. A bad
+// Spec fails before any pod exists (*FieldError). Runpod does not fall back,
+// so the GPU types are tried in order: a type without capacity, refused for
+// its pool, or whose pod did not come up gives way to the next; any other
+// error stops, so that one launch never makes two pods. A later failure or
+// an ended ctx deletes the pod (see WithLeaveOnFailure, WithDetachOnCancel).
 func Launch(ctx context.Context, c *runpod.Client, spec Spec, opts ...Option) (*Run, error) {
 	if c == nil {
 		return nil, &FieldError{Field: "api", Reason: "is nil"}
@@ -317,13 +313,9 @@ func (r *Run) createFailed(ctx context.Context, err error) error {
 }
 
 // Attach rebuilds a Run from its Record in another process: it finds the
-// pod (by name when the Record has no pod id), waits until it runs, dials
-// it with the Record's pinned host key and reads the watchdog's verdict
-// and the job's state. A Record that is not a run's, or whose pod is
-// another run's, is refused (ErrRecordMismatch); a server without the
-// pinned host key is refused (ErrHostKeyMismatch), nothing sent to it.
-// Failures once the pod is found end as Launch's do; when ctx ends the pod
-// is left as it is.
+// pod, checks that it is the Record's run (ErrRecordMismatch) and holds its
+// host key (ErrHostKeyMismatch), and reads the verdict and the job's state.
+// When ctx ends, the pod stays.
 func Attach(ctx context.Context, c *runpod.Client, rec Record, opts ...Option) (*Run, error) {
 	if c == nil {
 		return nil, &FieldError{Field: "api", Reason: "is nil"}

@@ -61,8 +61,7 @@ func defaultConfig() config {
 	}
 }
 
-// WithEvents calls f with every Event of the run, on the goroutine of the
-// method that made it. f may call the Run's Record.
+// WithEvents calls f with each Event, on the goroutine that made it.
 func WithEvents(f func(Event)) Option {
 	return func(c *config) {
 		if f != nil {
@@ -71,8 +70,7 @@ func WithEvents(f func(Event)) Option {
 	}
 }
 
-// WithLogger logs what the run does at debug level, and its failures; by
-// default nothing is logged. The package never prints.
+// WithLogger logs the run's steps at debug level, and its failures.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) {
 		if l != nil {
@@ -81,13 +79,11 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
-// WithPoll sets how often a pod coming up and a followed job are looked
-// at (2s by default). Attach takes the Record's when this is not given.
+// WithPoll sets how often a pod or job is looked at: 2s, or the Record's.
 func WithPoll(d time.Duration) Option { return func(c *config) { c.poll = d } }
 
-// WithLeaseEvery sets how often the lease is renewed while the job
-// moves (its progress once it reports some, else its output; 5m by
-// default); it must be shorter than the lease's lifetime.
+// WithLeaseEvery sets how often a moving job's lease is renewed (5m); it
+// must be shorter than the lease's lifetime.
 func WithLeaseEvery(d time.Duration) Option { return func(c *config) { c.leaseEvery = d } }
 
 // WithStartTimeout bounds the wait for the pod to run and answer SSH (20m).
@@ -96,32 +92,22 @@ func WithStartTimeout(d time.Duration) Option { return func(c *config) { c.start
 // WithVerdictTimeout bounds the wait for the watchdog's verdict (10m).
 func WithVerdictTimeout(d time.Duration) Option { return func(c *config) { c.verdictTimeout = d } }
 
-// WithLeaveOnFailure leaves the pod to its watchdog, instead of deleting
-// it, when the run cannot go on once the verdict was ready (its rules are
-// armed). A pod whose verdict is not ready is deleted whatever this says.
+// WithLeaveOnFailure leaves a failed run's armed pod to its watchdog.
 func WithLeaveOnFailure() Option { return func(c *config) { c.leave = true } }
 
 // WithDetachOnCancel makes Launch and Start leave the pod to its watchdog
-// when ctx ends, Launch returning the Run with ctx's error, instead of
-// deleting the pod. Without it a pod whose job was not started yet is
-// deleted; a Follow leaves the pod whatever this says.
+// when ctx ends, instead of deleting it; Launch then returns the Run.
 func WithDetachOnCancel() Option { return func(c *config) { c.detachOnCancel = true } }
 
-// WithEarlyResults makes Follow download the results so far into dir
-// (as Download does) once the job was asked for a snapshot and still runs
-// close to the cost cap or to the deadline plus its extension, which take
-// the pod whatever the lease: what the job checkpointed for the request
-// outlives the pod even when the job does not stop in time. Use the
-// directory Collect is given: Collect later replaces what it holds.
+// WithEarlyResults makes Follow Download into dir once a job asked for a
+// snapshot nears a rule that ignores the lease (the cost cap, the deadline
+// plus its extension), so that its checkpoint outlives the pod.
 func WithEarlyResults(dir string) Option { return func(c *config) { c.early = dir } }
 
-// WithForce makes Remove delete a run's pod even when its job was started
-// and its results were not collected: they are lost with it.
+// WithForce makes Remove delete a pod whose results were not collected.
 func WithForce() Option { return func(c *config) { c.force = true } }
 
-// WithSave calls f with the run's Record each time it changes, so that a
-// process killed at any moment leaves a Record to Attach from. An error
-// from f is reported as an EventWarning, never ends the run.
+// WithSave calls f with each new Record, for Attach; its errors are warnings.
 func WithSave(f func(Record) error) Option { return func(c *config) { c.save = f } }
 
 // clock is time, for the tests.

@@ -13,13 +13,9 @@ import (
 	"github.com/overbrainer/overbrainer-go/runpod"
 )
 
-// WithPodLog copies the pod's log, as Runpod's log stream carries it (the
-// bootstrap's and the watchdog's lines, and Runpod's own), to w from the
-// create until Delete, Close or Detach returned, one "TIME SOURCE TEXT\n"
-// line per Write from a goroutine of the Run's own, the job's secrets
-// replaced by [REDACTED]. A failing w stops the copy; a nil w copies
-// nothing. An attached Run starts with Runpod's last 100 lines, which w
-// may already have.
+// WithPodLog copies the pod's log from Runpod's log stream to w, as "TIME
+// SOURCE TEXT\n" lines from a goroutine of its own, secrets [REDACTED], until
+// Delete, Close or Detach; an attached Run starts with the last 100 lines.
 func WithPodLog(w io.Writer) Option { return func(c *config) { c.podLog = w } }
 
 // podLogDrain is how long the copy may go on after the delete, for the

@@ -57,10 +57,8 @@ func (r *Run) transfer(stage Stage, move func(podssh.Progress) error) error {
 	}
 }
 
-// Progress says e is one of the progress events that come any number of
-// times (a look at a pod coming up, output, a lease renewal, a transfer's
-// count): a program that prints lines, rather than redrawing one, may skip
-// them.
+// Progress says e repeats (a look, output, a lease renewal, a transfer's
+// count): a program printing lines rather than redrawing one may skip it.
 func (e Event) Progress() bool {
 	switch e.Kind {
 	case EventWaiting, EventTransfer, EventOutput, EventLeaseRenewed:

@@ -18,13 +18,9 @@ import (
 // one pod at a time, from the newest outputs pulled during the run
 // (WithPullEvery), within the run's deadline and cost cap across its pods.
 
-// Recoverable says whether a run that failed with err may go on on a new
-// pod (Relaunch): its pod died under the job (EXITED or ERROR, not
-// deleted by one of its watchdog's rules), or its bootstrap or verdict
-// failed on its host, or the job was lost with a container restart. An
-// ending by a rule (deadline, cost cap, a rule the client enforced), by
-// ctx, or by someone's delete (the pod gone without a rule seen: the
-// user's stop or rm) is never recoverable.
+// Recoverable says a run that failed with err may go on on a new pod: the
+// pod died by no rule (EXITED, ERROR), its bootstrap or verdict failed, or
+// the job was lost.
 func Recoverable(err error) bool {
 	var gone *PodGoneError
 	switch {
@@ -38,29 +34,14 @@ func Recoverable(err error) bool {
 	return false
 }
 
-// Recoverable says the job was lost with its pod's container, which a new
-// pod may take up from its last checkpoint.
+// Recoverable says a new pod may resume the job, lost with its container.
 func (e End) Recoverable() bool { return e.How == Lost || e.How == RunDirLost }
 
-// Relaunch makes the next pod of the run prev records, whose pod was lost
-// (see Recoverable): it first makes sure that pod is gone, deleting it
-// when it is not, and makes no pod unless the API confirms it gone (at
-// most one pod of a run exists at any moment). The new pod is launched as
-// Launch does (the GPU walk, Spec.CapacityWait), under the run's id, its
-// deadline and its cost cap: the lost pod's bill, and every earlier one,
-// count against the cap (Record.Attempts keeps each pod with why it
-// ended and what it may have cost). spec is the run's Spec; its
-// Job.ResumeFrom should name the newest outputs pulled (PulledOutputs),
-// so that the job continues from its checkpoint. why says how the lost
-// pod ended, for the Record.
-//
-// A run on a network volume keeps its host key (the secret that holds its
-// private half stays while the run lives), so that the new pod, mounting
-// the same volume in its data center, claims the same run directory; its
-// bootstrap moves the lost pod's control files there aside before its
-// watchdog starts (podenv's TakeOver), and the job continues from its
-// outputs there, nothing uploaded over them (spec's Job.ResumeFrom is
-// ignored).
+// Relaunch makes the next pod of prev's run, whose pod was lost (see
+// Recovery): once the lost pod is confirmed gone, deleted if need be, it
+// launches as Launch does within the run's deadline and cost cap. spec is
+// the run's, with Job.ResumeFrom at the newest pull (PulledOutputs); why
+// says how the lost pod ended.
 func Relaunch(ctx context.Context, c *runpod.Client, prev Record, spec Spec, why string, opts ...Option) (*Run, error) {
 	if c == nil {
 		return nil, &FieldError{Field: "api", Reason: "is nil"}
@@ -152,12 +133,8 @@ func (r *Run) goneForGood(ctx context.Context) error {
 	return nil
 }
 
-// WithPullEvery makes Follow download the job's results so far (as
-// Download does, the outputs checked against the pod's manifest) every
-// d while the job runs, into dir: the newest pull that completed is kept
-// whole, and PulledOutputs(dir) names its outputs, for Relaunch's
-// Job.ResumeFrom. A failed pull is an EventWarning, the previous one
-// kept. EventPulled tells each pull.
+// WithPullEvery makes Follow Pull into dir every d while the job runs; a
+// failed pull is a warning, and the last one is kept.
 func WithPullEvery(d time.Duration, dir string) Option {
 	return func(c *config) {
 		if d > 0 && dir != "" {
@@ -176,8 +153,7 @@ type puller struct {
 // pullName is the newest whole pull under WithPullEvery's dir.
 const pullName = "latest"
 
-// PulledOutputs is the outputs directory of the newest pull WithPullEvery
-// made into dir, "" when there is none with a file.
+// PulledOutputs is the outputs of the newest pull into dir, "" if none.
 func PulledOutputs(dir string) string {
 	// A process killed inside swapDir left the last whole pull aside.
 	for _, name := range []string{pullName, pullName + ".old"} {
@@ -210,12 +186,8 @@ func (r *Run) pullIfDue(ctx context.Context, st jobctl.State) {
 	}
 }
 
-// Pull downloads the results so far, as Download does, into dir as its
-// newest whole pull (PulledOutputs(dir) names its outputs): the one
-// before is replaced only once this one is complete. WithPullEvery pulls
-// this way; a caller pulls once more before it relaunches a run whose
-// pod still holds newer outputs (a job that failed by itself).
-// EventPulled tells it.
+// Pull downloads the results so far into dir, as Download does, replacing
+// the last pull only once complete. Pull before relaunching a failed job.
 func (r *Run) Pull(ctx context.Context, dir string) (Collected, error) {
 	tmp := filepath.Join(dir, ".pull")
 	_ = os.RemoveAll(tmp)

@@ -13,23 +13,15 @@ import (
 	"github.com/overbrainer/overbrainer-go/runpod"
 )
 
-// Recovery says how a run goes on on a new pod when its pod is lost
-// under the job (Spec.Recover): Follow does it itself, so that a Go
-// program, a notebook and the launcher get the same recovery.
+// Recovery says how Follow moves a job whose pod was lost to a new pod, one
+// at a time within the run's deadline and cost cap, from the newest pull or
+// its outputs on a network volume. An ending by a rule, a snapshot request
+// or a cancel is never recovered.
 type Recovery struct {
-	// Times is how many new pods the run may make after lost ones; zero
-	// recovers nothing.
-	Times int `json:"times,omitempty"`
-	// OnError recovers a job that exited non-zero by itself too, from the
-	// outputs it left (pulled once more before its pod goes).
-	OnError bool `json:"on_error,omitempty"`
-	// PullEvery and PullDir pull the job's outputs so far while it runs
-	// (as WithPullEvery does): the next pod resumes from the newest
-	// pull. PullDir alone is only where OnError pulls what a failed job
-	// left. Without a pull a new pod starts the job from the Job's own
-	// ResumeFrom, or from its beginning. On a network volume no pull is
-	// needed or used: the new pod takes the run directory there over,
-	// and the job continues from its outputs on the volume.
+	Times   int  `json:"times,omitempty"`    // how many new pods the run may make; 0 recovers nothing
+	OnError bool `json:"on_error,omitempty"` // also recover a job that exited non-zero, from what it left
+	// PullEvery pulls into PullDir as WithPullEvery does, for the next pod to
+	// resume from (else Job.ResumeFrom); PullDir alone is for OnError's pull.
 	PullEvery time.Duration `json:"pull_every,omitempty"`
 	PullDir   string        `json:"pull_dir,omitempty"`
 }
@@ -51,17 +43,10 @@ func (s Spec) checkRecover(bad func(field, format string, args ...any)) {
 // RecoveryState is where a run's recovery stands, in its Record.
 type RecoveryState struct {
 	Recovery
-	// Made counts the new pods made after lost ones.
-	Made int `json:"made,omitempty"`
-	// Replacing is the lost pod's id while a recovery is under way: from
-	// before that pod is deleted until the new pod's job runs. An Attach
-	// of a Record with it set finishes the recovery: it adopts the new
-	// pod when one was made, else makes it, never a second one.
-	Replacing string `json:"replacing,omitempty"`
-	// Why says how the last lost pod ended.
-	Why string `json:"why,omitempty"`
-	// Spec is the run's, without the job's secrets, for the next pod.
-	Spec Spec `json:"spec"`
+	Made      int    `json:"made,omitempty"`      // new pods made after lost ones
+	Replacing string `json:"replacing,omitempty"` // the lost pod, until the new job runs: Attach finishes it
+	Why       string `json:"why,omitempty"`       // how the last lost pod ended
+	Spec      Spec   `json:"spec"`                // the run's, without the job's secrets
 }
 
 // recoveryOf is the state a run launched with spec starts with.
@@ -74,10 +59,7 @@ func recoveryOf(spec Spec) RecoveryState {
 	return RecoveryState{Recovery: spec.Recover, Spec: spec}
 }
 
-// WithSecrets gives an attached Run the job's secrets, for the Start of
-// the job on a new pod when Follow recovers the run (Spec.Recover): a
-// Record never holds them. A Run that Start was given secrets keeps
-// those.
+// WithSecrets gives an attached Run the job's secrets, for a recovery.
 func WithSecrets(secrets map[string]string) Option {
 	return func(c *config) { c.secrets = maps.Clone(secrets) }
 }

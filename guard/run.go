@@ -50,9 +50,7 @@ const (
 	teardownTimeout = 3 * time.Minute
 )
 
-// Run is a guarded run whose pod exists: made by Launch, or by Attach in
-// another process from the Run's Record. Use it from one goroutine at a
-// time.
+// Run is a run whose pod exists (Launch, Attach); use one goroutine at a time.
 type Run struct {
 	api  api
 	cfg  config
@@ -96,8 +94,7 @@ func (r *Run) Record() Record { return r.rec }
 // State is what the last look at the pod saw.
 func (r *Run) State() JobState { return JobState(r.last) }
 
-// Ended says the run has ended: its pod was deleted (or found gone) and
-// its cost recorded.
+// Ended says the pod was deleted (or found gone) and the cost recorded.
 func (r *Run) Ended() bool { return r.ended }
 
 // Ready says the watchdog's verdict was ready: its rules guard the pod.

@@ -22,15 +22,10 @@ type shellConn interface {
 	Shell(ctx context.Context, o podssh.ShellOptions) error
 }
 
-// Shell opens a session on the run's pod over its pinned connection: the
-// login shell, or opts.Command, as root. With opts.Term it has a PTY
-// (podssh.AttachTerminal sets one up from this program's terminal and
-// follows its size); without, the streams stay apart, for a program that
-// has no terminal. It returns when the remote side exits: a non-zero exit
-// is a *podssh.CommandError with its status. A session is not the job's
-// progress: it does not renew the lease. On a kept pod (Spec.Keep) whose
-// job ended it counts as use while it is open: the pod's watchdog counts
-// its logged-in SSH connections and holds the idle bound (Spec.KeepIdle).
+// Shell opens the login shell, or opts.Command, as root on the pod, with a
+// PTY if opts.Term (see podssh.AttachTerminal); a non-zero exit is a
+// *podssh.CommandError. It does not renew the lease, but on a kept pod
+// whose job ended it counts as use.
 func (r *Run) Shell(ctx context.Context, opts ShellOptions) error {
 	if err := r.liveConn(ctx); err != nil {
 		return err
@@ -44,10 +39,8 @@ func (r *Run) Shell(ctx context.Context, opts ShellOptions) error {
 
 // SSHConfig is what WriteSSHConfig wrote: files for OpenSSH's ssh.
 type SSHConfig struct {
-	// File is the ssh_config, Alias its Host.
-	File, Alias string
-	// Command is the line that opens a shell on the pod with them.
-	Command string
+	File, Alias string // the ssh_config, and its Host
+	Command     string // the line that opens a shell on the pod with them
 }
 
 // File names WriteSSHConfig writes into its directory.
@@ -57,13 +50,8 @@ const (
 	SSHKeyFile     = "id_ed25519"
 )
 
-// WriteSSHConfig writes an ssh_config, a known_hosts and the client's key
-// into dir (each 0600), so that "ssh -F DIR/ssh_config overbrainer-RUN"
-// reaches the pod with OpenSSH as Shell does: the run's host key is the
-// only one known for the alias, StrictHostKeyChecking refuses any other
-// (never trusting on first use), and nothing else is tried. The address is
-// the pod's as the last look saw it: a pod that restarts may publish
-// another port, and the files must be written again.
+// WriteSSHConfig writes an ssh_config, known_hosts and the client's key into
+// dir (0600) that trust the run's host key alone; redo it if the port moves.
 func (r *Run) WriteSSHConfig(ctx context.Context, dir string) (SSHConfig, error) {
 	if r.addr == "" {
 		if err := r.waitRunning(ctx); err != nil {

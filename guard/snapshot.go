@@ -18,35 +18,25 @@ import (
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
-// SnapshotFile is the proof of a checkpoint a job may write into its
-// outputs ($OVERBRAINER_OUTPUTS/snapshot.json) each time it checkpoints,
-// replacing it whole (write a temporary file, then rename it): a
-// SnapshotProof as JSON. A recovery (Relaunch) and a ResumeFrom read it
-// to tell the step they resume from.
-const SnapshotFile = "snapshot.json"
-
-// ErrNoSnapshotProof: the outputs hold no snapshot.json.
-var ErrNoSnapshotProof = errors.New("guard: the outputs hold no snapshot proof")
+// Collect writes $OVERBRAINER_OUTPUTS as OutputsDir; there a job may prove
+// each checkpoint with SnapshotFile, a SnapshotProof it replaces whole.
+const (
+	OutputsDir   = "outputs"
+	SnapshotFile = "snapshot.json"
+)
 
 // SnapshotProof is what a job says of its last checkpoint.
 type SnapshotProof struct {
-	// Checkpoint is the checkpoint's path, relative to the outputs
-	// directory or absolute on the pod.
-	Checkpoint string `json:"checkpoint"`
-	// Step is the training step it holds.
-	Step int64 `json:"step"`
-	// Reason is why it was made: a snapshot request's reason (stop,
-	// cost, deadline, disk), or the job's own ("periodic", "final").
-	Reason string `json:"reason,omitempty"`
+	Checkpoint string `json:"checkpoint"`       // relative to the outputs, or absolute on the pod
+	Step       int64  `json:"step"`             // the training step it holds
+	Reason     string `json:"reason,omitempty"` // the request it answers (stop, cost, ...), or "periodic", "final"
 }
 
 // maxSnapshotProof bounds the file read: a proof is a line.
 const maxSnapshotProof = 64 << 10
 
-// ReadSnapshotProof reads the snapshot.json of an outputs directory (a
-// collected run's outputs, or a pull's, see PulledOutputs):
-// ErrNoSnapshotProof when there is none, an error naming the file when it
-// is not a proof.
+// ReadSnapshotProof reads an outputs directory's SnapshotFile, as Collect or
+// Pull wrote it; ErrNoSnapshotProof when it has none.
 func ReadSnapshotProof(outputsDir string) (SnapshotProof, error) {
 	var p SnapshotProof
 	file := filepath.Join(outputsDir, SnapshotFile)

@@ -20,111 +20,67 @@ import (
 // Defaults of a Spec's empty fields.
 const (
 	DefaultImage        = "runpod/pytorch:2.4.0-py3.11-cuda12.4.1-devel-ubuntu22.04"
+	DefaultMinCUDA      = "12.4" // DefaultImage's CUDA floor
 	DefaultGPU          = "NVIDIA GeForce RTX 4090"
 	DefaultDiskGB       = 50
 	DefaultVolumePath   = "/workspace"
 	DefaultSnapshotLead = podenv.DefaultSnapshotLead
-	// DefaultLeaseTTL is the watchdog's: how long a renewed lease holds.
-	DefaultLeaseTTL = podenv.DefaultLeaseTTL
-	// DefaultMaxExtension is how long past the deadline a lease may hold.
-	DefaultMaxExtension = podenv.DefaultMaxExtension
+	DefaultLeaseTTL     = podenv.DefaultLeaseTTL     // how long a renewed lease holds
+	DefaultMaxExtension = podenv.DefaultMaxExtension // how long past the deadline a lease may hold
+	DefaultMaxResultsGB = 100                        // Results.MaxGB
 )
 
-// PodNamePrefix starts every guarded pod's name: the pod of run ID is
-// named PodNamePrefix+ID, which is how a run's pod is found again.
+// PodNamePrefix+ID is the name of run ID's pod, by which it is found again.
 const PodNamePrefix = podenv.PodNamePrefix
 
-// Spec says what pod a run gets and by which rules its watchdog ends it.
-// Its zero values are the defaults, except Deadline: a run without one
-// must set Keep.
+// Spec says what pod a run gets and the rules its watchdog ends it by. Zero
+// fields take the defaults; Deadline is required unless Keep is set.
 type Spec struct {
-	// RunID names the run (1 to 64 of [A-Za-z0-9_-]); empty makes one with
-	// NewRunID.
-	RunID string
-	// Job is what Start uploads and runs; its directory must exist.
-	Job Job
+	RunID string // 1 to 64 of [A-Za-z0-9_-]; empty: NewRunID makes one
+	Job   Job    // what Start uploads and runs
 
-	Image string // DefaultImage when empty
-	// RegistryAuthID names the account's container registry credential
-	// (runpod.Client.ListRegistries) that Runpod pulls a private Image
-	// with; empty for a public image.
-	RegistryAuthID string
-	// GPUTypes are the GPU types to try, in order (see the package doc);
-	// a lone AutoGPU picks them from live stock. GPUTypeID is the
-	// one-type form; set one of the two (DefaultGPU when both are empty).
-	GPUTypes       []string
-	GPUTypeID      string
-	MinVRAMGB      int     // AutoGPU only: 0 is any
-	MaxPricePerGPU float64 // AutoGPU only, USD per GPU and hour: 0 is any
-	// DataCenters the pod may be placed in (any when empty, a lone
-	// AutoDataCenter: those that stock each type); with a network volume,
-	// they must include its data center.
-	DataCenters []string
-	// MinCUDA is the lowest CUDA version of the host's driver
-	// (gpu.minCudaVersion), DefaultMinCUDA with DefaultImage; NoMinCUDA
-	// sends none.
-	MinCUDA  string
-	GPUCount int              // 1 when 0
-	Cloud    runpod.CloudType // SECURE when empty
-	DiskGB   int              // container disk, DefaultDiskGB when 0
-	// VolumeGB is a pod volume at VolumePath; NetworkVolumeID a network
-	// volume there instead (its size is read from the API).
-	VolumeGB        int
-	NetworkVolumeID string
-	// MaxVolumeGB is the largest a filling network volume may be grown
-	// to; zero never grows it (the job is asked for a disk snapshot).
-	MaxVolumeGB int
-	// NoVolumeCaches keeps the job's caches off the network volume
-	// (VolumeCaches).
-	NoVolumeCaches bool
-	VolumePath     string // DefaultVolumePath when empty
-	// Workdir holds run directories on the pod (VolumePath/overbrainer
-	// when empty).
-	Workdir string
+	Image           string           // DefaultImage when empty
+	RegistryAuthID  string           // for a private Image: see runpod.Client.ListRegistries
+	GPUTypes        []string         // tried in order (see Launch); a lone AutoGPU picks from live stock
+	GPUTypeID       string           // the one-type form; DefaultGPU when both are empty
+	MinVRAMGB       int              // AutoGPU only: 0 is any
+	MaxPricePerGPU  float64          // AutoGPU only, USD per GPU and hour: 0 is any
+	DataCenters     []string         // any when empty, or AutoDataCenter; must hold a network volume's
+	MinCUDA         string           // the host driver's CUDA floor: DefaultMinCUDA on DefaultImage
+	GPUCount        int              // 1 when 0
+	Cloud           runpod.CloudType // SECURE when empty
+	DiskGB          int              // container disk, DefaultDiskGB when 0
+	VolumeGB        int              // a pod volume at VolumePath
+	NetworkVolumeID string           // or a network volume there (not both)
+	MaxVolumeGB     int              // grow a filling network volume up to this; 0: ask for a disk snapshot
+	NoVolumeCaches  bool             // keep the job's caches off the network volume (VolumeCaches)
+	VolumePath      string           // DefaultVolumePath when empty
+	Workdir         string           // for run directories: VolumePath/overbrainer when empty
 
-	// Rules are the run's deadline, cost cap, keep mode, graces and the
-	// watchdog's knobs (podenv.Rules), which Follow enforces too.
-	podenv.Rules
-	// CapacityWait is how long Launch waits for a GPU type with capacity
-	// (see the package doc); zero fails at once with ErrNoGPU. The wait
-	// ends at the Deadline, which DeadlineFromCreate moves on by the wait.
+	podenv.Rules // deadline, cost cap, keep mode, graces, watchdog knobs: Follow enforces them too
+	// CapacityWait is how long Launch waits, with no pod, for capacity instead of
+	// failing with ErrNoGPU, never past the Deadline; DeadlineFromCreate moves
+	// the Deadline on by the wait instead.
 	CapacityWait       time.Duration
 	DeadlineFromCreate bool
-	// Recover makes Follow go on on a new pod when the pod is lost under
-	// the job (see Recovery); zero never does.
-	Recover Recovery
+	Recover            Recovery // go on on a new pod when the pod is lost; zero never does
 
-	// WatchdogAPIURL is the API the watchdog calls; the client's base URL
-	// when empty.
-	WatchdogAPIURL string
-	// PodEnv adds variables to the pod's environment, which Runpod's
-	// console shows: never a secret (Job.Secrets). A name podenv.Owns is
-	// refused.
-	PodEnv  map[string]string
-	Results Results
+	WatchdogAPIURL string            // the API the watchdog calls: the client's when empty
+	PodEnv         map[string]string // more pod variables: never a secret, Runpod's console shows them
+	Results        Results
 }
 
-// Job is a job to run on the pod.
+// Job is a job to run. It writes its results into $OVERBRAINER_OUTPUTS and,
+// when $OVERBRAINER_SNAPSHOT_REQUEST appears, checkpoints there and exits.
 type Job struct {
-	// Dir is the local directory uploaded to the run directory's job/.
-	Dir string
-	// Command runs with sh in that directory, after the pod's job.env.
-	Command string
-	// Secrets are variables of the job's environment alone, name to
-	// value (see the package doc): names as CheckSecretName says, values
-	// without NUL, at most 100 KiB in all. No Record keeps them: a Start
-	// after Attach needs them again (WithSecrets).
+	Dir     string // the local directory uploaded to the run directory's job/
+	Command string // run with sh in that directory, after the pod's job.env
+	// Secrets reach the job's environment alone, over the start session's stdin:
+	// never a command line, the pod's env, a file, a Record, an Event or an error.
 	Secrets map[string]string
-	// HFToken, when set, is the job's HF_TOKEN, as Secrets["HF_TOKEN"]
-	// would be.
-	//
 	// Deprecated: set Secrets["HF_TOKEN"].
-	HFToken string
-	// ResumeFrom is a local directory (an earlier run's collected
-	// outputs) uploaded into the job's outputs before it starts (see the
-	// package doc); its links stay inside it, its size within
-	// Results.MaxGB.
-	ResumeFrom string
+	HFToken    string
+	ResumeFrom string // earlier outputs put into $OVERBRAINER_OUTPUTS first, to resume from
 }
 
 func (j Job) check(prefix string, results Results) []error {
@@ -171,12 +127,10 @@ func (j Job) secrets() map[string]string {
 	return s
 }
 
-// CheckRunID refuses a run id that could not be a pod name, a secret name
-// at Runpod and a directory name (podenv's rule).
+// CheckRunID refuses an id that could not name a pod, secret and directory.
 func CheckRunID(id string) error { return podenv.CheckRunID(id) }
 
-// NewRunID makes a run id: the UTC time to the second and 4 hex digits,
-// e.g. 20260301-120000-a1b2 (see podenv.NewRunID).
+// NewRunID makes a run id such as 20260301-120000-a1b2 (UTC, 4 hex digits).
 func NewRunID(now time.Time) (string, error) { return podenv.NewRunID(now) }
 
 // withDefaults fills the empty fields.
@@ -300,11 +254,8 @@ func (s Spec) check(now time.Time) error {
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// VolumeCaches are the variables of the job's environment that put the
-// caches of Hugging Face, PyTorch and pip under a network volume mounted at
-// volumeDir: HF_HOME, TORCH_HOME and PIP_CACHE_DIR under volumeDir/.cache.
-// Each is a default: the pod's env (Spec.PodEnv, the image's ENV) or a
-// secret of that name wins.
+// VolumeCaches are the job's default HF_HOME, TORCH_HOME and PIP_CACHE_DIR
+// under volumeDir/.cache, to keep caches across pods; the pod's env wins.
 func VolumeCaches(volumeDir string) map[string]string {
 	dir := path.Join(volumeDir, ".cache")
 	return map[string]string{

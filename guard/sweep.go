@@ -25,16 +25,14 @@ type Decision = sweep.Decision
 // Deprecated: use sweep.Report.
 type Report = sweep.Report
 
-// Deprecated: use sweep's constants of the same names.
+// Deprecated: use package sweep's constants; DefaultSweepMargin is
+// sweep.DefaultMargin, MinSweepPeriod sweep.MinPeriod.
 const (
 	DefaultExitedGrace = sweep.DefaultExitedGrace
 	DefaultSweepMargin = sweep.DefaultMargin
 	DefaultSecretGrace = sweep.DefaultSecretGrace
 	MinSweepPeriod     = sweep.MinPeriod
-)
 
-// Deprecated: use sweep's Rule constants of the same names.
-const (
 	RuleKeep         = sweep.RuleKeep
 	RuleExited       = sweep.RuleExited
 	RuleNeverRan     = sweep.RuleNeverRan
@@ -45,24 +43,16 @@ const (
 	RuleCannotJudge  = sweep.RuleCannotJudge
 )
 
-// Sweep judges and deletes the account's abandoned guarded pods and
-// secrets.
-//
 // Deprecated: use sweep.Once.
 func Sweep(ctx context.Context, c SweepAPI, p SweepPolicy) (Report, error) {
 	return sweep.Once(ctx, c, p)
 }
 
-// SweepEvery sweeps every period until ctx ends.
-//
 // Deprecated: use sweep.Every.
 func SweepEvery(ctx context.Context, c SweepAPI, p SweepPolicy, every time.Duration, each func(Report, error)) error {
 	return sweep.Every(ctx, c, p, every, each)
 }
 
-// CheckSweepPeriod refuses a period under MinSweepPeriod against a remote
-// API.
-//
 // Deprecated: use sweep.CheckPeriod.
 func CheckSweepPeriod(every time.Duration, baseURL string) error {
 	return sweep.CheckPeriod(every, baseURL)
