@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -256,7 +257,9 @@ func (r *Run) spent() float64 { return r.rec.costTo(r.now()) }
 // up. A host key mismatch is final: this is not the run's pod, or someone
 // is in between.
 func (r *Run) dial(ctx context.Context, timeout time.Duration) error {
-	start, checked, pace := r.now(), r.now(), newRampFrom(firstSSHLook, time.Second)
+	// A refused dial costs nothing of the API's quota, so it ramps up to
+	// the run's poll pace, but no slower than a second.
+	start, checked, pace := r.now(), r.now(), newRampFrom(firstSSHLook, min(time.Second, cmp.Or(r.rec.Poll, time.Second)))
 	var lastErr error
 	for {
 		c, err := r.cfg.dial(ctx, podssh.Target{Addr: r.addr, Key: r.key, HostKey: r.host, Timeout: 20 * time.Second})
