@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -21,17 +22,20 @@ import (
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
 
-// pagedServer serves n pods in pages of size by Runpod's cursor
-// pagination; failPage, when positive, answers that page 400.
+// pagedServer serves n pods in pages of size, or of the limit asked when
+// smaller, by Runpod's cursor pagination; failPage, when positive,
+// answers that page 400.
 func pagedServer(t *testing.T, n, size, failPage int) (*httptest.Server, *atomic.Int32) {
 	t.Helper()
 	var calls atomic.Int32
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		page := int(calls.Add(1))
-		if got := r.URL.Query().Get("limit"); got != "1000" {
-			t.Errorf("page %d: limit %q, want 1000 on every page", page, got)
+		limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+		if limit != runpod.ListPageSize {
+			t.Errorf("page %d: limit %q, want %d on every page", page, r.URL.Query().Get("limit"), runpod.ListPageSize)
 		}
+		size := min(size, max(limit, 1))
 		from := 0
 		if c := r.URL.Query().Get("cursor"); c != "" {
 			from, _ = strconv.Atoi(c)
@@ -73,15 +77,16 @@ func pagedClient(t *testing.T, url string) *runpod.Client {
 	return c
 }
 
-// 10,000 pods over pages of 1,000: every one listed, in order, ten calls.
+// 10,000 pods over pages of ListPageSize: every one listed, in order,
+// one call a page.
 func TestListPodsFollowsPages(t *testing.T) {
 	srv, calls := pagedServer(t, 10000, 1000, 0)
 	pods, err := pagedClient(t, srv.URL).ListPods(context.Background(), runpod.ListPodsOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pods) != 10000 || calls.Load() != 10 {
-		t.Fatalf("%d pods in %d calls, want 10000 in 10", len(pods), calls.Load())
+	if pages := pagesOf(10000); len(pods) != 10000 || int(calls.Load()) != pages {
+		t.Fatalf("%d pods in %d calls, want 10000 in %d", len(pods), calls.Load(), pages)
 	}
 	for i, p := range pods {
 		if p.ID != fmt.Sprint("p", i) {
@@ -156,7 +161,7 @@ func TestFakePagesPods(t *testing.T) {
 	if err != nil || len(pods) != 8 {
 		t.Fatalf("%d pods, %v; want 8", len(pods), err)
 	}
-	checkListQueries(t, srv, 3, "includeClusterPods=true&limit=1000")
+	checkListQueries(t, srv, 3, "includeClusterPods=true&limit="+strconv.Itoa(runpod.ListPageSize))
 }
 
 // checkListQueries checks that the fake got n list calls, each with the
@@ -182,8 +187,8 @@ func checkListQueries(t *testing.T, srv *runpodtest.Server, n int, params string
 	}
 }
 
-// Past 1,000 pods the list takes two pages of the same limit, and the
-// fake (which refuses a cursor sent with other parameters) serves both.
+// Past 1,000 pods the list takes pages of the same limit, and the fake
+// (which refuses a cursor sent with other parameters) serves them all.
 func TestListPodsPast1000(t *testing.T) {
 	srv := runpodtest.NewTestServer(t, runpodtest.AllowPodsLeft(), runpodtest.WithProvisioningDelay(24*time.Hour))
 	c := checkedfake.Client(t, srv)
@@ -205,7 +210,7 @@ func TestListPodsPast1000(t *testing.T) {
 			t.Fatalf("pod %s not listed", id)
 		}
 	}
-	checkListQueries(t, srv, 2, "limit=1000")
+	checkListQueries(t, srv, pagesOf(len(ids)), "limit="+strconv.Itoa(runpod.ListPageSize))
 }
 
 // TestListPodsSkipArgs: with SkipArgs every page's pods come without their
@@ -252,3 +257,44 @@ func TestListPodsSkipArgs(t *testing.T) {
 		}
 	}
 }
+
+// TestListPodsOfLargestCommands: an account of pods whose start commands
+// are as large as a create body allows lists, the sweeper's way
+// (SkipArgs, which drops the commands only once a page is read): a listed
+// pod carries its command twice, in cmd and args, so a page of the API's
+// largest size would be over the client's bound on a body, and the
+// sweeper could list nothing. The server writes as many pods as the
+// limit asks.
+func TestListPodsOfLargestCommands(t *testing.T) {
+	const n = 340 // over the bound at 1,000 a page
+	word := strings.Repeat("x", runpod.MaxCreatePodBody-2048)
+	command := `"entrypoint":["sh","-c"],"cmd":["` + word + `"],"args":"sh -c '` + word + `'"}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+		from, _ := strconv.Atoi(r.URL.Query().Get("cursor"))
+		to := min(from+max(limit, 1), n)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"pods":[`)
+		for i := from; i < to; i++ {
+			sep := ","
+			if i == from {
+				sep = ""
+			}
+			fmt.Fprintf(w, `%s{"id":"p%d","name":"overbrainer-r%d","desiredStatus":"RUNNING","createdAt":"2026-01-01T00:00:00Z",`, sep, i, i)
+			_, _ = io.WriteString(w, command)
+		}
+		if to < n {
+			fmt.Fprintf(w, `],"pagination":{"nextCursor":"%d","hasNextPage":true}}`, to)
+		} else {
+			_, _ = io.WriteString(w, `],"pagination":{"nextCursor":null,"hasNextPage":false}}`)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	pods, err := pagedClient(t, srv.URL).ListPods(context.Background(), runpod.ListPodsOptions{SkipArgs: true})
+	if err != nil || len(pods) != n {
+		t.Fatalf("%d pods, %v; want %d", len(pods), err, n)
+	}
+}
+
+// pagesOf is how many pages ListPods reads for n pods.
+func pagesOf(n int) int { return (n + runpod.ListPageSize - 1) / runpod.ListPageSize }

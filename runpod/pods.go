@@ -609,7 +609,7 @@ type ListPodsOptions struct {
 	IncludeClusterPods bool
 	// SkipArgs leaves every pod's start command out: Args, Entrypoint and
 	// Cmd empty, so Command returns nil. A guarded pod's command is some
-	// 30 KB, in its cmd and again in its args, most of what a large
+	// 40 KB, in its cmd and again in its args, most of what a large
 	// account's list weighs: a caller that judges pods by their status,
 	// times and env need not hold it.
 	SkipArgs bool
@@ -637,7 +637,7 @@ func (c *Client) ListPods(ctx context.Context, opts ListPodsOptions) ([]Pod, err
 		if opts.IncludeClusterPods {
 			r.query.Set("includeClusterPods", "true")
 		}
-		r.query.Set("limit", strconv.Itoa(listPageSize))
+		r.query.Set("limit", strconv.Itoa(ListPageSize))
 		if cursor != "" {
 			r.query.Set("cursor", cursor)
 		}
@@ -690,13 +690,21 @@ func (c *Client) ListPods(ctx context.Context, opts ListPodsOptions) ([]Pod, err
 	return pods, nil
 }
 
-// Pagination of ListPods: the limit asked on every page (REST v2's
-// largest), and a bound on the pages followed (a server whose cursors
-// never end must not loop for ever).
-const (
-	listPageSize = 1000
-	maxListPages = 10000
-)
+// ListPageSize is the limit ListPods asks for on every page: as many pods
+// as fit in the client's bound on a response body when each is as large as
+// Runpod lets a pod be. A listed pod carries its start command twice (cmd
+// and args), each up to a create body, plus the API's own fields; at
+// REST v2's largest page (1,000) a page of guarded pods could be over the
+// bound, and the list, the sweeper's too, would fail.
+const ListPageSize = maxSuccessBody / (2*MaxCreatePodBody + listedPodFields)
+
+// listedPodFields bounds what the API adds to a pod besides its start
+// command (status, machine, ports, env and the rest).
+const listedPodFields = 16 << 10
+
+// maxListPages bounds the pages ListPods follows: a server whose cursors
+// never end must not loop for ever.
+const maxListPages = 10000
 
 // PodAction asks for a state transition. start, stop and restart return the
 // updated pod; terminate returns a nil pod (Runpod answers 204). An action

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -245,7 +246,7 @@ func TestListPodsFilters(t *testing.T) {
 	if _, err := c.ListPods(context.Background(), ListPodsOptions{IncludeClusterPods: true}); err != nil {
 		t.Fatal(err)
 	}
-	if q := fs.last().query; q != "includeClusterPods=true&limit=1000" {
+	if q := fs.last().query; q != "includeClusterPods=true&limit="+strconv.Itoa(ListPageSize) {
 		t.Errorf("query %q", q)
 	}
 }
