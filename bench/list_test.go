@@ -30,7 +30,7 @@ import (
 )
 
 // BenchmarkListAtScale lists an account of many guarded pods, pages of
-// 1,000, against the fake: with ListPods ("listpods"), with one dry-run
+// runpod.ListPageSize, against the fake: with ListPods ("listpods"), with one dry-run
 // sweep.Once that judges every pod and secret ("sweep"), and, as the
 // baseline, with bare net/http that fetches the same pages and decodes
 // them into runpod.Pod ("bare"). Each reports its wall time, the peak of
@@ -40,7 +40,7 @@ import (
 // the memory and CPU measured are the lister's alone; the fake's own CPU
 // time is reported apart (fake-cpu-s). Its pods are seeded (no request,
 // no process each) and look like a launcher's: the real start command
-// (bootstrap.Entrypoint and Cmd, some 31 KB, which the fake reports in the
+// (bootstrap.Entrypoint and Cmd, some 40 KB, which the fake reports in the
 // pod's cmd and again in its args, as Runpod does) and environment, a host-key secret each,
 // statuses and times for every rule of the sweep.
 //
@@ -114,7 +114,6 @@ func BenchmarkListAtScale(b *testing.B) {
 const (
 	listFakeEnv = "OVERBRAINER_BENCH_LIST_FAKE"
 	listKey     = "rpa_BENCH_list_account_key"
-	listPage    = 1000
 )
 
 func init() {
@@ -128,7 +127,7 @@ func init() {
 // serveListFake seeds a fake with n guarded pods, prints its URL and
 // serves until its stdin closes.
 func serveListFake(n int) {
-	srv := runpodtest.NewServer(runpodtest.WithAPIKey(listKey), runpodtest.WithPageSize(listPage))
+	srv := runpodtest.NewServer(runpodtest.WithAPIKey(listKey))
 	defer srv.Close()
 	now := srv.Now()
 	seeds := make([]runpodtest.SeedPod, n)
@@ -225,7 +224,7 @@ func bareList(ctx context.Context, hc *http.Client, u string) ([]runpod.Pod, err
 	var all []runpod.Pod
 	cursor := ""
 	for {
-		q := url.Values{"limit": {strconv.Itoa(listPage)}}
+		q := url.Values{"limit": {strconv.Itoa(runpod.ListPageSize)}}
 		if cursor != "" {
 			q.Set("cursor", cursor)
 		}
