@@ -1,15 +1,22 @@
 package guard
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
+	"maps"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/podenv"
+	"github.com/overbrainer/overbrainer-go/podssh"
 	"github.com/overbrainer/overbrainer-go/runpod"
+	"github.com/overbrainer/overbrainer-go/sweep"
+	"golang.org/x/crypto/ssh"
 )
 
 // withStock gives the launch a catalog cache of its own: the process's
@@ -25,6 +32,10 @@ type capAPI struct {
 	until time.Time
 	reads []time.Time // when the catalog was read
 	tries []time.Time // when a create was sent
+	// sweepAt, when set, is when a sweeper deletes the account's secrets,
+	// as its secret_orphan rule does to a run with no pod past its grace.
+	sweepAt time.Time
+	swept   map[string]string // the secrets it deleted
 }
 
 const capacityText = "There are no longer any instances available with the requested specifications. Please refresh and try again."
@@ -42,6 +53,11 @@ func (a *capAPI) CreatePod(ctx context.Context, req runpod.CreatePodRequest) (*r
 
 func (a *capAPI) ListGPUTypes(ctx context.Context, opts ...runpod.CatalogOption) ([]runpod.GPUType, error) {
 	a.reads = append(a.reads, a.clk.Now())
+	if !a.sweepAt.IsZero() && !a.clk.Now().Before(a.sweepAt) && len(a.secrets) > 0 {
+		a.call("sweep: secrets deleted")
+		a.swept = maps.Clone(a.secrets)
+		clear(a.secrets)
+	}
 	types, err := a.fakeAPI.ListGPUTypes(ctx, opts...)
 	for i := range types {
 		types[i].Availability = runpod.StockNone
@@ -123,6 +139,56 @@ func TestCapacityWaitMovesTheDeadline(t *testing.T) {
 	}
 }
 
+// TestCapacityWaitKeepsTheSecret: a sweeper deletes the host key secret
+// of a run that waited for capacity past the secret grace. The launch
+// makes it again, with the same key, before its pod; a recovery on a
+// network volume, whose kept secret cannot be made again, fails before
+// any pod and says why.
+func TestCapacityWaitKeepsTheSecret(t *testing.T) {
+	t.Run("own key", func(t *testing.T) {
+		h, a := newCapHarness(t, 90*time.Minute)
+		a.sweepAt = t0.Add(sweep.DefaultSecretGrace)
+		spec := h.spec()
+		spec.CapacityWait, spec.Deadline = 3*time.Hour, t0.Add(4*time.Hour)
+		r, err := h.launchOn(context.Background(), a, spec)
+		if err != nil {
+			t.Fatalf("Launch: %v\n%v", err, a.allCalls())
+		}
+		name := r.Record().SecretName
+		if calls := strings.Join(a.methods(), " "); !strings.Contains(calls, "sweep: ListGPUTypes") || !strings.Contains(calls, "FindSecret CreateSecret CreatePod") {
+			t.Errorf("calls %s: want the secret made again after the sweep, before the pod", calls)
+		}
+		if before, after := secretKey(t, a.swept[name]), secretKey(t, a.secrets[name]); !bytes.Equal(before, after) {
+			t.Error("the secret was made again with another key than the pod's claim")
+		}
+		if w := h.eventsOf(EventWarning); len(w) != 1 || !strings.Contains(w[0].Err.Error(), "deleted during the wait") {
+			t.Errorf("warnings %+v, want one that says the secret was made again", w)
+		}
+		if w := h.eventsOf(EventWarning); len(w) != 1 || !strings.Contains(w[0].Err.Error(), "deleted during the wait") {
+			t.Errorf("warnings %+v", w)
+		}
+	})
+	t.Run("kept for a volume recovery", func(t *testing.T) {
+		h, a := newCapHarness(t, 90*time.Minute)
+		a.sweepAt = t0.Add(sweep.DefaultSecretGrace)
+		spec := h.spec()
+		spec.CapacityWait, spec.Deadline = 3*time.Hour, t0.Add(4*time.Hour)
+		host, err := podssh.NewKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.secrets = map[string]string{podenv.HostKeySecretName(spec.RunID): "kept"}
+		kept := func(c *config) { c.keptHost = keptHost{claim: host.AuthorizedKey(""), secretID: fakeSecretID} }
+		r, err := h.launchOn(context.Background(), a, spec, kept)
+		if r != nil || !errors.Is(err, runpod.ErrNotFound) || !strings.Contains(err.Error(), "could not claim the run directory") {
+			t.Fatalf("Launch: a run %v, %v; want no run and the deleted secret named", r != nil, err)
+		}
+		if len(a.created) != 0 || a.count("CreateSecret") != 0 {
+			t.Errorf("calls %v", a.allCalls())
+		}
+	})
+}
+
 // TestCapacityWaitEnds: the wait ends with ErrNoGPU at its limit, or at
 // the deadline when that comes first, and when ctx ends; never a pod,
 // and the secret is deleted each time.
@@ -192,4 +258,18 @@ func TestCapacityWaitAuto(t *testing.T) {
 	if len(h.eventsAt(EventWaiting, StageCapacity)) == 0 {
 		t.Error("no wait told")
 	}
+}
+
+// secretKey is the public key of a host key secret's value.
+func secretKey(t *testing.T, value string) []byte {
+	t.Helper()
+	pem, err := base64.StdEncoding.DecodeString(value)
+	if err != nil {
+		t.Fatalf("secret value: %v", err)
+	}
+	signer, err := ssh.ParsePrivateKey(pem)
+	if err != nil {
+		t.Fatalf("secret value: %v", err)
+	}
+	return signer.PublicKey().Marshal()
 }

@@ -194,6 +194,9 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 		if cands, err = r.waitForCapacity(ctx, w, spec, volDC); err != nil {
 			return nil, r.createFailed(ctx, err)
 		}
+		if err := r.secretAfterWait(ctx, host); err != nil {
+			return nil, err
+		}
 		if spec.DeadlineFromCreate && !spec.Deadline.IsZero() {
 			// The run's time counts from its pod's create: the wait
 			// moves the deadline on by as long as it took.
@@ -224,6 +227,26 @@ func (r *Run) hostSecret(ctx context.Context, host *podssh.Key) error {
 	r.rec.SecretID = sec.ID
 	r.save()
 	return nil
+}
+
+// secretAfterWait makes sure the host key secret is still there when a
+// wait for capacity ends: a sweeper deletes the secret of a run that has
+// had no pod for its secret grace (an hour by default), and the wait may
+// have been longer. A secret of this launch's own key is made again; a
+// kept one (a recovery on a network volume) cannot be, and no pod is made
+// that could not claim the run directory.
+func (r *Run) secretAfterWait(ctx context.Context, host *podssh.Key) error {
+	_, err := r.api.FindSecret(ctx, r.rec.SecretName)
+	switch {
+	case err == nil:
+		return nil
+	case !errors.Is(err, runpod.ErrNotFound):
+		return r.createFailed(ctx, fmt.Errorf("reading the host key secret %s after the wait for capacity: %w", r.rec.SecretName, err))
+	case host == nil:
+		return r.createFailed(ctx, fmt.Errorf("the host key secret %s was deleted during the wait for capacity (a sweeper's secret grace?): a new pod could not claim the run directory: %w", r.rec.SecretName, err))
+	}
+	r.warn(fmt.Errorf("the host key secret %s was deleted during the wait for capacity (a sweeper's secret grace?): made again", r.rec.SecretName))
+	return r.hostSecret(ctx, host)
 }
 
 // checkPrices makes sure the price of each candidate is known when the
