@@ -1,6 +1,7 @@
 package watchdog_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -458,6 +459,41 @@ func TestDeadlineWaitsForSnapshot(t *testing.T) {
 		// The log's times are whole seconds read after the tick's own time.
 		if gap := evs[d].Time.Sub(evs[r].Time).Seconds(); gap < 3 {
 			t.Errorf("deleted %vs after the snapshot request, want SNAPSHOT_WAIT (4s)\n%s", gap, p.logText())
+		}
+	})
+}
+
+// The snapshot wait counts from the moment the request is there for the
+// job, not from the start of the tick that made it: on a busy pod the
+// write may come seconds after the tick read its clock (here an mv of 3 s),
+// and the job must still get its whole SNAPSHOT_WAIT.
+func TestSnapshotWaitCountsFromTheRequest(t *testing.T) {
+	t.Parallel()
+	realMv, err := exec.LookPath("mv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	realSleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+		p := newPod(t, sh)
+		p.bin.Stub("mv", fmt.Sprintf(`case $* in *snapshot.request) %q 3 ;; esac
+exec %q "$@"`, realSleep, realMv))
+		n := now()
+		p.setEnv("OVERBRAINER_DEADLINE", itoa(n+1), "OVERBRAINER_SNAPSHOT_LEAD", "60", "OVERBRAINER_SNAPSHOT_WAIT", "4")
+		p.startJob()
+		p.start()
+		evs := p.deleted(watchdog.DeleteDeadline)
+		r := find(evs, -1, watchdog.KindSnapshotRequested, "reason", "deadline")
+		d := find(evs, -1, watchdog.KindDeleteReason)
+		if r < 0 {
+			t.Fatalf("no deadline snapshot\n%s", p.logText())
+		}
+		// Whole seconds on both lines: a wait of 4 s shows as 3 at least.
+		if gap := evs[d].Time.Sub(evs[r].Time).Seconds(); gap < 3 {
+			t.Errorf("deleted %vs after the snapshot request was written, want SNAPSHOT_WAIT (4s)\n%s", gap, p.logText())
 		}
 	})
 }

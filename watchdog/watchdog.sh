@@ -489,21 +489,33 @@ lease_check() {
 # is already there (the client's own, e.g. `train stop`) is adopted, never
 # overwritten; either way the wait for it starts now, at the first request
 # only: a repeated disk request must not hold the deadline off for ever.
+# "Now" is when the request is there (the log line's time, read after the
+# write), not the tick's start: on a busy pod the write may come seconds
+# later, and the job gets its whole SNAPSHOT_WAIT.
 request_snapshot() {
   if [ -f "$RUN_DIR/snapshot.request" ]; then
-    [ -n "$requested_at" ] || requested_at=$n
     log "snapshot_requested reason=$1 adopted=1${2:+ $2}"
+    requested_since
     return 0
   fi
   tmp=$RUN_DIR/snapshot.request.$$.tmp
   fresh_file "$tmp"
   if printf '%s\n' "$1" >"$tmp" 2>/dev/null && mv -f "$tmp" "$RUN_DIR/snapshot.request" 2>/dev/null; then
-    [ -n "$requested_at" ] || requested_at=$n
     log "snapshot_requested reason=$1 adopted=0${2:+ $2}"
+    requested_since
     return 0
   fi
   rm -f "$tmp" 2>/dev/null
   return 1
+}
+
+# requested_since: sets requested_at, once, to the time the last log line
+# was written, never earlier than the tick's.
+requested_since() {
+  [ -z "$requested_at" ] || return 0
+  requested_at=$n
+  number "${logged_at:-}" || return 0
+  [ "$number" -le "$n" ] || requested_at=$number
 }
 
 # measure_volume: starts a background `du -sk` of the network volume, or
