@@ -445,21 +445,7 @@ func TestSnapshotRequestAdopted(t *testing.T) {
 func TestDeadlineWaitsForSnapshot(t *testing.T) {
 	t.Parallel()
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
-		p := newPod(t, sh)
-		n := now()
-		p.setEnv("OVERBRAINER_DEADLINE", itoa(n+1), "OVERBRAINER_SNAPSHOT_LEAD", "60", "OVERBRAINER_SNAPSHOT_WAIT", "4")
-		p.startJob()
-		p.start()
-		evs := p.deleted(watchdog.DeleteDeadline)
-		r := find(evs, -1, watchdog.KindSnapshotRequested, "reason", "deadline")
-		d := find(evs, -1, watchdog.KindDeleteReason)
-		if r < 0 {
-			t.Fatalf("no deadline snapshot\n%s", p.logText())
-		}
-		// The log's times are whole seconds read after the tick's own time.
-		if gap := evs[d].Time.Sub(evs[r].Time).Seconds(); gap < 3 {
-			t.Errorf("deleted %vs after the snapshot request, want SNAPSHOT_WAIT (4s)\n%s", gap, p.logText())
-		}
+		deadlineWaitsForSnapshot(t, newPod(t, sh))
 	})
 }
 
@@ -481,21 +467,29 @@ func TestSnapshotWaitCountsFromTheRequest(t *testing.T) {
 		p := newPod(t, sh)
 		p.bin.Stub("mv", fmt.Sprintf(`case $* in *snapshot.request) %q 3 ;; esac
 exec %q "$@"`, realSleep, realMv))
-		n := now()
-		p.setEnv("OVERBRAINER_DEADLINE", itoa(n+1), "OVERBRAINER_SNAPSHOT_LEAD", "60", "OVERBRAINER_SNAPSHOT_WAIT", "4")
-		p.startJob()
-		p.start()
-		evs := p.deleted(watchdog.DeleteDeadline)
-		r := find(evs, -1, watchdog.KindSnapshotRequested, "reason", "deadline")
-		d := find(evs, -1, watchdog.KindDeleteReason)
-		if r < 0 {
-			t.Fatalf("no deadline snapshot\n%s", p.logText())
-		}
-		// Whole seconds on both lines: a wait of 4 s shows as 3 at least.
-		if gap := evs[d].Time.Sub(evs[r].Time).Seconds(); gap < 3 {
-			t.Errorf("deleted %vs after the snapshot request was written, want SNAPSHOT_WAIT (4s)\n%s", gap, p.logText())
-		}
+		deadlineWaitsForSnapshot(t, p)
 	})
+}
+
+// deadlineWaitsForSnapshot runs p to a deadline with a SNAPSHOT_WAIT of
+// 4 s and checks that the delete came that long after the snapshot
+// request's log line, which is written once the request is there.
+func deadlineWaitsForSnapshot(t *testing.T, p *pod) {
+	t.Helper()
+	n := now()
+	p.setEnv("OVERBRAINER_DEADLINE", itoa(n+1), "OVERBRAINER_SNAPSHOT_LEAD", "60", "OVERBRAINER_SNAPSHOT_WAIT", "4")
+	p.startJob()
+	p.start()
+	evs := p.deleted(watchdog.DeleteDeadline)
+	r := find(evs, -1, watchdog.KindSnapshotRequested, "reason", "deadline")
+	d := find(evs, -1, watchdog.KindDeleteReason)
+	if r < 0 {
+		t.Fatalf("no deadline snapshot\n%s", p.logText())
+	}
+	// Whole seconds on both lines: a wait of 4 s shows as 3 at least.
+	if gap := evs[d].Time.Sub(evs[r].Time).Seconds(); gap < 3 {
+		t.Errorf("deleted %vs after the snapshot request was written, want SNAPSHOT_WAIT (4s)\n%s", gap, p.logText())
+	}
 }
 
 // deadline_due (b): once a snapshot ended the job, the deadline gives way to
