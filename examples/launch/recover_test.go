@@ -14,6 +14,13 @@ import (
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
 
+// podLosses are the ways the fake loses a pod under its job that a
+// recovery must survive.
+var podLosses = map[string]func(*runpodtest.Server, string) error{
+	"host failure":        (*runpodtest.Server).FailHost,
+	"maintenance restart": (*runpodtest.Server).RestartForMaintenance,
+}
+
 // TestRecoverLostPod: the pod's host fails mid-run, or a maintenance
 // restart of its container loses the job and its run directory; with
 // --recover and --pull-every the run goes on on a second pod, made only
@@ -21,10 +28,7 @@ import (
 // the loss, and finishes; both pods are in the run's attempts.
 func TestRecoverLostPod(t *testing.T) {
 	t.Parallel()
-	for name, lose := range map[string]func(*runpodtest.Server, string) error{
-		"host failure":        (*runpodtest.Server).FailHost,
-		"maintenance restart": (*runpodtest.Server).RestartForMaintenance,
-	} {
+	for name, lose := range podLosses {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			recoverLostPod(t, lose)
@@ -51,10 +55,7 @@ func recoverLostPod(t *testing.T, lose func(*runpodtest.Server, string) error) {
 // from its checkpoint there, one pod at a time.
 func TestRecoverLostPodOnVolume(t *testing.T) {
 	t.Parallel()
-	for name, lose := range map[string]func(*runpodtest.Server, string) error{
-		"host failure":        (*runpodtest.Server).FailHost,
-		"maintenance restart": (*runpodtest.Server).RestartForMaintenance,
-	} {
+	for name, lose := range podLosses {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			w := newWorld(t)
