@@ -394,10 +394,25 @@ func (s *Server) deletePod(w http.ResponseWriter, id string) {
 // are all gone, marks the pod TERMINATED, then answers (which records the
 // answer in the request log) and only then wakes WaitPod. So whoever sees a
 // pod TERMINATED knows that nothing of it runs and that the call that ended
-// it has its answer logged. False when there is no such pod to terminate.
+// it has its answer logged. False when there is no such pod to terminate,
+// and for the second of two calls at once: it waits for the first to end
+// the pod, and then there is none, as a serial API would answer it.
 func (s *Server) terminate(id string, answer func()) bool {
 	s.mu.Lock()
 	p, ok := s.pods[id]
+	if ok && p.terminating && p.status != StatusTerminated {
+		if s.terminating != nil {
+			s.mu.Unlock()
+			s.terminating(false)
+			s.mu.Lock()
+		}
+		for p.status != StatusTerminated {
+			changed := s.changed
+			s.mu.Unlock()
+			<-changed
+			s.mu.Lock()
+		}
+	}
 	if !ok || p.status == StatusTerminated {
 		s.mu.Unlock()
 		return false
@@ -410,6 +425,9 @@ func (s *Server) terminate(id string, answer func()) bool {
 		l = p.dying // a stop is ending it: finish it now
 	}
 	s.mu.Unlock()
+	if s.terminating != nil {
+		s.terminating(true)
+	}
 	if l != nil {
 		l.kill()
 		<-l.done

@@ -15,8 +15,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -429,20 +431,7 @@ func TestPodRunnerDeleteCutsAStopShort(t *testing.T) {
 	srv := newTestServer(t, WithPodRunner(), WithStopGrace(time.Hour))
 	p := createPod(t, srv, shPod("stubborn", `trap 'echo got-term' TERM; echo ready; while :; do sleep 0.1; done`, nil))
 	waitLog(t, srv, p.ID, "ready\n")
-	stopped := make(chan int, 1)
-	go func() {
-		// Not call: t.Fatal must stay on the test's goroutine.
-		req, _ := http.NewRequest("POST", srv.BaseURL()+"/pods/"+p.ID+"/action", strings.NewReader(`{"action":"stop"}`))
-		req.Header.Set("Authorization", "Bearer "+srv.APIKey())
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			stopped <- -1
-			return
-		}
-		resp.Body.Close()
-		stopped <- resp.StatusCode
-	}()
+	stopped := callInBackground(srv, "POST", "/pods/"+p.ID+"/action", `{"action":"stop"}`)
 	waitLog(t, srv, p.ID, "got-term\n")
 	if got, _ := srv.Pod(p.ID); got.Status != StatusRunning {
 		t.Errorf("a pod whose command still runs shows %s", got.Status)
@@ -693,4 +682,68 @@ func TestPodRunnerWithoutPodInitSaysSo(t *testing.T) {
 		t.Errorf("error %q", p.Error)
 	}
 	mustCall(t, srv, srv.APIKey(), "DELETE", "/v2/pods/"+created.ID, nil, 204)
+}
+
+// Two DELETEs of one pod at once (two sweepers that judged it together):
+// one ends it, the other finds it gone, as a serial API answers them. The
+// fake holds the first in its kill until the second has come.
+func TestTwoDeletesAtOnceEndThePodOnce(t *testing.T) {
+	requireRunner(t)
+	srv := newTestServer(t, WithPodRunner())
+	p := createPod(t, srv, shPod("twice", `echo ready; exec sleep 1000`, nil))
+	waitLog(t, srv, p.ID, "ready\n")
+	second := make(chan struct{})
+	calls := 0
+	var mu sync.Mutex
+	var statuses <-chan int
+	srv.terminating = func(first bool) {
+		mu.Lock()
+		calls++
+		n := calls
+		mu.Unlock()
+		if n != 1 {
+			close(second)
+			return
+		}
+		mu.Lock()
+		statuses = callInBackground(srv, "DELETE", "/pods/"+p.ID, "")
+		mu.Unlock()
+		select {
+		case <-second:
+		case <-time.After(time.Minute):
+		}
+	}
+	status, _, raw := call(t, srv, srv.APIKey(), "DELETE", "/v2/pods/"+p.ID, nil)
+	mu.Lock()
+	ch := statuses
+	mu.Unlock()
+	other := <-ch
+	if ok := []int{status, other}; !(slices.Contains(ok, http.StatusNoContent) && slices.Contains(ok, http.StatusNotFound)) {
+		t.Errorf("two DELETEs at once answered %d (%s) and %d: want one 204 and one 404", status, raw, other)
+	}
+	if got, _ := srv.Pod(p.ID); got.Status != StatusTerminated || got.Billing {
+		t.Errorf("pod %s, billing=%v", got.Status, got.Billing)
+	}
+}
+
+// callInBackground makes an API call on its own goroutine and sends its
+// status, or -1 when it got none. Not call: t.Fatal must stay on the
+// test's goroutine.
+func callInBackground(srv *Server, method, path, body string) <-chan int {
+	status := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequest(method, srv.BaseURL()+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+srv.APIKey())
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			status <- -1
+			return
+		}
+		resp.Body.Close()
+		status <- resp.StatusCode
+	}()
+	return status
 }

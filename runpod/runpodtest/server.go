@@ -35,6 +35,11 @@ type Server struct {
 	// launch has started the pod's processes and before it makes them
 	// known to stop and kill: it lets a test put a stop in that window.
 	podStarted func(l *launch)
+	// terminating, when set (by a test, before any pod), is called by
+	// each terminate once it knows whether it ends the pod (first) or
+	// found another one ending it: it lets a test hold two DELETEs
+	// together.
+	terminating func(first bool)
 
 	mu       sync.Mutex
 	changed  chan struct{} // closed and replaced on every pod state change
