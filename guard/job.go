@@ -456,15 +456,20 @@ func (r *Run) earlyResults(ctx context.Context, st jobctl.State) {
 	}
 }
 
-// goneAt is when a pod found gone most likely went, by this machine's
-// clock: at the time of the rule that took it when that came after the
-// last look that found it alive, else at that look (so that the cost
-// told never runs past the delete); now when it was never seen.
+// ruleEarly is how much before its time on this machine's clock a rule may
+// take the pod: the watchdog's clock counts whole seconds, and the time it
+// was given is a whole second on the pod's clock.
+const ruleEarly = 2 * time.Second
+
+// goneAt is when a pod found gone went at the latest that the cost told
+// can count to without running past the delete: the time of the rule that
+// took it, less ruleEarly, when that came after the last look that found
+// it alive, else that look; now when it was never seen.
 func (r *Run) goneAt(g *PodGoneError) time.Time {
 	now := r.now()
 	at := r.seen
-	if rule, ruleAt := r.ruleDue(now); rule != "" && rule == g.Rule() && ruleAt.After(at) {
-		at = ruleAt
+	if rule, ruleAt := r.ruleDue(now); rule != "" && rule == g.Rule() && ruleAt.Add(-ruleEarly).After(at) {
+		at = ruleAt.Add(-ruleEarly)
 	}
 	if at.IsZero() || at.After(now) {
 		return now

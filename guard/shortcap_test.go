@@ -14,9 +14,9 @@ import (
 // A job asked for the cost snapshot that does not stop before the cap:
 // with WithEarlyResults, Follow downloads what it checkpointed while the
 // pod lives, before the cap takes it; the pod then found gone names the
-// cost cap as the rule due, and the run's cost runs to the cap (the last
-// look found the pod alive before it), not to the moment the pod was seen
-// gone.
+// cost cap as the rule due, and the run's cost runs to the cap, less the
+// watchdog's rounding (the last look found the pod alive before it), not to
+// the moment the pod was seen gone.
 func TestAJobPastItsCapIsCollectedBeforeThePodGoes(t *testing.T) {
 	h := newHarness(t)
 	spec := h.spec()
@@ -24,19 +24,8 @@ func TestAJobPastItsCapIsCollectedBeforeThePodGoes(t *testing.T) {
 	asked := running
 	asked.Request = watchdog.ReasonCost
 	var r *Run
-	capAt := func() time.Time {
-		rec := r.Record()
-		plan, err := costplan.CostCap(rec.BillingStart, rec.CostPerHr, rec.MaxCostUSD, rec.SnapshotLead, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return time.Unix(plan.CostCapAt, 0)
-	}
-	jump := func(to time.Time) {
-		h.clk.mu.Lock()
-		h.clk.now = to
-		h.clk.mu.Unlock()
-	}
+	capAt := func() time.Time { return capOf(t, r) }
+	jump := h.jump
 	var goneAt time.Time
 	h.pod.looks = []look{{st: ready}, {st: running}, {st: asked},
 		{st: asked, do: func() { jump(capAt().Add(-40 * time.Second)) }},
@@ -66,11 +55,42 @@ func TestAJobPastItsCapIsCollectedBeforeThePodGoes(t *testing.T) {
 		t.Errorf("collected events %+v", es)
 	}
 	rec := r.Record()
-	if !rec.Ended.Equal(capAt()) {
-		t.Errorf("ended at cap%+v, want at the cap (the pod was seen gone at cap+20s)", rec.Ended.Sub(capAt()))
+	if want := capAt().Add(-ruleEarly); !rec.Ended.Equal(want) {
+		t.Errorf("ended at cap%+v, want at the cap less ruleEarly (the pod was seen gone at cap+20s)", rec.Ended.Sub(capAt()))
 	}
 	if rec.CostUSD > spec.MaxCostUSD {
 		t.Errorf("cost %v past the cap %v", rec.CostUSD, spec.MaxCostUSD)
+	}
+}
+
+// The watchdog counts whole seconds, so its cap may take the pod a little
+// before the cap's time on this machine's clock: a pod last seen alive
+// 0.4 s before that time and found gone after it is told to have cost up
+// to that look, never past a delete that may have come right after it.
+func TestACapTakenEarlyIsNotCountedPastTheDelete(t *testing.T) {
+	h := newHarness(t)
+	spec := h.spec()
+	spec.MaxCostUSD = 0.69
+	asked := running
+	asked.Request = watchdog.ReasonCost
+	var r *Run
+	capAt := func() time.Time { return capOf(t, r) }
+	jump := h.jump
+	var lastAlive time.Time
+	h.pod.looks = []look{{st: ready}, {st: running}, {st: asked},
+		{st: asked, do: func() { lastAlive = capAt().Add(-400 * time.Millisecond); jump(lastAlive) }},
+		{err: io.ErrUnexpectedEOF, do: func() {
+			jump(capAt().Add(200 * time.Millisecond))
+			h.api.setStatus("", true)
+		}}}
+	r = h.mustStart(spec)
+	_, err := r.Follow(context.Background(), io.Discard)
+	var gone *PodGoneError
+	if !errors.As(err, &gone) || gone.Rule() != watchdog.DeleteCostCap {
+		t.Fatalf("Follow: %v, want a *PodGoneError of the cost cap", err)
+	}
+	if rec := r.Record(); !rec.Ended.Equal(lastAlive) {
+		t.Errorf("ended at cap%+v, want at the last look that found the pod alive (cap-400ms)", rec.Ended.Sub(capAt()))
 	}
 }
 
@@ -96,4 +116,23 @@ func TestNoEarlyResultsUnlessAsked(t *testing.T) {
 	if rec := r.Record(); rec.Ended.After(h.clk.Now()) || rec.Ended.Before(rec.BillingStart) {
 		t.Errorf("ended at %v, now %v", rec.Ended, h.clk.Now())
 	}
+}
+
+// capOf is the time of r's cost cap on this machine's clock, as hardEnd
+// has it.
+func capOf(t *testing.T, r *Run) time.Time {
+	t.Helper()
+	rec := r.Record()
+	plan, err := costplan.CostCap(rec.BillingStart, rec.CostPerHr, rec.MaxCostUSD, rec.SnapshotLead, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return time.Unix(plan.CostCapAt, 0)
+}
+
+// jump sets the harness's clock.
+func (h *harness) jump(to time.Time) {
+	h.clk.mu.Lock()
+	h.clk.now = to
+	h.clk.mu.Unlock()
 }
