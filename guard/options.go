@@ -61,11 +61,13 @@ func defaultConfig() config {
 	}
 }
 
-// WithEvents calls f with each Event, on the goroutine that made it.
+// WithEvents calls f with each Event, on the goroutine that made it. Given
+// more than once, it calls each f, in the order given.
 func WithEvents(f func(Event)) Option {
 	return func(c *config) {
 		if f != nil {
-			c.events = f
+			before := c.events
+			c.events = func(e Event) { before(e); f(e) }
 		}
 	}
 }
