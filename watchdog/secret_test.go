@@ -65,12 +65,15 @@ exec %q "$@"`, c, rec, real))
 			mu      sync.Mutex
 			leaks   = map[string]bool{}
 			sawCurl bool
-			self    []byte // the watchdog's command line, shared by its forks
 		)
 		stop := make(chan struct{})
 		scanned := make(chan struct{})
 		p.start()
 		pgid := p.proc.Pgid
+		// The watchdog's command line, shared by its forks: the argv it
+		// was started with, not a read of its /proc entry, which is
+		// empty once it is a zombie, while a fork may still live.
+		self := []byte(strings.Join(p.proc.Cmd.Args, "\x00") + "\x00")
 		go func() {
 			defer close(scanned)
 			for {
@@ -93,14 +96,11 @@ exec %q "$@"`, c, rec, real))
 					if bytes.Contains(cmd, []byte(apiKey)) {
 						leaks["command line of "+strings.ReplaceAll(string(cmd), "\x00", " ")] = true
 					}
-					if pid == pgid {
-						self = cmd
-					}
 					// The watchdog's own environment (and that of its forked
 					// subshells, which run no other program) is the container's,
 					// where the key comes from; every program it runs must
 					// get an environment without it.
-					if self != nil && !bytes.Equal(cmd, self) && procGroup(pid) == pgid {
+					if pid != pgid && !bytes.Equal(cmd, self) && procGroup(pid) == pgid {
 						if bytes.Contains(cmd, []byte("curl")) && bytes.Contains(cmd, []byte(p.api.URL())) {
 							sawCurl = true
 						}
