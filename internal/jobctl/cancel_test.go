@@ -29,6 +29,7 @@ func TestCancelStopsTheJobsGroup(t *testing.T) {
 		}
 		pid, _ := strconv.Atoi(strings.TrimSpace(waitFile(t, filepath.Join(runDir, "job.pid"))))
 		shtest.Eventually(t, time.Minute, func() bool { return len(cmdlinesContaining(marker)) > 0 }, "the job did not start")
+		waitHups(t, hups, 1, "the job's start")
 
 		out, stderr, err := runScript(t, shell, nil, "", cancelProgram(), runDir)
 		if r, perr := ParseCancel([]byte(out)); err != nil || perr != nil || r != CancelStopped {

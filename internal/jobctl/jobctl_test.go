@@ -138,13 +138,16 @@ func startAndFinish(t *testing.T, shell, env []string) {
 	if hits := cmdlinesContaining(token); len(hits) > 0 {
 		t.Fatalf("the HF token is on a command line: %v", hits)
 	}
+	// The job's start woke the watchdog; it is seen before the job may
+	// end, as two HUPs pending at once are one.
+	waitHups(t, hups, 1, "the job's start")
 	if err := os.WriteFile(filepath.Join(runDir, "snapshot.request"), []byte("stop"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if code := waitFile(t, filepath.Join(runDir, "exit_code")); code != "5\n" {
 		t.Fatalf("exit_code %q", code)
 	}
-	// The job's start and its end woke the watchdog.
+	// And its end woke it again.
 	waitHups(t, hups, 2, "the job's start and end")
 	if got := waitFile(t, filepath.Join(runDir, OutputsDir, "token")); got != token {
 		t.Fatalf("the job saw HF_TOKEN %q", got)
@@ -184,7 +187,8 @@ func startAndFinish(t *testing.T, shell, env []string) {
 func fakeWatchdog(t *testing.T, runDir string) (hups string) {
 	t.Helper()
 	hups = filepath.Join(t.TempDir(), "hups")
-	cmd := exec.Command("sh", "-c", `trap 'echo hup >> "$0"' HUP; while :; do sleep 0.05; done`, hups)
+	// It says when its trap is set: a HUP before that would end it.
+	cmd := exec.Command("sh", "-c", `trap 'echo hup >> "$0"' HUP; : > "$0.ready"; while :; do sleep 0.05; done`, hups)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -192,6 +196,7 @@ func fakeWatchdog(t *testing.T, runDir string) (hups string) {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
+	waitFile(t, hups+".ready")
 	pid := strconv.Itoa(cmd.Process.Pid) + "\n"
 	if err := os.WriteFile(filepath.Join(runDir, watchdog.PID), []byte(pid), 0o644); err != nil {
 		t.Fatal(err)
@@ -200,7 +205,8 @@ func fakeWatchdog(t *testing.T, runDir string) (hups string) {
 }
 
 // waitHups waits until the fake watchdog noted n HUPs, the last sent after
-// what.
+// what. Signals do not queue: a test that counts HUPs waits for each
+// before it causes the next.
 func waitHups(t *testing.T, hups string, n int, what string) {
 	t.Helper()
 	want := strings.Repeat("hup\n", n)
