@@ -25,16 +25,15 @@ func TestAJobPastItsCapIsCollectedBeforeThePodGoes(t *testing.T) {
 	asked.Request = watchdog.ReasonCost
 	var r *Run
 	capAt := func() time.Time { return capOf(t, r) }
-	jump := h.jump
 	var goneAt time.Time
 	h.pod.looks = []look{{st: ready}, {st: running}, {st: asked},
-		{st: asked, do: func() { jump(capAt().Add(-40 * time.Second)) }},
+		{st: asked, do: func() { h.jump(capAt().Add(-40 * time.Second)) }},
 		{st: asked},
-		{st: asked, do: func() { jump(capAt().Add(-10 * time.Second)) }},
+		{st: asked, do: func() { h.jump(capAt().Add(-10 * time.Second)) }},
 		{st: asked},
 		{err: io.ErrUnexpectedEOF, do: func() {
 			goneAt = capAt().Add(20 * time.Second)
-			jump(goneAt)
+			h.jump(goneAt)
 			h.api.setStatus("", true)
 		}}}
 	dir := t.TempDir()
@@ -75,12 +74,11 @@ func TestACapTakenEarlyIsNotCountedPastTheDelete(t *testing.T) {
 	asked.Request = watchdog.ReasonCost
 	var r *Run
 	capAt := func() time.Time { return capOf(t, r) }
-	jump := h.jump
 	var lastAlive time.Time
 	h.pod.looks = []look{{st: ready}, {st: running}, {st: asked},
-		{st: asked, do: func() { lastAlive = capAt().Add(-400 * time.Millisecond); jump(lastAlive) }},
+		{st: asked, do: func() { lastAlive = capAt().Add(-400 * time.Millisecond); h.jump(lastAlive) }},
 		{err: io.ErrUnexpectedEOF, do: func() {
-			jump(capAt().Add(200 * time.Millisecond))
+			h.jump(capAt().Add(200 * time.Millisecond))
 			h.api.setStatus("", true)
 		}}}
 	r = h.mustStart(spec)
