@@ -229,6 +229,56 @@ func TestStartUnderEveryShell(t *testing.T) {
 	})
 }
 
+// The job's input (its secrets among it) is for the job alone: no process
+// the job's top shell starts before the job's own command, such as the mv
+// that records job.pid, holds it in its environment. The chaos suite's
+// secret sampler once caught that mv with the HF token.
+func TestJobInputReachesTheJobAlone(t *testing.T) {
+	shtest.NeedTool(t, "setsid")
+	realMv, err := exec.LookPath("mv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	forEachShell(t, func(t *testing.T, shell []string) {
+		runDir, jobEnv := newRun(t, "echo ran\n")
+		fakeWatchdog(t, runDir)
+		// Every mv the start runs notes its environment, then moves.
+		bin, envs := t.TempDir(), filepath.Join(t.TempDir(), "envs")
+		wrapper := fmt.Sprintf("#!/bin/sh\n{ env; echo '-- end of one mv'; } >> %q\nexec %q \"$@\"\n", envs, realMv)
+		if err := os.WriteFile(filepath.Join(bin, "mv"), []byte(wrapper), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		token := "hf_alone" + strconv.FormatInt(time.Now().UnixNano(), 36)
+		in, err := JobInput(nil, map[string]string{"HF_TOKEN": token})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := readAll(in)
+		if _, stderr, err := runScript(t, shell, []string{"PATH=" + bin + ":" + os.Getenv("PATH")}, b, startProgram(), runDir, jobEnv); err != nil {
+			t.Fatalf("start: %v\n%s", err, stderr)
+		}
+		waitFile(t, filepath.Join(runDir, "exit_code"))
+		var before, job int
+		for _, e := range strings.Split(strings.TrimSuffix(waitFile(t, envs), "-- end of one mv\n"), "-- end of one mv\n") {
+			if strings.Contains(e, "OVERBRAINER_JOB_INPUT") {
+				t.Errorf("an mv of the start holds the job's input (OVERBRAINER_JOB_INPUT)")
+			}
+			// The job's own processes have its variables, and its secrets.
+			if strings.Contains(e, "OVERBRAINER_SNAPSHOT_REQUEST=") {
+				job++
+				continue
+			}
+			before++
+			if strings.Contains(e, token) {
+				t.Errorf("an mv run before the job holds its secret HF_TOKEN")
+			}
+		}
+		if before == 0 || job == 0 {
+			t.Fatalf("%d mv before the job and %d after its command, want both (job.pid, exit_code)", before, job)
+		}
+	})
+}
+
 // binWithout is a PATH directory with the system's commands but the named
 // ones.
 func binWithout(t *testing.T, names ...string) string {

@@ -6,10 +6,11 @@
 # assignments made by jobctl.JobInput, quoted: they reach the job's
 # environment without ever being on a command line, in a file or in the
 # environment of another process of the pod.
-# The job's top shell writes its pid, which is its process group, to job.pid
-# before anything else and wakes the watchdog, sources JOB_ENV, runs
-# command.sh in job/ with its output appended to job.log, and writes
-# exit_code (tmp + mv) when it ends, then wakes the watchdog again.
+# The job's top shell takes its input out of its environment, then writes
+# its pid, which is its process group, to job.pid and wakes the watchdog,
+# sources JOB_ENV, runs command.sh in job/ with its output appended to
+# job.log, and writes exit_code (tmp + mv) when it ends, then wakes the
+# watchdog again.
 # Exit status: 0 started, 3 already started, 1 anything else.
 
 run_dir=$1
@@ -33,9 +34,11 @@ rm -f exit_code cancelled
 # every client uses): its expansions are meant for that shell, not this one.
 # shellcheck disable=SC2016
 job_main='
-printf "%s\n" "$$" > "$1/job.pid.tmp" && mv -f "$1/job.pid.tmp" "$1/job.pid" || exit 1
+# The input (the secrets among it) leaves the environment first: it is for
+# the job, not for what this shell runs before it (mv and the rest).
 job_input=$OVERBRAINER_JOB_INPUT
 unset OVERBRAINER_JOB_INPUT
+printf "%s\n" "$$" > "$1/job.pid.tmp" && mv -f "$1/job.pid.tmp" "$1/job.pid" || exit 1
 # Wake the watchdog: its snapshot rules act only on a started job, and a
 # request already due (a short cost cap, a near deadline) must reach the
 # job now, not at the next tick, up to a minute later.
