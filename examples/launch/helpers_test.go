@@ -23,8 +23,12 @@ import (
 // user would, against a fake Runpod in the test process.
 var binary string
 
+// Its tests mostly wait on pods and the launcher's polls, not on the CPU:
+// at GOMAXPROCS (2) at a time a 2-core machine spent 11 minutes of CI
+// waiting on them; at 8, under 4, for the same CPU.
 func TestMain(m *testing.M) {
 	runpodtest.PodInit()
+	shtest.DefaultParallel(8)
 	dir, err := os.MkdirTemp("", "launch-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
