@@ -31,6 +31,7 @@ import (
 // the cell); the launch is told to leave a failed pod, so that only the pod
 // side can delete it.
 func TestChaosBootFiles(t *testing.T) {
+	t.Parallel()
 	needPods(t)
 	cases := []struct {
 		name, file string
@@ -48,6 +49,7 @@ func TestChaosBootFiles(t *testing.T) {
 		for i, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
 				t.Parallel()
+				holdPodSlot(t)
 				shtest.ForShells(t, []string{"dash", "busybox", "bash"}, func(t *testing.T, sh shtest.Shell) {
 					srv := checkedfake.NewTestServer(t, runpodtest.WithPodRunner(), runpodtest.AllowPodsLeft())
 					vol := srv.AddNetworkVolume("", 20)
@@ -61,6 +63,14 @@ func TestChaosBootFiles(t *testing.T) {
 					} else if err := syscall.Mkfifo(filepath.Join(podDir, c.file), 0o644); err != nil {
 						t.Fatal(err)
 					}
+					// The boot guard fails a boot that must fail within 5 s. A
+					// boot that must pass gets a minute: one that blocked on
+					// the FIFO fails as well, and a loaded machine (the fault
+					// matrix's pods beside it) took over 5 s to boot one.
+					bootTimeout := "5"
+					if c.boots {
+						bootTimeout = "60"
+					}
 					jobDir := t.TempDir()
 					if err := os.WriteFile(filepath.Join(jobDir, "job.sh"), []byte("echo done\n"), 0o644); err != nil {
 						t.Fatal(err)
@@ -72,7 +82,7 @@ func TestChaosBootFiles(t *testing.T) {
 						RunID: runID, NetworkVolumeID: vol.ID,
 						Job:   guard.Job{Dir: jobDir, Command: "sh job.sh"},
 						Rules: podenv.Rules{Deadline: time.Now().Add(time.Hour)},
-						PodEnv: map[string]string{"OVERBRAINER_BOOT_TIMEOUT": "5", "OVERBRAINER_CURL_TIMEOUT": "3",
+						PodEnv: map[string]string{"OVERBRAINER_BOOT_TIMEOUT": bootTimeout, "OVERBRAINER_CURL_TIMEOUT": "3",
 							"PATH": podShell(t, sh) + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
 					}
 					run, err := guard.Launch(ctx, api, spec, guard.WithPoll(500*time.Millisecond), guard.WithLeaveOnFailure(),

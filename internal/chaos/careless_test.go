@@ -64,6 +64,7 @@ exec %[2]q "$@"`, mark, realHead))
 }
 
 func TestChaosCarelessJob(t *testing.T) {
+	t.Parallel()
 	var ran, deleted atomic.Int64
 	var worst atomic.Int64
 	// Per case: shells run, and pods deleted.

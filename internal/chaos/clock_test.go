@@ -29,6 +29,7 @@ const clockCap = 30 * time.Second
 // for root) find it before the real one: /usr/local/bin, which here is the
 // pod's network volume.
 func TestChaosPodClockSkew(t *testing.T) {
+	t.Parallel()
 	needPods(t)
 	launcherBinary(t, "")
 	sec := newSecretSet()
@@ -47,6 +48,7 @@ func TestChaosPodClockSkew(t *testing.T) {
 	for _, skew := range []time.Duration{10 * time.Minute, -10 * time.Minute} {
 		t.Run(fmt.Sprintf("pod_clock_%+dm", int(skew.Minutes())), func(t *testing.T) {
 			t.Parallel()
+			holdPodSlot(t)
 			c := &cell{step: "clock", fault: fmt.Sprintf("%+dm", int(skew.Minutes())), rule: string(watchdog.DeleteCostCap)}
 			e := newVolumeEnv(t, c, sec, "clock")
 			e.job = stubbornJob(t)

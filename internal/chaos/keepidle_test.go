@@ -20,6 +20,8 @@ const keptIdle = 30 * time.Second
 // and the launcher's exit (its connection was a session). The watchdog
 // ticks every 60 s, so only its wake at the due time can be that close.
 func TestChaosKeptPodLeftIdle(t *testing.T) {
+	t.Parallel()
+	holdPodSlot(t)
 	needPods(t)
 	c := &cell{step: "kept", fault: "left_idle", rule: string(watchdog.DeleteKeptIdle)}
 	sec := newSecretSet()

@@ -14,11 +14,13 @@ import (
 )
 
 // Most of the suite waits on sleeping shells and pods, not on the CPU: run
-// many subtests at once unless -parallel says otherwise. Heavy parts (the
-// fault matrix's pods) bound themselves.
+// many tests at once unless -parallel says otherwise, as many as the fault
+// matrix runs cells (matrixParallel, what a 2-core machine was measured to
+// carry). The load tests run alone, before the rest; every test that runs
+// pods is parallel, and holds a pod slot (podSlots) while they run.
 func TestMain(m *testing.M) {
 	runpodtest.PodInit()
-	shtest.DefaultParallel(32)
+	shtest.DefaultParallel(matrixParallel)
 	var err error
 	if buildDir, err = os.MkdirTemp("", "chaos-bin-"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -28,6 +30,19 @@ func TestMain(m *testing.M) {
 	os.RemoveAll(buildDir)
 	printFigures(os.Stdout)
 	os.Exit(code)
+}
+
+// podSlots bounds the pods of the whole suite running at once, the fault
+// matrix's cells and every other test's: each holds a slot while its pods
+// run (holdPodSlot). The matrix and the rest share the machine, so that
+// the suite's wall time is its pods' work over matrixParallel, not the
+// matrix's then the rest's.
+var podSlots = make(chan struct{}, matrixParallel)
+
+// holdPodSlot waits for a pod slot, which t holds until it ends.
+func holdPodSlot(t testing.TB) {
+	podSlots <- struct{}{}
+	t.Cleanup(func() { <-podSlots })
 }
 
 // buildDir holds the launcher binaries this package builds; TestMain

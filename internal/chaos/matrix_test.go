@@ -1,11 +1,13 @@
 package chaos_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -113,6 +115,28 @@ type cell struct {
 // killTries bounds the runs of a kill cell whose kill landed past its step.
 const killTries = 3
 
+// slowFirst orders cells for the matrix's workers, the slowest first, so
+// that the matrix ends with its short cells: those of the create step
+// (its lost or hung answer costs the client's timeout, some two minutes),
+// then the hangs (a client timeout each), then the kills (a watchdog
+// rule's grace), then the rest; mutants after the cells they mutate.
+func slowFirst(cells []*cell) []*cell {
+	rank := func(c *cell) int {
+		switch {
+		case c.step == "create" && (c.fault == "hang" || c.fault == "drop"):
+			return 0
+		case c.fault == "hang":
+			return 1
+		case c.fault == "kill":
+			return 2
+		}
+		return 3
+	}
+	out := slices.Clone(cells)
+	slices.SortStableFunc(out, func(a, b *cell) int { return cmp.Compare(rank(a), rank(b)) })
+	return out
+}
+
 func (c *cell) name() string {
 	if c.mutant != "" {
 		return c.step + "/" + c.fault + "/without_" + c.mutant
@@ -138,6 +162,9 @@ func TestChaosFaultMatrix(t *testing.T) {
 		}
 	}
 	t.Logf("launchers built in %s", time.Since(built).Round(time.Second))
+	// The builds above ran in the suite's serial part; the cells share
+	// the machine with the other tests' pods, a pod slot each.
+	t.Parallel()
 	sec := newSecretSet()
 	stop := make(chan struct{})
 	sampled := sec.sampleProcsUntil(stop)
@@ -146,43 +173,48 @@ func TestChaosFaultMatrix(t *testing.T) {
 		stop = make(chan struct{})
 	}
 
-	var (
-		mu    sync.Mutex
-		cells []*cell
-	)
-	sem := make(chan struct{}, matrixParallel)
-	// run records c and runs it in parallel with the others, at most
-	// matrixParallel at once.
-	run := func(t *testing.T, c *cell) {
-		mu.Lock()
-		cells = append(cells, c)
-		mu.Unlock()
-		t.Run(c.name(), func(t *testing.T) {
-			t.Parallel()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			began := time.Now()
-			for c.tries = 1; runCell(t, c, sec); c.tries++ {
+	// Every cell, then each cell again without what it relies on (a
+	// mutant: it must fail). The matrix prints them in this order.
+	var cells []*cell
+	for _, mutants := range []bool{false, true} {
+		for _, step := range matrixSteps {
+			for _, fault := range matrixFaults {
+				c := &cell{step: step, fault: fault}
+				if mutants {
+					if c.mutant = mutantOf(step, fault); c.mutant == "" {
+						continue
+					}
+				}
+				cells = append(cells, c)
 			}
-			t.Logf("cell took %s", time.Since(began).Round(time.Second))
-		})
+		}
 	}
 	t.Run("cells", func(t *testing.T) {
-		for _, step := range matrixSteps {
-			for _, fault := range matrixFaults {
-				run(t, &cell{step: step, fault: fault})
-			}
+		// matrixParallel workers take the cells in order, each cell
+		// holding a pod slot. They call t.Run themselves, rather than
+		// leave the order to t.Parallel: released parallel subtests start
+		// in no set order, and a two-minute cell started last ran the
+		// matrix a minute and a half past its share of the work.
+		queue := make(chan *cell, len(cells))
+		for _, c := range slowFirst(cells) {
+			queue <- c
 		}
-		// Each cell again, without what it relies on: it must fail.
-		for _, step := range matrixSteps {
-			for _, fault := range matrixFaults {
-				m := mutantOf(step, fault)
-				if m == "" {
-					continue
+		close(queue)
+		var wg sync.WaitGroup
+		for range matrixParallel {
+			wg.Go(func() {
+				for c := range queue {
+					t.Run(c.name(), func(t *testing.T) {
+						holdPodSlot(t)
+						began := time.Now()
+						for c.tries = 1; runCell(t, c, sec); c.tries++ {
+						}
+						t.Logf("cell took %s", time.Since(began).Round(time.Second))
+					})
 				}
-				run(t, &cell{step: step, fault: fault, mutant: m})
-			}
+			})
 		}
+		wg.Wait()
 	})
 	close(stop)
 	<-sampled

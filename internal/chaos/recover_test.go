@@ -154,8 +154,10 @@ func (w *recoverWorld) checkFinished(out string, code int) {
 }
 
 func TestChaosRecover(t *testing.T) {
+	t.Parallel()
 	t.Run("pod lost mid-run", func(t *testing.T) {
 		t.Parallel()
+		holdPodSlot(t)
 		w := newRecoverWorld(t)
 		l := w.run(40, "--recover", "2", "--pull-every", "2s")
 		w.waitPull(l)
@@ -171,6 +173,7 @@ func TestChaosRecover(t *testing.T) {
 	})
 	t.Run("pod lost mid-run on a network volume", func(t *testing.T) {
 		t.Parallel()
+		holdPodSlot(t)
 		w := newRecoverWorld(t)
 		vol := w.srv.AddNetworkVolume("", 20)
 		l := w.run(40, "--recover", "2", "--network-volume", vol.ID, "--volume-path", "/workspace")
@@ -195,6 +198,8 @@ func TestChaosRecover(t *testing.T) {
 	})
 	t.Run("capacity back after a delay", func(t *testing.T) {
 		t.Parallel()
+		// No slot: no pod exists while the launcher waits for capacity,
+		// two minutes, and the one it makes then is the cell's last step.
 		w := newRecoverWorld(t)
 		const gpu = "NVIDIA GeForce RTX 4090"
 		back := w.srv.Now().Add(capacityDelay)
@@ -215,6 +220,7 @@ func TestChaosRecover(t *testing.T) {
 	})
 	t.Run("SIGKILL mid-recovery then attach", func(t *testing.T) {
 		t.Parallel()
+		holdPodSlot(t)
 		w := newRecoverWorld(t)
 		l := w.run(40, "--recover", "2", "--pull-every", "2s")
 		w.waitPull(l)

@@ -82,6 +82,8 @@ func (p *purposeRun) past(t *testing.T, group string, bound time.Time) {
 // is deleted by its watchdog as stalled a --snapshot-wait later: its
 // output does not hold it.
 func TestChaosStalledJob(t *testing.T) {
+	t.Parallel()
+	holdPodSlot(t)
 	const stallAfter, snapshotWait = 5 * time.Second, 3 * time.Second
 	job := t.TempDir()
 	script := "echo \"step=1 total=5000 loss=2.3\" >> \"$OVERBRAINER_PROGRESS\"\nwhile :; do echo \"NCCL timeout, retrying\"; sleep 0.2; done\n"
@@ -135,6 +137,8 @@ func findKind(evs []watchdog.Event, kind string, kv ...string) int {
 // the results, the launcher names the cost cap, and the pod bills no more
 // than the cap.
 func TestChaosHalfCentCapOnTheDemo(t *testing.T) {
+	t.Parallel()
+	holdPodSlot(t)
 	const capUSD = 0.005
 	p := launchPurpose(t, "half_cent_cap", string(watchdog.DeleteCostCap), "/workspace", nil,
 		"--max-cost-usd", "0.005", "--snapshot-lead", "15m", "--snapshot-wait", "30s",
@@ -167,6 +171,8 @@ func TestChaosHalfCentCapOnTheDemo(t *testing.T) {
 // PATH: the network volume is mounted at /usr/local/bin) does not stop
 // the watchdog's clock: its cost cap still deletes the pod on time.
 func TestChaosJobReplacesDate(t *testing.T) {
+	t.Parallel()
+	holdPodSlot(t)
 	job := t.TempDir()
 	script := "printf '#!/bin/sh\\necho 1000000000\\n' > /usr/local/bin/date.tmp && chmod +x /usr/local/bin/date.tmp && mv -f /usr/local/bin/date.tmp /usr/local/bin/date\n" +
 		"echo \"date now says $(date +%s)\"\nwhile :; do echo working; sleep 1; done\n"

@@ -44,6 +44,7 @@ type stateCell struct {
 }
 
 func TestChaosPodStates(t *testing.T) {
+	t.Parallel()
 	needPods(t)
 	launcherBinary(t, "")
 	cells := []stateCell{
@@ -130,6 +131,7 @@ func TestChaosPodStates(t *testing.T) {
 	for _, sc := range cells {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()
+			holdPodSlot(t)
 			runStateCell(t, sc)
 		})
 	}

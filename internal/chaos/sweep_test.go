@@ -27,6 +27,7 @@ const (
 func TestChaosSweeperIsTheLastEnforcer(t *testing.T) {
 	needPods(t)
 	t.Parallel()
+	holdPodSlot(t)
 	// Runpod would restart the container and its watchdog with it; this
 	// pod is one that does not come back (a failing restart, a crash
 	// loop), so the fake keeps it EXITED.
