@@ -492,13 +492,19 @@ job_env_via() {
   ) </dev/null &
   via=$!
   tenths=0
+  ep_killed=
   until [ -s "$2.status" ]; do
-    if [ "$tenths" -ge $((ep_limit * 10)) ]; then
-      ep_pid=
-      read -r ep_pid <"$2.pid" 2>/dev/null
-      [ -z "$ep_pid" ] || kill -9 "$ep_pid" 2>/dev/null
+    # Past the limit the entrypoint is killed, and the subshell left to
+    # write its status: killed too, it could be writing it after the files
+    # below are removed (under yash, $! may not even name it). It is
+    # killed only if it has not written within 10 s more.
+    if [ "$tenths" -ge $((ep_limit * 10 + 100)) ]; then
       kill -9 "$via" 2>/dev/null
       break
+    elif [ "$tenths" -ge $((ep_limit * 10)) ] && [ -z "$ep_killed" ]; then
+      ep_pid=
+      read -r ep_pid <"$2.pid" 2>/dev/null
+      [ -z "$ep_pid" ] || { kill -9 "$ep_pid" 2>/dev/null; ep_killed=1; }
     fi
     if (unset RUNPOD_API_KEY && sleep 0.1 2>/dev/null); then
       tenths=$((tenths + 1))

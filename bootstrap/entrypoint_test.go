@@ -2,6 +2,7 @@ package bootstrap_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,9 +16,9 @@ import (
 )
 
 // viaEntrypoint runs job_env_via with the entrypoint script ep (written to
-// a file) under shell, and returns job_env_via's status, the file it
-// wrote (nil when none) and the output.
-func viaEntrypoint(t *testing.T, shell, ep string, env map[string]string) (status string, file []byte, output string) {
+// a file) under shell, then the shell lines after, and returns
+// job_env_via's status, the file it wrote (nil when none) and the output.
+func viaEntrypoint(t *testing.T, shell, ep string, env map[string]string, after ...string) (status string, file []byte, output string) {
 	t.Helper()
 	dir := t.TempDir()
 	epFile := filepath.Join(dir, "entrypoint.sh")
@@ -30,7 +31,7 @@ func viaEntrypoint(t *testing.T, shell, ep string, env map[string]string) (statu
 umask 077
 job_env_via "$1" "$2"
 echo "status=$?"
-`, "sh", epFile, out)...)
+`+strings.Join(after, "\n"), "sh", epFile, out)...)
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
@@ -127,6 +128,33 @@ func TestJobEnvSurvivesAnEntrypointThatIgnoresItsArguments(t *testing.T) {
 		}
 		if pids := procsWithArgs("sleep\x00" + marker + "\x00"); len(pids) > 0 {
 			t.Errorf("the hung entrypoint still runs: %v", pids)
+		}
+	})
+}
+
+// A hung entrypoint is killed, and job_env_via returns once the subshell
+// that ran it wrote its status, which it then removes: killed as well, that
+// subshell could write it later (under yash, $! of a redirected background
+// subshell names a process above it, which is all a kill of $! ends). Here
+// sh, which starts the entrypoint, takes a second to end once its child is
+// killed, and the status is looked for two seconds after the return. It
+// failed on main under yash.
+func TestHungEntrypointsStatusIsWaitedFor(t *testing.T) {
+	shtest.ForShells(t, shtest.Names, func(t *testing.T, sh shtest.Shell) {
+		realSh, err := exec.LookPath("sh")
+		if err != nil {
+			t.Fatal(err)
+		}
+		bin := t.TempDir()
+		slow := fmt.Sprintf("#!%s\n%q \"$@\"\nstatus=$?\nsleep 1\nexit $status\n", realSh, realSh)
+		if err := os.WriteFile(filepath.Join(bin, "sh"), []byte(slow), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		status, file, out := viaEntrypoint(t, sh.Name, "#!/bin/sh\nexec sleep 600\n", map[string]string{
+			"PATH": bin + ":" + shtest.SystemPath, "OVERBRAINER_IMAGE_ENTRYPOINT_TIMEOUT": "1",
+		}, "sleep 2")
+		if status != "1" || file != nil {
+			t.Errorf("status %s, file %q; output:\n%s", status, file, out)
 		}
 	})
 }
