@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/pem"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -98,16 +97,8 @@ func (k key) secrets(apiKey string) []string {
 	return out
 }
 
-// freePort returns a loopback port that was free a moment ago.
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+// freePort returns a loopback port for a pod's sshd (see shtest.FreePort).
+func freePort(t testing.TB) int { return shtest.FreePort(t) }
 
 func readString(path string) string {
 	b, _ := os.ReadFile(path)

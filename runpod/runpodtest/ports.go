@@ -5,9 +5,9 @@ import (
 	mrand "math/rand/v2"
 	"net"
 	"os"
-	"strconv"
-	"strings"
 	"sync"
+
+	"github.com/overbrainer/overbrainer-go/internal/localport"
 )
 
 // The ports of the pods' sshd. A local pod shares the host's network, so
@@ -26,19 +26,8 @@ var reservedPorts = struct {
 }{refs: map[int]int{}}
 
 // portRange is where reservePort looks first, [lo, hi): below the kernel's
-// ephemeral range, so that the outgoing connections of a busy machine do not
-// take the port before the pod's sshd binds it. A test narrows it.
-var portRange = func() (lo, hi int) {
-	hi = 32768
-	if data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		if f := strings.Fields(string(data)); len(f) == 2 {
-			if n, err := strconv.Atoi(f[0]); err == nil && n > 2048 {
-				hi = n
-			}
-		}
-	}
-	return max(hi-12000, 1024), hi
-}
+// ephemeral range (localport.Range). A test narrows it.
+var portRange = localport.Range
 
 // reservePort picks a TCP port that nothing listens on (on any address: the
 // pod's sshd may listen on all of them) and that no pod of this process
