@@ -354,6 +354,16 @@ func (s *secretSet) sampleProcs() {
 			}
 		}
 		p.environ, _ = os.ReadFile(dir + "/environ")
+		if !stillAsRead(dir, p.cmdline) {
+			// ReadFile takes a /proc file in several reads (512 bytes
+			// first), and once the process exits or execs the next
+			// read returns nothing, as at the end: the environment
+			// looks whole. A job's sleep so lost the variable that
+			// names it a job, not its secrets, and was taken for a
+			// leak. A process that did not outlive the read is not
+			// judged by it.
+			p.environ = nil
+		}
 		procs[pid] = p
 	}
 	for pid, role := range roles(procs) {
@@ -364,6 +374,20 @@ func (s *secretSet) sampleProcs() {
 			s.check("the environment of "+what, p.environ, func(kind string) bool { return mayHold(role, kind) })
 		}
 	}
+}
+
+// stillAsRead says whether the process of dir still runs (not a zombie)
+// the program whose command line was read before.
+func stillAsRead(dir string, cmdline []byte) bool {
+	stat, err := os.ReadFile(dir + "/stat")
+	if err != nil {
+		return false
+	}
+	if i := bytes.LastIndexByte(stat, ')'); i < 0 || i+2 >= len(stat) || stat[i+2] == 'Z' || stat[i+2] == 'X' {
+		return false
+	}
+	again, err := os.ReadFile(dir + "/cmdline")
+	return err == nil && bytes.Equal(again, cmdline)
 }
 
 // sampleProcsUntil samples /proc every 100 ms until stop is closed.
