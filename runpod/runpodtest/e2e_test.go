@@ -26,6 +26,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/overbrainer/overbrainer-go/bootstrap"
+	"github.com/overbrainer/overbrainer-go/internal/shtest"
 	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
@@ -294,11 +295,11 @@ func (r *e2eRun) checkEnded(ctx context.Context, maxSeconds float64) Pod {
 	}
 	// The pod is TERMINATED while its DELETE is still being answered: a
 	// busy machine showed that DELETE with no status yet ("DELETE  0").
-	calls := r.podCalls()
-	for pause := 5 * time.Millisecond; len(calls) > 0 && strings.HasSuffix(calls[len(calls)-1], " 0") && ctx.Err() == nil; pause = min(2*pause, 200*time.Millisecond) {
-		time.Sleep(pause)
+	var calls []string
+	shtest.Eventually(r.t, time.Minute, func() bool {
 		calls = r.podCalls()
-	}
+		return len(calls) == 0 || !strings.HasSuffix(calls[len(calls)-1], " 0")
+	}, "the pod's last call was never answered")
 	if len(calls) == 0 || calls[len(calls)-1] != "DELETE  204" {
 		r.t.Errorf("the pod's calls %q: want its own DELETE, answered 204, last", calls)
 	}
