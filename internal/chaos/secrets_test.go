@@ -345,16 +345,20 @@ func (s *secretSet) sampleProcs() {
 			continue
 		}
 		p.argv = strings.Split(strings.TrimSuffix(string(p.cmdline), "\x00"), "\x00")
+		p.environ, _ = os.ReadFile(dir + "/environ")
+		// Read after the environment, stat gives the parent and says
+		// whether the process outlived that read.
+		var state byte
 		if stat, err := os.ReadFile(dir + "/stat"); err == nil {
 			// pid (comm) state ppid ...: comm may hold spaces and parens.
 			if i := bytes.LastIndexByte(stat, ')'); i > 0 {
 				if f := strings.Fields(string(stat[i+1:])); len(f) > 1 {
+					state = f[0][0]
 					p.ppid, _ = strconv.Atoi(f[1])
 				}
 			}
 		}
-		p.environ, _ = os.ReadFile(dir + "/environ")
-		if !stillAsRead(dir, p.cmdline) {
+		if !stillAsRead(dir, state, p.cmdline) {
 			// ReadFile takes a /proc file in several reads (512 bytes
 			// first), and once the process exits or execs the next
 			// read returns nothing, as at the end: the environment
@@ -376,14 +380,11 @@ func (s *secretSet) sampleProcs() {
 	}
 }
 
-// stillAsRead says whether the process of dir still runs (not a zombie)
-// the program whose command line was read before.
-func stillAsRead(dir string, cmdline []byte) bool {
-	stat, err := os.ReadFile(dir + "/stat")
-	if err != nil {
-		return false
-	}
-	if i := bytes.LastIndexByte(stat, ')'); i < 0 || i+2 >= len(stat) || stat[i+2] == 'Z' || stat[i+2] == 'X' {
+// stillAsRead says whether the process of dir, in state (from its stat, 0
+// when unread), still runs (not a zombie) the program whose command line
+// was read before.
+func stillAsRead(dir string, state byte, cmdline []byte) bool {
+	if state == 0 || state == 'Z' || state == 'X' {
 		return false
 	}
 	again, err := os.ReadFile(dir + "/cmdline")
