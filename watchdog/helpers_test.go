@@ -311,6 +311,13 @@ const fakeT0 = 1_800_000_000
 // clock set by hand or by NTP does: stepAt makes the sleep that reaches a
 // given time apply it, so that each file keeps one writer and the step
 // lands at a known tick.
+//
+// The sleep rewrites the files in place, with the shell's own redirections:
+// an mv per file cost two processes a tick, a quarter of the processes the
+// package starts. Their other readers are not hurt: the watchdog waits for
+// the sleep before it reads them, the sleep ignores the signals that would
+// end it half-way through a write (a wake's TERM) until it is done, and
+// Now reads again a file it finds empty.
 type podClock struct {
 	t                         *testing.T
 	file, off, up, step, work string
@@ -341,18 +348,20 @@ func (p *pod) fakeClock(start int64) *podClock {
 		c.file, c.off, realDate))
 	c.boot = start*100 - 100037
 	p.bin.Stub("sleep", fmt.Sprintf(`case $1 in ''|*[!0-9]*) exec %[6]q "$@";; esac
+trap '' TERM INT HUP
 read -r t < %[1]q && read -r o < %[2]q && read -r w < %[5]q || exit 1
 printf '%%s test_tick sleep=%%s\n' $((t / 100 + o)) "$1" >> "$OVERBRAINER_RUN_DIR/.pod/watchdog.log"
 t=$((t + $1 * 100 + w))
-echo $t > %[1]q.tmp && mv -f %[1]q.tmp %[1]q
+echo $t > %[1]q
 u=$((t - %[7]d))
-printf '%%d.%%02d 0.00\n' $((u / 100)) $((u %% 100)) > %[3]q.tmp && mv -f %[3]q.tmp %[3]q
+printf '%%d.%%02d 0.00\n' $((u / 100)) $((u %% 100)) > %[3]q
 if read -r at d hook 2>/dev/null < %[4]q && [ $((t / 100)) -ge "$at" ]; then
-  rm -f %[4]q
-  echo $((o + d)) > %[2]q.tmp && mv -f %[2]q.tmp %[2]q
+  : > %[4]q
+  echo $((o + d)) > %[2]q
   wall=$((t / 100 + o + d))
   eval "$hook"
 fi
+trap - TERM INT HUP
 exec %[6]q 0.01`, c.file, c.off, c.up, c.step, c.work, realSleep, c.boot))
 	p.setEnv("OVERBRAINER_UPTIME", c.up)
 	return c
@@ -382,12 +391,24 @@ func (c *podClock) late(hundredths int64) {
 	writeAtomic(c.t, c.up, fmt.Sprintf("%d.%02d 0.00\n", u/100, u%100))
 }
 
-// Now reads the wall time.
+// Now reads the wall time. A file the sleep is rewriting reads empty for a
+// moment: it is read again.
 func (c *podClock) Now() int64 {
-	read := func(path string) int64 {
+	read := func(path string) (int64, bool) {
 		b, _ := os.ReadFile(path)
-		v, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-		return v
+		v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		return v, err == nil
 	}
-	return read(c.file)/100 + read(c.off)
+	deadline := time.Now().Add(wait)
+	for {
+		t, okT := read(c.file)
+		o, okO := read(c.off)
+		if okT && okO {
+			return t/100 + o
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("fake clock unreadable for %v: %s, %s", wait, c.file, c.off)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
