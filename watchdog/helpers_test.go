@@ -310,7 +310,8 @@ const fakeT0 = 1_800_000_000
 // follows it, as time passing does. A step moves the wall clock alone, as a
 // clock set by hand or by NTP does: stepAt makes the sleep that reaches a
 // given time apply it, so that each file keeps one writer and the step
-// lands at a known tick.
+// lands at a known tick. onTick gives the sleep a command to run at every
+// tick, as a job's output would come between two ticks.
 //
 // The sleep rewrites the files in place, with the shell's own redirections:
 // an mv per file cost two processes a tick, a quarter of the processes the
@@ -319,9 +320,9 @@ const fakeT0 = 1_800_000_000
 // end it half-way through a write (a wake's TERM) until it is done, and
 // Now reads again a file it finds empty.
 type podClock struct {
-	t                         *testing.T
-	file, off, up, step, work string
-	boot                      int64 // the true time of uptime 0, in hundredths
+	t                               *testing.T
+	file, off, up, step, work, tick string
+	boot                            int64 // the true time of uptime 0, in hundredths
 }
 
 // fakeClock installs the clock's date and sleep stubs, starting at wall
@@ -331,7 +332,7 @@ func (p *pod) fakeClock(start int64) *podClock {
 	p.t.Helper()
 	c := &podClock{t: p.t, file: filepath.Join(p.bin.Dir, ".clock"), off: filepath.Join(p.bin.Dir, ".clock-offset"),
 		up: filepath.Join(p.bin.Dir, ".uptime"), step: filepath.Join(p.bin.Dir, ".clock-step"),
-		work: filepath.Join(p.bin.Dir, ".clock-work")}
+		work: filepath.Join(p.bin.Dir, ".clock-work"), tick: filepath.Join(p.bin.Dir, ".clock-tick")}
 	writeAtomic(p.t, c.file, itoa(start*100)+"\n")
 	writeAtomic(p.t, c.off, "0\n")
 	writeAtomic(p.t, c.up, "1000.37 1500.00\n")
@@ -361,8 +362,9 @@ if read -r at d hook 2>/dev/null < %[4]q && [ $((t / 100)) -ge "$at" ]; then
   wall=$((t / 100 + o + d))
   eval "$hook"
 fi
+[ ! -f %[8]q ] || . %[8]q
 trap - TERM INT HUP
-exec %[6]q 0.01`, c.file, c.off, c.up, c.step, c.work, realSleep, c.boot))
+exec %[6]q 0.01`, c.file, c.off, c.up, c.step, c.work, realSleep, c.boot, c.tick))
 	p.setEnv("OVERBRAINER_UPTIME", c.up)
 	return c
 }
@@ -389,6 +391,13 @@ func (c *podClock) late(hundredths int64) {
 	writeAtomic(c.t, c.file, itoa(t)+"\n")
 	u := t - c.boot
 	writeAtomic(c.t, c.up, fmt.Sprintf("%d.%02d 0.00\n", u/100, u%100))
+}
+
+// onTick makes every later tick's sleep run cmd (shell, with $t the true
+// time in hundredths), before its real pause.
+func (c *podClock) onTick(cmd string) {
+	c.t.Helper()
+	writeAtomic(c.t, c.tick, cmd+"\n")
 }
 
 // Now reads the wall time. A file the sleep is rewriting reads empty for a

@@ -1,44 +1,40 @@
 package watchdog_test
 
 import (
-	"os/exec"
-	"strconv"
-	"syscall"
+	"path/filepath"
 	"testing"
 
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
-// runJob starts script under sh as the job's process group, in the run
-// directory, and records it in job.pid.
-func (p *pod) runJob(script string) {
-	p.t.Helper()
-	cmd := exec.Command("sh", "-c", script)
-	cmd.Dir = p.dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		p.t.Fatal(err)
+// stallPod is a pod on the fake clock whose job stalls after 20 s without
+// movement and is deleted 10 s after its snapshot was asked. Its job is a
+// process group that does nothing; what it writes, the clock's ticks write
+// for it: job j's first progress line before the watchdog starts, and then
+// its output at each tick, as a job that prints steadily writes between two
+// ticks. (A job of its own, in a loop on a real `sleep 0.01`, cost a
+// hundred processes a second per test, and moved at the machine's pace,
+// not the clock's.)
+func stallPod(t *testing.T, sh shtest.Shell, j stallJob) (*pod, int64) {
+	p := newPod(t, sh)
+	c := p.fakeClock(fakeT0)
+	p.setEnv("OVERBRAINER_STALL_AFTER", "20", "OVERBRAINER_SNAPSHOT_WAIT", "10")
+	if j.progress != "" {
+		writeAtomic(t, filepath.Join(p.dir, "progress"), j.progress)
 	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	p.t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); <-done })
-	p.write(watchdog.JobPID, strconv.Itoa(cmd.Process.Pid)+"\n")
+	p.startJob()
+	c.onTick(`cd "$OVERBRAINER_RUN_DIR" && ` + j.output)
+	return p, c.Now()
 }
 
-// stallPod is a pod on the fake clock whose job stalls after 20 s without
-// movement and is deleted 10 s after its snapshot was asked.
-func stallPod(t *testing.T, sh shtest.Shell) (*pod, int64) {
-	p := newPod(t, sh)
-	n := p.fakeClock(fakeT0).Now()
-	p.setEnv("OVERBRAINER_STALL_AFTER", "20", "OVERBRAINER_SNAPSHOT_WAIT", "10")
-	return p, n
-}
+// stallJob is what a job writes: a first progress line, then output (shell,
+// with $t the clock's true time) between every two ticks.
+type stallJob struct{ progress, output string }
 
 // printsForever reports one step, then prints forever without another:
 // a job wedged in a retry loop.
-const printsForever = `echo "step=1 total=5000 loss=2.3" >> progress
-while :; do echo "NCCL timeout, retrying" >> job.log; sleep 0.01; done`
+var printsForever = stallJob{"step=1 total=5000 loss=2.3\n", `echo "NCCL timeout, retrying" >> job.log`}
 
 // A job that prints forever without progress is asked for a snapshot once
 // it has not moved for the stall limit, then deleted as stalled once the
@@ -47,8 +43,7 @@ while :; do echo "NCCL timeout, retrying" >> job.log; sleep 0.01; done`
 func TestStallEndsAJobThatPrintsWithoutProgress(t *testing.T) {
 	t.Parallel()
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
-		p, n := stallPod(t, sh)
-		p.runJob(printsForever)
+		p, n := stallPod(t, sh, printsForever)
 		p.start()
 		evs := p.deleted(watchdog.DeleteStalled)
 		started := find(evs, -1, watchdog.KindJobStarted)
@@ -74,8 +69,7 @@ func TestStallEndsAJobThatPrintsWithoutProgress(t *testing.T) {
 func TestStallProgressHoldsTheJob(t *testing.T) {
 	t.Parallel()
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
-		p, _ := stallPod(t, sh)
-		p.runJob(`i=0; while :; do i=$((i + 1)); echo "step=$i total=5000" >> progress; sleep 0.01; done`)
+		p, _ := stallPod(t, sh, stallJob{output: `echo "step=$t total=5000" >> progress`})
 		p.start()
 		_, i := p.waitEvent(watchdog.KindJobStarted)
 		// 60 fake seconds: twice the stall limit plus its snapshot wait.
@@ -91,10 +85,9 @@ func TestStallGPUBusyHoldsTheJob(t *testing.T) {
 	t.Parallel()
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		t.Run("busy", func(t *testing.T) {
-			p, _ := stallPod(t, sh)
+			p, _ := stallPod(t, sh, printsForever)
 			p.bin.Stub("nvidia-smi", `echo 3; echo 85`)
 			p.setEnv("OVERBRAINER_MIN_GPU_UTIL", "50")
-			p.runJob(printsForever)
 			p.start()
 			_, i := p.waitEvent(watchdog.KindJobStarted)
 			evs := p.waitTicks(i, 40)
@@ -102,10 +95,9 @@ func TestStallGPUBusyHoldsTheJob(t *testing.T) {
 			p.none(evs, 0, watchdog.KindDeleteReason)
 		})
 		t.Run("idle", func(t *testing.T) {
-			p, _ := stallPod(t, sh)
+			p, _ := stallPod(t, sh, printsForever)
 			p.bin.Stub("nvidia-smi", `echo 3; echo '[N/A]'; echo 49`)
 			p.setEnv("OVERBRAINER_MIN_GPU_UTIL", "50")
-			p.runJob(printsForever)
 			p.start()
 			p.deleted(watchdog.DeleteStalled)
 		})
@@ -117,8 +109,7 @@ func TestStallGPUBusyHoldsTheJob(t *testing.T) {
 func TestStallOutputHoldsAJobWithoutProgress(t *testing.T) {
 	t.Parallel()
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
-		p, _ := stallPod(t, sh)
-		p.runJob(`while :; do echo "epoch done" >> job.log; sleep 0.01; done`)
+		p, _ := stallPod(t, sh, stallJob{output: `echo "epoch done" >> job.log`})
 		p.start()
 		_, i := p.waitEvent(watchdog.KindJobStarted)
 		evs := p.waitTicks(i, 40)
