@@ -53,9 +53,13 @@ type pod struct {
 
 // newPod prepares a watchdog with short test settings: a one-second interval,
 // no wait between probes, generous graces (each test shortens the one it
-// checks), a df stub showing a half-full disk, and a sleep stub that also
-// writes a `test_tick` line into the watchdog log, so tests can count ticks
-// in the same, ordered file instead of timing them.
+// checks), a curl timeout of a minute (the fake API answers at once, or
+// after the hang a test sets, and no test waits for curl to give up; at
+// nice 19 on a busy machine a DELETE's curl did not end within 5 s, and
+// the watchdog went on to its fallback, which the test did not expect), a
+// df stub showing a half-full disk, and a sleep stub that also writes a
+// `test_tick` line into the watchdog log, so tests can count ticks in the
+// same, ordered file instead of timing them.
 func newPod(t *testing.T, sh shtest.Shell) *pod {
 	t.Helper()
 	p := &pod{t: t, sh: sh, api: shtest.NewFakeAPI(t), bin: shtest.NewBin(t), dir: t.TempDir(), deletes: 1}
@@ -80,7 +84,7 @@ exec %q "$@"`, realSleep))
 		"OVERBRAINER_INTERVAL":       "1",
 		"OVERBRAINER_PROBE_TRIES":    "3",
 		"OVERBRAINER_PROBE_WAIT":     "0",
-		"OVERBRAINER_CURL_TIMEOUT":   "5",
+		"OVERBRAINER_CURL_TIMEOUT":   "60",
 		"OVERBRAINER_BOOT_GRACE":     "3600",
 		"OVERBRAINER_RETRIEVE_GRACE": "3600",
 		"OVERBRAINER_DF":             dfStub,
