@@ -42,12 +42,9 @@ func startSSHD(t *testing.T, host *Key, authorized string) *sshd {
 	if err := os.WriteFile(authFile, []byte(authorized+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
+	// Not a port from net.Listen(":0"): another socket may take it
+	// before sshd binds it (see shtest.FreePort).
+	port := shtest.FreePort(t)
 	cfg := fmt.Sprintf(`Port %d
 ListenAddress 127.0.0.1
 HostKey %s
