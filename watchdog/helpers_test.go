@@ -412,16 +412,12 @@ func (c *podClock) Now() int64 {
 		v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
 		return v, err == nil
 	}
-	deadline := time.Now().Add(wait)
-	for {
+	var now int64
+	shtest.Eventually(c.t, wait, func() bool {
 		t, okT := read(c.file)
 		o, okO := read(c.off)
-		if okT && okO {
-			return t/100 + o
-		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("fake clock unreadable for %v: %s, %s", wait, c.file, c.off)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		now = t/100 + o
+		return okT && okO
+	}, "the fake clock readable: %s, %s", c.file, c.off)
+	return now
 }
