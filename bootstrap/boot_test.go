@@ -296,7 +296,9 @@ func (w *world) verdictAt(path string) string {
 }
 
 // TestBootServesSSH boots the real command with bash in a private mount and
-// PID namespace, as a pod would, and uses the real sshd it starts.
+// PID namespace, as a pod would, and uses the real sshd it starts. It is
+// the one boot test that is not parallel: its scan of /proc for secrets
+// runs while no other test's boot does.
 func TestBootServesSSH(t *testing.T) {
 	needNamespaces(t)
 	before := treeHash(t, "/etc/ssh")
@@ -470,6 +472,7 @@ func TestBootServesSSH(t *testing.T) {
 // another run fails there with claimed_by_other_run, and the run's next pod
 // clears that failure.
 func TestClaimResumesTheRunAndRefusesAnother(t *testing.T) {
+	t.Parallel()
 	needNamespaces(t)
 	w := newWorld(t)
 	boot := func(env map[string]string) *pod {
@@ -633,6 +636,7 @@ func writeFile(t *testing.T, path, content string) {
 // Every failure reason ends with its text in .pod/bootstrap_failed, the
 // watchdog's `failed bootstrap: REASON` verdict and a DELETE of the pod.
 func TestEveryFailureDeletesThePod(t *testing.T) {
+	t.Parallel()
 	needNamespaces(t)
 	covered := map[string]bool{}
 	for _, c := range failCases() {
@@ -712,6 +716,7 @@ func (w *world) ready(p *pod, runDir func() string) {
 // The bootstrap works under every shell, not only bash, and none of them
 // puts a secret on a command line (posh and mksh have no built-in printf).
 func TestBootsUnderEveryShell(t *testing.T) {
+	t.Parallel()
 	needNamespaces(t)
 	for _, shell := range shtest.Names {
 		t.Run(shell, func(t *testing.T) {
@@ -740,6 +745,7 @@ func TestBootsUnderEveryShell(t *testing.T) {
 // An image without sshd gets openssh-server from apt-get, or from apk when
 // apt-get fails, and the package manager never sees the API key.
 func TestInstallsOpenSSHWhenMissing(t *testing.T) {
+	t.Parallel()
 	needNamespaces(t)
 	for pm, want := range map[string]string{
 		"apt-get": "update -qq\ninstall -y -qq --no-install-recommends openssh-server\n",
@@ -770,6 +776,7 @@ case "$*" in *openssh-server*) ln -s `+sshdPath+` `+shellQuote(target)+` ;; esac
 // full), the bootstrap deletes the pod itself, with runpodctl or else the
 // API, then sleeps: the container neither exits nor restarts.
 func TestNoWatchdogStillDeletesThePod(t *testing.T) {
+	t.Parallel()
 	needNamespaces(t)
 	for _, shell := range []string{"dash", "bash"} {
 		for _, runpodctlWorks := range []bool{true, false} {

@@ -112,6 +112,7 @@ exec "$@"
 // An entrypoint that does not run its arguments leaves no file, whether it
 // ends, fails or hangs; one that hangs is killed at the time limit.
 func TestJobEnvSurvivesAnEntrypointThatIgnoresItsArguments(t *testing.T) {
+	t.Parallel()
 	shtest.ForShells(t, shtest.Names, func(t *testing.T, sh shtest.Shell) {
 		marker := strconv.FormatInt(time.Now().UnixNano()%1e9+1e9, 10)
 		for name, ep := range map[string]string{
@@ -140,6 +141,7 @@ func TestJobEnvSurvivesAnEntrypointThatIgnoresItsArguments(t *testing.T) {
 // killed, and the status is looked for two seconds after the return. It
 // failed on main under yash.
 func TestHungEntrypointsStatusIsWaitedFor(t *testing.T) {
+	t.Parallel()
 	shtest.ForShells(t, shtest.Names, func(t *testing.T, sh shtest.Shell) {
 		realSh, err := exec.LookPath("sh")
 		if err != nil {

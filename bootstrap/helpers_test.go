@@ -21,6 +21,11 @@ import (
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
 )
 
+// TestMain runs the parallel tests 8 at a time, not GOMAXPROCS: a boot
+// mostly waits on its processes and the fake API, and at 2 at a time the
+// package took 130 s of wall time with the cores mostly idle.
+func TestMain(m *testing.M) { shtest.Main(m, 8) }
+
 // need skips the test when what it needs is missing, or fails it under
 // REQUIRE_SHELLS=1 (CI), so that a missing tool is never a silent pass.
 func need(t *testing.T, ok bool, format string, args ...any) {

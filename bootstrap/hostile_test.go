@@ -19,6 +19,7 @@ import (
 // and the watchdog deletes the pod. A volume that hangs at the first touch
 // is the guard's too.
 func TestFIFOsInTheRunDirNeverHangTheBoot(t *testing.T) {
+	t.Parallel()
 	needNamespaces(t)
 	fifo := func(t *testing.T, path string) {
 		t.Helper()

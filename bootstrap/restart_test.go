@@ -44,6 +44,7 @@ func (p *pod) groupOf(cmdline string) string {
 // serves, so the watchdog reads it as ended at its first tick, never alive,
 // and the abandoned rule counts from there.
 func TestRestartMarksTheOldJobLost(t *testing.T) {
+	t.Parallel()
 	needNamespaces(t)
 	for _, shell := range shtest.Names {
 		t.Run(shell, func(t *testing.T) {
@@ -144,6 +145,7 @@ func TestRestartMarksTheOldJobLost(t *testing.T) {
 // A job of the old container that wrote its exit code ended by itself: the
 // bootstrap leaves it alone, and so it does a job already cancelled.
 func TestRestartLeavesAnEndedJobAlone(t *testing.T) {
+	t.Parallel()
 	needNamespaces(t)
 	for name, file := range map[string]string{"exit_code": watchdog.ExitCode, "cancelled": watchdog.Cancelled} {
 		t.Run(name, func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 // root in, and bounds login attempts: its effective configuration says so,
 // and a forwarding request of the client is refused.
 func TestSSHDForwardsNothingAndBoundsLogins(t *testing.T) {
+	t.Parallel()
 	needNamespaces(t)
 	for _, shell := range shtest.Names {
 		t.Run(shell, func(t *testing.T) {

@@ -24,6 +24,7 @@ import (
 // claim and the volume's size stay. A restart of this pod's container
 // then moves nothing: its job is marked lost, as any restart's.
 func TestTakeOverMovesTheLostPodsFilesAside(t *testing.T) {
+	t.Parallel()
 	needNamespaces(t)
 	for _, shell := range shtest.Names {
 		t.Run(shell, func(t *testing.T) {
