@@ -16,6 +16,7 @@ import (
 // ignores TERM, marks it cancelled and wakes the watchdog; a second one
 // finds it ended, and a run without a job has nothing to cancel.
 func TestCancelStopsTheJobsGroup(t *testing.T) {
+	t.Parallel()
 	forEachShell(t, func(t *testing.T, shell []string) {
 		marker := "cancel-me-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 		runDir, jobEnv := newRun(t, "trap '' TERM\necho started\nsh -c 'while :; do sleep 0.05; done' "+marker+"\n")

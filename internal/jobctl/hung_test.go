@@ -47,6 +47,7 @@ exec "$@"`
 // write wait is over, so the client goes on; and watch.sh, no longer
 // stuck in the write, ends when the session closes.
 func TestPutOnAHungVolume(t *testing.T) {
+	t.Parallel()
 	forEachShell(t, func(t *testing.T, shell []string) {
 		runDir, _ := newRun(t, "")
 		argv := append(hungPodDir(t, runDir), append(shell, "-c", WatchScript(), "sh", runDir)...)

@@ -17,6 +17,11 @@ import (
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
+// TestMain runs the parallel tests 8 at a time, not GOMAXPROCS: the
+// scripts mostly wait on their jobs and peers, and at 2 at a time the
+// package took 57 s of wall time for 100 s of tests.
+func TestMain(m *testing.M) { shtest.Main(m, 8) }
+
 func forEachShell(t *testing.T, f func(t *testing.T, shell []string)) {
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) { f(t, sh.Argv) })
 }
@@ -223,6 +228,7 @@ func readAll(r interface{ Read([]byte) (int, error) }) (string, error) {
 }
 
 func TestStartUnderEveryShell(t *testing.T) {
+	t.Parallel()
 	shtest.NeedTool(t, "setsid")
 	forEachShell(t, func(t *testing.T, shell []string) {
 		startAndFinish(t, shell, nil)
@@ -234,6 +240,7 @@ func TestStartUnderEveryShell(t *testing.T) {
 // that records job.pid, holds it in its environment. The chaos suite's
 // secret sampler once caught that mv with the HF token.
 func TestJobInputReachesTheJobAlone(t *testing.T) {
+	t.Parallel()
 	shtest.NeedTool(t, "setsid")
 	realMv, err := exec.LookPath("mv")
 	if err != nil {
@@ -299,6 +306,7 @@ func binWithout(t *testing.T, names ...string) string {
 // Without setsid the start uses busybox's, and without either it refuses
 // to start a job that the watchdog could not watch as a group.
 func TestStartWithoutSetsid(t *testing.T) {
+	t.Parallel()
 	shtest.NeedTool(t, "busybox")
 	for _, shell := range []string{"dash", "bash"} {
 		t.Run(shell, func(t *testing.T) {

@@ -31,6 +31,7 @@ record_lost_job
 // live, unrelated group of the new container. Once the bootstrap marked the
 // job lost, watch.sh shows it ended and not alive, and the State says lost.
 func TestWatchSeesALostJob(t *testing.T) {
+	t.Parallel()
 	forEachShell(t, func(t *testing.T, shell []string) {
 		runDir, _ := newRun(t, "")
 		pgid := liveGroup(t)

@@ -58,6 +58,7 @@ func startWatchdog(t *testing.T, sh shtest.Shell, runDir string, env ...string) 
 // wakes the watchdog (a short --max-cost-usd asked nothing of the job
 // before this).
 func TestStartWakesTheWatchdogForADueSnapshot(t *testing.T) {
+	t.Parallel()
 	shtest.NeedTool(t, "setsid")
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		runDir, jobEnv := newRun(t, `while [ ! -f "$OVERBRAINER_SNAPSHOT_REQUEST" ]; do sleep 0.05; done

@@ -79,6 +79,7 @@ func poll(t *testing.T, w *Watcher, offset int64, touch bool, max int) (State, s
 }
 
 func TestWatchUnderEveryShell(t *testing.T) {
+	t.Parallel()
 	forEachShell(t, func(t *testing.T, shell []string) {
 		runDir, jobEnv := newRun(t, `printf 'line one\nline two\n'
 while [ ! -f "$OVERBRAINER_SNAPSHOT_REQUEST" ]; do sleep 0.05; done
@@ -168,6 +169,7 @@ exit 3
 
 // A job killed before it could write its exit code has ended all the same.
 func TestWatchSeesAKilledJob(t *testing.T) {
+	t.Parallel()
 	runDir, jobEnv := newRun(t, "exec sleep 300\n")
 	out, stderr, err := runScript(t, []string{"sh"}, nil, "\n", startProgram(), runDir, jobEnv)
 	if err != nil {
@@ -289,6 +291,7 @@ func TestWatcherReadsPastNoise(t *testing.T) {
 // reason of its last delete_reason line since it last started, read from
 // the log's tail only.
 func TestWatchReportsTheDeleteReason(t *testing.T) {
+	t.Parallel()
 	line := func(kind string, fields map[string]string) string {
 		return watchdog.Event{Time: time.Unix(1_700_000_000, 0), Kind: kind, Fields: fields}.String() + "\n"
 	}
@@ -375,6 +378,7 @@ func TestPollOnAPeerThatNeverAnswers(t *testing.T) {
 // watchdog after each, so that a cost cap written during its 60 s sleep
 // lands on time.
 func TestPutUnderEveryShell(t *testing.T) {
+	t.Parallel()
 	forEachShell(t, func(t *testing.T, shell []string) {
 		runDir, _ := newRun(t, "")
 		hups := fakeWatchdog(t, runDir)
@@ -447,6 +451,7 @@ func TestCommandLines(t *testing.T) {
 // and one wc, plus what a shell cannot do itself (posh's printf). Before,
 // it started 13 to 17 processes a look.
 func TestASteadyLookStartsFewProcesses(t *testing.T) {
+	t.Parallel()
 	strace := shtest.NeedTool(t, "strace")
 	const maxPerLook = 4
 	forEachShell(t, func(t *testing.T, shell []string) {
@@ -568,6 +573,7 @@ func TestWatcherBoundsItsLines(t *testing.T) {
 // OVERBRAINER_PROGRESS names, without its carriage return or other
 // control characters; a line longer than 256 bytes comes cut to its end.
 func TestWatchReportsProgress(t *testing.T) {
+	t.Parallel()
 	forEachShell(t, func(t *testing.T, shell []string) {
 		runDir, jobEnv := newRun(t, `printf 'step=1 total=10\r\n' >> "$OVERBRAINER_PROGRESS"
 printf 'step=2 total=10 loss=0.5\033[2J\r\n' >> "$OVERBRAINER_PROGRESS"
