@@ -22,6 +22,18 @@ type hostileRun struct {
 	outside string
 	base    int64 // Unix time when the case was prepared
 	due     int64 // when the rule the case relies on falls due
+	// atStart: the rule falls due when the watchdog starts (due is
+	// unused), measured to the instant, not the whole second.
+	atStart bool
+}
+
+// dueAt is when the case's rule falls due, for a watchdog started at
+// started.
+func (h *hostileRun) dueAt(started time.Time) time.Time {
+	if h.atStart {
+		return started
+	}
+	return time.Unix(h.due, 0)
 }
 
 // link makes name (relative to the run directory) a symlink to target.
@@ -195,7 +207,7 @@ var hostileCases = []struct {
 		}
 		// A .pod that is a symlink cannot be trusted: the watchdog deletes
 		// the pod at once (fail closed), long before this cap.
-		h.due = h.base
+		h.atStart = true
 		if err := os.WriteFile(filepath.Join(pod, "cost_cap_at"), []byte(itoa(h.base+8)+"\n"), 0o644); err != nil {
 			h.t.Fatal(err)
 		}
@@ -251,13 +263,14 @@ func TestChaosHostilePodFiles(t *testing.T) {
 					h := &hostileRun{wd: newWD(t, sh, api, "pod-hostile"), outside: t.TempDir(), base: time.Now().Unix()}
 					c.prepare(h)
 					before := snapshotTree(t, h.outside)
+					started := time.Now()
 					h.start()
 					if c.after != nil {
 						c.after(h)
 						before = snapshotTree(t, h.outside)
 					}
 					at := h.waitDelete()
-					delay := at.Sub(time.Unix(h.due, 0))
+					delay := at.Sub(h.dueAt(started))
 					results <- struct {
 						name  string
 						delay time.Duration
@@ -319,11 +332,12 @@ func TestChaosRulesAreLoadBearing(t *testing.T) {
 			h := &hostileRun{wd: newWD(t, sh, api, "pod-mutant"), outside: t.TempDir(), base: time.Now().Unix()}
 			h.script = mutate(t, h.script, c.rule)
 			c.prepare(h)
+			started := time.Now()
 			h.start()
 			if c.after != nil {
 				c.after(h)
 			}
-			limit := time.Unix(h.due, 0).Add(ruleBound + Slack)
+			limit := h.dueAt(started).Add(ruleBound + Slack)
 			for time.Now().Before(limit) {
 				if d := h.deletes(); len(d) > 0 {
 					t.Fatalf("without rule %s the pod was still deleted (reason %q): the case does not depend on it\n%s",
