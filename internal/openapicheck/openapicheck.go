@@ -21,7 +21,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -30,13 +29,20 @@ import (
 	validator "github.com/pb33f/libopenapi-validator"
 	"github.com/pb33f/libopenapi-validator/schema_validation"
 	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
+
+	"github.com/overbrainer/overbrainer-go/internal/modroot"
 )
 
-// DocPath is the document's path, found from this file's place in the
-// module.
+// DocPath is the document's path in the module's source tree, which the
+// working directory is in (a test's is its package's). Outside the tree
+// it is the relative path from the module's root, which reading reports.
 func DocPath() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "runpod", "runpodtest", "testdata", "openapi_v2.json")
+	rel := filepath.Join("runpod", "runpodtest", "testdata", "openapi_v2.json")
+	root, err := modroot.Dir()
+	if err != nil {
+		return rel
+	}
+	return filepath.Join(root, rel)
 }
 
 var (

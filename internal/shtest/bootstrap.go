@@ -3,8 +3,9 @@ package shtest
 import (
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
+
+	"github.com/overbrainer/overbrainer-go/internal/modroot"
 )
 
 // BootstrapFunctions is the bootstrap's shell functions (bootstrap.sh as
@@ -12,11 +13,11 @@ import (
 // run one of them: the package keeps the text to itself.
 func BootstrapFunctions(t testing.TB) string {
 	t.Helper()
-	_, here, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("shtest: no source path to find bootstrap.sh from")
+	root, err := modroot.Dir()
+	if err != nil {
+		t.Fatal(err)
 	}
-	b, err := os.ReadFile(filepath.Join(filepath.Dir(here), "..", "..", "bootstrap", "bootstrap.sh"))
+	b, err := os.ReadFile(filepath.Join(root, "bootstrap", "bootstrap.sh"))
 	if err != nil {
 		t.Fatal(err)
 	}
