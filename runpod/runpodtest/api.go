@@ -385,19 +385,21 @@ func (s *Server) gpuType(id string) (GPUType, bool) {
 }
 
 func (s *Server) deletePod(w http.ResponseWriter, id string) {
-	if !s.terminate(id, func() { w.WriteHeader(http.StatusNoContent) }) {
+	if !s.terminate(w, id) {
 		writeProblem(w, http.StatusNotFound, "pod not found")
 	}
 }
 
-// terminate terminates a pod: it kills the pod's processes, waits until they
-// are all gone, marks the pod TERMINATED, then answers (which records the
-// answer in the request log) and only then wakes WaitPod. So whoever sees a
-// pod TERMINATED knows that nothing of it runs and that the call that ended
-// it has its answer logged. False when there is no such pod to terminate,
-// and for the second of two calls at once: it waits for the first to end
-// the pod, and then there is none, as a serial API would answer it.
-func (s *Server) terminate(id string, answer func()) bool {
+// terminate terminates a pod for the call w answers: it kills the pod's
+// processes, waits until they are all gone, and marks the pod TERMINATED
+// and logs the call's answer (204) under one lock; it removes the pod's
+// files, writes the answer, and only then wakes WaitPod. So whoever sees a
+// pod TERMINATED, through any reader, knows that nothing of it runs and
+// that the call that ended it has its answer logged. False when there is
+// no such pod to terminate, and for the second of two calls at once: it
+// waits for the first to end the pod, and then there is none, as a serial
+// API would answer it.
+func (s *Server) terminate(w http.ResponseWriter, id string) bool {
 	s.mu.Lock()
 	p, ok := s.pods[id]
 	if ok && p.terminating && p.status != StatusTerminated {
@@ -439,10 +441,11 @@ func (s *Server) terminate(id string, answer func()) bool {
 		p.setStatus(StatusTerminated, s.cfg.now())
 		p.goneAt = time.Now()
 	}
+	logStatus(w, http.StatusNoContent)
 	s.mu.Unlock()
 	// The pod's container disk and persistent volume go with it.
 	s.removePodFiles(id)
-	answer()
+	w.WriteHeader(http.StatusNoContent)
 	s.mu.Lock()
 	s.notifyLocked()
 	s.mu.Unlock()
@@ -488,7 +491,7 @@ func (s *Server) podAction(w http.ResponseWriter, r *http.Request, id string) {
 	}
 	if action == "terminate" {
 		s.mu.Unlock()
-		if !s.terminate(id, func() { w.WriteHeader(http.StatusNoContent) }) {
+		if !s.terminate(w, id) {
 			writeProblem(w, http.StatusNotFound, "pod not found")
 		}
 		return

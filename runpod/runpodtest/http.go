@@ -24,13 +24,27 @@ type statusRecorder struct {
 }
 
 func (w *statusRecorder) WriteHeader(code int) {
+	w.log(code)
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// log records code as the answer, once, without writing it yet.
+func (w *statusRecorder) log(code int) {
 	if w.status == 0 {
 		w.status = code
 		w.s.logMu.Lock()
 		w.s.requests[w.entry].Status = code
 		w.s.logMu.Unlock()
 	}
-	w.ResponseWriter.WriteHeader(code)
+}
+
+// logStatus records code in the request log as the answer w will write,
+// for a handler whose change must never be seen before its answer is
+// logged: it calls it where it makes the change, under the same lock.
+func logStatus(w http.ResponseWriter, code int) {
+	if r, ok := w.(*statusRecorder); ok {
+		r.log(code)
+	}
 }
 
 // Unwrap lets http.ResponseController reach the connection (the log

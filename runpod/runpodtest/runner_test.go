@@ -747,3 +747,53 @@ func callInBackground(srv *Server, method, path, body string) <-chan int {
 	}()
 	return status
 }
+
+// TestTerminatedMeansItsDeleteIsLogged: whoever sees a pod TERMINATED
+// finds the DELETE that ended it logged with its status. The pod's files,
+// many of them, make the fake's clean-up between the two slow enough for
+// a reader that polls to land there.
+func TestTerminatedMeansItsDeleteIsLogged(t *testing.T) {
+	requireRunner(t)
+	srv := newTestServer(t, WithPodRunner())
+	p := createPod(t, srv, shPod("logged", `echo ready; exec sleep 1000`, nil))
+	waitLog(t, srv, p.ID, "ready\n")
+	dir := filepath.Join(srv.tmp, "pods", p.ID, "many")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5000 {
+		if err := os.WriteFile(filepath.Join(dir, strconv.Itoa(i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The reader stops at its first sight of TERMINATED and says whether
+	// the DELETE had its status then; stop ends it on a failed DELETE.
+	stop := make(chan struct{})
+	defer close(stop)
+	logged := make(chan bool, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if got, _ := srv.Pod(p.ID); got.Status != StatusTerminated {
+				continue
+			}
+			ok := true
+			for _, r := range srv.Requests() {
+				ok = ok && !(r.Method == "DELETE" && r.Status == 0)
+			}
+			logged <- ok
+			return
+		}
+	}()
+	status, _, raw := call(t, srv, srv.APIKey(), "DELETE", "/v2/pods/"+p.ID, nil)
+	if status != http.StatusNoContent {
+		t.Fatalf("DELETE answered %d: %s", status, raw)
+	}
+	if !<-logged {
+		t.Error("the pod was TERMINATED while its DELETE had no status logged")
+	}
+}
