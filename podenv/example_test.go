@@ -75,3 +75,18 @@ func ExampleAuthorizedKeyTypes() {
 	// ssh-rsa
 	// claim: ssh-ed25519
 }
+
+// A run on a network volume states in its host-key secret's description
+// how long it may need the secret with no pod; a sweeper reads it back.
+func ExampleHostKeySecretNeed() {
+	desc := podenv.HostKeySecretDescription("20261204-120000-a1b2", time.Date(2026, 12, 5, 13, 0, 0, 0, time.UTC))
+	fmt.Println(desc)
+	until, ok, err := podenv.HostKeySecretNeed("20261204-120000-a1b2", desc)
+	fmt.Println(until, ok, err)
+	_, ok, err = podenv.HostKeySecretNeed("20261204-120000-a1b2", "")
+	fmt.Println(ok, err)
+	// Output:
+	// overbrainer: host key of run 20261204-120000-a1b2, needed until 2026-12-05T13:00:00Z
+	// 2026-12-05 13:00:00 +0000 UTC true <nil>
+	// false <nil>
+}

@@ -54,6 +54,42 @@ func RunIDOfSecret(name string) (runID string, ok bool) {
 	return id, ok && CheckRunID(id) == nil
 }
 
+// A run's host-key secret may be needed after its pod is gone: a run on
+// a network volume goes on on a new pod with the same host key (its claim
+// on the run directory there), however long after the lost pod went, up
+// to its deadline and extension. Runpod keeps no such time, so the
+// secret's description states it, and a sweeper reads it back.
+const (
+	secretNeedPrefix = "overbrainer: host key of run "
+	secretNeedUntil  = ", needed until "
+)
+
+// HostKeySecretDescription is the description of run runID's host-key
+// secret that says the run may need it, with no pod, until until.
+func HostKeySecretDescription(runID string, until time.Time) string {
+	return secretNeedPrefix + runID + secretNeedUntil + until.UTC().Format(time.RFC3339)
+}
+
+// HostKeySecretNeed reads back the time HostKeySecretDescription wrote in
+// the description of run runID's secret. An empty description states no
+// time (ok false, no error): a secret made for a run that needs it no
+// longer than its pod. Any other text is an error: a reader cannot know
+// how long the secret is needed, and must leave it.
+func HostKeySecretNeed(runID, description string) (until time.Time, ok bool, err error) {
+	if description == "" {
+		return time.Time{}, false, nil
+	}
+	rest, found := strings.CutPrefix(description, secretNeedPrefix+runID+secretNeedUntil)
+	if found {
+		if until, err = time.Parse(time.RFC3339, rest); err == nil {
+			return until, true, nil
+		}
+	}
+	// %.120q: a description is a user's text of up to 64 KiB.
+	return time.Time{}, false, fmt.Errorf("the description %.120q is not %q followed by a time (RFC 3339)",
+		description, secretNeedPrefix+runID+secretNeedUntil)
+}
+
 // runIDTime is the layout of the time that starts NewRunID's ids.
 const runIDTime = "20060102-150405"
 

@@ -84,3 +84,38 @@ func TestContractNamesAreSpelledOnlyHere(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A secret's description states until when its run needs it, and only a
+// description written for that run reads back: an empty one states no
+// time, and any other text (a user's, another run's) is an error, for a
+// sweeper leaves a secret whose need it cannot read.
+func TestHostKeySecretNeed(t *testing.T) {
+	until := time.Date(2026, 12, 4, 15, 30, 0, 0, time.FixedZone("CET", 3600))
+	desc := podenv.HostKeySecretDescription("20261204-120000-a1b2", until)
+	if want := "overbrainer: host key of run 20261204-120000-a1b2, needed until 2026-12-04T14:30:00Z"; desc != want {
+		t.Errorf("description %q, want %q", desc, want)
+	}
+	got, ok, err := podenv.HostKeySecretNeed("20261204-120000-a1b2", desc)
+	if err != nil || !ok || !got.Equal(until) {
+		t.Errorf("read back %s, %v, %v; want %s", got, ok, err, until)
+	}
+	if got, ok, err := podenv.HostKeySecretNeed("r1", ""); err != nil || ok || !got.IsZero() {
+		t.Errorf("empty: %s, %v, %v; want no time and no error", got, ok, err)
+	}
+	for _, bad := range []string{
+		podenv.HostKeySecretDescription("20261204-120000-ffff", until), // another run's
+		desc + " ",
+		strings.Replace(desc, "14:30:00Z", "tomorrow", 1),
+		"my note about this secret",
+		strings.Repeat("x", 70000),
+	} {
+		_, ok, err := podenv.HostKeySecretNeed("20261204-120000-a1b2", bad)
+		if err == nil || ok {
+			t.Errorf("%.40q: %v, %v; want an error", bad, ok, err)
+			continue
+		}
+		if len(err.Error()) > 400 {
+			t.Errorf("an error of %d bytes quotes the whole description", len(err.Error()))
+		}
+	}
+}
