@@ -103,7 +103,10 @@
 // never returned, and never appears in an error, a log line or a dump.
 // CreateSecret on a taken name (409: a crashed earlier try of the same
 // run) rotates that secret's value and returns it; DeleteSecret of a
-// secret already gone is a success.
+// secret already gone is a success. CreateSecretWithDescription also sets
+// a description (at most 65,535 bytes), which ListSecrets returns: a
+// guarded run states there how long it needs its secret (podenv's
+// HostKeySecretDescription).
 //
 // Two questions Runpod's document leaves open, and what this package
 // assumes:

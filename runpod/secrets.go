@@ -40,6 +40,9 @@ const (
 	// SecretNameRule is the pattern a name must match; a name must also
 	// not start with "RUNPOD" in any case.
 	SecretNameRule = `^[a-zA-Z_][a-zA-Z0-9_.\-/]*$`
+	// MaxSecretDescriptionLen is the longest description Runpod takes,
+	// in bytes of UTF-8.
+	MaxSecretDescriptionLen = 65535
 )
 
 var secretNameRE = regexp.MustCompile(SecretNameRule)
@@ -92,13 +95,26 @@ func checkSecretValue(op, value string) error {
 	return nil
 }
 
+// checkSecretDescription refuses a description Runpod would refuse.
+func checkSecretDescription(op, description string) error {
+	switch {
+	case len(description) > MaxSecretDescriptionLen:
+		return invalidf("%s: description of %d bytes is more than Runpod's %d", op, len(description), MaxSecretDescriptionLen)
+	case !utf8.ValidString(description):
+		return invalidf("%s: description is not valid UTF-8", op)
+	}
+	return nil
+}
+
 type createSecretBody struct {
-	Name  string `json:"name"`
-	Value string `json:"value"`
+	Name        string `json:"name"`
+	Value       string `json:"value"`
+	Description string `json:"description,omitempty"`
 }
 
 type updateSecretBody struct {
-	Value string `json:"value"`
+	Value       string  `json:"value"`
+	Description *string `json:"description,omitempty"`
 }
 
 // CreateSecret stores value as a Runpod account secret called name and
@@ -119,14 +135,29 @@ type updateSecretBody struct {
 // CreateSecret waits and looks the name up first; only when there is none
 // does it send the create again.
 func (c *Client) CreateSecret(ctx context.Context, name, value string) (Secret, error) {
+	return c.createSecret(ctx, "CreateSecret", name, value, "")
+}
+
+// CreateSecretWithDescription is CreateSecret with a description (at
+// most 65,535 bytes of UTF-8, which Runpod shows and returns in lists),
+// also set when a secret of that name exists already. An empty
+// description is none.
+func (c *Client) CreateSecretWithDescription(ctx context.Context, name, value, description string) (Secret, error) {
+	return c.createSecret(ctx, "CreateSecretWithDescription", name, value, description)
+}
+
+func (c *Client) createSecret(ctx context.Context, op, name, value, description string) (Secret, error) {
 	if err := CheckSecretName(name); err != nil {
 		return Secret{}, err
 	}
-	if err := checkSecretValue("CreateSecret", value); err != nil {
+	if err := checkSecretValue(op, value); err != nil {
+		return Secret{}, err
+	}
+	if err := checkSecretDescription(op, description); err != nil {
 		return Secret{}, err
 	}
 	secrets := []string{value}
-	r := &call{method: http.MethodPost, path: "/account/secrets", body: createSecretBody{name, value}, secrets: secrets}
+	r := &call{method: http.MethodPost, path: "/account/secrets", body: createSecretBody{name, value, description}, secrets: secrets}
 	for attempt := 1; ; attempt++ {
 		resp, err := c.once(ctx, r, attempt)
 		if err == nil {
@@ -143,7 +174,7 @@ func (c *Client) CreateSecret(ctx context.Context, name, value string) (Secret, 
 			return Secret{}, ctx.Err()
 		}
 		if errors.Is(err, ErrConflict) {
-			return c.rotateTaken(ctx, name, value)
+			return c.rotateTaken(ctx, name, value, description)
 		}
 		if !c.retryable(err) {
 			return Secret{}, c.finalError(r, err, attempt)
@@ -156,7 +187,7 @@ func (c *Client) CreateSecret(ctx context.Context, name, value string) (Secret, 
 		case ferr == nil:
 			c.log.LogAttrs(ctx, slog.LevelInfo, "runpod: secret create attempt failed but the name exists; setting its value",
 				slog.String("name", name), slog.String("id", s.ID), slog.Int("attempt", attempt))
-			return c.rotate(ctx, s, value)
+			return c.rotate(ctx, s, value, description)
 		case ctx.Err() != nil:
 			return Secret{}, ctx.Err()
 		case !errors.Is(ferr, ErrNotFound):
@@ -168,8 +199,8 @@ func (c *Client) CreateSecret(ctx context.Context, name, value string) (Secret, 
 }
 
 // rotateTaken handles a create answered 409: the secret called exactly
-// name gets value.
-func (c *Client) rotateTaken(ctx context.Context, name, value string) (Secret, error) {
+// name gets value (and description, when there is one).
+func (c *Client) rotateTaken(ctx context.Context, name, value, description string) (Secret, error) {
 	s, err := c.FindSecret(ctx, name)
 	if errors.Is(err, ErrNotFound) {
 		return Secret{}, &APIError{Method: http.MethodPost, Path: "/account/secrets", StatusCode: http.StatusConflict,
@@ -181,12 +212,17 @@ func (c *Client) rotateTaken(ctx context.Context, name, value string) (Secret, e
 	}
 	c.log.LogAttrs(ctx, slog.LevelInfo, "runpod: secret name taken; setting its value",
 		slog.String("name", name), slog.String("id", s.ID))
-	return c.rotate(ctx, s, value)
+	return c.rotate(ctx, s, value, description)
 }
 
-// rotate sets the value of the existing secret s.
-func (c *Client) rotate(ctx context.Context, s Secret, value string) (Secret, error) {
-	out, err := c.UpdateSecretValue(ctx, s.ID, value)
+// rotate sets the value of the existing secret s, and its description
+// when there is one.
+func (c *Client) rotate(ctx context.Context, s Secret, value, description string) (Secret, error) {
+	var desc *string
+	if description != "" {
+		desc = &description
+	}
+	out, err := c.updateSecret(ctx, "UpdateSecretValue", s.ID, updateSecretBody{value, desc})
 	if err != nil {
 		return Secret{}, fmt.Errorf("runpod: secret %q exists; setting its value: %w", s.Name, err)
 	}
@@ -196,13 +232,17 @@ func (c *Client) rotate(ctx context.Context, s Secret, value string) (Secret, er
 // UpdateSecretValue replaces the value of the secret with the given ID
 // (PATCH, which Runpod applies as a whole) and returns the secret.
 func (c *Client) UpdateSecretValue(ctx context.Context, id, value string) (Secret, error) {
-	if err := checkID("UpdateSecretValue", "secret", id); err != nil {
+	return c.updateSecret(ctx, "UpdateSecretValue", id, updateSecretBody{Value: value})
+}
+
+func (c *Client) updateSecret(ctx context.Context, op, id string, body updateSecretBody) (Secret, error) {
+	if err := checkID(op, "secret", id); err != nil {
 		return Secret{}, err
 	}
-	if err := checkSecretValue("UpdateSecretValue", value); err != nil {
+	if err := checkSecretValue(op, body.Value); err != nil {
 		return Secret{}, err
 	}
-	r := &call{method: http.MethodPatch, path: "/account/secrets/{id}", id: id, body: updateSecretBody{value}, secrets: []string{value}}
+	r := &call{method: http.MethodPatch, path: "/account/secrets/{id}", id: id, body: body, secrets: []string{body.Value}}
 	resp, err := c.do(ctx, r, true)
 	if err != nil {
 		return Secret{}, err

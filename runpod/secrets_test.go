@@ -16,7 +16,7 @@ import (
 // hostKey stands for the run's host private key, sent as a secret.
 const hostKey = "LS0tLS1CRUdJTiBPUEVOU1NIIFBSSVZBVEUgS0VZLS0tLS0KSECRETHOSTKEY=="
 
-type storedSecret struct{ id, name, value string }
+type storedSecret struct{ id, name, value, desc string }
 
 // secretBackend is a fake of REST v2's account secrets.
 type secretBackend struct {
@@ -37,7 +37,11 @@ func (b *secretBackend) same(x, y string) bool {
 }
 
 func (b *secretBackend) wire(s storedSecret) map[string]any {
-	return map[string]any{"id": s.id, "name": s.name, "description": nil, "createdAt": "2026-09-01T12:00:00Z", "valueLastUpdatedAt": nil}
+	var desc any
+	if s.desc != "" {
+		desc = s.desc
+	}
+	return map[string]any{"id": s.id, "name": s.name, "description": desc, "createdAt": "2026-09-01T12:00:00Z", "valueLastUpdatedAt": nil}
 }
 
 func (b *secretBackend) serve(fs *fakeServer) {
@@ -66,7 +70,7 @@ func (b *secretBackend) serve(fs *fakeServer) {
 			}
 		}
 		b.seq++
-		s := storedSecret{"sec" + strconv.Itoa(b.seq), body["name"], body["value"]}
+		s := storedSecret{"sec" + strconv.Itoa(b.seq), body["name"], body["value"], body["description"]}
 		b.secrets = append(b.secrets, s)
 		writeJSON(w, http.StatusCreated, b.wire(s))
 	}))
@@ -84,6 +88,9 @@ func (b *secretBackend) serve(fs *fakeServer) {
 		for i, s := range b.secrets {
 			if s.id == r.PathValue("id") {
 				b.secrets[i].value = body["value"]
+				if d, ok := body["description"]; ok {
+					b.secrets[i].desc = d
+				}
 				writeJSON(w, http.StatusOK, b.wire(b.secrets[i]))
 				return
 			}
@@ -107,7 +114,7 @@ func (b *secretBackend) add(name, value string) string {
 	defer b.mu.Unlock()
 	b.seq++
 	id := "sec" + strconv.Itoa(b.seq)
-	b.secrets = append(b.secrets, storedSecret{id, name, value})
+	b.secrets = append(b.secrets, storedSecret{id, name, value, ""})
 	return id
 }
 
@@ -196,6 +203,58 @@ func TestCreateSecretTakenNameRotates(t *testing.T) {
 		t.Errorf("requests (-want +got):\n%s", diff)
 	}
 	testJSONBodyBytes(t, fs.last().body, `{"value":"`+hostKey+`"}`)
+}
+
+// A description goes with the create, comes back in lists, and is set
+// too when the name is taken; one Runpod would refuse is refused before
+// any request, naming the description and never quoting the value.
+func TestCreateSecretWithDescription(t *testing.T) {
+	c, fs := setup(t)
+	fs.secrets = []string{hostKey}
+	be := &secretBackend{}
+	be.serve(fs)
+	ctx := context.Background()
+	const desc = "overbrainer: host key of run r5, needed until 2026-12-05T13:00:00Z"
+	s, err := c.CreateSecretWithDescription(ctx, "overbrainer_host_key_r5", hostKey, desc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testJSONBodyBytes(t, fs.last().body, `{"name":"overbrainer_host_key_r5","value":"`+hostKey+`","description":"`+desc+`"}`)
+	if s.Description != desc {
+		t.Errorf("created %+v, want the description", s)
+	}
+	if all, err := c.ListSecrets(ctx); err != nil || len(all) != 1 || all[0].Description != desc {
+		t.Errorf("ListSecrets = %+v, %v", all, err)
+	}
+
+	id := be.add("overbrainer_host_key_r6", "old-value")
+	if _, err := c.CreateSecretWithDescription(ctx, "overbrainer_host_key_r6", hostKey, desc); err != nil {
+		t.Fatal(err)
+	}
+	if got := fs.requests()[len(fs.requests())-1]; got != "PATCH /account/secrets/"+id {
+		t.Errorf("last request %s, want the taken name's rotation", got)
+	}
+	testJSONBodyBytes(t, fs.last().body, `{"value":"`+hostKey+`","description":"`+desc+`"}`)
+	if found, err := c.FindSecret(ctx, "overbrainer_host_key_r6"); err != nil || found.Description != desc {
+		t.Errorf("the rotated secret %+v, %v: want its description set", found, err)
+	}
+
+	sent := len(fs.requests())
+	for name, bad := range map[string]string{
+		"too long":  strings.Repeat("d", MaxSecretDescriptionLen+1),
+		"not UTF-8": "run \xff",
+	} {
+		_, err := c.CreateSecretWithDescription(ctx, "overbrainer_host_key_r7", hostKey, bad)
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "description") || strings.Contains(err.Error(), hostKey) {
+			t.Errorf("%s: %v, want ErrInvalid naming the description", name, err)
+		}
+	}
+	if n := len(fs.requests()); n != sent {
+		t.Errorf("%d requests sent for refused descriptions", n-sent)
+	}
+	if _, err := c.CreateSecretWithDescription(ctx, "overbrainer_host_key_r8", hostKey, strings.Repeat("d", MaxSecretDescriptionLen)); err != nil {
+		t.Errorf("a description of exactly %d bytes: %v", MaxSecretDescriptionLen, err)
+	}
 }
 
 // Should Runpod compare names ignoring case, a taken name may be another
