@@ -216,24 +216,51 @@ func addSat(a, b time.Duration) time.Duration {
 	return a + b
 }
 
-// judgeSecret judges run id's host-key secret; live says its pod exists.
-func judgeSecret(s runpod.Secret, id string, live bool, now time.Time, p Policy) Decision {
+// judgeSecret judges run id's host-key secret: live says a pod of the
+// run exists that this sweep leaves, dying that this sweep deletes one.
+// A secret whose description states that its run may need it with no
+// pod (a run on a network volume recovers onto a new pod with the same
+// key, up to its deadline: podenv.HostKeySecretDescription) is left
+// until that time plus the secret grace; one whose description is not
+// one the sweeper reads cannot be judged, and is left.
+func judgeSecret(s runpod.Secret, id string, live, dying bool, now time.Time, p Policy) Decision {
 	d := Decision{Secret: s.Name, SecretID: s.ID, RunID: id, Rule: RuleKeep}
 	if live {
 		d.Why = "its pod exists"
 		return d
 	}
+	gone := "its pod is gone"
+	if dying {
+		gone = "its pod is deleted by this sweep"
+	}
+	need, stated, err := podenv.HostKeySecretNeed(id, s.Description)
+	if err != nil {
+		d.Rule, d.Why = RuleCannotJudge, fmt.Sprintf("%s, but how long its run needs it is unknown: %v", gone, err)
+		return d
+	}
+	if stated && now.Before(need.Add(p.SecretGrace)) {
+		d.Why = fmt.Sprintf("%s, but its run may need it on a new pod until %s (a recovery on its network volume), plus the secret grace of %s",
+			gone, need.UTC().Format(time.RFC3339), p.SecretGrace)
+		return d
+	}
+	if dying {
+		d.Rule, d.Delete, d.withPod, d.Why = RuleSecretOrphan, true, true, gone
+		return d
+	}
 	started, ok := podenv.RunIDTime(id)
 	if !ok {
-		d.Why = "its pod is gone, but its run id tells no time: left"
+		d.Why = gone + ", but its run id tells no time: left"
 		return d
 	}
 	d.Age, d.Limit = now.Sub(started), p.SecretGrace
 	if d.Age < p.SecretGrace {
-		d.Why = fmt.Sprintf("its pod is gone, its run started %s ago, within the secret grace", short(d.Age))
+		d.Why = fmt.Sprintf("%s, its run started %s ago, within the secret grace", gone, short(d.Age))
 		return d
 	}
 	d.Rule, d.Delete = RuleSecretOrphan, true
-	d.Why = fmt.Sprintf("its pod is gone, its run started %s ago, past the secret grace of %s", short(d.Age), p.SecretGrace)
+	d.Why = fmt.Sprintf("%s, its run started %s ago, past the secret grace of %s", gone, short(d.Age), p.SecretGrace)
+	if stated {
+		d.Why += fmt.Sprintf(", and past %s, until when its run needed it", need.UTC().Format(time.RFC3339))
+	}
 	return d
 }

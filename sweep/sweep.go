@@ -42,8 +42,11 @@ type Policy struct {
 	Margin time.Duration
 	// SecretGrace is how long a run's host-key secret outlives its pod:
 	// counted from the run's start, which its id tells (podenv.NewRunID's),
-	// since Runpod keeps no time for a secret. A secret whose run id
-	// tells no time is reported, never deleted.
+	// since Runpod keeps no time for a secret; or, when later, from the
+	// time until which the secret's description says its run may need it
+	// with no pod (a run on a network volume: its recovery's pod takes
+	// the same key). A secret whose run id tells no time, or whose
+	// description the sweeper cannot read, is reported, never deleted.
 	SecretGrace time.Duration
 	// Skip, when set, leaves out the pods and secrets of the runs it
 	// says: a caller's own runs, which it removes by their records.
@@ -133,7 +136,8 @@ func Once(ctx context.Context, c API, p Policy) (rep Report, err error) {
 
 // judgeAll judges the listings. A run's secret goes with its pod when
 // this sweep deletes the pod (and only once that delete is made), or
-// once it is older than the secret grace with no pod left.
+// once it is older than the secret grace with no pod left; unless the
+// secret states that its run may need it later (see judgeSecret).
 func judgeAll(pods []runpod.Pod, secrets []runpod.Secret, p Policy) Report {
 	now := p.Now()
 	rep := Report{Pods: len(pods), Secrets: len(secrets)}
@@ -154,14 +158,8 @@ func judgeAll(pods []runpod.Pod, secrets []runpod.Secret, p Policy) Report {
 		rep.Decisions = append(rep.Decisions, d)
 	}
 	for _, s := range secrets {
-		id, ok := podenv.RunIDOfSecret(s.Name)
-		switch {
-		case !ok || p.skip(id):
-		case dying[id] && !live[id]:
-			rep.Decisions = append(rep.Decisions, Decision{Secret: s.Name, SecretID: s.ID, RunID: id, Rule: RuleSecretOrphan,
-				Delete: true, withPod: true, Why: "its pod is deleted by this sweep"})
-		default:
-			rep.Decisions = append(rep.Decisions, judgeSecret(s, id, live[id] || dying[id], now, p))
+		if id, ok := podenv.RunIDOfSecret(s.Name); ok && !p.skip(id) {
+			rep.Decisions = append(rep.Decisions, judgeSecret(s, id, live[id], dying[id], now, p))
 		}
 	}
 	return rep

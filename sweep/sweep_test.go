@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -264,6 +265,61 @@ func TestSweepSecrets(t *testing.T) {
 	}
 	if !slices.Contains(f.calls, "DeleteSecret s2") || len(f.calls) != 3 {
 		t.Errorf("calls %v, want one DeleteSecret s2", f.calls)
+	}
+}
+
+// A secret whose run may still need it with no pod (a recovery on its
+// network volume takes the same key) says until when in its description:
+// it is left until then plus the secret grace, even when this sweep
+// deletes its pod; a description the sweeper cannot read leaves it too.
+// A secret that states nothing goes as before.
+func TestSweepSecretNeededByItsRun(t *testing.T) {
+	h := time.Hour
+	const started = "20260302-070000-" // 5h before sweepNow
+	secret := func(sid, run string, need time.Duration) runpod.Secret {
+		s := runpod.Secret{ID: sid, Name: podenv.HostKeySecretName(started + run)}
+		if need != 0 {
+			s.Description = podenv.HostKeySecretDescription(started+run, sweepNow.Add(need))
+		}
+		return s
+	}
+	foreign := secret("sE", "eeee", 0)
+	foreign.Description = "my note: the volume run of Tuesday"
+	f := &sweepFake{
+		pods: []runpod.Pod{guarded(started+"dddd", runpod.StatusExited, 2*h, time.Minute)},
+		secrets: []runpod.Secret{
+			secret("sA", "aaaa", 2*h),  // needed later
+			secret("sB", "bbbb", -h/2), // needed until half an hour ago: within the grace
+			secret("sC", "cccc", -2*h), // past its need and the grace
+			secret("sD", "dddd", 2*h),  // its pod is deleted now, needed later
+			foreign,                    // cannot be read
+			secret("sF", "ffff", 0),    // states nothing, past the grace
+			{ID: "sG", Name: podenv.HostKeySecretName(started + "gggg"), Description: podenv.HostKeySecretDescription(started+"aaaa", sweepNow.Add(2*h))}, // another run's
+		},
+	}
+	rep, err := Once(context.Background(), f, Policy{Now: func() time.Time { return sweepNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, d := range rep.Decisions {
+		if d.Secret != "" {
+			got[d.SecretID] = fmt.Sprintf("%s %v", d.Rule, d.Delete)
+			if d.Why == "" {
+				t.Errorf("%s: no why", d)
+			}
+		}
+	}
+	want := map[string]string{
+		"sA": "keep false", "sB": "keep false", "sC": "secret_orphan true", "sD": "keep false",
+		"sE": "cannot_judge false", "sF": "secret_orphan true", "sG": "cannot_judge false",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("secret decisions (-want +got):\n%s", diff)
+	}
+	wantCalls := []string{"ListPods", "ListSecrets", "DeletePod pod-" + started + "dddd", "DeleteSecret sC", "DeleteSecret sF"}
+	if diff := cmp.Diff(wantCalls, f.calls); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
 	}
 }
 
