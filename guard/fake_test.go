@@ -416,6 +416,8 @@ type fakeAPI struct {
 	others    []runpod.Pod // other runs' pods, for a listing by prefix
 	created   []runpod.CreatePodRequest
 	secrets   map[string]string
+	// secretDescs holds each created secret's description.
+	secretDescs map[string]string
 }
 
 const (
@@ -552,13 +554,17 @@ func (a *fakeAPI) ListGPUTypes(ctx context.Context, opts ...runpod.CatalogOption
 	return out, nil
 }
 
-func (a *fakeAPI) CreateSecret(ctx context.Context, name, value string) (runpod.Secret, error) {
+func (a *fakeAPI) CreateSecretWithDescription(ctx context.Context, name, value, description string) (runpod.Secret, error) {
 	defer a.called("CreateSecret %s", name)()
 	if a.secrets == nil {
 		a.secrets = map[string]string{}
 	}
 	a.secrets[name] = value
-	return runpod.Secret{ID: fakeSecretID, Name: name}, nil
+	if a.secretDescs == nil {
+		a.secretDescs = map[string]string{}
+	}
+	a.secretDescs[name] = description
+	return runpod.Secret{ID: fakeSecretID, Name: name, Description: description}, nil
 }
 
 func (a *fakeAPI) FindSecret(ctx context.Context, name string) (runpod.Secret, error) {

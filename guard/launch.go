@@ -89,6 +89,20 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 		r.rec.NetworkVolumeID, r.rec.VolumeDir, r.rec.VolumeGB = spec.NetworkVolumeID, spec.VolumePath, v.SizeGB
 		r.rec.MaxVolumeGB, r.rec.NoVolumeCaches = spec.MaxVolumeGB, spec.NoVolumeCaches
 		volDC = v.DataCenterID
+		if !spec.Deadline.IsZero() {
+			// The run directory on the volume is claimed by the run's
+			// host key, which a recovery's pod gets from the secret
+			// (Relaunch) at any time until the run's last pod may end,
+			// however long after the lost pod went. The description
+			// tells a sweeper so: it counts its grace for a secret with
+			// no pod from the run's start, and would take the key from
+			// a run whose pod was lost past that grace.
+			until := spec.Deadline.Add(spec.EffectiveRules().MaxExtension)
+			if spec.DeadlineFromCreate {
+				until = until.Add(spec.CapacityWait)
+			}
+			r.hostDesc = podenv.HostKeySecretDescription(spec.RunID, until)
+		}
 	}
 	cands, err := planGPUs(ctx, c, spec, volDC)
 	if err != nil && (spec.CapacityWait == 0 || !errors.Is(err, ErrNoGPU) || errors.Is(err, errNoType)) {
@@ -219,7 +233,7 @@ func (r *Run) hostSecret(ctx context.Context, host *podssh.Key) error {
 	if err != nil {
 		return err
 	}
-	sec, err := r.api.CreateSecret(ctx, r.rec.SecretName, base64.StdEncoding.EncodeToString(hostPEM))
+	sec, err := r.api.CreateSecretWithDescription(ctx, r.rec.SecretName, base64.StdEncoding.EncodeToString(hostPEM), r.hostDesc)
 	clear(hostPEM)
 	if err != nil {
 		return r.createFailed(ctx, fmt.Errorf("creating the host key secret: %w", err))
@@ -234,7 +248,9 @@ func (r *Run) hostSecret(ctx context.Context, host *podssh.Key) error {
 // had no pod for its secret grace (an hour by default), and the wait may
 // have been longer. A secret of this launch's own key is made again; a
 // kept one (a recovery on a network volume) cannot be, and no pod is made
-// that could not claim the run directory.
+// that could not claim the run directory. (A volume run's secret states
+// how long the run needs it, which a sweeper of this SDK honours; one made
+// before that, or deleted by hand, is still gone.)
 func (r *Run) secretAfterWait(ctx context.Context, host *podssh.Key) error {
 	_, err := r.api.FindSecret(ctx, r.rec.SecretName)
 	switch {

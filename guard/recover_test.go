@@ -12,6 +12,7 @@ import (
 	"github.com/overbrainer/overbrainer-go/internal/jobctl"
 	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
+	"github.com/overbrainer/overbrainer-go/sweep"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
@@ -230,5 +231,97 @@ func TestPulledOutputs(t *testing.T) {
 	}
 	if got := read(); got != "2" {
 		t.Errorf("a pull left aside holds %q, want 2", got)
+	}
+}
+
+// sweptAPI is the fake's account as a sweeper sees it: the pods it lists
+// by prefix, and the secrets made, with their descriptions; a sweep's
+// delete of a secret removes it.
+type sweptAPI struct{ *fakeAPI }
+
+func (a sweptAPI) ListSecrets(context.Context) ([]runpod.Secret, error) {
+	defer a.called("sweep: ListSecrets")()
+	var out []runpod.Secret
+	for name := range a.secrets {
+		out = append(out, runpod.Secret{ID: name, Name: name, Description: a.secretDescs[name]})
+	}
+	return out, nil
+}
+
+func (a sweptAPI) DeleteSecret(_ context.Context, id string) error {
+	defer a.called("sweep: DeleteSecret %s", id)()
+	delete(a.secrets, id)
+	return nil
+}
+
+// TestRelaunchOnVolumeAfterASweep: a run on a network volume whose pod
+// was lost long after its start keeps its host key through a sweep: the
+// secret states until when the run may need it, so the sweeper leaves it,
+// and the recovery's pod claims the run directory with it. It failed on
+// main: a sweeper deleted the secret of a run with no pod once the run
+// was older than its secret grace, and the recovery could make no pod.
+func TestRelaunchOnVolumeAfterASweep(t *testing.T) {
+	const id = "20260301-120000-abcd" // t0's
+	h, a, prev := lost(t, func(s *Spec) { s.RunID, s.NetworkVolumeID, s.Deadline = id, "vol1", t0.Add(12*time.Hour) })
+	h.clk.Sleep(context.Background(), 4*time.Hour) // 5 h since the start, past the secret grace
+	rep, err := sweep.Once(context.Background(), sweptAPI{a.fakeAPI}, sweep.Policy{Now: h.clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Decisions) != 1 || rep.Decisions[0].Delete || rep.Decisions[0].Rule != sweep.RuleKeep {
+		t.Fatalf("sweep %+v: want the secret kept", rep.Decisions)
+	}
+	spec := h.spec()
+	spec.RunID, spec.NetworkVolumeID, spec.Deadline = id, "vol1", prev.Deadline
+	r, err := relaunch(context.Background(), a, prev, spec, "host failed", h.options()...)
+	if err != nil {
+		t.Fatalf("Relaunch after the sweep: %v", err)
+	}
+	if rec := r.Record(); rec.SecretID != prev.SecretID || rec.HostKey != prev.HostKey || a.creates != 2 {
+		t.Errorf("secret %q host key %q, %d creates: want the run's, and a second pod", rec.SecretID, rec.HostKey, a.creates)
+	}
+}
+
+// The host key secret of a run on a network volume states until when the
+// run may need it with no pod: its deadline plus its extension, and the
+// longest wait for capacity when that wait moves the deadline. Another
+// run's secret states nothing, for its pod's next one makes its own.
+func TestHostKeySecretStatesItsNeed(t *testing.T) {
+	deadline := t0.Add(6 * time.Hour)
+	for _, tc := range []struct {
+		name string
+		edit func(*Spec)
+		need time.Time // zero: no description
+	}{
+		{"no volume", func(*Spec) {}, time.Time{}},
+		{"volume", func(s *Spec) { s.NetworkVolumeID = "vol1" }, deadline.Add(time.Hour)},
+		{"volume, extension 3h", func(s *Spec) { s.NetworkVolumeID, s.MaxExtension = "vol1", 3*time.Hour }, deadline.Add(3 * time.Hour)},
+		{"volume, hard deadline", func(s *Spec) { s.NetworkVolumeID, s.HardDeadline = "vol1", true }, deadline},
+		{"volume, deadline from the create", func(s *Spec) {
+			s.NetworkVolumeID, s.CapacityWait, s.DeadlineFromCreate = "vol1", 2*time.Hour, true
+		}, deadline.Add(3 * time.Hour)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, look{st: ready})
+			h.api.volumes["vol1"] = 20
+			spec := h.spec()
+			spec.Deadline = deadline
+			tc.edit(&spec)
+			r, err := h.launch(context.Background(), spec)
+			if err != nil {
+				t.Fatalf("Launch: %v", err)
+			}
+			name := r.Record().SecretName
+			h.api.mu.Lock()
+			got, made := h.api.secretDescs[name]
+			h.api.mu.Unlock()
+			want := ""
+			if !tc.need.IsZero() {
+				want = podenv.HostKeySecretDescription(spec.RunID, tc.need)
+			}
+			if !made || got != want {
+				t.Errorf("description %q (made %v), want %q", got, made, want)
+			}
+		})
 	}
 }

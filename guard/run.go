@@ -25,7 +25,7 @@ type api interface {
 	PodCostPerHour(ctx context.Context, id string) (float64, error)
 	GetGPUType(ctx context.Context, id string) (*runpod.GPUType, error)
 	ListGPUTypes(ctx context.Context, opts ...runpod.CatalogOption) ([]runpod.GPUType, error)
-	CreateSecret(ctx context.Context, name, value string) (runpod.Secret, error)
+	CreateSecretWithDescription(ctx context.Context, name, value, description string) (runpod.Secret, error)
 	FindSecret(ctx context.Context, name string) (runpod.Secret, error)
 	DeleteSecret(ctx context.Context, id string) error
 	GetNetworkVolume(ctx context.Context, id string) (*runpod.NetworkVolume, error)
@@ -58,8 +58,11 @@ type Run struct {
 	rec  Record
 	key  *podssh.Key
 	host ssh.PublicKey
-	addr string
-	conn conn
+	// hostDesc is the host key secret's description: on a network
+	// volume, how long the run may need it with no pod (see launch).
+	hostDesc string
+	addr     string
+	conn     conn
 	// watch is the long-lived look at the run over conn, made on first
 	// use and dropped when it breaks.
 	watch watcher
