@@ -34,15 +34,14 @@ import (
 )
 
 // DocPath is the document's path in the module's source tree, which the
-// working directory is in (a test's is its package's). Outside the tree
-// it is the relative path from the module's root, which reading reports.
-func DocPath() string {
-	rel := filepath.Join("runpod", "runpodtest", "testdata", "openapi_v2.json")
+// working directory must be in (a test's is its package's); outside it,
+// the error says the module was not found.
+func DocPath() (string, error) {
 	root, err := modroot.Dir()
 	if err != nil {
-		return rel
+		return "", fmt.Errorf("the OpenAPI document: %w", err)
 	}
-	return filepath.Join(root, rel)
+	return filepath.Join(root, "runpod", "runpodtest", "testdata", "openapi_v2.json"), nil
 }
 
 var (
@@ -57,7 +56,12 @@ var (
 
 func load() error {
 	once.Do(func() {
-		raw, err := os.ReadFile(DocPath())
+		path, err := DocPath()
+		if err != nil {
+			loadErr = err
+			return
+		}
+		raw, err := os.ReadFile(path)
 		if err != nil {
 			loadErr = err
 			return

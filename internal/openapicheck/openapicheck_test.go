@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -48,5 +50,22 @@ func TestMiddleware(t *testing.T) {
 	get()
 	if len(rep.msgs) == 0 || !strings.Contains(strings.Join(rep.msgs, " "), "answer 200") {
 		t.Errorf("an answer without createdAt passed: %v", rep.msgs)
+	}
+}
+
+// The document is found from within the module; outside it, DocPath says
+// the module was not found rather than naming a relative path that a read
+// would then report missing.
+func TestDocPath(t *testing.T) {
+	path, err := DocPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err != nil || !filepath.IsAbs(path) {
+		t.Errorf("DocPath() = %q: %v", path, err)
+	}
+	t.Chdir(t.TempDir())
+	if path, err := DocPath(); err == nil || !strings.Contains(err.Error(), "OpenAPI document") {
+		t.Errorf("DocPath() outside the module = %q, %v; want an error", path, err)
 	}
 }
