@@ -207,7 +207,8 @@ func TestRecoverOnError(t *testing.T) {
 // once the new pod was made, leaves a Record that says where the
 // recovery stood; attach finishes it on one new pod, never a second, on
 // a network volume too (there the job goes on from its outputs on the
-// volume, the new pod having moved the lost pod's files aside).
+// volume, the new pod having moved the lost pod's files aside), even
+// after an `rm --all-orphans`, which leaves the run's host key secret.
 func TestRecoverInterrupted(t *testing.T) {
 	t.Parallel()
 	for _, volume := range []bool{false, true} {
@@ -248,6 +249,15 @@ func TestRecoverInterrupted(t *testing.T) {
 				r := w.onlyRun()
 				if r.Recovery.Replacing != first {
 					t.Errorf("after the kill the run's state says it replaces %q, want pod %s", r.Recovery.Replacing, first)
+				}
+				if volume {
+					// The run's host key secret is its only claim on
+					// the run directory on the volume: a cleanup of
+					// orphans before the attach leaves it.
+					o := w.run("rm", "--all-orphans")
+					if o.code != 0 || (before && !strings.Contains(o.stderr.String(), "a recovery on its network volume stands")) {
+						t.Fatalf("rm --all-orphans exit %d\n%s", o.code, o.stderr)
+					}
 				}
 				a := w.run("attach", r.ID)
 				if a.code != 0 {

@@ -91,9 +91,13 @@ func (a *app) rmOrphans(ctx context.Context, p sweep.Policy) error {
 	if err != nil {
 		return err
 	}
-	known := map[string]bool{}
+	known, needed := map[string]bool{}, map[string]bool{}
 	for _, r := range runs {
-		known[r.ID] = true
+		// A recovery on a network volume left under way (the lost pod
+		// gone, the new one not running yet) needs the run's host key
+		// secret: the next pod's only claim on the run directory there.
+		// attach finishes it.
+		known[r.ID], needed[r.ID] = true, r.NetworkVolumeID != "" && r.Recovery.Replacing != ""
 	}
 	p.Skip = func(id string) bool { return known[id] }
 	rep, err := sweep.Once(ctx, a.api, p)
@@ -115,7 +119,7 @@ func (a *app) rmOrphans(ctx context.Context, p sweep.Policy) error {
 	}
 	if rep.SecretsSkipped != "" {
 		a.say("secrets not swept: %s", rep.SecretsSkipped)
-	} else if nk, kerr := a.rmKnownSecrets(ctx, known); kerr != nil {
+	} else if nk, kerr := a.rmKnownSecrets(ctx, known, needed); kerr != nil {
 		failed = true
 	} else {
 		n += nk
@@ -132,8 +136,9 @@ func (a *app) rmOrphans(ctx context.Context, p sweep.Policy) error {
 // rmKnownSecrets deletes the secret of each known run whose pod is gone
 // and whose lock is free: a launcher killed between creating the secret
 // and cleaning up leaves it behind. A held lock means a live launcher
-// that will remove the secret itself.
-func (a *app) rmKnownSecrets(ctx context.Context, known map[string]bool) (int, error) {
+// that will remove the secret itself. A needed secret (a recovery on a
+// network volume left under way) is left.
+func (a *app) rmKnownSecrets(ctx context.Context, known, needed map[string]bool) (int, error) {
 	// The sweep left the known runs out: their pods and secrets are
 	// listed again here.
 	pods, err := a.api.ListPods(ctx, runpod.ListPodsOptions{NamePrefix: podenv.PodNamePrefix, SkipArgs: true})
@@ -157,6 +162,12 @@ func (a *app) rmKnownSecrets(ctx context.Context, known map[string]bool) (int, e
 	for _, s := range secrets {
 		id, ok := podenv.RunIDOfSecret(s.Name)
 		if !ok || !known[id] || podOf[id] {
+			continue
+		}
+		if needed[id] {
+			a.say("secret %s of run %s left: a recovery on its network volume stands, which needs it (\"launch attach %s\" finishes it, \"launch rm %s\" removes it)",
+				dash(s.Name), id, id, id)
+			n++
 			continue
 		}
 		lock, err := a.store.TryLock(id)
