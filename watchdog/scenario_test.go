@@ -967,6 +967,12 @@ func TestWakeCommandWithoutWatchdog(t *testing.T) {
 	}
 }
 
+// waitInScript is a shell loop that waits until cond holds, a minute at
+// most: a loaded machine may take a while to set a trap or run one.
+func waitInScript(cond string) string {
+	return "i=0; while ! " + cond + ` && [ "$i" -lt 1200 ]; do sleep 0.05; i=$((i + 1)); done`
+}
+
 // WakeCommand signals only a plain pid above 1 read from a regular file:
 // "-1" would signal every process, "0" the whole group, "1" the pod's init,
 // a FIFO would hang the client's command. It runs in a PID namespace of its
@@ -1005,12 +1011,14 @@ func wakeRefusesABadPid(t *testing.T, unshare string, shell []string) {
 			} else if err := os.WriteFile(pidFile, []byte(bad+"\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			// A sentinel in the namespace's process group notes any HUP;
-			// a good pid (its own) is signalled, as a control.
+			// A sentinel in the namespace's process group notes any HUP
+			// once its trap is set; a good pid (its own) is signalled, as
+			// a control. A wrong HUP is looked for 0.3 s after the wake: a
+			// slow machine could hide one, never invent one.
 			script := `trap 'echo hup >> hups' HUP
-( trap 'echo hup >> hups' HUP; while :; do sleep 0.05; done ) &
+( trap 'echo hup >> hups' HUP; : > ready; while :; do sleep 0.05; done ) &
 sentinel=$!
-sleep 0.2
+` + waitInScript("[ -e ready ]") + `
 ` + watchdog.WakeCommand() + `
 sleep 0.3
 kill "$sentinel"
@@ -1041,12 +1049,12 @@ kill "$sentinel"
 	if err := os.Mkdir(filepath.Join(dir, watchdog.PodDir), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	script := `( trap 'echo hup >> hups; exit' HUP; while :; do sleep 0.05; done ) &
+	script := `( trap 'echo hup >> hups; exit' HUP; : > ready; while :; do sleep 0.05; done ) &
 echo $! > .pod/watchdog.pid
-sleep 0.2
+` + waitInScript("[ -e ready ]") + `
 ` + watchdog.WakeCommand() + `
-sleep 0.3
-[ -s hups ] || { echo "no HUP for pid $(cat .pod/watchdog.pid)"; exit 1; }
+` + waitInScript("[ -s hups ]") + `
+[ -s hups ] || { echo "no HUP for pid $(cat .pod/watchdog.pid) within a minute"; exit 1; }
 `
 	cmd := inNamespace(dir, script)
 	if out, err := cmd.CombinedOutput(); err != nil {
