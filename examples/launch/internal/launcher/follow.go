@@ -525,24 +525,45 @@ func (d *driver) keptUntil() string {
 		since(d.r.EffectiveRules().KeepIdle), money(d.r.CostPerHr), d.r.ID)
 }
 
-// guarantees says what the watchdog will do with a pod left to it.
+// guarantees says what the watchdog will do with a pod left to it: every
+// rule that may end the pod (guard's Record.Dues), with its time.
 func (d *driver) guarantees() string {
-	started := d.run != nil && d.run.State().Started()
+	rec := d.r.Record
+	started := !rec.JobStarted.IsZero() || d.run != nil && d.run.State().Started()
+	if started && rec.JobStarted.IsZero() {
+		rec.JobStarted = time.Now()
+	}
+	eff := rec.EffectiveRules()
 	var parts []string
-	if !started {
-		parts = append(parts, fmt.Sprintf("no job runs yet, so the watchdog deletes the pod %s after it booted (boot grace)", since(d.r.BootGrace)))
-	} else if d.r.Keep {
+	if started && rec.Keep {
 		parts = append(parts, "the pod is kept (--keep-pod): "+d.keptUntil())
 	}
-	if !d.r.Deadline.IsZero() && !d.r.Keep {
-		parts = append(parts, fmt.Sprintf("the lease is no longer renewed, so at the deadline (%s) it asks the job for a snapshot and deletes the pod",
-			d.r.Deadline.Local().Format(time.DateTime)))
+	capTimed, stallOn := false, false
+	for _, due := range rec.Dues() {
+		switch due.Rule {
+		case watchdog.DeleteNeverStarted:
+			parts = append(parts, fmt.Sprintf("no job runs yet, so the watchdog deletes the pod %s after it booted (boot grace)", since(due.After)))
+		case watchdog.DeleteStalled:
+			stallOn = true
+			parts = append(parts, fmt.Sprintf("should the job not move for %s (--stall-after: no new progress line, or no new output before its first), it is asked for a snapshot, and the pod is deleted %s later if it still has not moved (--snapshot-wait)",
+				since(eff.StallAfter), since(due.After-eff.StallAfter)))
+		case watchdog.DeleteAbandoned:
+			parts = append(parts, fmt.Sprintf("once the job ends, the pod goes %s later unless its results are collected (or later, while a launcher downloading them holds the lease)", since(due.After)))
+		case watchdog.DeleteDeadline:
+			parts = append(parts, fmt.Sprintf("the lease is no longer renewed, so at the deadline (%s) it asks the job for a snapshot and deletes the pod",
+				due.At.Local().Format(time.DateTime)))
+		case watchdog.DeleteMaxExtension:
+			parts = append(parts, fmt.Sprintf("at the deadline plus its extension (%s, --max-extension) it does so whatever the lease", due.At.Local().Format(time.DateTime)))
+		case watchdog.DeleteCostCap:
+			capTimed = true
+			parts = append(parts, fmt.Sprintf("the cost cap of %s still holds: the pod goes at %s at the latest", money(rec.MaxCostUSD), due.At.Local().Format(time.DateTime)))
+		}
 	}
-	if d.r.MaxCostUSD > 0 && !d.r.Keep {
-		parts = append(parts, fmt.Sprintf("the cost cap of %s still holds", money(d.r.MaxCostUSD)))
+	if rec.MaxCostUSD > 0 && !rec.Keep && !capTimed {
+		parts = append(parts, fmt.Sprintf("the cost cap of %s still holds", money(rec.MaxCostUSD)))
 	}
-	if started && !d.r.Keep {
-		parts = append(parts, fmt.Sprintf("once the job ends, the pod goes %s later unless its results are collected (or later, while a launcher downloading them holds the lease)", d.retrieveGrace()))
+	if started && !rec.Keep && !stallOn {
+		parts = append(parts, "the stall rule is off (--stall-after): a job that stops moving runs on until another rule ends it")
 	}
 	return strings.Join(parts, "; ")
 }
