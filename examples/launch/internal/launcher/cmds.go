@@ -163,7 +163,8 @@ func cmdLs(ctx context.Context, a *app, args []string) error {
 	fs := a.newFlags("ls", "", `Lists this machine's runs with their pods (status, age, estimated cost
 (price x time), what Runpod billed once the pods are gone, the last watchdog
 verdict seen, the rule by which the watchdog was seen deleting the pod,
-explained below the table), and the account's overbrainer pods that no local
+explained below the table, or for a gone pod of a run left to its
+watchdog the rules due by then, marked "?"), and the account's overbrainer pods that no local
 run knows (orphans: "launch rm --all-orphans" removes them).`)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -192,7 +193,7 @@ run knows (orphans: "launch rm --all-orphans" removes them).`)
 	now := time.Now()
 	tw := tabwriter.NewWriter(a.stdout, 2, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "RUN\tPHASE\tPOD\tSTATUS\tAGE\tESTIMATED\tBILLED\tVERDICT\tDELETE REASON")
-	var settling bool
+	var settling, anyDue bool
 	var reasons []watchdog.DeleteReason
 	for _, r := range runs {
 		pod, live := byName[r.PodName]
@@ -221,10 +222,17 @@ run knows (orphans: "launch rm --all-orphans" removes them).`)
 		}
 		billed, more := billedText(r.Record)
 		settling = settling || more
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Phase, podID, status, age, cost, billed, dash(r.Verdict), dash(string(r.DeleteReason)))
-		if r.DeleteReason != "" && !slices.Contains(reasons, r.DeleteReason) {
-			reasons = append(reasons, r.DeleteReason)
+		end := podEnd{rule: r.DeleteReason}
+		if status == "gone" {
+			end = endOf(r, cmp.Or(r.Ended, now))
 		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Phase, podID, status, age, cost, billed, dash(r.Verdict), end.column())
+		for _, reason := range append([]watchdog.DeleteReason{end.rule}, end.due...) {
+			if reason != "" && !slices.Contains(reasons, reason) {
+				reasons = append(reasons, reason)
+			}
+		}
+		anyDue = anyDue || len(end.due) > 0
 	}
 	orphans := make([]runpod.Pod, 0, len(byName))
 	for _, p := range byName {
@@ -263,6 +271,11 @@ run knows (orphans: "launch rm --all-orphans" removes them).`)
 	}
 	if settling {
 		if _, err := fmt.Fprintln(a.stdout, billNote); err != nil {
+			return err
+		}
+	}
+	if anyDue {
+		if _, err := fmt.Fprintln(a.stdout, dueNote); err != nil {
 			return err
 		}
 	}

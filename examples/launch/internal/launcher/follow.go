@@ -168,9 +168,9 @@ func (d *driver) sayFailure(e guard.Event) {
 	var collect *guard.CollectError
 	switch {
 	case errors.As(e.Err, &gone) && d.early:
-		a.say("%s: the results downloaded while the job ran (in %s) are all there is", goneText(gone), d.r.OutDir)
+		a.say("%s: the results downloaded while the job ran (in %s) are all there is", d.goneText(gone), d.r.OutDir)
 	case errors.As(e.Err, &gone):
-		a.say("%s: the job's results were not collected", goneText(gone))
+		a.say("%s: the job's results were not collected", d.goneText(gone))
 		if d.r.Verdict == "" {
 			// It died before its SSH answered: its log says why.
 			for _, l := range a.lastLines(d.r.ID, 10) {
@@ -197,11 +197,20 @@ func (d *driver) sayFailure(e guard.Event) {
 	}
 }
 
-// goneText is a gone pod in words, with its watchdog's reason explained.
-func goneText(g *guard.PodGoneError) string {
+// goneText is a gone pod in words, with its watchdog's reason explained:
+// the one seen, else the one the run directory's copy here names, else
+// the rules whose time had come (saved with the run, for ls).
+func (d *driver) goneText(g *guard.PodGoneError) string {
 	s := g.Error()
 	if rule := g.Rule(); rule != "" {
-		s += ": " + rule.Explain()
+		return s + ": " + rule.Explain()
+	}
+	end := endOf(d.r, time.Now())
+	if end.rule == "" && len(end.due) > 0 {
+		d.r.DueWhenGone = end.due
+	}
+	if t := end.text(); t != "" {
+		s += "; " + t
 	}
 	return s
 }

@@ -2,11 +2,14 @@ package launcher
 
 import (
 	"bufio"
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/overbrainer/overbrainer-go/examples/launch/internal/state"
 	"github.com/overbrainer/overbrainer-go/internal/termtext"
@@ -90,7 +93,8 @@ func cmdLogs(ctx context.Context, a *app, args []string) error {
 	fs := a.newFlags("logs", "RUN", `Shows the run's pod log as Runpod's log stream carried it (what the pod's
 setup and watchdog printed, and Runpod's own lines), kept in the run's
 state from the create to the delete. --follow then streams new lines from
-Runpod while the pod lives.`)
+Runpod while the pod lives. A pod gone is said with the rule that ended
+it, where that is known.`)
 	tail := fs.Int("tail", 100, "how many of the kept lines to show (0: all)")
 	follow := fs.Bool("follow", false, "stream new lines from Runpod after the kept ones")
 	source := fs.String("source", "", "with --follow: container or system (default both)")
@@ -118,14 +122,25 @@ Runpod while the pod lives.`)
 		fmt.Fprintln(a.stdout, termtext.Escape(l, false))
 	}
 	if !*follow {
+		// The kept log stops at the detach: what ended the pod since, where known.
+		if end := endOf(r, time.Now()); end.rule != "" || len(r.DueWhenGone) > 0 {
+			a.say("pod %s is gone: %s", r.PodID, end.text())
+		}
 		return nil
 	}
 	if err := a.open(ctx); err != nil {
 		return err
 	}
 	opts := runpod.LogOptions{Source: runpod.LogSource(*source), NoBackfill: true}
-	return a.api.StreamPodLogs(ctx, r.PodID, opts, func(l runpod.LogLine) error {
+	err = a.api.StreamPodLogs(ctx, r.PodID, opts, func(l runpod.LogLine) error {
 		_, err := fmt.Fprintf(a.stdout, "%s %s %s\n", l.Time.UTC().Format("2006-01-02T15:04:05Z"), l.Source, termtext.Escape(l.Line, false))
 		return err
 	})
+	if err == nil || errors.Is(err, runpod.ErrNotFound) {
+		// The stream ends with the pod: say what ended it.
+		why := cmp.Or(endOf(r, time.Now()).text(), "nothing here says which rule ended it")
+		a.say("pod %s is gone: %s", r.PodID, why)
+		return nil
+	}
+	return err
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/guard"
+	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
 // EnvDir overrides the state directory (as the launcher's --state-dir does).
@@ -47,6 +48,9 @@ type Run struct {
 	// variable that holds its value; the values are never stored.
 	SecretEnv map[string]string `json:"secret_env,omitempty"`
 	OutDir    string            `json:"out_dir"`
+	// DueWhenGone are the rules whose time had come when a launcher found
+	// the pod of a run left to its watchdog gone, none seen taking it.
+	DueWhenGone []watchdog.DeleteReason `json:"due_when_gone,omitempty"`
 }
 
 // Store is a state directory.
