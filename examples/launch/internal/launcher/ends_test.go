@@ -8,6 +8,7 @@ import (
 	"github.com/overbrainer/overbrainer-go/examples/launch/internal/state"
 	"github.com/overbrainer/overbrainer-go/guard"
 	"github.com/overbrainer/overbrainer-go/podenv"
+	"github.com/overbrainer/overbrainer-go/runpod"
 )
 
 // The detach message names every rule that may end the pod, with its
@@ -47,6 +48,25 @@ func TestGuaranteesNameEveryRule(t *testing.T) {
 		}
 		if c.name != "running" && strings.Contains(got, "--stall-after") {
 			t.Errorf("%s: a stall rule where none applies:\n%s", c.name, got)
+		}
+	}
+}
+
+// A pod found gone is said with the rules due by then, unless it died
+// (EXITED, ERROR): no rule deleted that one.
+func TestGoneTextDueRules(t *testing.T) {
+	t.Parallel()
+	then := time.Now().Add(-time.Hour)
+	for _, c := range []struct {
+		status runpod.PodStatus
+		due    bool
+	}{{"", true}, {runpod.StatusTerminated, true}, {runpod.StatusExited, false}, {runpod.StatusError, false}} {
+		r := &state.Run{Record: guard.Record{Phase: state.PhaseDetached, BillingStart: then, JobStarted: then,
+			Rules: podenv.Rules{RetrieveGrace: time.Minute}}}
+		d := &driver{r: r}
+		got := d.goneText(&guard.PodGoneError{PodID: "p1", Status: c.status})
+		if has := strings.Contains(got, "these were due by then: abandoned ("); has != c.due || (len(r.DueWhenGone) > 0) != c.due {
+			t.Errorf("status %q: %q, saved %v; want the due rules: %v", c.status, got, r.DueWhenGone, c.due)
 		}
 	}
 }

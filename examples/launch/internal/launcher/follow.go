@@ -137,7 +137,7 @@ func (d *driver) event(e guard.Event) {
 		d.sayFailure(e)
 	case guard.EventRecovering:
 		// The run goes on: what was said of the lost pod's end is past.
-		d.failed, d.costShown, d.early, d.asked = nil, false, false, ""
+		d.failed, d.costShown, d.early, d.asked, d.r.DueWhenGone = nil, false, false, "", nil
 		a.say("recovering (%d of %d): %v; a new pod takes the job up %s", e.N, e.Of, e.Err, recoverFrom(e))
 	case guard.EventDeleted:
 		a.sayDeleted(e, d.r.ID)
@@ -204,6 +204,10 @@ func (d *driver) goneText(g *guard.PodGoneError) string {
 	s := g.Error()
 	if rule := g.Rule(); rule != "" {
 		return s + ": " + rule.Explain()
+	}
+	if g.Status != "" && g.Status != runpod.StatusTerminated {
+		// EXITED or ERROR: it died, no rule deleted it.
+		return s
 	}
 	end := endOf(d.r, time.Now())
 	if end.rule == "" && len(end.due) > 0 {
