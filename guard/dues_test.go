@@ -49,7 +49,7 @@ func TestDues(t *testing.T) {
 		}},
 		{"kept unbounded", guard.Record{Rules: podenv.Rules{Keep: true, KeepUnbounded: true}, BillingStart: start, JobStarted: job}, nil},
 		{"hard deadline", guard.Record{Rules: podenv.Rules{Deadline: start.Add(time.Hour), HardDeadline: true}, JobStarted: job}, []guard.Due{
-			{Rule: watchdog.DeleteStalled, At: job.Add(podenv.DefaultStallAfter + podenv.DefaultSnapshotWait), After: podenv.DefaultStallAfter + podenv.DefaultSnapshotWait},
+			// The stall rule is off unless asked.
 			{Rule: watchdog.DeleteDeadline, At: start.Add(time.Hour)},
 			{Rule: watchdog.DeleteAbandoned, At: job.Add(podenv.DefaultRetrieveGrace), After: podenv.DefaultRetrieveGrace},
 		}},

@@ -32,7 +32,7 @@ const (
 	EventLeaseRenewed                           // the client's lease was renewed
 	EventCost                                   // a running job's cost so far, every ten minutes (Elapsed, CostUSD)
 	EventPace                                   // at its pace the job will be asked for a snapshot (Snapshot; see Event)
-	EventStalled                                // the job has not moved for StallAfter (Elapsed, ProgressLine, Snapshot)
+	EventStalled                                // the job has not moved (Elapsed, ProgressLine, Snapshot, Deadline; see Event)
 	EventSnapshotRequested                      // a snapshot request appeared on the pod (Snapshot)
 	EventVolumeGrown                            // the network volume grew (VolumeID, FromGB, ToGB, UsedBytes)
 	EventVolumeFilling                          // the volume's usable part is Percent full (VolumeID, FromGB, ToGB: its cap or 0, UsedBytes)
@@ -108,8 +108,13 @@ const (
 // its Kind names are set (see EventKind). EventPace: at PerStep a step (Step
 // of Steps) the job needs more than the deadline leaves (Need, Left) or the
 // cost cap (CostUSD at CostPerHr, MaxCostUSD), so Snapshot's bound will stop
-// it. EventStalled: the lease lapses and a snapshot is asked, unless one was
-// (Snapshot) or MinGPUUtil leaves it to the watchdog.
+// it. EventStalled: with the stall rule on (StallAfter), the job has not
+// moved for StallAfter: the lease lapses and a snapshot is asked, unless
+// one was (Snapshot) or MinGPUUtil leaves it to the watchdog, and the pod
+// is deleted at Deadline unless the job moves (zero when the watchdog
+// alone knows); with the rule off (Deadline zero), it has not moved for
+// podenv.StallWarnAfter (again at each multiple): a warning, nothing
+// more.
 type Event struct {
 	Kind                  EventKind
 	Stage                 Stage // EventWaiting, EventTransfer
@@ -250,6 +255,9 @@ func (e Event) String() string {
 		s := fmt.Sprintf("the job has not moved for %s", roundSecond(e.Elapsed))
 		if e.ProgressLine != "" {
 			s += fmt.Sprintf(" (last progress: %s)", termtext.Escape(e.ProgressLine, false))
+		}
+		if e.Deadline.IsZero() && e.Snapshot == "" {
+			return s
 		}
 		return s + ": the lease is no longer renewed and the job is asked for a snapshot"
 	case EventPace:

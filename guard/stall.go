@@ -7,20 +7,28 @@ import (
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/internal/jobctl"
+	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
 // movement is what a follow knows of the job moving: the rule the pod's
-// watchdog applies, seen from this side. Once the job reports progress (a
-// line in its progress file), only a new line is movement; before that,
-// new output is. It renews the lease, and its absence for the run's
-// StallAfter is a stall.
+// watchdog applies, seen from this side. New output is movement, and so
+// is a new line in its progress file. It renews the lease; its absence
+// for the run's StallAfter is a stall (when the rule is on), and for
+// podenv.StallWarnAfter a warning (when it is off).
 type movement struct {
 	line string    // the last progress line seen
 	at   time.Time // when the job last moved (the follow's start at first)
-	// stalled says the stall was told (and its snapshot asked) since the
-	// job last moved.
+	// told is how long the job had not moved when that was last told,
+	// zero when it was not since the job last moved.
+	told time.Duration
+	// stalled says the stall rule (on) told the stall since the job last
+	// moved, and asked is when it asked the job for the stall snapshot
+	// (or found a request there): the watchdog deletes the pod a
+	// SnapshotWait later unless the job moves (stallDeleteAt). asked is
+	// zero with MinGPUUtil, where the watchdog alone asks.
 	stalled bool
+	asked   time.Time
 	pace    pace
 }
 
@@ -37,45 +45,71 @@ func (m *movement) see(now time.Time, st jobctl.State, output int) {
 		m.at = now
 	}
 	if moved {
-		m.stalled = false
+		m.stalled, m.asked, m.told = false, time.Time{}, 0
 	}
 }
 
 // movedSince says the job moved after t.
 func (m *movement) movedSince(t time.Time) bool { return m.at.After(t) }
 
-// stallCheck tells a stall once the running job has not moved for the
-// run's StallAfter, and asks the job for a snapshot (reason stall) unless
-// a request is there already, as the watchdog does: a stalled job holds
-// no lease (see follow). With MinGPUUtil the snapshot is left to the
-// watchdog, which alone sees the GPU: a busy one holds the job. A kept
-// run has no stall rule.
+// stallCheck tells a running job that has not moved. With the stall rule
+// on (StallAfter), it tells it once the job has not moved for StallAfter
+// and asks the job for a snapshot (reason stall) unless a request is
+// there already, as the watchdog does: a stalled job holds no lease (see
+// follow). With MinGPUUtil the snapshot is left to the watchdog, which
+// alone sees the GPU: a busy one holds the job. With the rule off, it
+// only tells, every podenv.StallWarnAfter without movement. A kept run
+// has neither.
 func (r *Run) stallCheck(ctx context.Context, st jobctl.State, m *movement) {
 	r.stalled = m.stalled
-	if r.rec.Keep || !st.Started() || st.Ended() || m.stalled {
+	if r.rec.Keep || !st.Started() || st.Ended() {
 		return
 	}
-	limit := r.rec.EffectiveRules().StallAfter
+	limit, on := r.rec.StallAfter, r.rec.StallAfter > 0
+	if !on {
+		limit = podenv.StallWarnAfter
+	}
 	still := r.since(m.at)
-	if still < limit {
+	if still < limit || (m.told > 0 && (on || still < m.told+limit)) {
+		return
+	}
+	m.told = still
+	ev := Event{Kind: EventStalled, Elapsed: still, ProgressLine: m.line, Snapshot: st.Request}
+	if !on {
+		r.emit(ev)
 		return
 	}
 	m.stalled, r.stalled = true, true
-	r.emit(Event{Kind: EventStalled, Elapsed: still, ProgressLine: m.line, Snapshot: st.Request})
+	if r.rec.MinGPUUtil == 0 {
+		m.asked = r.now()
+		ev.Deadline = r.stallDeleteAt(m)
+	}
+	r.emit(ev)
 	if r.rec.MinGPUUtil > 0 || st.Request != "" {
 		return
 	}
 	if err := r.put(ctx, watchdog.SnapshotRequest, string(watchdog.ReasonStall)); err != nil {
 		// Tried again at the next look.
-		m.stalled, r.stalled = false, false
+		m.stalled, r.stalled, m.asked, m.told = false, false, time.Time{}, 0
 		r.warn(err)
 	}
 }
 
-// isStalled says the job has not moved for the run's StallAfter (a kept
-// run never stalls).
+// stallDeleteAt is when the pod's watchdog deletes the pod of a stalled
+// job that does not move: a SnapshotWait after the stall snapshot was
+// asked. Zero when none was (the rule off, the job moving, or MinGPUUtil
+// leaving the ask to the watchdog).
+func (r *Run) stallDeleteAt(m *movement) time.Time {
+	if m.asked.IsZero() {
+		return time.Time{}
+	}
+	return m.asked.Add(r.rec.EffectiveRules().SnapshotWait)
+}
+
+// isStalled says the stall rule is on and the job has not moved for the
+// run's StallAfter (a kept run never stalls): it then holds no lease.
 func (r *Run) isStalled(m *movement) bool {
-	return !r.rec.Keep && !m.at.IsZero() && r.since(m.at) >= r.rec.EffectiveRules().StallAfter
+	return r.rec.StallAfter > 0 && !r.rec.Keep && !m.at.IsZero() && r.since(m.at) >= r.rec.StallAfter
 }
 
 // parseSteps reads a progress line as steps: its step=N and total=N

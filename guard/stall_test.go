@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/internal/jobctl"
+	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
@@ -165,5 +166,37 @@ func TestAStalledJobsPodGoneNamesTheStall(t *testing.T) {
 	var gone *PodGoneError
 	if !errors.As(err, &gone) || gone.Rule() != watchdog.DeleteStalled {
 		t.Fatalf("Follow: %v, want a *PodGoneError by the stalled rule", err)
+	}
+}
+
+// With the stall rule at its default (off), a job that does not move is
+// told, at podenv.StallWarnAfter and again at each multiple, and nothing
+// more: no snapshot is asked, no delete is due.
+func TestStallOffOnlyWarns(t *testing.T) {
+	script := []look{{st: ready}}
+	for range 1900 {
+		script = append(script, look{st: progressing("step=1 total=5000")})
+	}
+	h := newHarness(t, append(script, look{st: exited(0)})...)
+	spec := h.spec()
+	if spec.StallAfter != 0 {
+		t.Fatalf("the harness's spec has StallAfter %s, want the default (off)", spec.StallAfter)
+	}
+	r := h.mustStart(spec)
+	followScript(t, h, r)
+	ev := h.eventsOf(EventStalled)
+	if len(ev) != 2 {
+		t.Fatalf("%d stall warnings in an hour and a bit, want 2 (at 30m and 1h)", len(ev))
+	}
+	for i, e := range ev {
+		if want := time.Duration(i+1) * podenv.StallWarnAfter; e.Elapsed < want || e.Elapsed > want+testPoll || !e.Deadline.IsZero() {
+			t.Errorf("warning %d: %+v, want %s without movement and no delete time", i, e, want)
+		}
+	}
+	if n := stallPuts(h); n != 0 {
+		t.Errorf("%d stall snapshot requests with the rule off, want 0", n)
+	}
+	if r.stalled {
+		t.Error("the run counts as stalled with the rule off: a pod found gone would be put down to it")
 	}
 }

@@ -21,11 +21,11 @@
 //
 // For job authors: the job's environment carries [ProgressEnv]
 // (OVERBRAINER_PROGRESS), the path of a file where the job may append one
-// line a step, e.g. `step=120 total=5000 loss=0.91`. A job that does is
-// judged by it: a new line is what keeps it alive against the stall rule
-// ([Rules.StallAfter], 30 minutes by default; before the first line, and
-// for a job that never writes one, new output counts instead), what
-// renews a following launcher's lease, and, with step and total, what the
-// launcher reads the pace from to warn of a deadline or a cost cap too
-// near for the steps left.
+// line a step, e.g. `step=120 total=5000 loss=0.91`. A new line counts as
+// the job moving, as new output or a changed file under its outputs does:
+// it renews a following launcher's lease, and holds off the stall rule
+// where the user turned it on ([Rules.StallAfter]; off by default, when a
+// job that has not moved for [StallWarnAfter] is only told). With step
+// and total, it is what the launcher reads the pace from to warn of a
+// deadline or a cost cap too near for the steps left.
 package podenv

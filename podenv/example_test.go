@@ -44,6 +44,7 @@ func ExampleSettings_Env() {
 	// OVERBRAINER_RETRIEVE_GRACE=3600
 	// OVERBRAINER_RUN_DIR=/workspace/overbrainer/r1
 	// OVERBRAINER_RUN_ID=r1
+	// OVERBRAINER_STALL_AFTER=0
 	// OVERBRAINER_WORKDIR=/workspace/overbrainer
 }
 

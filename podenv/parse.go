@@ -63,9 +63,8 @@ const (
 	// of the job's progress file (watchdog.Progress in the run
 	// directory). A job may append one line a step to it, words of
 	// key=value such as `step=120 total=5000 loss=0.91`; step and total
-	// let the launcher tell the pace. Once the file exists, a new line
-	// is what counts as the job moving (Rules.StallAfter), and the lease
-	// is renewed on progress rather than on output.
+	// let the launcher tell the pace. A new line counts as the job
+	// moving (Rules.StallAfter), as new output does.
 	ProgressEnv = "OVERBRAINER_PROGRESS"
 	// KeepIdleEnv is a kept pod's idle bound in seconds, 0 for none.
 	KeepIdleEnv = "OVERBRAINER_KEEP_IDLE"
@@ -149,7 +148,11 @@ func (e *EnvError) Error() string { return "podenv: " + e.Name + ": " + e.Reason
 // zeros allowed; no sign, space or point), keep mode is 0 or 1. A
 // variable Env always writes that is missing, a value the watchdog would
 // not read, or settings that would not validate is an error naming the
-// variable: a reader that cannot read a pod must not guess. A contract
+// variable: a reader that cannot read a pod must not guess. The one
+// exception is OVERBRAINER_STALL_AFTER, which a pod of the releases
+// before the stall rule was opt-in lacks when its rule was the default:
+// it is read as [LegacyStallAfter], the rule on, as that pod's watchdog
+// applies it. A contract
 // newer than [ContractVersion] is refused too: its rules are unknown.
 // Unknown names are ignored.
 func Parse(env map[string]string) (Pod, error) {
@@ -259,6 +262,11 @@ func Parse(env map[string]string) (Pod, error) {
 	default:
 		// Before contract 3 a kept pod had no idle bound.
 		s.KeepUnbounded = true
+	}
+	if _, set := env[StallAfterEnv]; !set {
+		// A pod of before the rule was opt-in (Env writes it always
+		// now): its watchdog took the default of then, the rule on.
+		s.StallAfter = LegacyStallAfter
 	}
 	switch v, ok := env[TakeOverEnv]; {
 	case !ok:

@@ -65,9 +65,18 @@ const (
 	// (contract 1): the default of the releases before DefaultMaxExtension
 	// became an hour, which such a pod's watchdog took.
 	LegacyMaxExtension = 24 * time.Hour
-	// DefaultStallAfter is how long a job may go without moving (see
-	// Rules.StallAfter) before it is asked for a snapshot.
-	DefaultStallAfter = 30 * time.Minute
+	// StallWarnAfter is how long a job may go without moving (see
+	// Rules.StallAfter) before a following client tells it, when the
+	// stall rule is off (its default): a warning, nothing deleted. It is
+	// also how often the pod's watchdog looks for movement then, a tenth
+	// of it (the script's STALL_WATCH, which a test ties to it).
+	StallWarnAfter = 30 * time.Minute
+	// LegacyStallAfter is the stall rule of a pod whose env states none:
+	// the SDK released before the rule became opt-in wrote
+	// OVERBRAINER_STALL_AFTER only when it was set, and its watchdog
+	// applied this default, deleting a stalled job. Env always writes
+	// it now (0: off), so only such a pod lacks it.
+	LegacyStallAfter = 30 * time.Minute
 	// DefaultKeepIdle is how long a kept pod whose job ended stays unused
 	// (no SSH session open, no lease touched) before its watchdog deletes
 	// it: a kept pod forgotten costs at most this much past its last use.
@@ -396,6 +405,9 @@ func (s Settings) Env() (map[string]string, error) {
 	} else {
 		delete(env, KeepIdleEnv)
 	}
+	// Always said, 0 for off: a reader that finds none takes the pod for
+	// one of before the rule was opt-in (LegacyStallAfter).
+	env[StallAfterEnv] = strconv.FormatInt(seconds(s.StallAfter), 10)
 	if s.MaxCostUSD > 0 {
 		SetMaxCost(env, s.MaxCostUSD)
 	}

@@ -59,6 +59,7 @@ func TestEnvHoldsTheWatchdogSettingsAndNoSecret(t *testing.T) {
 		"OVERBRAINER_BOOT_GRACE":     "1800",
 		"OVERBRAINER_RETRIEVE_GRACE": "3600",
 		"OVERBRAINER_KEEP_POD":       "0",
+		"OVERBRAINER_STALL_AFTER":    "0",
 		"OVERBRAINER_API_URL":        "https://api.runpod.io/v2",
 		"OVERBRAINER_AUTHORIZED_KEY": clientKey + " overbrainer-r1",
 		"OVERBRAINER_CLAIM":          hostKey,

@@ -16,7 +16,8 @@ import (
 // and checked ([Rules.CheckRules]) in one place.
 //
 // A zero field is its default (the Default constants), except Deadline
-// (zero is no deadline) and MaxCostUSD (zero is no cap). Durations reach
+// (zero is no deadline), MaxCostUSD (zero is no cap), StallAfter and
+// MinGPUUtil (zero is off). Durations reach
 // the pod in whole seconds, rounded up, so that a set knob is never the
 // script's own zero.
 //
@@ -91,23 +92,29 @@ type Rules struct {
 	// ProbeWait is the pause between those tries; zero means
 	// DefaultProbeWait.
 	ProbeWait time.Duration `json:"probe_wait,omitempty"`
-	// StallAfter (--stall-after) is how long a running job may go without
-	// moving before it is asked for a snapshot, and its pod deleted a
-	// SnapshotWait later if it still has not moved (the stalled rule).
-	// Movement is a new line in the job's progress file (ProgressEnv) once
-	// it wrote one, else new output; zero means DefaultStallAfter. A
-	// following launcher stops renewing the lease by the same rule.
+	// StallAfter (--stall-after) turns the stalled rule on: a running job
+	// that has not moved for StallAfter is asked for a snapshot, and its
+	// pod deleted a SnapshotWait later if it still has not moved. Zero
+	// (the default) is off: the pod's env then says 0, its watchdog
+	// deletes nothing for a stall, and a following client only tells a
+	// job that has not moved for StallWarnAfter. The job moves when its
+	// output (job.log) grows, its progress file (ProgressEnv) gets a new
+	// line, a file under its outputs changes, its process group uses a
+	// tenth of a core, or (MinGPUUtil) a GPU is busy. A following
+	// launcher stops renewing the lease by the same rule, when it is on.
 	StallAfter time.Duration `json:"stall_after,omitempty"`
 	// MinGPUUtil (--min-gpu-util), a percentage from 1 to 100, makes a GPU
 	// at least that busy (by nvidia-smi, where the pod has it) count as
-	// movement for StallAfter; zero leaves the GPU out.
+	// movement (for StallAfter and for StallWarnAfter); zero leaves the
+	// GPU out.
 	MinGPUUtil int `json:"min_gpu_util,omitempty"`
 }
 
 // EffectiveRules returns the rules as the watchdog applies them: every
 // zero knob replaced by its default, the extension zero for a hard
-// deadline, KeepIdle zero when KeepUnbounded. Deadline, MaxCostUSD and Keep
-// are returned as they are.
+// deadline, KeepIdle zero when KeepUnbounded. Deadline, MaxCostUSD, Keep,
+// StallAfter and MinGPUUtil are returned as they are (a zero StallAfter
+// is the stall rule off).
 func (r Rules) EffectiveRules() Rules {
 	or := func(d *time.Duration, def time.Duration) {
 		if *d == 0 {
@@ -121,7 +128,6 @@ func (r Rules) EffectiveRules() Rules {
 	or(&r.SnapshotLead, DefaultSnapshotLead)
 	or(&r.SnapshotWait, DefaultSnapshotWait)
 	or(&r.ProbeWait, DefaultProbeWait)
-	or(&r.StallAfter, DefaultStallAfter)
 	if r.ProbeTries == 0 {
 		r.ProbeTries = DefaultProbeTries
 	}

@@ -33,7 +33,7 @@ func TestEveryKnobHasADefaultAndAVariable(t *testing.T) {
 
 // offWhenZero are the knobs whose zero turns their rule off rather than
 // taking a default.
-var offWhenZero = []string{"MinGPUUtil"}
+var offWhenZero = []string{"StallAfter", "MinGPUUtil"}
 
 func TestEffectiveRules(t *testing.T) {
 	got := Rules{Keep: true, Interval: 5 * time.Second, ProbeTries: 2}.EffectiveRules()
@@ -41,7 +41,7 @@ func TestEffectiveRules(t *testing.T) {
 		Keep: true, Interval: 5 * time.Second, ProbeTries: 2,
 		BootGrace: DefaultBootGrace, RetrieveGrace: DefaultRetrieveGrace, LeaseTTL: DefaultLeaseTTL,
 		SnapshotLead: DefaultSnapshotLead, SnapshotWait: DefaultSnapshotWait, ProbeWait: DefaultProbeWait,
-		MaxExtension: DefaultMaxExtension, StallAfter: DefaultStallAfter, KeepIdle: DefaultKeepIdle,
+		MaxExtension: DefaultMaxExtension, KeepIdle: DefaultKeepIdle,
 	}
 	if got != want {
 		t.Errorf("EffectiveRules = %+v, want %+v", got, want)

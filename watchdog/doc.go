@@ -7,14 +7,14 @@
 // that stalled), after asking the job for a snapshot when the cost, the
 // deadline or a full disk is near, or the job has stalled.
 //
-// A job stalls when it has not moved for OVERBRAINER_STALL_AFTER (30
-// minutes): once it wrote its progress file ([Progress], one line a step),
-// only a new line there counts as movement (output does not: a job printing
-// the same error in a retry loop is stuck), before that any new output; with
-// OVERBRAINER_MIN_GPU_UTIL, a GPU at least that busy by nvidia-smi counts
-// too. It is asked for a snapshot ([ReasonStall]) and its pod deleted
-// ([DeleteStalled]) when it still has not moved nor ended
-// OVERBRAINER_SNAPSHOT_WAIT later. A kept pod is left to keep mode.
+// The stall rule is off unless the pod's env turns it on
+// (OVERBRAINER_STALL_AFTER, 0 by default). A job stalls when it has not
+// moved for OVERBRAINER_STALL_AFTER: any new output, a new line in its
+// progress file ([Progress]), or with OVERBRAINER_MIN_GPU_UTIL a GPU at
+// least that busy by nvidia-smi, count as movement. It is asked for a
+// snapshot ([ReasonStall]) and its pod deleted ([DeleteStalled]) when it
+// still has not moved nor ended OVERBRAINER_SNAPSHOT_WAIT later. A kept
+// pod is left to keep mode.
 //
 // The client's lease (the mtime of .pod/lease, fresh for
 // OVERBRAINER_LEASE_TTL seconds either side of the pod's clock) holds off

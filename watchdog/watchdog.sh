@@ -25,9 +25,10 @@
 #    once the lease is LEASE_TTL old too (a client still downloading the
 #    results holds it), so at the later of the two;
 #  - no job started within BOOT_GRACE of the watchdog's start: delete;
-#  - the job has not moved (progress, else output; a busy GPU when asked)
-#    for STALL_AFTER, then SNAPSHOT_WAIT more after its snapshot was asked
-#    (stalled; not for a kept pod): delete. See stall_check.
+#  - only when asked (STALL_AFTER, 0 by default: off): the job has not
+#    moved (progress, else output; a busy GPU when asked) for STALL_AFTER,
+#    then SNAPSHOT_WAIT more after its snapshot was asked (stalled; not
+#    for a kept pod): delete. See stall_check.
 #
 # Before a rule takes the job away, the job is asked to checkpoint and stop
 # (snapshot.request, read by the trainer): at .pod/snapshot_at (95% of
@@ -986,9 +987,10 @@ delete_pod() {
 # movement too, asked only once nothing else moved. A kept pod is left to
 # keep mode. Looks come every STALL_AFTER/10 seconds (a process each: tail
 # or wc), so a stall is seen at most a tenth of STALL_AFTER late, never early:
-# a movement counts from the look that saw it. STALL_AFTER=0 turns the rule
-# off.
-setting OVERBRAINER_STALL_AFTER "${OVERBRAINER_STALL_AFTER:-}" 1800 && STALL_AFTER=$number
+# a movement counts from the look that saw it. STALL_AFTER=0, the default,
+# turns the rule off: a rule that ends a running job is the user's to ask
+# for.
+setting OVERBRAINER_STALL_AFTER "${OVERBRAINER_STALL_AFTER:-}" 0 && STALL_AFTER=$number
 setting OVERBRAINER_MIN_GPU_UTIL "${OVERBRAINER_MIN_GPU_UTIL:-}" 0 && MIN_GPU_UTIL=$number
 STALL_LOOK=$((STALL_AFTER / 10))
 [ "$STALL_LOOK" -ge 1 ] || STALL_LOOK=1

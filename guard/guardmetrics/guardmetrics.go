@@ -16,6 +16,7 @@
 //	overbrainer_guard_billed_usd                       what Runpod billed the ended runs whose bill was read
 //	overbrainer_guard_watchdog_deletes_total{reason}   pods seen deleted by their watchdog, by its rule
 //	overbrainer_guard_pod_deletes_total{result}        deletes the runs made (deleted, terminated, stopped, failed)
+//	overbrainer_guard_stall_warnings_total             times a followed job was told not moving (guard.EventStalled)
 package guardmetrics
 
 import (
@@ -35,6 +36,7 @@ type Metrics struct {
 	spend, billed   prometheus.Gauge
 	watchdogDeletes *prometheus.CounterVec
 	podDeletes      *prometheus.CounterVec
+	stalls          prometheus.Counter
 
 	mu     sync.Mutex
 	phase  map[string]guard.Phase // by run id
@@ -49,7 +51,7 @@ var phases = []guard.Phase{guard.PhaseCreating, guard.PhaseBooting, guard.PhaseR
 // "other", so that a pod's words cannot grow the series.
 var reasons = []watchdog.DeleteReason{watchdog.DeleteBootstrapFailed, watchdog.DeletePodDirUnsafe, watchdog.DeleteCostCap,
 	watchdog.DeleteDeadline, watchdog.DeleteMaxExtension, watchdog.DeleteRetrieved, watchdog.DeleteAbandoned, watchdog.DeleteNeverStarted,
-	watchdog.DeleteKeptIdle}
+	watchdog.DeleteKeptIdle, watchdog.DeleteStalled}
 
 // New makes the metrics and registers them with reg (panicking, as
 // prometheus.MustRegister does, when reg already holds them).
@@ -62,6 +64,8 @@ func New(reg prometheus.Registerer) *Metrics {
 			Help: "Pods seen deleted by their watchdog, by its rule."}, []string{"reason"}),
 		podDeletes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "overbrainer_guard_pod_deletes_total",
 			Help: "Deletes of a pod the runs made, by result (deleted, terminated, stopped: its storage still bills, failed)."}, []string{"result"}),
+		stalls: prometheus.NewCounter(prometheus.CounterOpts{Name: "overbrainer_guard_stall_warnings_total",
+			Help: "Times a followed job was told not moving: for the stall warning window (nothing deleted) or, with the stall rule on, its limit."}),
 		phase: map[string]guard.Phase{}, spent: map[string]float64{}, billOf: map[string]float64{},
 	}
 	for _, p := range phases {
@@ -73,7 +77,7 @@ func New(reg prometheus.Registerer) *Metrics {
 	for _, r := range []string{"deleted", "terminated", "stopped", "failed"} {
 		m.podDeletes.WithLabelValues(r)
 	}
-	reg.MustRegister(m.runs, m.spend, m.billed, m.watchdogDeletes, m.podDeletes)
+	reg.MustRegister(m.runs, m.spend, m.billed, m.watchdogDeletes, m.podDeletes, m.stalls)
 	return m
 }
 
@@ -108,6 +112,8 @@ func (m *Metrics) Observe(e guard.Event) {
 			result = "stopped"
 		}
 		m.podDeletes.WithLabelValues(result).Inc()
+	case guard.EventStalled:
+		m.stalls.Inc()
 	}
 }
 

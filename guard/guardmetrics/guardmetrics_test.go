@@ -55,6 +55,7 @@ func TestMetricsOfRuns(t *testing.T) {
 	}
 	m.Observe(guard.Event{Kind: guard.EventDeleteReason, RunID: "other", DeleteReason: watchdog.DeleteDeadline})
 	m.Observe(guard.Event{Kind: guard.EventDeleteReason, RunID: "other", DeleteReason: "made_up\nby_a_pod"})
+	m.Observe(guard.Event{Kind: guard.EventStalled, RunID: "other", Elapsed: 30 * time.Minute})
 
 	hs := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	defer hs.Close()
@@ -70,6 +71,8 @@ func TestMetricsOfRuns(t *testing.T) {
 		`overbrainer_guard_pod_deletes_total{result="failed"}`:        0,
 		`overbrainer_guard_watchdog_deletes_total{reason="deadline"}`: 1,
 		`overbrainer_guard_watchdog_deletes_total{reason="other"}`:    1,
+		`overbrainer_guard_watchdog_deletes_total{reason="stalled"}`:  0,
+		`overbrainer_guard_stall_warnings_total`:                      1,
 	} {
 		if got, ok := samples[name]; !ok || got != want {
 			t.Errorf("%s = %v (present %v), want %v", name, got, ok, want)

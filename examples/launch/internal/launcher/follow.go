@@ -117,12 +117,17 @@ func (d *driver) event(e guard.Event) {
 		if e.ProgressLine != "" {
 			last = "its last progress: " + termtext.Escape(e.ProgressLine, false)
 		}
+		if d.r.StallAfter == 0 {
+			a.say("warning: no progress for %s (%s; no new output, no changed file under its outputs, no CPU used): the stall rule is off, so nothing is deleted for it; --stall-after D deletes a job stuck that long",
+				since(e.Elapsed), last)
+			break
+		}
 		then := "it is asked for its snapshot"
 		if d.r.MinGPUUtil > 0 {
 			then = "its watchdog asks for its snapshot unless the GPU is busy (--min-gpu-util)"
 		}
 		a.say("warning: the job has not moved for %s (--stall-after %s; %s): this launcher no longer renews the lease, %s, and the pod is deleted if it still does not move within --snapshot-wait",
-			since(e.Elapsed), since(d.r.EffectiveRules().StallAfter), last, then)
+			since(e.Elapsed), since(d.r.StallAfter), last, then)
 	case guard.EventPace:
 		a.sayPace(e)
 	case guard.EventCollected:

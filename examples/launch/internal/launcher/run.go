@@ -175,6 +175,35 @@ func (e *envFlag) Set(v string) error {
 	return nil
 }
 
+// stallFlag is --stall-after: a positive duration turns the stall rule
+// on; off or 0 leaves it off, the zero of podenv.Rules.StallAfter.
+type stallFlag struct{ d *time.Duration }
+
+func (s stallFlag) String() string {
+	if s.d == nil || *s.d == 0 {
+		return "off"
+	}
+	return s.d.String()
+}
+
+func (s stallFlag) Type() string { return "duration|off" }
+
+func (s stallFlag) Set(v string) error {
+	if v == "off" {
+		*s.d = 0
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	switch {
+	case err != nil:
+		return errors.New("want a duration, or off")
+	case d < 0:
+		return errors.New("want a positive duration, or off (0)")
+	}
+	*s.d = d
+	return nil
+}
+
 func (f *runFlags) register(fs *flag.FlagSet) {
 	f.follow.register(fs)
 	fs.StringVar(&f.job, "job", "", "the job's directory, uploaded to the pod (default: the built-in demo job)")
@@ -204,8 +233,8 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.waitForGPU, "wait-for-gpu", 0, "when no GPU type can be had for want of capacity, wait up to this long for one, looking again every 10s to 2m, with no pod meanwhile (0: fail at once)")
 	fs.DurationVar(&f.rules.MaxExtension, "max-extension", guard.DefaultMaxExtension, "how long past the deadline this launcher's lease may hold the pod (0: the deadline is hard)")
 	fs.Float64Var(&f.rules.MaxCostUSD, "max-cost-usd", 0, "cost cap in USD: a snapshot is asked at 95% (or --snapshot-lead before), the pod is deleted at 100% (0: none)")
-	fs.DurationVar(&f.rules.StallAfter, "stall-after", podenv.DefaultStallAfter, "a job that has not moved this long (no new line in $OVERBRAINER_PROGRESS once it writes one, else no new output) is asked for a snapshot, its lease is no longer renewed, and its watchdog deletes the pod when it still has not moved a --snapshot-wait later")
-	fs.IntVar(&f.rules.MinGPUUtil, "min-gpu-util", 0, "with --stall-after, a GPU at least this busy (percent, by nvidia-smi on the pod, where it exists) counts as the job moving (0: the GPU does not count)")
+	fs.Var(stallFlag{&f.rules.StallAfter}, "stall-after", "turns the stall rule on: a job that has not moved this long (no new output, no new line in $OVERBRAINER_PROGRESS, no file changed under its outputs, less than a tenth of a core of CPU, no GPU busy by --min-gpu-util) is asked for a snapshot, its lease is no longer renewed, and its watchdog deletes the pod when it still has not moved a --snapshot-wait later (off or 0: nothing is deleted for a stall; the launcher only warns after "+since(podenv.StallWarnAfter)+" without movement)")
+	fs.IntVar(&f.rules.MinGPUUtil, "min-gpu-util", 0, "for the stall rule and its warning, a GPU at least this busy (percent, by nvidia-smi on the pod, where it exists) counts as the job moving (0: the GPU does not count)")
 	fs.BoolVar(&f.rules.Keep, "keep-pod", false, "once the job started, neither the launcher nor the watchdog's rules delete the pod, but for --keep-idle: remove it with launch rm")
 	fs.DurationVar(&f.keepIdle, "keep-idle", podenv.DefaultKeepIdle, "with --keep-pod: once the job ended, the watchdog deletes the pod after this long with no SSH session open on it and no launcher following it (0: never, only launch rm)")
 	fs.DurationVar(&f.rules.BootGrace, "boot-grace", podenv.DefaultBootGrace, "the watchdog deletes the pod if no job started this long after it booted")
@@ -257,8 +286,6 @@ func (f *runFlags) check() error {
 		return usagef("--max-cost-usd cannot be negative")
 	case f.poll <= 0 || f.leaseEvery <= 0 || f.rules.SnapshotLead < 0:
 		return usagef("--poll and --lease-every must be positive")
-	case f.rules.StallAfter <= 0:
-		return usagef("--stall-after must be positive")
 	case f.rules.MinGPUUtil < 0 || f.rules.MinGPUUtil > 100:
 		return usagef("--min-gpu-util is a percentage, 0 to 100")
 	}
