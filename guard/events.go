@@ -108,13 +108,9 @@ const (
 // its Kind names are set (see EventKind). EventPace: at PerStep a step (Step
 // of Steps) the job needs more than the deadline leaves (Need, Left) or the
 // cost cap (CostUSD at CostPerHr, MaxCostUSD), so Snapshot's bound will stop
-// it. EventStalled: with the stall rule on (StallAfter), the job has not
-// moved for StallAfter: the lease lapses and a snapshot is asked, unless
-// one was (Snapshot) or MinGPUUtil leaves it to the watchdog, and the pod
-// is deleted at Deadline unless the job moves (zero when the watchdog
-// alone knows); with the rule off (Deadline zero), it has not moved for
-// podenv.StallWarnAfter (again at each multiple): a warning, nothing
-// more.
+// it. EventStalled: with StallAfter, the lease lapses, a snapshot is asked
+// (unless Snapshot was, or MinGPUUtil) and the pod goes at Deadline (zero:
+// unknown); without, a warning each podenv.StallWarnAfter, nothing more.
 type Event struct {
 	Kind                  EventKind
 	Stage                 Stage // EventWaiting, EventTransfer

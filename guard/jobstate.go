@@ -22,6 +22,7 @@ type JobState struct {
 	Verdict      watchdog.Verdict        // zero until the watchdog wrote one
 	DeleteReason watchdog.DeleteReason   // the rule the watchdog is deleting the pod by, if any
 	Progress     string                  // the last line of $OVERBRAINER_PROGRESS, cleaned, at most 256 bytes
+	Moved        int64                   // the pod's time of the watchdog's last look that saw the job move, 0: none
 }
 
 // Started says the job started.

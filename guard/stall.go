@@ -13,11 +13,15 @@ import (
 
 // movement is what a follow knows of the job moving: the rule the pod's
 // watchdog applies, seen from this side. New output is movement, and so
-// is a new line in its progress file. It renews the lease; its absence
+// are a new line in its progress file and a look of the watchdog that saw
+// the job move (JobState.Moved: its outputs, its CPU, a busy GPU, which
+// only the pod sees), so that both judge by the same reading. It renews
+// the lease; its absence
 // for the run's StallAfter is a stall (when the rule is on), and for
 // podenv.StallWarnAfter a warning (when it is off).
 type movement struct {
 	line string    // the last progress line seen
+	seen int64     // the watchdog's last movement seen (JobState.Moved)
 	at   time.Time // when the job last moved (the follow's start at first)
 	// told is how long the job had not moved when that was last told,
 	// zero when it was not since the job last moved.
@@ -34,12 +38,10 @@ type movement struct {
 
 // see takes one look into account, with the output bytes it brought.
 func (m *movement) see(now time.Time, st jobctl.State, output int) {
-	moved := false
-	if st.Progress != "" {
-		moved = st.Progress != m.line
-		m.line = st.Progress
-	} else {
-		moved = output > 0
+	moved := output > 0 || st.Progress != m.line || (st.Moved != 0 && st.Moved != m.seen)
+	m.line = st.Progress
+	if st.Moved != 0 {
+		m.seen = st.Moved
 	}
 	if moved || m.at.IsZero() {
 		m.at = now

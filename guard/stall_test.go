@@ -48,27 +48,39 @@ func stallPuts(h *harness) int {
 	return n
 }
 
-// A job that reported progress and then only prints (a retry loop) no
-// longer renews the lease, and once it has not moved for StallAfter it is
-// told stalled and asked for a snapshot, once. A job whose progress moves
-// keeps its lease and is never stalled.
+// With the stall rule on, a job that reported progress and then stands
+// still (no output, no new line, no movement the watchdog saw) no longer
+// renews the lease, and once it has not moved for StallAfter it is told
+// stalled and asked for a snapshot, once, with the delete's due time. A
+// job whose progress moves, that prints after its last progress line, or
+// that the watchdog saw move (its outputs, its CPU) keeps its lease and is
+// never stalled.
 func TestStallStopsTheLeaseAndAsksASnapshot(t *testing.T) {
+	same := func(int) string { return "step=1 total=5000" }
 	for _, tc := range []struct {
 		name     string
 		line     func(i int) string
+		out      string
+		moved    func(i int) int64 // the watchdog's JobState.Moved
 		gpu      int
 		renewals int // at least
 		stalled  bool
 		puts     int
 	}{
-		{"prints without progress", func(int) string { return "step=1 total=5000" }, 0, 1, true, 1},
-		{"progress moves", func(i int) string { return fmt.Sprintf("step=%d total=5000", i) }, 0, 12, false, 0},
-		{"GPU asked: the watchdog asks", func(int) string { return "step=1 total=5000" }, 50, 1, true, 0},
+		{"stands still", same, "", nil, 0, 1, true, 1},
+		{"progress moves", func(i int) string { return fmt.Sprintf("step=%d total=5000", i) }, "", nil, 0, 12, false, 0},
+		{"prints after its progress", same, "eval batch done\n", nil, 0, 12, false, 0},
+		{"the watchdog sees it move", same, "", func(i int) int64 { return 1_800_000_000 + int64(i/100)*200 }, 0, 12, false, 0},
+		{"GPU asked: the watchdog asks", same, "", nil, 50, 1, true, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			script := []look{{st: ready}}
 			for i := range 1800 {
-				script = append(script, look{st: progressing(tc.line(i)), out: "NCCL timeout, retrying\n"})
+				st := progressing(tc.line(i))
+				if tc.moved != nil {
+					st.Moved = tc.moved(i)
+				}
+				script = append(script, look{st: st, out: tc.out})
 			}
 			h := newHarness(t, append(script, look{st: exited(0)})...)
 			spec := h.spec()
@@ -86,8 +98,12 @@ func TestStallStopsTheLeaseAndAsksASnapshot(t *testing.T) {
 				t.Fatalf("%d stall events, want stalled=%v", len(ev), tc.stalled)
 			}
 			if tc.stalled {
-				if e := ev[0]; e.Elapsed < 10*time.Minute || e.Elapsed > 10*time.Minute+testPoll || e.ProgressLine != "step=1 total=5000" {
+				e := ev[0]
+				if e.Elapsed < 10*time.Minute || e.Elapsed > 10*time.Minute+testPoll || e.ProgressLine != "step=1 total=5000" {
 					t.Errorf("stall event %+v: want 10m without movement and the last progress line", e)
+				}
+				if want := e.Time.Add(spec.EffectiveRules().SnapshotWait); tc.gpu == 0 && !e.Deadline.Equal(want) {
+					t.Errorf("stall event's delete time %v, want a snapshot wait after it, %v", e.Deadline, want)
 				}
 			}
 			if n := stallPuts(h); n != tc.puts {
@@ -156,7 +172,7 @@ func TestAStalledJobsPodGoneNamesTheStall(t *testing.T) {
 	h := newHarness(t)
 	script := []look{{st: ready}}
 	for range 400 { // 800 s of looks: past the stall limit of 10 min
-		script = append(script, look{st: progressing("step=1 total=5000"), out: "retrying\n"})
+		script = append(script, look{st: progressing("step=1 total=5000")}) // stands still
 	}
 	h.pod.looks = append(script, look{err: io.ErrUnexpectedEOF, do: func() { h.api.setStatus("", true) }})
 	spec := h.spec()

@@ -1,10 +1,13 @@
 package podenv_test
 
 import (
+	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/podenv"
+	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
 // The stall rule is off unless asked: a zero StallAfter stays zero, the
@@ -35,5 +38,17 @@ func TestStallRuleOffUnlessAsked(t *testing.T) {
 	delete(env, podenv.StallAfterEnv)
 	if p, err := podenv.Parse(env); err != nil || p.StallAfter != podenv.LegacyStallAfter {
 		t.Errorf("Parse of an env without it: StallAfter %s, err %v; want %s", p.StallAfter, err, podenv.LegacyStallAfter)
+	}
+}
+
+// The watchdog looks for movement a tenth of StallWarnAfter apart while
+// the rule is off: its STALL_WATCH is StallWarnAfter.
+func TestStallWatchIsTheWarningWindow(t *testing.T) {
+	m := regexp.MustCompile(`(?m)^STALL_WATCH=([0-9]+)$`).FindStringSubmatch(watchdog.Script())
+	if m == nil {
+		t.Fatal("no STALL_WATCH in the watchdog script")
+	}
+	if want := strconv.FormatInt(int64(podenv.StallWarnAfter/time.Second), 10); m[1] != want {
+		t.Errorf("STALL_WATCH=%s, want podenv.StallWarnAfter, %s s", m[1], want)
 	}
 }

@@ -43,8 +43,8 @@ var reasonTexts = map[DeleteReason]reasonText{
 		"the job ended and nobody collected its results within the retrieve grace (--retrieve-grace), so the watchdog deleted the pod and its outputs with it",
 	},
 	DeleteStalled: {
-		"the job stalled: no progress (or output) for --stall-after, nor after it was asked for a snapshot",
-		"the job did not move for the stall limit (--stall-after): no new line in its progress file ($OVERBRAINER_PROGRESS), or no new output while it reported none, and no busy GPU when --min-gpu-util was given; the watchdog asked it for a snapshot and deleted the pod when it still had not moved after the snapshot wait",
+		"the job stalled: it did not move for --stall-after, nor after it was asked for a snapshot",
+		"the job did not move for the stall limit the run turned on (--stall-after): no new output, no new line in its progress file ($OVERBRAINER_PROGRESS), no file changed under its outputs, less than a tenth of a core of CPU, and no busy GPU when --min-gpu-util was given; the watchdog asked it for a snapshot and deleted the pod when it still had not moved after the snapshot wait",
 	},
 	DeleteNeverStarted: {
 		"no job started within the boot grace",

@@ -25,7 +25,7 @@ func Script() string { return groupSignal + script }
 
 // Files of the pod file protocol, relative to the run directory
 // ($OVERBRAINER_RUN_DIR). The watchdog writes VerdictFile (read it with
-// [ParseVerdict]), Log, Du and DuRunning; the client writes Lease,
+// [ParseVerdict]), Log, Du, DuRunning and Moved; the client writes Lease,
 // SnapshotAt, CostCapAt, VolumeGB and Retrieved; the bootstrap writes
 // BootstrapFailed; the job scripts write JobPID, ExitCode and Cancelled, and
 // so does the bootstrap for a job lost with an earlier container
@@ -44,14 +44,18 @@ const (
 	DuRunning       = ".pod/du.running"
 	Retrieved       = ".pod/retrieved"
 	BootstrapFailed = ".pod/bootstrap_failed"
+	// Moved holds the pod's Unix time of the watchdog's last look that
+	// saw the job move (output, progress, outputs, CPU, a busy GPU: see
+	// the stall rule), for a client to judge it by the same reading.
+	Moved           = ".pod/moved"
 	JobPID          = "job.pid"
 	ExitCode        = "exit_code"
 	Cancelled       = "cancelled"
 	SnapshotRequest = "snapshot.request"
 	// Progress is the job's progress file (its OVERBRAINER_PROGRESS, see
 	// package podenv): one line a step, appended; the last line is the
-	// job's progress, and a new one is what counts as movement for the
-	// stall rule once the file exists.
+	// job's progress, and a new one counts as movement, as new output
+	// does.
 	Progress = "progress"
 )
 

@@ -26,7 +26,7 @@
 #    results holds it), so at the later of the two;
 #  - no job started within BOOT_GRACE of the watchdog's start: delete;
 #  - only when asked (STALL_AFTER, 0 by default: off): the job has not
-#    moved (progress, else output; a busy GPU when asked) for STALL_AFTER,
+#    moved (output, progress, outputs, CPU; a busy GPU when asked) for STALL_AFTER,
 #    then SNAPSHOT_WAIT more after its snapshot was asked (stalled; not
 #    for a kept pod): delete. See stall_check.
 #
@@ -976,23 +976,32 @@ delete_pod() {
   return 1
 }
 
-# Stalls. A job that no longer moves (a retry loop printing the same error,
-# a dead data loader) is asked for a snapshot once it has not moved for
-# STALL_AFTER seconds, and its pod is deleted (stalled) SNAPSHOT_WAIT later
-# if it still has not moved nor ended. Movement is what the job reports in
-# its progress file ($OVERBRAINER_PROGRESS, one line a step) once it wrote
-# one: new bytes at its end; before that (or for a job that never reports
-# progress) any growth of job.log. With MIN_GPU_UTIL set, a GPU at least that
+# Stalls. The rule is off unless asked (STALL_AFTER, 0 by default): a rule
+# that ends a running job is the user's to turn on. When it is on, a job
+# that has not moved for STALL_AFTER seconds is asked for a snapshot, and
+# its pod is deleted (stalled) SNAPSHOT_WAIT later if it still has not
+# moved nor ended. The job moves when, since the look before, its output
+# (job.log) grew, its progress file ($OVERBRAINER_PROGRESS) changed at its
+# end, a file or directory under its outputs changed (outputs_moved), or
+# its processes used at least a tenth of a core (cpu_moved); new output
+# always counts, progress lines or not, so an evaluation or a save after
+# the last step holds the job. With MIN_GPU_UTIL set, a GPU at least that
 # busy (nvidia-smi, bounded by timeout: a wedged GPU can hang it) counts as
-# movement too, asked only once nothing else moved. A kept pod is left to
-# keep mode. Looks come every STALL_AFTER/10 seconds (a process each: tail
-# or wc), so a stall is seen at most a tenth of STALL_AFTER late, never early:
-# a movement counts from the look that saw it. STALL_AFTER=0, the default,
-# turns the rule off: a rule that ends a running job is the user's to ask
-# for.
+# movement too, asked only once nothing else moved for the window. A kept
+# pod is left to keep mode. With the rule off the watchdog still looks, a
+# tenth of STALL_WATCH apart (podenv.StallWarnAfter, which a test ties it
+# to), and deletes nothing: each look that saw the job move writes its time
+# to .pod/moved, from which a following client (watch.sh) tells a job that
+# does not move, by the same reading. Looks come every tenth of the window
+# (STALL_AFTER, else STALL_WATCH; processes: tail, wc, find and head), so a
+# stall is seen at most a tenth of STALL_AFTER late, never early: a
+# movement counts from the look that saw it.
 setting OVERBRAINER_STALL_AFTER "${OVERBRAINER_STALL_AFTER:-}" 0 && STALL_AFTER=$number
 setting OVERBRAINER_MIN_GPU_UTIL "${OVERBRAINER_MIN_GPU_UTIL:-}" 0 && MIN_GPU_UTIL=$number
-STALL_LOOK=$((STALL_AFTER / 10))
+STALL_WATCH=1800
+STALL_WINDOW=$STALL_AFTER
+[ "$STALL_WINDOW" -gt 0 ] || STALL_WINDOW=$STALL_WATCH
+STALL_LOOK=$((STALL_WINDOW / 10))
 [ "$STALL_LOOK" -ge 1 ] || STALL_LOOK=1
 GPU_TIMEOUT=
 if [ "$MIN_GPU_UTIL" -gt 0 ] && command -v nvidia-smi >/dev/null 2>&1 &&
@@ -1004,23 +1013,76 @@ moved_sig=
 stall_look_at=
 stall_asked=
 stalled=0
+stall_mark=a
+cpu_was=
+cpu_was_at=
 
-# movement_sig: sets $sig to what shows the job moving: the last bytes of
-# the progress file once the job wrote one, else job.log's size. Regular
+# movement_sig: sets $sig to what shows the job's output and progress
+# moving: job.log's size and the last bytes of the progress file. Regular
 # files only, opened read-write as small_read does, so a FIFO never blocks.
 movement_sig() {
   sig=
   if [ -f "$RUN_DIR/progress" ]; then
     { sig=$(exec 8<>"$RUN_DIR/progress" && [ -f /proc/self/fd/8 ] && exec tail -c 256 <&8); } 2>/dev/null
-    if [ -n "$sig" ]; then
-      sig="p:$sig"
-      return 0
-    fi
   fi
+  sig="p:$sig"
   if [ -f "$RUN_DIR/job.log" ]; then
-    { sig=$(exec 8<>"$RUN_DIR/job.log" && [ -f /proc/self/fd/8 ] && exec wc -c <&8); } 2>/dev/null
+    { sig="$sig o:$(exec 8<>"$RUN_DIR/job.log" && [ -f /proc/self/fd/8 ] && exec wc -c <&8)"; } 2>/dev/null
   fi
-  sig="o:$sig"
+}
+
+# outputs_moved: something under the job's outputs changed since the look
+# before: a file written (its mtime), or an entry made, renamed or removed
+# (its directory's mtime). The look before is marked by one of two empty
+# files of .pod, rewritten in turn by a redirection (no process): find
+# compares with the other, so a change made while find runs counts at the
+# next look too, never at neither. A mark is rewritten through a
+# read-write open, which never blocks, even on a FIFO put there; anything
+# but a regular file there is removed first. One find, cut short by head at the first
+# name, bounds the cost to one walk of the tree's names and their stat,
+# however many files changed: no du, no checksum, no content read. (A find
+# that compares whole seconds, as busybox's, misses a lone change within
+# the second of a mark.)
+outputs_moved() {
+  prev=$POD_DIR/stall_mark_$stall_mark
+  case $stall_mark in a) stall_mark=b ;; *) stall_mark=a ;; esac
+  fresh=$POD_DIR/stall_mark_$stall_mark
+  if [ -h "$fresh" ] || { [ -e "$fresh" ] && [ ! -f "$fresh" ]; }; then
+    fresh_file "$fresh"
+  fi
+  echo x 2>/dev/null 1<>"$fresh"
+  [ -d "$RUN_DIR/outputs" ] && [ -f "$prev" ] || return 1
+  found=$(find "$RUN_DIR/outputs" -newer "$prev" -print 2>/dev/null | head -c 1)
+  [ -n "$found" ]
+}
+
+# cpu_moved: the job's processes (those of its process group or session,
+# read from /proc with the shell's own read, as ssh_sessions does) used at
+# least a tenth of a core since the look before: user and system time,
+# their waited-for children's included (a loop of short commands). The
+# first look only takes the measure. /proc counts in USER_HZ ticks, 100 a
+# second on every architecture a GPU pod runs (x86-64, arm64): a constant,
+# where getconf CLK_TCK would cost a process.
+cpu_moved() {
+  [ -n "$job_pgid" ] || return 1
+  cpu=0
+  for proc_file in "$PROC"/[0-9]*/stat; do
+    proc_line=
+    read -r proc_line 2>/dev/null <"$proc_file" || continue
+    # shellcheck disable=SC2086 # the fields are numbers and a state letter
+    set -- ${proc_line##*) }
+    [ "$#" -ge 15 ] || continue
+    [ "$3" = "$job_pgid" ] || [ "$4" = "$job_pgid" ] || continue
+    for t in "${12}" "${13}" "${14}" "${15}"; do
+      number "$t" && cpu=$((cpu + number))
+    done
+  done
+  was=$cpu_was
+  was_at=$cpu_was_at
+  cpu_was=$cpu
+  cpu_was_at=$n
+  [ -n "$was" ] && [ "$n" -gt "$was_at" ] || return 1
+  [ $(((cpu - was) * 10)) -ge $(((n - was_at) * 100)) ]
 }
 
 # gpu_busy: MIN_GPU_UTIL is set and some GPU is at least that busy, as
@@ -1037,9 +1099,11 @@ GPU_OUT
   return 1
 }
 
-# stall_check: looks for movement when a look is due, asks for the stall
-# snapshot once the job has not moved for STALL_AFTER, and sets $stalled
-# once that request had SNAPSHOT_WAIT without movement.
+# stall_check: looks for movement when a look is due (every reading taken
+# at each look, so that each compares with the look before), writes the
+# time of a look that saw some to .pod/moved, and, with the rule on, asks
+# for the stall snapshot once the job has not moved for STALL_AFTER and
+# sets $stalled once that request had SNAPSHOT_WAIT without movement.
 stall_check() {
   stalled=0
   if [ -z "$moved_at" ]; then
@@ -1053,17 +1117,23 @@ stall_check() {
     if [ "$sig" != "$moved_sig" ]; then
       moved_sig=$sig
       moved=1
-    elif [ $((n - moved_at)) -ge "$STALL_AFTER" ] && gpu_busy; then
+    fi
+    outputs_moved && moved=1
+    cpu_moved && moved=1
+    if [ "$moved" = 0 ] && [ $((n - moved_at)) -ge "$STALL_WINDOW" ] && gpu_busy; then
       moved=1
     fi
     if [ "$moved" = 1 ]; then
       moved_at=$n
+      fresh_file "$POD_DIR/moved.tmp"
+      echo "$n" 2>/dev/null >"$POD_DIR/moved.tmp" && mv -f "$POD_DIR/moved.tmp" "$POD_DIR/moved" 2>/dev/null
       if [ -n "$stall_asked" ]; then
         stall_asked=
         log "stall_over"
       fi
     fi
   fi
+  [ "$STALL_AFTER" -gt 0 ] || return 0
   due "$stall_look_at"
   still=$((n - moved_at))
   if [ "$still" -lt "$STALL_AFTER" ]; then
@@ -1214,7 +1284,7 @@ while :; do
     fi
   fi
   stalled=0
-  if [ "$started" = 1 ] && [ -z "$ended_at" ] && [ "$kept" = 0 ] && [ "$STALL_AFTER" -gt 0 ]; then
+  if [ "$started" = 1 ] && [ -z "$ended_at" ] && [ "$kept" = 0 ]; then
     stall_check
   fi
 

@@ -49,7 +49,7 @@
 //     attached: pods left billing (must be 0), pods of the run alive at
 //     once (must be at most 1), dollars (at most the cap).
 //   - no pod outlives its purpose: a job that reports one step and then
-//     prints forever (deleted as stalled), a cost cap of $0.005 on the
+//     stands still, with --stall-after (deleted as stalled), a cost cap of $0.005 on the
 //     demo job (its cost checkpoint collected, the cap named), and a job
 //     that replaces date with a frozen one mid-run (the cost cap still on
 //     time): pods left billing (must be 0), and the time and dollars past

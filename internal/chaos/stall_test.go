@@ -13,8 +13,8 @@ import (
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
-// The cells of "no pod outlives its purpose": a job that prints forever
-// without progress, a cost cap of two cents on the demo job, and a job
+// The cells of "no pod outlives its purpose": a job that stands still
+// with the stall rule on, a cost cap of two cents on the demo job, and a job
 // that replaces date under the watchdog. Each runs the launcher against
 // the fake with its pod runner (the real bootstrap and watchdog), and
 // records the pods left billing and the dollars billed past the rule's
@@ -77,20 +77,21 @@ func (p *purposeRun) past(t *testing.T, group string, bound time.Time) {
 	record(t, group, "pods left billing", "%d", len(p.e.srv.Billing()))
 }
 
-// A job that reported one step and then prints forever (a retry loop) is
-// asked for a snapshot after --stall-after without progress, and its pod
-// is deleted by its watchdog as stalled a --snapshot-wait later: its
-// output does not hold it.
+// With the stall rule turned on (--stall-after), a job that reported one
+// step and then stands still (no output, no file under its outputs, no
+// CPU: a wait on a dead peer) is asked for a snapshot after --stall-after,
+// and its pod is deleted by its watchdog as stalled a --snapshot-wait
+// later.
 func TestChaosStalledJob(t *testing.T) {
 	t.Parallel()
 	holdPodSlot(t)
 	const stallAfter, snapshotWait = 5 * time.Second, 3 * time.Second
 	job := t.TempDir()
-	script := "echo \"step=1 total=5000 loss=2.3\" >> \"$OVERBRAINER_PROGRESS\"\nwhile :; do echo \"NCCL timeout, retrying\"; sleep 0.2; done\n"
+	script := "echo \"step=1 total=5000 loss=2.3\" >> \"$OVERBRAINER_PROGRESS\"\necho \"waiting for rank 1\"\nexec sleep 3600\n"
 	if err := os.WriteFile(filepath.Join(job, "wedged.sh"), []byte(script), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := launchPurpose(t, "prints_without_progress", string(watchdog.DeleteStalled), "/workspace", nil,
+	p := launchPurpose(t, "stands_still", string(watchdog.DeleteStalled), "/workspace", nil,
 		"--stall-after", dur(stallAfter), "--snapshot-wait", dur(snapshotWait), "--snapshot-lead", "2s",
 		"--job", job, "--cmd", "sh wedged.sh")
 	if got := p.e.deletedBy(p.final); got != string(watchdog.DeleteStalled) {

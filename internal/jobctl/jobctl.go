@@ -138,6 +138,9 @@ type State struct {
 	// the job wrote none; the job writes it, so it is passed on with its
 	// control characters dropped, at most 256 bytes.
 	Progress string
+	// Moved is the pod's time of the watchdog's last look that saw the
+	// job move (watchdog.Moved), 0 while there is none.
+	Moved int64
 }
 
 // Started says the job started (job.pid exists).
@@ -165,7 +168,7 @@ var reasonWord = regexp.MustCompile(`^[a-z_]{1,64}$`)
 // log bytes that follow.
 func parseHeader(header, verdict string) (st State, n int, err error) {
 	f := strings.Fields(header)
-	if len(f) != 11 || f[0] != "ob1" {
+	if len(f) != 12 || f[0] != "ob1" {
 		return State{}, 0, fmt.Errorf("jobctl: bad watch header %.120q", header)
 	}
 	num := func(s string, none int64) (int64, error) {
@@ -206,7 +209,9 @@ func parseHeader(header, verdict string) (st State, n int, err error) {
 		}
 		st.DeleteReason = watchdog.DeleteReason(f[9])
 	}
-	n64, err := strconv.ParseInt(f[10], 10, 32)
+	st.Moved, err = num(f[10], 0)
+	errs = append(errs, err)
+	n64, err := strconv.ParseInt(f[11], 10, 32)
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil || n64 < 0 {
 		return State{}, 0, fmt.Errorf("jobctl: bad watch header %.120q: %v", header, err)

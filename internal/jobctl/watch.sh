@@ -7,7 +7,7 @@
 #
 # answered with one header line
 #
-#   ob1 PID EXIT ALIVE CANCELLED SIZE NOW REQUEST DU_KIB WHY N
+#   ob1 PID EXIT ALIVE CANCELLED SIZE NOW REQUEST DU_KIB WHY MOVED N
 #
 # (a - for what does not exist), the verdict line (empty while there is
 # none), the progress line (the last line of the job's progress file, its
@@ -17,7 +17,10 @@
 # holds (container_restarted: the bootstrap found the job of an earlier
 # container, whose group number means nothing now, so ALIVE is 0), or 1 when
 # it holds none. WHY is the reason of the watchdog's last delete_reason line
-# since it started, the rule that is deleting the pod. With TOUCH=1 the look
+# since it started, the rule that is deleting the pod. MOVED is the pod's
+# time of the watchdog's last look that saw the job move (.pod/moved: its
+# output, progress, outputs or CPU), so that the client judges a stall by
+# the watchdog's own reading. With TOUCH=1 the look
 # first touches .pod/lease, so the lease's mtime is the pod's clock.
 #
 #   put NAME VALUE
@@ -179,6 +182,8 @@ look() {
   fi
   field .pod/du
   du_kib=$value
+  field .pod/moved
+  moved=$value
   if [ "$log_size" != "$why_size" ]; then
     why=-
     [ "$log_size" = - ] || why=$(delete_why)
@@ -216,8 +221,8 @@ look() {
     n=$(wc -c < "$chunk")
     n=$((n + 0))
   fi
-  printf 'ob1 %s %s %s %s %s %s %s %s %s %s\n%s\n%s\n' "$pid" "$code" "$alive" "$cancelled" \
-    "$size" "$(date +%s)" "$request" "$du_kib" "$why" "$n" "$verdict" "$progress"
+  printf 'ob1 %s %s %s %s %s %s %s %s %s %s %s\n%s\n%s\n' "$pid" "$code" "$alive" "$cancelled" \
+    "$size" "$(date +%s)" "$request" "$du_kib" "$why" "$moved" "$n" "$verdict" "$progress"
   if [ "$n" -gt 0 ]; then
     cat "$chunk"
   fi

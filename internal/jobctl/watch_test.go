@@ -255,10 +255,10 @@ func TestWatchRefusesBadRequests(t *testing.T) {
 // What a login shell's rc file prints before watch.sh is skipped; a header
 // that does not parse is an error.
 func TestWatcherReadsPastNoise(t *testing.T) {
-	answer := "conda: activated\nob1 42 0 0 0 10 1700000000 stop 99 cost_cap 6\nready\nstep=3 total=9\x07\nbytes\n"
+	answer := "conda: activated\nob1 42 0 0 0 10 1700000000 stop 99 cost_cap 1699999990 6\nready\nstep=3 total=9\x07\nbytes\n"
 	w := newWatcher(io.Discard, strings.NewReader(answer), func() {}, func() error { return nil }, func() {})
 	st, b, err := w.Poll(context.Background(), 0, true, 100)
-	want := State{PID: 42, ExitCode: 0, LogSize: 10, PodNow: 1700000000, Request: "stop", DuKiB: 99, Verdict: watchdog.Verdict{Ready: true}, DeleteReason: "cost_cap", Progress: "step=3 total=9"}
+	want := State{PID: 42, ExitCode: 0, LogSize: 10, PodNow: 1700000000, Request: "stop", DuKiB: 99, Verdict: watchdog.Verdict{Ready: true}, DeleteReason: "cost_cap", Progress: "step=3 total=9", Moved: 1699999990}
 	if err != nil || string(b) != "bytes\n" {
 		t.Fatal(err, string(b))
 	}
@@ -271,11 +271,13 @@ func TestWatcherReadsPastNoise(t *testing.T) {
 	for _, bad := range []string{
 		"ob1 - - - 0 0 1 - -\n\n",
 		"ob1 - - - 0 0 1 - - 0\n\n",
-		"ob1 x - - 0 0 1 - - - 0\n\n",
-		"ob1 - - - 0 0 1 - - Cost-Cap 0\n\n",
-		"ob1 - - - 0 0 1 - - - 200\n\n" + strings.Repeat("x", 200),
+		"ob1 - - - 0 0 1 - - - 0\n\n",
+		"ob1 x - - 0 0 1 - - - - 0\n\n",
+		"ob1 - - - 0 0 1 - - Cost-Cap - 0\n\n",
+		"ob1 - - - 0 0 1 - - - soon 0\n\n",
+		"ob1 - - - 0 0 1 - - - - 200\n\n" + strings.Repeat("x", 200),
 		"ob1-error bad request\n",
-		"ob1 - - - 0 0 1 - - - 5\nready\nab",
+		"ob1 - - - 0 0 1 - - - - 5\nready\nab",
 	} {
 		w := newWatcher(io.Discard, strings.NewReader(bad), func() {}, func() error { return nil }, func() {})
 		if _, _, err := w.Poll(context.Background(), 0, false, 100); err == nil {
@@ -558,7 +560,7 @@ func liveGroup(t testing.TB) int {
 // at a bound and marked; what follows it is read as usual.
 func TestWatcherBoundsItsLines(t *testing.T) {
 	long := strings.Repeat("\x1b[2J", 1<<18)
-	answer := long + "\nob1 42 - - 0 10 1700000000 - 0 - 6\n" + long + "\n" + long + "\nbytes\n"
+	answer := long + "\nob1 42 - - 0 10 1700000000 - 0 - - 6\n" + long + "\n" + long + "\nbytes\n"
 	w := newWatcher(io.Discard, strings.NewReader(answer), func() {}, func() error { return nil }, func() {})
 	st, b, err := w.Poll(context.Background(), 0, false, 100)
 	if err != nil || string(b) != "bytes\n" {
@@ -599,6 +601,35 @@ printf 'step=3 %0300d\n' 7 >> "$OVERBRAINER_PROGRESS"
 		}, "the job's end")
 		if want := strings.Repeat("0", 254) + "7"; st.Progress != want {
 			t.Fatalf("progress %q, want the last 255 bytes before the newline %q", st.Progress, want)
+		}
+	})
+}
+
+// The watchdog's time of the last movement it saw (.pod/moved) reaches the
+// client; none, or anything but a regular file holding a number, is 0.
+func TestWatchReportsMoved(t *testing.T) {
+	t.Parallel()
+	forEachShell(t, func(t *testing.T, shell []string) {
+		runDir, _ := newRun(t, "true\n")
+		w := startWatch(t, shell, runDir)
+		if st, _ := poll(t, w, 0, false, 0); st.Moved != 0 {
+			t.Fatalf("moved %d without .pod/moved", st.Moved)
+		}
+		moved := filepath.Join(runDir, watchdog.Moved)
+		if err := os.WriteFile(moved, []byte("1800000123\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := poll(t, w, 0, false, 0); st.Moved != 1800000123 {
+			t.Fatalf("moved %d, want 1800000123", st.Moved)
+		}
+		if err := os.Remove(moved); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Mkfifo(moved, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := poll(t, w, 0, false, 0); st.Moved != 0 {
+			t.Fatalf("moved %d from a FIFO", st.Moved)
 		}
 	})
 }
