@@ -364,3 +364,29 @@ func TestStartWithoutCommandFails(t *testing.T) {
 		}
 	})
 }
+
+// The job's Python writes its output unbuffered (PYTHONUNBUFFERED=1):
+// block-buffered into job.log, a job printing a line a second showed
+// nothing for minutes, and looked stalled. The pod's env (job.env) may
+// say otherwise, and wins.
+func TestStartMakesPythonUnbuffered(t *testing.T) {
+	shtest.NeedTool(t, "setsid")
+	// The session's own environment must not bring a value.
+	t.Setenv("PYTHONUNBUFFERED", "")
+	os.Unsetenv("PYTHONUNBUFFERED")
+	forEachShell(t, func(t *testing.T, shell []string) {
+		for _, tc := range []struct{ jobEnv, want string }{{"", "1"}, {"PYTHONUNBUFFERED=0\n", "0"}} {
+			runDir, jobEnv := newRun(t, `printf '%s' "${PYTHONUNBUFFERED-unset}" > "$OVERBRAINER_OUTPUTS/py"`+"\n")
+			if err := os.WriteFile(jobEnv, []byte(tc.jobEnv), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if _, stderr, err := runScript(t, shell, nil, "\n", startProgram(), runDir, jobEnv); err != nil {
+				t.Fatalf("start: %v\n%s", err, stderr)
+			}
+			waitFile(t, filepath.Join(runDir, "exit_code"))
+			if got, _ := os.ReadFile(filepath.Join(runDir, "outputs", "py")); string(got) != tc.want {
+				t.Errorf("job.env %q: the job's PYTHONUNBUFFERED = %q, want %q", tc.jobEnv, got, tc.want)
+			}
+		}
+	})
+}

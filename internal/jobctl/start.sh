@@ -8,9 +8,9 @@
 # environment of another process of the pod.
 # The job's top shell takes its input out of its environment, then writes
 # its pid, which is its process group, to job.pid and wakes the watchdog,
-# sources JOB_ENV, runs command.sh in job/ with its output appended to
-# job.log, and writes exit_code (tmp + mv) when it ends, then wakes the
-# watchdog again.
+# sources JOB_ENV, sets PYTHONUNBUFFERED=1 where nothing set it, runs
+# command.sh in job/ with its output appended to job.log, and writes
+# exit_code (tmp + mv) when it ends, then wakes the watchdog again.
 # Exit status: 0 started, 3 already started, 1 anything else.
 
 run_dir=$1
@@ -50,6 +50,11 @@ if [ -f "$2" ]; then
 fi
 eval "$job_input"
 unset job_input
+# Python block-buffers its output into a file: a job printing a line a
+# second would show nothing in job.log for minutes. Unbuffered, unless
+# job.env (the env of the pod, --pod-env) or the job input says otherwise.
+PYTHONUNBUFFERED=${PYTHONUNBUFFERED-1}
+export PYTHONUNBUFFERED
 OVERBRAINER_OUTPUTS=$1/outputs
 OVERBRAINER_SNAPSHOT_REQUEST=$1/snapshot.request
 OVERBRAINER_PROGRESS=$1/progress
