@@ -118,7 +118,7 @@ func (d *driver) event(e guard.Event) {
 			last = "its last progress: " + termtext.Escape(e.ProgressLine, false)
 		}
 		if d.r.StallAfter == 0 {
-			a.say("warning: no progress for %s (%s; no new output, no changed file under its outputs, no CPU used): the stall rule is off, so nothing is deleted for it; --stall-after D deletes a job stuck that long",
+			a.say("warning: no progress for %s: no new output, and no file changed under its outputs nor CPU used as far as its watchdog saw (%s); the stall rule is off, so nothing is deleted for it (--stall-after D would delete a job stuck that long)",
 				since(e.Elapsed), last)
 			break
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/overbrainer/overbrainer-go/examples/launch/internal/state"
 	"github.com/overbrainer/overbrainer-go/guard"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
@@ -75,6 +76,29 @@ func TestPaceWarnings(t *testing.T) {
 			Need: time.Hour, Left: time.Minute, CostUSD: 2, CostPerHr: 1, MaxCostUSD: 1})
 		if !strings.Contains(errOut.String(), "at its pace") || !strings.Contains(errOut.String(), want) {
 			t.Errorf("%s: %q, want %q", reason, errOut.String(), want)
+		}
+	}
+}
+
+// A stall event with the rule off is a warning that deletes nothing and
+// says how to turn the delete on; with it on, it names the limit and
+// the delete to come.
+func TestStallWarnings(t *testing.T) {
+	var errOut bytes.Buffer
+	a := &app{stderr: &errOut}
+	e := guard.Event{Kind: guard.EventStalled, Elapsed: 40 * time.Minute, ProgressLine: "step=5 total=5"}
+	for after, want := range map[time.Duration][]string{
+		0:                {"no progress for 40m0s", "step=5 total=5", "the stall rule is off, so nothing is deleted", "--stall-after D"},
+		20 * time.Minute: {"has not moved for 40m0s", "--stall-after 20m0s", "the pod is deleted if it still does not move"},
+	} {
+		errOut.Reset()
+		d := &driver{a: a, r: &state.Run{}}
+		d.r.StallAfter = after
+		d.event(e)
+		for _, w := range want {
+			if !strings.Contains(errOut.String(), w) {
+				t.Errorf("--stall-after %s: %q, want %q", after, errOut.String(), w)
+			}
 		}
 	}
 }
