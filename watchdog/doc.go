@@ -30,7 +30,9 @@
 // cancelled ([CancelContainerRestarted]) before anything can start a job
 // there, and the watchdog logs `job_ended by=cancelled
 // reason=container_restarted` at its first tick, from which the retrieve
-// grace counts.
+// grace counts. A client may start that job again in its run directory (its
+// cancelled marker and job.pid replaced by the new job's): the watchdog logs
+// `job_started again=1` and holds the new job to every rule.
 //
 // The package gives the script as the pod runs it ([Script], which starts
 // with the portable [GroupSignal] helper), the names of the files the

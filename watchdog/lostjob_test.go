@@ -1,6 +1,8 @@
 package watchdog_test
 
 import (
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -119,4 +121,34 @@ group_signal() {
 			})
 		})
 	}
+}
+
+// A lost job that the client starts again in its run directory (the
+// start script's restart mode: the cancelled marker and job.pid replaced
+// by the new job's) runs again for the watchdog: it logs `job_started
+// again=1`, then the new job's end, and its rules act from that end.
+func TestLostJobStartedAgain(t *testing.T) {
+	t.Parallel()
+	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+		p := newPod(t, sh)
+		p.startJob()
+		p.write(watchdog.Cancelled, watchdog.CancelContainerRestarted+"\n")
+		p.start()
+		p.waitEvent(watchdog.KindJobEnded, "by", "cancelled", "reason", watchdog.CancelContainerRestarted)
+		for _, name := range []string{watchdog.JobPID, watchdog.Cancelled} {
+			if err := os.Remove(filepath.Join(p.dir, name)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		kill := p.startJob()
+		_, again := p.waitEvent(watchdog.KindJobStarted, "again", "1")
+		kill()
+		evs, ended := p.waitEvent(watchdog.KindJobEnded, "by", "group_gone")
+		if ended < again {
+			t.Fatalf("the job started again ended before it started\n%s", p.logText())
+		}
+		p.none(evs, 0, watchdog.KindDeleteReason)
+		p.write(watchdog.Retrieved, "")
+		p.deleted(watchdog.DeleteRetrieved)
+	})
 }

@@ -46,7 +46,9 @@
 # and the number in job.pid may name an unrelated live group of the new
 # container. The bootstrap marks such a job cancelled (container_restarted)
 # before it starts sshd, so the job ends at this watchdog's first tick and the
-# abandoned rule counts from there.
+# abandoned rule counts from there. A client may start the lost job again in
+# its run directory (the start script's restart mode): once the cancelled
+# marker is gone and a new job.pid is there, the job runs again.
 #
 # Timing: the loop wakes every INTERVAL seconds, or sooner when one of the
 # time rules above falls due earlier, so each fires within a second or two of
@@ -904,8 +906,9 @@ verdict() {
 # A job of an earlier container (the pod's container restarted) is read as
 # cancelled: the bootstrap marks it so before anything of this container can
 # start a job, since its job.pid may name an unrelated live group here.
-# The first valid number is kept: job.pid is written once per run (the start
-# script refuses a second job), and reading it costs a process (head).
+# The first valid number is kept: job.pid is written once per job (the start
+# script refuses a second job but for a lost one, see the main loop), and
+# reading it costs a process (head).
 job_pgid=
 job_ended() {
   job_marked && return 0
@@ -1206,6 +1209,15 @@ while :; do
   if [ "$started" = 0 ] && [ -f "$RUN_DIR/job.pid" ]; then
     started=1
     log "job_started"
+  fi
+  # A lost job (cancelled, container_restarted) that the client started
+  # again in its run directory (jobctl's restart: its markers gone, a new
+  # job.pid written): a job that runs again, under every rule.
+  if [ -n "$ended_at" ] && [ "$ended_by" = cancelled ] && [ ! -e "$RUN_DIR/cancelled" ] && [ -f "$RUN_DIR/job.pid" ]; then
+    ended_at=
+    job_pgid=
+    retrieval_hold=
+    log "job_started again=1"
   fi
   if [ "$started" = 1 ] && [ -z "$ended_at" ] && job_ended; then
     ended_at=$n
