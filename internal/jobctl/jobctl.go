@@ -36,6 +36,7 @@ const (
 const (
 	StartOK             = 0
 	StartAlreadyStarted = 3
+	StartNoLostJob      = 4 // RestartCommand: the run directory holds no lost job
 )
 
 // StartCommand is the command line that starts the job of the run directory
@@ -43,6 +44,15 @@ const (
 // must be JobInput's. It prints the job's process group.
 func StartCommand(runDir, jobEnv string) string {
 	return podssh.Command(startProgram(), runDir, jobEnv)
+}
+
+// RestartCommand is StartCommand for a job lost with an earlier container
+// of the pod (State.Lost): it starts the job again in its run directory,
+// from the outputs it left there, and fails with StartNoLostJob when the
+// run directory holds no such job (one that ended otherwise, or whose
+// results were collected).
+func RestartCommand(runDir, jobEnv string) string {
+	return podssh.Command(startProgram(), runDir, jobEnv, "restart")
 }
 
 // startProgram is start.sh as the pod runs it: after a line that hands it

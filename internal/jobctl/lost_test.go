@@ -1,12 +1,16 @@
 package jobctl
 
 import (
-	"github.com/overbrainer/overbrainer-go/internal/shtest"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/overbrainer/overbrainer-go/internal/shtest"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/overbrainer/overbrainer-go/watchdog"
@@ -127,5 +131,106 @@ func TestParseCancelled(t *testing.T) {
 	st, _, err := parseHeader("ob1 7 0 0 container_restarted 0 1 - - - - 0", "")
 	if err != nil || st.Lost() {
 		t.Errorf("%+v %v", st, err)
+	}
+}
+
+// A job lost with an earlier container starts again in its run directory
+// with RestartCommand's restart mode, with its secrets on standard input
+// as for a first start, from the outputs it left; a second restart, once
+// the new job ended, is refused.
+func TestRestartALostJob(t *testing.T) {
+	t.Parallel()
+	shtest.NeedTool(t, "setsid")
+	forEachShell(t, func(t *testing.T, shell []string) {
+		runDir, jobEnv := newRun(t, `n=$(cat "$OVERBRAINER_OUTPUTS/n" 2>/dev/null || echo 0)
+echo "run $n"
+echo $((n + 1)) > "$OVERBRAINER_OUTPUTS/n"
+printf '%s' "$MY_SECRET" > "$OVERBRAINER_OUTPUTS/secret"
+`)
+		if err := os.MkdirAll(filepath.Join(runDir, OutputsDir), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(runDir, OutputsDir, "n"), []byte("1\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		old := liveGroup(t)
+		if err := os.WriteFile(filepath.Join(runDir, watchdog.JobPID), []byte(strconv.Itoa(old)+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		markLost(t, shell, runDir)
+		in, err := JobInput(nil, map[string]string{"MY_SECRET": "s3cret value"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := readAll(in)
+		restart := func() (string, string, error) {
+			return runScript(t, shell, nil, b, startProgram(), runDir, jobEnv, "restart")
+		}
+		out, stderr, err := restart()
+		if err != nil {
+			t.Fatalf("restart: %v\n%s", err, stderr)
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(out))
+		if err != nil || pid == old {
+			t.Fatalf("restart printed %q (the lost job's group was %d)", out, old)
+		}
+		if code := waitFile(t, filepath.Join(runDir, watchdog.ExitCode)); code != "0\n" {
+			t.Fatalf("exit_code %q", code)
+		}
+		if _, err := os.Stat(filepath.Join(runDir, watchdog.Cancelled)); err == nil {
+			t.Error("the lost job's cancelled marker is still there")
+		}
+		if got := waitFile(t, filepath.Join(runDir, OutputsDir, "secret")); got != "s3cret value" {
+			t.Errorf("the job saw MY_SECRET %q", got)
+		}
+		if log := waitFile(t, filepath.Join(runDir, JobLog)); !strings.Contains(log, "run 1\n") {
+			t.Errorf("the job did not go on from its outputs:\n%s", log)
+		}
+		if err := syscall.Kill(-old, 0); err != nil {
+			t.Errorf("the unrelated group in the lost job.pid is gone: %v", err)
+		}
+		_, stderr, err = restart()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != StartNoLostJob {
+			t.Fatalf("a restart of a job that ended: %v %s", err, stderr)
+		}
+	})
+}
+
+// The restart mode starts nothing but a job lost with an earlier
+// container: not in a run directory without a job, nor over a job that
+// ended by itself or by a cancel, or whose results were collected.
+func TestRestartStartsOnlyALostJob(t *testing.T) {
+	t.Parallel()
+	lost := watchdog.CancelContainerRestarted + "\n"
+	for name, files := range map[string]map[string]string{
+		"no job":    {},
+		"running":   {watchdog.JobPID: "4242\n"},
+		"exit code": {watchdog.JobPID: "4242\n", watchdog.ExitCode: "0\n", watchdog.Cancelled: lost},
+		"cancelled": {watchdog.JobPID: "4242\n", watchdog.Cancelled: "\n"},
+		"retrieved": {watchdog.JobPID: "4242\n", watchdog.Cancelled: lost, watchdog.Retrieved: ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			runDir, jobEnv := newRun(t, "echo started > started\n")
+			for f, body := range files {
+				if err := os.WriteFile(filepath.Join(runDir, f), []byte(body), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, stderr, err := runScript(t, []string{"sh"}, nil, "", startProgram(), runDir, jobEnv, "restart")
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != StartNoLostJob {
+				t.Fatalf("restart: %v %s", err, stderr)
+			}
+			for f, body := range files {
+				if got, err := os.ReadFile(filepath.Join(runDir, f)); err != nil || string(got) != body {
+					t.Errorf("%s = %q, %v; want it untouched", f, got, err)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(runDir, JobDir, "started")); err == nil {
+				t.Error("a job was started")
+			}
+		})
 	}
 }

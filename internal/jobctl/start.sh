@@ -11,12 +11,30 @@
 # sources JOB_ENV, sets PYTHONUNBUFFERED=1 where nothing set it, runs
 # command.sh in job/ with its output appended to job.log, and writes
 # exit_code (tmp + mv) when it ends, then wakes the watchdog again.
-# Exit status: 0 started, 3 already started, 1 anything else.
+# With a third argument, restart, it starts again a job lost with an earlier
+# container of the pod, in its run directory, from what it left there: only
+# one the bootstrap marked cancelled (container_restarted) that wrote no exit
+# code and whose results were not collected (.pod/retrieved), never a job
+# that ended otherwise. The lost job's markers go, job.pid first, so that the
+# watchdog sees a new job only once the new job.pid is there.
+# Exit status: 0 started, 3 already started, 4 no lost job to start again
+# (restart), 1 anything else.
 
 run_dir=$1
 job_env=$2
 : "${wake_function:?start.sh runs after the line that sets wake_function}"
 cd "$run_dir" || exit 1
+if [ "${3:-}" = restart ]; then
+  lost=
+  if [ -f job.pid ] && [ -f cancelled ] && [ ! -e exit_code ] && [ ! -e .pod/retrieved ]; then
+    read -r lost < cancelled
+  fi
+  if [ "$lost" != container_restarted ]; then
+    echo "no job lost with an earlier container to start again in $run_dir" >&2
+    exit 4
+  fi
+  rm -f job.pid && rm -f cancelled || exit 1
+fi
 if [ -e job.pid ]; then
   echo "the job was already started (job.pid exists)" >&2
   exit 3
