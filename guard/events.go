@@ -39,7 +39,7 @@ const (
 	EventReconnecting                           // the SSH connection broke (Err)
 	EventReconnected                            // a new SSH connection replaced it
 	EventPulled                                 // WithPullEvery downloaded the results so far (Dir, Files, Bytes)
-	EventRecovering                             // the pod was lost and a new one takes the job up (Err, N, Of, Dir, Proof; VolumeID, Remote)
+	EventRecovering                             // the pod was lost and a new one takes the job up (Err, N, Of, Dir, Proof; VolumeID, Remote; InPlace)
 	EventDeleteReason                           // the pod's watchdog is deleting it (DeleteReason)
 	EventJobEnded                               // the job is over (End)
 	EventCollected                              // the results were downloaded (Dir, Files, Bytes, Skipped)
@@ -143,6 +143,7 @@ type Event struct {
 	Percent               int
 	SecretName            string
 	N, Of                 int            // EventRecovering: the N-th new pod of at most Of
+	InPlace               bool           // EventRecovering: the job starts again on its pod, from its outputs there (Remote)
 	Proof                 *SnapshotProof // nil: the outputs hold none
 	ProgressLine          string
 	Step, Steps           int64
@@ -270,6 +271,9 @@ func (e Event) String() string {
 		}
 		return s
 	case EventRecovering:
+		if e.InPlace {
+			return fmt.Sprintf("recovering (%d of %d): %v; the job starts again on pod %s, from its outputs there (%s)", e.N, e.Of, e.Err, e.PodID, e.Remote)
+		}
 		from := "from its beginning"
 		switch {
 		case e.Remote != "":

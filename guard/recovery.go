@@ -7,18 +7,20 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/internal/jobctl"
+	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
 )
 
-// Recovery says how Follow moves a job whose pod was lost to a new pod, one
-// at a time within the run's deadline and cost cap, from the newest pull or
-// its outputs on a network volume. An ending by a rule, a snapshot request
-// or a cancel is never recovered.
+// Recovery says how Follow goes on with a job whose pod was lost: on its
+// pod when a volume kept its run directory, else on new pods one at a time
+// within the run's deadline and cost cap, from the newest pull or its
+// outputs on a network volume. Rules, snapshots and cancels are final.
 type Recovery struct {
-	Times   int  `json:"times,omitempty"`    // how many new pods the run may make; 0 recovers nothing
+	Times   int  `json:"times,omitempty"`    // how many recoveries the run may make (new pods, restarts in place); 0 recovers nothing
 	OnError bool `json:"on_error,omitempty"` // also recover a job that exited non-zero, from what it left
 	// PullEvery pulls into PullDir as WithPullEvery does, for the next pod to
 	// resume from (else Job.ResumeFrom); PullDir alone is for OnError's pull.
@@ -43,7 +45,7 @@ func (s Spec) checkRecover(bad func(field, format string, args ...any)) {
 // RecoveryState is where a run's recovery stands, in its Record.
 type RecoveryState struct {
 	Recovery
-	Made      int    `json:"made,omitempty"`      // new pods made after lost ones
+	Made      int    `json:"made,omitempty"`      // recoveries made: new pods after lost ones, restarts in place
 	Replacing string `json:"replacing,omitempty"` // the lost pod, until the new job runs: Attach finishes it
 	Why       string `json:"why,omitempty"`       // how the last lost pod ended
 	Spec      Spec   `json:"spec"`                // the run's, without the job's secrets
@@ -99,16 +101,28 @@ func (r *Run) mayRecover(ctx context.Context, end End, err error) bool {
 	return end.Recoverable()
 }
 
-// recover replaces the run's lost pod by a new one and starts the job
-// there, from the newest pull (or the Job's ResumeFrom): the lost pod is
-// confirmed deleted first, the new one made under the run's deadline and
-// cost cap (Relaunch). A new pod whose bootstrap, verdict or start fails
-// on its host counts as one more recovery. On success r is the new pod's
-// Run.
+// recover starts a job lost with its pod's container again on the same
+// pod, from its outputs in the run directory the volume kept; else it
+// replaces the run's lost pod by a new one and starts the job there, from
+// the newest pull (or the Job's ResumeFrom), pulled from the lost pod
+// first while it still answers: the lost pod is confirmed deleted first,
+// the new one made under the run's deadline and cost cap (Relaunch). A
+// new pod whose bootstrap, verdict or start fails on its host counts as
+// one more recovery. On success r is the new pod's Run.
 func (r *Run) recover(ctx context.Context, end End, why error) error {
-	if dir := r.pullDir(); end.How == Exited && dir != "" {
-		// A job that failed by itself left its newest outputs on this
-		// pod: the next one takes them up.
+	if end.How == Lost {
+		// The volume kept the run directory: the job goes on there.
+		err := r.restartHere(ctx, why)
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		r.warn(fmt.Errorf("the job cannot start again on pod %s (%w): a new pod takes it up", r.rec.PodID, err))
+	}
+	if dir := r.pullDir(); dir != "" && end.How != RunDirLost && r.rec.NetworkVolumeID == "" && r.answers(ctx) {
+		// The lost pod still answers with the job's newest outputs (a
+		// job that failed by itself, one lost with a container whose
+		// pod cannot go on): the next pod takes them up. On a network
+		// volume they stay there for it.
 		if _, err := r.Pull(ctx, dir); err != nil {
 			r.warn(fmt.Errorf("pulling the outputs before recovering (the last pull is used): %w", err))
 		}
@@ -159,6 +173,44 @@ func (r *Run) recover(ctx context.Context, end End, why error) error {
 		}
 		told, why = false, err
 	}
+}
+
+// restartHere starts a job lost with its pod's container again on the
+// same pod, in its run directory, from the outputs it left there: no new
+// pod, no boot paid again. The restarted container's watchdog must be
+// ready to guard it (its verdict), and the run directory must hold the
+// lost job (jobctl.RestartCommand). It counts as one recovery once the
+// job runs.
+func (r *Run) restartHere(ctx context.Context, why error) error {
+	if _, err := r.waitVerdict(ctx); err != nil {
+		return err
+	}
+	st := &r.rec.Recovery
+	r.emit(Event{Kind: EventRecovering, Err: why, N: st.Made + 1, Of: st.Times, InPlace: true,
+		Remote: jobctl.RunFile(r.rec.RunDir, jobctl.OutputsDir)})
+	in, err := jobctl.JobInput(r.rec.jobDefaults(), r.cfg.secrets)
+	if err != nil {
+		return fmt.Errorf("the job's environment: %w", err)
+	}
+	defer r.holdLease(ctx)()
+	sctx, cancel := context.WithTimeout(ctx, shortCommand)
+	defer cancel()
+	out, err := r.conn.Output(sctx, jobctl.RestartCommand(r.rec.RunDir, podenv.JobEnv), in)
+	if err != nil {
+		return fmt.Errorf("starting the job again: %w", err)
+	}
+	pid, _ := strconv.Atoi(jobctl.LastLine(out))
+	r.emit(Event{Kind: EventJobStarted, PID: pid, Command: r.rec.Command})
+	st.Made++
+	st.Why = why.Error()
+	r.rec.JobStarted, r.rec.Phase = r.now(), PhaseRunning
+	r.save()
+	return nil
+}
+
+// answers says the pod's SSH answers, or does again within a short wait.
+func (r *Run) answers(ctx context.Context) bool {
+	return r.addr != "" && r.liveConn(ctx) == nil
 }
 
 // nextPod makes the run's next pod, once its lost one is confirmed gone,

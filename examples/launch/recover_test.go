@@ -49,10 +49,11 @@ func recoverLostPod(t *testing.T, lose func(*runpodtest.Server, string) error) {
 }
 
 // TestRecoverLostPodOnVolume: with --network-volume, --recover needs no
-// pull: when the pod's host fails, or a maintenance restart of its
-// container loses the job (the restarted container marks it lost on the
-// volume), the second pod mounts the same volume and the job continues
-// from its checkpoint there, one pod at a time.
+// pull: when the pod's host fails, the second pod mounts the same volume
+// and the job continues from its checkpoint there, one pod at a time;
+// when a maintenance restart of its container loses the job (the
+// restarted container marks it lost on the volume), the job starts again
+// on the same pod, from the same checkpoint.
 func TestRecoverLostPodOnVolume(t *testing.T) {
 	t.Parallel()
 	for name, lose := range podLosses {
@@ -66,9 +67,104 @@ func TestRecoverLostPodOnVolume(t *testing.T) {
 			if code := p.wait(patience); code != 0 {
 				t.Fatalf("exit %d\n%s", code, p.stderr)
 			}
-			w.assertRecoveredOnVolume(first, vol, p.stdout.String()+p.stderr.String())
+			out := p.stdout.String() + p.stderr.String()
+			if name == "maintenance restart" {
+				w.assertRecoveredInPlace(first, "recovering (1 of 2)", 10, out)
+				return
+			}
+			w.assertRecoveredOnVolume(first, vol, out)
 		})
 	}
+}
+
+// TestRecoverInPlace: a maintenance restart of the pod's container at
+// step 23 loses the job, but the pod volume (--volume-gb) keeps its run
+// directory: with --recover the job starts again on the same pod, from
+// its checkpoint of step 20 there, and no second pod is made.
+func TestRecoverInPlace(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	p := w.start(args([]string{"run", "--recover", "1", "--volume-gb", "10"}, fast, demo(60))...)
+	p.waitOutput("step 23/60", patience)
+	first := w.onlyRun().PodID
+	if err := w.srv.RestartForMaintenance(first); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(patience); code != 0 {
+		t.Fatalf("exit %d\n%s", code, p.stderr)
+	}
+	w.assertRecoveredInPlace(first, "recovering (1 of 1)", 20, p.stdout.String()+p.stderr.String())
+}
+
+// assertRecoveredInPlace checks a run of the 60-step demo whose job was
+// lost with its pod's container: the job started again on pod first, its
+// only pod, from its checkpoint of step from or later, and finished.
+func (w *world) assertRecoveredInPlace(first, recovering string, from int, out string) {
+	t := w.t
+	t.Helper()
+	mustContain(t, "output", out, recovering, "the job starts again on the same pod "+first, "training done")
+	assertResumed(t, out, from)
+	if pods := w.srv.Pods(); len(pods) != 1 || pods[0].ID != first {
+		t.Fatalf("pods %+v, want pod %s alone", pods, first)
+	}
+	r := w.onlyRun()
+	if len(r.Attempts) != 1 || r.PodID != first || r.Recovery.Made != 1 || r.Recovery.Replacing != "" {
+		t.Errorf("attempts %+v, recovery %+v", r.Attempts, r.Recovery)
+	}
+	w.assertFinished(r)
+}
+
+// TestRecoverPullsFromALostPod: a job lost with its container on a pod
+// volume whose restarted container cannot be guarded (its watchdog's
+// verdict fails) cannot go on there: the pod still answers SSH, so its
+// outputs are pulled before it is replaced, and the new pod resumes from
+// the checkpoint of step 20, without --pull-every.
+func TestRecoverPullsFromALostPod(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	p := w.start(args([]string{"run", "--recover", "1", "--volume-gb", "10"}, fast, demo(60))...)
+	p.waitOutput("step 23/60", patience)
+	first := w.onlyRun().PodID
+	// The restarted container's watchdog cannot read its pod.
+	w.srv.Fail("GET", "/v2/pods/"+first, runpodtest.Fault{Status: 403, Times: -1, Caller: first})
+	if err := w.srv.RestartForMaintenance(first); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(patience); code != 0 {
+		t.Fatalf("exit %d\n%s", code, p.stderr)
+	}
+	out := p.stdout.String() + p.stderr.String()
+	mustContain(t, "output", out, "recovering (1 of 1)", "pulled the outputs so far", "a new pod takes the job up from step 2", "training done")
+	assertResumed(t, out, 20)
+	if pods := w.srv.Pods(); len(pods) != 2 || pods[0].ID != first || pods[1].CreatedAt.Before(pods[0].EndedAt) {
+		t.Fatalf("pods %+v, want the lost one, then one more once it was gone", pods)
+	}
+	w.assertFinished(w.onlyRun())
+}
+
+// assertResumed checks that out tells the demo resumed from its
+// checkpoint of step from or later.
+func assertResumed(t *testing.T, out string, from int) {
+	t.Helper()
+	m := regexp.MustCompile(`resuming from the checkpoint at step (\d+)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("the job did not resume from a checkpoint:\n%s", out)
+	}
+	if step, _ := strconv.Atoi(m[1]); step < from {
+		t.Errorf("resumed from step %d, want the checkpoint of step %d or later", step, from)
+	}
+}
+
+// assertFinished checks that run r of the 60-step demo brought its last
+// checkpoint home and left nothing billing, and the state private.
+func (w *world) assertFinished(r *state.Run) {
+	w.t.Helper()
+	ckpt, err := os.ReadFile(filepath.Join(r.OutDir, "outputs", "checkpoint.txt"))
+	if err != nil || !strings.Contains(string(ckpt), "step=60") {
+		w.t.Errorf("final checkpoint %q, %v", ckpt, err)
+	}
+	w.assertClean()
+	w.assertPrivate()
 }
 
 // startRecoveringOnVolume starts a recovering run of the 60-step demo on
@@ -105,12 +201,7 @@ func (w *world) assertRecoveredOnVolume(first, vol, out string) {
 	if len(r.Attempts) != 2 || r.Attempts[0].Ended == "" || r.PodID != pods[1].ID || r.Recovery.Replacing != "" || r.Recovery.Made != 1 {
 		t.Errorf("attempts %+v, recovery %+v", r.Attempts, r.Recovery)
 	}
-	ckpt, err := os.ReadFile(filepath.Join(r.OutDir, "outputs", "checkpoint.txt"))
-	if err != nil || !strings.Contains(string(ckpt), "step=60") {
-		t.Errorf("final checkpoint %q, %v", ckpt, err)
-	}
-	w.assertClean()
-	w.assertPrivate()
+	w.assertFinished(r)
 }
 
 // startRecovering starts a recovering run of the 60-step demo and
@@ -144,13 +235,7 @@ func (w *world) assertRecovered(first, out string) {
 	t := w.t
 	t.Helper()
 	mustContain(t, "output", out, "recovering (1 of 2)", "training done", "checkpoint.txt, periodic) in the outputs")
-	m := regexp.MustCompile(`resuming from the checkpoint at step (\d+)`).FindStringSubmatch(out)
-	if m == nil {
-		t.Fatalf("the second pod did not resume from a checkpoint:\n%s", out)
-	}
-	if step, _ := strconv.Atoi(m[1]); step < 10 {
-		t.Errorf("resumed from step %d, want the checkpoint of step 10 or later", step)
-	}
+	assertResumed(t, out, 10)
 	pods := w.srv.Pods()
 	if len(pods) != 2 || pods[0].ID != first {
 		t.Fatalf("pods %+v, want the failed one and one more", pods)
@@ -167,12 +252,7 @@ func (w *world) assertRecovered(first, out string) {
 	if r.CostUSD < r.Attempts[0].CostUSD {
 		t.Errorf("run cost %v is less than its first pod's %v", r.CostUSD, r.Attempts[0].CostUSD)
 	}
-	ckpt, err := os.ReadFile(filepath.Join(r.OutDir, "outputs", "checkpoint.txt"))
-	if err != nil || !strings.Contains(string(ckpt), "step=60") {
-		t.Errorf("final checkpoint %q, %v", ckpt, err)
-	}
-	w.assertClean()
-	w.assertPrivate()
+	w.assertFinished(r)
 }
 
 // TestRecoverOnError: a job that fails by itself is recovered only with

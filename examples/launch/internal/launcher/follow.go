@@ -143,7 +143,7 @@ func (d *driver) event(e guard.Event) {
 	case guard.EventRecovering:
 		// The run goes on: what was said of the lost pod's end is past.
 		d.failed, d.costShown, d.early, d.asked, d.r.DueWhenGone = nil, false, false, "", nil
-		a.say("recovering (%d of %d): %v; a new pod takes the job up %s", e.N, e.Of, e.Err, recoverFrom(e))
+		a.say("recovering (%d of %d): %v; %s", e.N, e.Of, e.Err, recoverText(e))
 	case guard.EventDeleted:
 		a.sayDeleted(e, d.r.ID)
 	case guard.EventSecretDeleted:

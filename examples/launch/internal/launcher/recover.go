@@ -10,7 +10,16 @@ import (
 // pullDir is where --pull-every keeps the outputs pulled during run id.
 func (a *app) pullDir(id string) string { return filepath.Join(a.store.RunPath(id), "pulls") }
 
-// recoverFrom says what a recovered job resumes from.
+// recoverText says where and from what a recovered job goes on.
+func recoverText(e guard.Event) string {
+	if e.InPlace {
+		return "the job starts again on the same pod " + e.PodID + ", from its outputs there (" + e.Remote +
+			"): the pod's volume kept them, and no new pod is made"
+	}
+	return "a new pod takes the job up " + recoverFrom(e)
+}
+
+// recoverFrom says what a recovered job resumes from on a new pod.
 func recoverFrom(e guard.Event) string {
 	switch {
 	case e.Remote != "":
