@@ -2,15 +2,21 @@ package guard
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/internal/costplan"
 	"github.com/overbrainer/overbrainer-go/internal/jobctl"
+	"github.com/overbrainer/overbrainer-go/podssh"
 	"github.com/overbrainer/overbrainer-go/runpod"
 )
 
@@ -38,10 +44,9 @@ func Recoverable(err error) bool {
 func (e End) Recoverable() bool { return e.How == Lost || e.How == RunDirLost }
 
 // Relaunch makes the next pod of prev's run, whose pod was lost (see
-// Recovery): once the lost pod is confirmed gone, deleted if need be, it
-// launches as Launch does within the run's deadline and cost cap. spec is
-// the run's, with Job.ResumeFrom at the newest pull (PulledOutputs); why
-// says how the lost pod ended.
+// Recovery), once that is confirmed gone (deleted if need be), as Launch
+// does within the run's deadline and cost cap. spec is the run's, its
+// ResumeFrom the newest pull (PulledOutputs); why says how the pod ended.
 func Relaunch(ctx context.Context, c *runpod.Client, prev Record, spec Spec, why string, opts ...Option) (*Run, error) {
 	if c == nil {
 		return nil, &FieldError{Field: "api", Reason: "is nil"}
@@ -148,17 +153,28 @@ type puller struct {
 	every time.Duration
 	dir   string
 	last  time.Time
+	// warned says the exclude that matches the job's checkpoint was told.
+	warned bool
 }
 
-// pullName is the newest whole pull under WithPullEvery's dir.
-const pullName = "latest"
+// errTornPull says a pull's checkpoint is not whole (see SnapshotProof):
+// the pulls before it are kept.
+var errTornPull = errors.New("guard: the pulled checkpoint is not whole")
 
-// PulledOutputs is the outputs of the newest pull into dir, "" if none.
+// The two newest whole pulls under a pull directory: a pull replaces the
+// one before only once it is whole, and the one before that is kept.
+const (
+	pullName     = "latest"
+	previousPull = "previous"
+)
+
+// PulledOutputs is the outputs of the newest whole pull into dir, "" if none.
 func PulledOutputs(dir string) string {
-	// A process killed inside swapDir left the last whole pull aside.
-	for _, name := range []string{pullName, pullName + ".old"} {
+	// A process killed between the renames of a pull left the pull
+	// before it as the newest.
+	for _, name := range []string{pullName, previousPull} {
 		out := filepath.Join(dir, name, jobctl.OutputsDir)
-		if entries, err := os.ReadDir(out); err == nil && len(entries) > 0 {
+		if entries, err := os.ReadDir(out); err == nil && len(entries) > 0 && wholeCheckpoint(out) == nil {
 			return out
 		}
 	}
@@ -186,14 +202,20 @@ func (r *Run) pullIfDue(ctx context.Context, st jobctl.State) {
 	}
 }
 
-// Pull downloads the results so far into dir, as Download does, replacing
-// the last pull only once complete. Pull before relaunching a failed job.
+// Pull downloads the results so far, with the checkpoint snapshot.json
+// names, into dir/latest once whole, the pull before in dir/previous.
 func (r *Run) Pull(ctx context.Context, dir string) (Collected, error) {
 	tmp := filepath.Join(dir, ".pull")
 	_ = os.RemoveAll(tmp)
 	got, err := r.fetch(ctx, tmp, false)
 	if err == nil {
-		err = swapDir(tmp, filepath.Join(dir, pullName))
+		err = r.pullCheckpoint(ctx, tmp)
+	}
+	if err == nil {
+		err = wholeCheckpoint(filepath.Join(tmp, jobctl.OutputsDir))
+	}
+	if err == nil {
+		err = keepPull(tmp, dir)
 	}
 	if err != nil {
 		_ = os.RemoveAll(tmp)
@@ -204,17 +226,124 @@ func (r *Run) Pull(ctx context.Context, dir string) (Collected, error) {
 	return got, nil
 }
 
-// swapDir replaces dir with tmp, never leaving no whole copy behind:
-// the old one is moved aside first and removed last.
-func swapDir(tmp, dir string) error {
-	old := dir + ".old"
-	_ = os.RemoveAll(old)
-	if err := os.Rename(dir, old); err != nil && !errors.Is(err, os.ErrNotExist) {
+// pullCheckpoint brings into the pull in tmp the checkpoint its
+// snapshot.json names in the outputs when Results.Exclude left it on the
+// pod: a resume needs it whatever the results' download leaves.
+func (r *Run) pullCheckpoint(ctx context.Context, tmp string) error {
+	p, err := ReadSnapshotProof(filepath.Join(tmp, jobctl.OutputsDir))
+	if err != nil {
+		return nil
+	}
+	name, ok := checkpointPath(p)
+	if !ok {
+		return nil
+	}
+	pattern := excludedBy(name, r.rec.Results.Exclude)
+	if pattern == "" {
+		return nil
+	}
+	if p := r.cfg.pull; p == nil || !p.warned {
+		if p != nil {
+			p.warned = true
+		}
+		r.warn(fmt.Errorf("the exclude %q matches the checkpoint %s that the job named in %s: it is pulled all the same, for a recovery to resume from (the results' download still leaves it)",
+			pattern, path.Join(jobctl.OutputsDir, name), SnapshotFile))
+	}
+	req := podssh.DownloadRequest{RemoteDir: r.rec.RunDir, Names: []string{path.Join(jobctl.OutputsDir, name)},
+		Dir: tmp, MaxBytes: r.rec.Results.maxBytes()}
+	if _, err := r.conn.Download(ctx, req); err != nil {
+		return fmt.Errorf("pulling the checkpoint %s: %w", name, err)
+	}
+	return nil
+}
+
+// checkpointPath is the proof's checkpoint as a clean path inside the
+// outputs; false when it names a place outside them.
+func checkpointPath(p SnapshotProof) (string, bool) {
+	name := path.Clean(p.Checkpoint)
+	if path.IsAbs(name) || name == "." || name == ".." || strings.HasPrefix(name, "../") {
+		return "", false
+	}
+	return name, true
+}
+
+// excludedBy is the pattern of excludes that matches an element of name,
+// which the results' download would then leave; "" when none does.
+func excludedBy(name string, excludes []string) string {
+	for _, elem := range strings.Split(name, "/") {
+		for _, pattern := range excludes {
+			if ok, _ := path.Match(pattern, elem); ok {
+				return pattern
+			}
+		}
+	}
+	return ""
+}
+
+// wholeCheckpoint checks the checkpoint that the snapshot.json of the
+// outputs in out names: there, and of the size and SHA-256 the proof
+// gives for a file. Outputs without a proof, or with a checkpoint outside
+// them, claim nothing to check.
+func wholeCheckpoint(out string) error {
+	p, err := ReadSnapshotProof(out)
+	switch {
+	case errors.Is(err, ErrNoSnapshotProof):
+		return nil
+	case err != nil:
 		return err
 	}
-	if err := os.Rename(tmp, dir); err != nil {
-		_ = os.Rename(old, dir)
-		return err
+	name, ok := checkpointPath(p)
+	if !ok {
+		return nil
 	}
-	return os.RemoveAll(old)
+	file := filepath.Join(out, filepath.FromSlash(name))
+	fi, err := os.Stat(file)
+	if err != nil {
+		return fmt.Errorf("%w: the checkpoint %s that %s names is missing: %w", errTornPull, name, SnapshotFile, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil
+	}
+	if p.Bytes > 0 && fi.Size() != p.Bytes {
+		return fmt.Errorf("%w: the checkpoint %s holds %d bytes, %s says %d", errTornPull, name, fi.Size(), SnapshotFile, p.Bytes)
+	}
+	if p.SHA256 != "" {
+		sum, err := fileSHA256(file)
+		if err != nil {
+			return err
+		}
+		if !strings.EqualFold(sum, p.SHA256) {
+			return fmt.Errorf("%w: the checkpoint %s's SHA-256 is %s, %s says %s", errTornPull, name, sum, SnapshotFile, p.SHA256)
+		}
+	}
+	return nil
+}
+
+// fileSHA256 is a file's SHA-256 in hex.
+func fileSHA256(file string) (string, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// keepPull makes the whole pull in tmp dir's latest, the latest before it
+// its previous: at every moment a whole pull is there to resume from.
+func keepPull(tmp, dir string) error {
+	latest, previous := filepath.Join(dir, pullName), filepath.Join(dir, previousPull)
+	if _, err := os.Stat(latest); err == nil {
+		if err := os.RemoveAll(previous); err != nil {
+			return err
+		}
+		if err := os.Rename(latest, previous); err != nil {
+			return err
+		}
+	}
+	return os.Rename(tmp, latest)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/overbrainer/overbrainer-go/guard"
 	"github.com/overbrainer/overbrainer-go/podenv"
+	"github.com/overbrainer/overbrainer-go/podssh"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
@@ -442,4 +443,58 @@ func TestAttachRecoversWithSecrets(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(results, "record.json")); strings.Contains(string(b), token) {
 		t.Error("the token is in the collected record")
 	}
+}
+
+// tearingJob proves a whole checkpoint, then, once told (tear in its run
+// directory), a checkpoint caught torn: snapshot.json says 8 bytes, the
+// file holds 4; it ends once told (end).
+const tearingJob = `out=$OVERBRAINER_OUTPUTS
+run=$(dirname "$out")
+printf good > "$out/ckpt"
+printf '{"checkpoint": "ckpt", "step": 1, "bytes": 4}\n' > "$out/snapshot.json"
+while [ ! -f "$run/tear" ]; do sleep 0.1; done
+printf '{"checkpoint": "ckpt", "step": 2, "bytes": 8}\n' > "$out/snapshot.json"
+printf torn > "$out/ckpt"
+: > "$run/torn"
+while [ ! -f "$run/end" ]; do sleep 0.1; done`
+
+// TestPullKeepsTheLastGood: a pull that catches the job's checkpoint
+// torn (not of the size its snapshot.json says) fails and never replaces the last good pull, which the next pod would resume
+// from.
+func TestPullKeepsTheLastGood(t *testing.T) {
+	t.Parallel()
+	w := newRecoveryWorld(t)
+	if err := os.WriteFile(filepath.Join(w.spec.Job.Dir, "train.sh"), []byte(tearingJob+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w.spec.Recover = guard.Recovery{}
+	ctx := context.Background()
+	run := w.launch(ctx)
+	runDir := run.Record().RunDir
+	on := func(script, file string) {
+		t.Helper()
+		if err := run.Exec(ctx, podssh.Command(script, runDir+"/"+file), nil, nil, nil); err != nil {
+			t.Fatalf("%s %s: %v", script, file, err)
+		}
+	}
+	waitFor := `while [ ! -f "$1" ]; do sleep 0.1; done`
+	pulls := filepath.Join(w.dir, "pulls")
+	pulled := func() string {
+		b, _ := os.ReadFile(filepath.Join(guard.PulledOutputs(pulls), "ckpt"))
+		return string(b)
+	}
+	on(waitFor, "outputs/snapshot.json")
+	if _, err := run.Pull(ctx, pulls); err != nil || pulled() != "good" {
+		t.Fatalf("first pull: %v, checkpoint %q", err, pulled())
+	}
+	on(`: > "$1"`, "tear")
+	on(waitFor, "torn")
+	if _, err := run.Pull(ctx, pulls); err == nil || !strings.Contains(err.Error(), "not whole") {
+		t.Errorf("a pull of a torn checkpoint: %v, want it not whole", err)
+	}
+	if got := pulled(); got != "good" {
+		t.Errorf("after the torn pull the outputs to resume from hold %q, want the last good pull's", got)
+	}
+	on(`: > "$1"`, "end")
+	w.finish(ctx, run)
 }

@@ -25,11 +25,13 @@ const (
 	SnapshotFile = "snapshot.json"
 )
 
-// SnapshotProof is what a job says of its last checkpoint.
+// SnapshotProof is what a job says of its last checkpoint (Pull checks it).
 type SnapshotProof struct {
 	Checkpoint string `json:"checkpoint"`       // relative to the outputs, or absolute on the pod
 	Step       int64  `json:"step"`             // the training step it holds
 	Reason     string `json:"reason,omitempty"` // the request it answers (stop, cost, ...), or "periodic", "final"
+	Bytes      int64  `json:"bytes,omitempty"`  // a checkpoint file's size
+	SHA256     string `json:"sha256,omitempty"` // a checkpoint file's SHA-256, in hex
 }
 
 // maxSnapshotProof bounds the file read: a proof is a line.

@@ -366,3 +366,46 @@ func hungCreate(srv *runpodtest.Server) bool {
 	}
 	return false
 }
+
+// TestRecoverPullsTheExcludedCheckpoint: --exclude 'ckpt-*' (the
+// results' download leaves those on the pod) does not keep the pulls of
+// --recover --pull-every from the checkpoint the job named in its
+// snapshot.json: it is pulled all the same, with a warning, and the next
+// pod resumes from it; the results still leave it.
+func TestRecoverPullsTheExcludedCheckpoint(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	job := `out=$OVERBRAINER_OUTPUTS
+if [ -f "$out/ckpt-1/model.bin" ]; then echo "resumed from ckpt-1: $(cat "$out/ckpt-1/model.bin")"; exit 0; fi
+mkdir -p "$out/ckpt-1" && echo weights > "$out/ckpt-1/model.bin"
+printf '{"checkpoint": "ckpt-1", "step": 1}\n' > "$out/snapshot.json"
+echo saved
+while :; do sleep 1; done`
+	p := w.start(args([]string{"run", "--recover", "1", "--pull-every", "1s", "--exclude", "ckpt-*", "--cmd", job}, fast)...)
+	p.waitOutput("saved", patience)
+	r := w.onlyRun()
+	latest := filepath.Join(w.stateDir, "runs", r.ID, "pulls", "latest", "outputs")
+	for deadline := time.Now().Add(patience); ; time.Sleep(100 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(latest, "snapshot.json")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no pull of snapshot.json within %s", patience)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(latest, "ckpt-1", "model.bin")); err != nil || string(b) != "weights\n" {
+		t.Errorf("the pull lacks the checkpoint snapshot.json names: %q, %v", b, err)
+	}
+	if err := w.srv.FailHost(r.PodID); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(patience); code != 0 {
+		t.Fatalf("exit %d\n%s", code, p.stderr)
+	}
+	mustContain(t, "output", p.stdout.String()+p.stderr.String(), `the exclude "ckpt-*" matches the checkpoint outputs/ckpt-1`,
+		"recovering (1 of 1)", "resumed from ckpt-1: weights")
+	if _, err := os.Stat(filepath.Join(w.onlyRun().OutDir, "outputs", "ckpt-1")); err == nil {
+		t.Error("the results hold the excluded checkpoint")
+	}
+	w.assertClean()
+}
