@@ -238,7 +238,15 @@ func (r *Run) pullCheckpoint(ctx context.Context, tmp string) error {
 	if !ok {
 		return nil
 	}
-	pattern := excludedBy(name, r.rec.Results.Exclude)
+	excludes := r.rec.Results.Exclude
+	if len(excludes) == 0 {
+		return nil
+	}
+	pattern := excludedBy(name, excludes)
+	if fi, err := os.Stat(filepath.Join(tmp, jobctl.OutputsDir, filepath.FromSlash(name))); pattern == "" && err == nil && fi.IsDir() {
+		// A checkpoint directory may hold what an exclude leaves.
+		pattern = r.excludedInside(ctx, name, excludes)
+	}
 	if pattern == "" {
 		return nil
 	}
@@ -255,6 +263,21 @@ func (r *Run) pullCheckpoint(ctx context.Context, tmp string) error {
 		return fmt.Errorf("pulling the checkpoint %s: %w", name, err)
 	}
 	return nil
+}
+
+// excludedInside is the exclude that matches a file or directory inside
+// the checkpoint directory name on the pod, "" when none does.
+func (r *Run) excludedInside(ctx context.Context, name string, excludes []string) string {
+	ctx, cancel := context.WithTimeout(ctx, shortCommand)
+	defer cancel()
+	dir := jobctl.RunFile(r.rec.RunDir, path.Join(jobctl.OutputsDir, name))
+	for _, pattern := range excludes {
+		out, err := r.conn.Output(ctx, podssh.Command(`[ -n "$(find "$1" -name "$2" -print 2>/dev/null | head -n 1)" ] && echo excluded`, dir, pattern), nil)
+		if err == nil && jobctl.LastLine(out) == "excluded" {
+			return pattern
+		}
+	}
+	return ""
 }
 
 // checkpointPath is the proof's checkpoint as a clean path inside the

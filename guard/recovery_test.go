@@ -498,3 +498,48 @@ func TestPullKeepsTheLastGood(t *testing.T) {
 	on(`: > "$1"`, "end")
 	w.finish(ctx, run)
 }
+
+// TestPullBringsWhatTheExcludeLeavesInTheCheckpoint: an exclude that
+// matches files inside the checkpoint directory snapshot.json names
+// (Results.Exclude "*.pt") does not keep them out of a pull, which warns;
+// the results' download still leaves them.
+func TestPullBringsWhatTheExcludeLeavesInTheCheckpoint(t *testing.T) {
+	t.Parallel()
+	w := newRecoveryWorld(t)
+	job := `out=$OVERBRAINER_OUTPUTS
+mkdir -p "$out/ckpt" && echo weights > "$out/ckpt/model.pt" && echo '{}' > "$out/ckpt/config.json"
+printf '{"checkpoint": "ckpt", "step": 1}\n' > "$out/snapshot.json"
+while [ ! -f "$(dirname "$out")/end" ]; do sleep 0.1; done`
+	if err := os.WriteFile(filepath.Join(w.spec.Job.Dir, "train.sh"), []byte(job+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w.spec.Recover = guard.Recovery{}
+	w.spec.Results.Exclude = []string{"*.pt"}
+	ctx := context.Background()
+	run := w.launch(ctx)
+	runDir := run.Record().RunDir
+	if err := run.Exec(ctx, podssh.Command(`while [ ! -f "$1" ]; do sleep 0.1; done`, runDir+"/outputs/snapshot.json"), nil, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	pulls := filepath.Join(w.dir, "pulls")
+	if _, err := run.Pull(ctx, pulls); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(pulls, "latest", "outputs", "ckpt", "model.pt")); err != nil || string(b) != "weights\n" {
+		t.Errorf("the pull lacks the checkpoint's excluded file: %q, %v", b, err)
+	}
+	warned := false
+	for _, e := range w.of(guard.EventWarning) {
+		warned = warned || strings.Contains(e.Err.Error(), `the exclude "*.pt" matches the checkpoint outputs/ckpt`)
+	}
+	if !warned {
+		t.Errorf("no warning of the exclude: %v", w.of(guard.EventWarning))
+	}
+	if err := run.Exec(ctx, podssh.Command(`: > "$1"`, runDir+"/end"), nil, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, results := w.finish(ctx, run)
+	if _, err := os.Stat(filepath.Join(results, "outputs", "ckpt", "model.pt")); err == nil {
+		t.Error("the results hold the excluded file")
+	}
+}
