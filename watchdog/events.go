@@ -21,13 +21,13 @@ const (
 	KindRetrieved         = "retrieved"          // .pod/retrieved appeared
 	KindDeadlineHeld      = "deadline_held"      // until: the deadline passed while the lease was fresh
 	KindAbandonedHeld     = "abandoned_held"     // until: the retrieve grace passed while the lease was fresh
-	KindKeptHeld          = "kept_held"          // sessions: a kept pod's idle bound passed while SSH sessions were open
+	KindKeptHeld          = "kept_held"          // sessions, procs, gpu=0|1: a kept pod's idle bound passed while in use (SSH sessions open, processes using CPU, a busy GPU)
 	KindSnapshotRequested = "snapshot_requested" // reason, adopted=0|1, cap_in_min for the cost reason, still_s for a stall
-	KindDeleteReason      = "delete_reason"      // reason: the rule that deletes the pod
+	KindDeleteReason      = "delete_reason"      // reason: the rule that deletes the pod; action=stop when it stops it (kept_idle, a pod volume)
 	KindDeleteCode        = "delete_code"        // method=DELETE|terminate|stop|runpodctl|runpodctl_remove, code
 	KindDeleteFailed      = "delete_failed"      // retry_in: every way failed, the next tick tries again
 	KindDeleted           = "deleted"            // method: the pod is gone
-	KindStopped           = "stopped"            // method=stop: the pod is stopped, its volume still bills
+	KindStopped           = "stopped"            // method=stop, reason: the pod is stopped, its volume still bills
 	KindStopping          = "stopping"           // signal: the watchdog got TERM or INT and exits
 	KindStallOver         = "stall_over"         // the job moved again after its stall snapshot was asked
 )
@@ -56,7 +56,9 @@ const (
 	// snapshot.
 	DeleteStalled DeleteReason = "stalled"
 	// DeleteKeptIdle: a kept pod's job ended and nobody used the pod
-	// (no SSH session open, no lease touched) for its idle bound.
+	// (no SSH session open, no process outside the guard's using CPU, no
+	// busy GPU, no lease touched) for its idle bound. A pod with a pod
+	// volume is stopped (action=stop), which keeps the volume's data.
 	DeleteKeptIdle DeleteReason = "kept_idle"
 )
 

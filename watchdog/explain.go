@@ -52,7 +52,7 @@ var reasonTexts = map[DeleteReason]reasonText{
 	},
 	DeleteKeptIdle: {
 		"a kept pod (--keep-pod) went unused for its idle bound (--keep-idle) after its job ended",
-		"the run's pod was kept (--keep-pod), and once its job ended nobody used it for its idle bound (--keep-idle): no SSH session was open on it and no launcher touched its lease, so its watchdog deleted it rather than leave it billing; --keep-idle 0 keeps a pod until rm",
+		"the run's pod was kept (--keep-pod), and once its job ended nobody used it for its idle bound (--keep-idle): no SSH session of any user was open on it, no process of anyone's used CPU, no GPU was busy (with --min-gpu-util) and no launcher touched its lease, so its watchdog ended it rather than leave it billing: stopped when it had a pod volume (--volume-gb, kept until rm, billed as storage), else deleted; --keep-idle 0 keeps a pod until rm",
 	},
 }
 

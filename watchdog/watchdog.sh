@@ -12,7 +12,9 @@
 #  - keep mode (OVERBRAINER_KEEP_POD=1) protects the pod, but only once the job
 #    exists (job.pid): before that a kept pod is guarded like any other;
 #    once its job ended, a kept pod left unused for KEEP_IDLE (no SSH
-#    session open, no lease touched) is deleted (kept_idle; 0: never);
+#    session open, no process of anyone's using CPU, no busy GPU, no lease
+#    touched) is stopped when it has a pod volume, else deleted
+#    (kept_idle; 0: never);
 #  - .pod/cost_cap_at reached (100% of max_cost_usd): delete, whatever the
 #    lease;
 #  - OVERBRAINER_DEADLINE passed while the client's lease (.pod/lease mtime) is
@@ -257,8 +259,10 @@ setting OVERBRAINER_CURL_TIMEOUT "${OVERBRAINER_CURL_TIMEOUT:-}" 10 && CURL_TIME
 VOLUME_GB=
 number "${OVERBRAINER_VOLUME_GB:-}" && VOLUME_GB=$number
 
-# A kept pod's idle bound (kept_idle); 0 keeps it unbounded.
+# A kept pod's idle bound (kept_idle); 0 keeps it unbounded. Its pod
+# volume's size (0: none), which a stop keeps.
 setting OVERBRAINER_KEEP_IDLE "${OVERBRAINER_KEEP_IDLE:-}" 3600 && KEEP_IDLE=$number
+setting OVERBRAINER_POD_VOLUME_GB "${OVERBRAINER_POD_VOLUME_GB:-}" 0 && POD_VOLUME_GB=$number
 
 start=$(date +%s)
 number "$start" || number=0
@@ -750,22 +754,41 @@ retrieval_held() {
 }
 
 # kept_idle: a kept pod whose job ended has gone unused for KEEP_IDLE, so
-# it is to be deleted. Use is an SSH session open on the pod (a shell of
-# `launch ssh` or Run.Shell, an OpenSSH login with the files it writes, a
-# following launcher's own connection) or a touch of the lease. Until the
-# bound passes since the last use seen, a tick only compares numbers; from
-# then on it looks for later uses (a process or two), and while a session
-# is open it looks at every tick, so that the bound counts from the
-# session's end. Without a readable lease or sessions nothing holds the
-# pod, and it goes once KEEP_IDLE passed since the job's end.
+# it is to be ended; sets $end_action to stop when it has a pod volume (a
+# stop keeps that volume's data, which bills as storage until `launch rm`),
+# else to delete (a stop would keep nothing: the container disk goes with
+# it, and a network volume outlives a delete anyway). The job has ended:
+# there is no job left to ask for a snapshot. Use is anything a person
+# would call use: an SSH session of any user open on the pod (a shell of
+# `launch ssh` or Run.Shell, an OpenSSH login, a following launcher's own
+# connection), a process outside the guard's own that used CPU (a nohup or
+# tmux loop left running after logout: see pod_scan), a GPU at least
+# MIN_GPU_UTIL busy (gpu_busy, when asked for), a touch of the lease.
+# Until the bound passes since the last use seen, a tick only compares
+# numbers (the job's end takes the processes' CPU times once, for the
+# first look to compare with); from then on it looks for later uses (a
+# scan of /proc with the shell's own reads, a process or two), and while
+# something holds the pod it looks at every tick, so that the bound counts
+# from the last use seen. Without a readable lease, /proc or GPU nothing
+# holds the pod, and it goes once KEEP_IDLE passed since the job's end.
 idle_since=
 idle_held=
+end_action=delete
 kept_idle() {
   [ "$KEEP_IDLE" -gt 0 ] && [ -n "$ended_at" ] || return 1
-  [ -n "$idle_since" ] || idle_since=$ended_at
+  if [ -z "$idle_since" ]; then
+    idle_since=$ended_at
+    # The job's group, which pod_scan leaves out, is read once (a job
+    # found ended by its marker never had it read).
+    if [ -z "$job_pgid" ]; then
+      small_read "$RUN_DIR/job.pid"
+      ! number "$raw" || [ "$number" -le 1 ] || job_pgid=$number
+    fi
+    pod_scan
+  fi
   if [ -n "$idle_held" ] || [ $((n - idle_since)) -ge "$KEEP_IDLE" ]; then
-    if ssh_sessions; then
-      [ -n "$idle_held" ] || log "kept_held sessions=$sessions"
+    if kept_used; then
+      [ -n "$idle_held" ] || log "kept_held sessions=$sessions procs=$busy_procs gpu=$gpu"
       idle_held=1
       idle_since=$n
       return 1
@@ -788,56 +811,157 @@ kept_idle() {
     due $((idle_since + KEEP_IDLE))
     return 1
   fi
+  end_action=delete
+  [ "$POD_VOLUME_GB" -eq 0 ] || end_action=stop
 }
 
-# ssh_sessions: sets $sessions to the number of SSH connections logged in
-# to the pod's sshd (the one whose pid file the bootstrap had it write),
-# and fails when there is none. sshd forks a process for each connection,
-# which, once the client authenticated, is titled `sshd: root@notty` or
-# `sshd: root@pts/N` (`sshd-session:` from OpenSSH 9.8 on): for root that
+# kept_used: the kept pod was used since the last look: an SSH session is
+# open, a process outside the guard's used CPU, or else a GPU is busy;
+# sets $sessions, $busy_procs and $gpu (1: busy).
+kept_used() {
+  gpu=0
+  pod_scan
+  [ "$sessions" -eq 0 ] && [ "$busy_procs" -eq 0 ] || return 0
+  gpu_busy || return 1
+  gpu=1
+}
+
+# end_pod REASON: ends the pod as the rule chose: stop_pod when it set
+# $end_action to stop (kept_idle, for a pod volume), else delete_pod.
+end_pod() {
+  if [ "$end_action" = stop ]; then
+    stop_pod "$1"
+  else
+    delete_pod "$1"
+  fi
+}
+
+# stop_pod REASON: stops the pod (the stop action: its pod volume stays,
+# billed as storage, until the pod is removed), as delete_pod's stop step
+# does, and sets $deleted_by to stop. Fails when the stop failed; the next
+# tick tries again, and never falls back to a delete, which would take the
+# volume's data.
+stop_pod() {
+  log "delete_reason reason=$1 action=stop"
+  [ -n "$POD_ID" ] || return 1
+  api POST "/pods/$POD_ID/action" '{"action":"stop"}'
+  log "delete_code method=stop code=$code"
+  case $code in
+    200 | 202 | 204) deleted_by=stop; return 0 ;;
+  esac
+  return 1
+}
+
+# pod_scan: reads the process table (/proc, with the shell's own reads: no
+# process but the sshd pid file's read) and sets $sessions, the SSH
+# sessions logged in to the pod's sshd (the one whose pid file the
+# bootstrap had it write), and $busy_procs, the processes outside the
+# guard's own that used CPU since the last scan.
+#
+# sshd forks a process for each connection, which, once the client
+# authenticated, is titled `sshd: USER@notty` or `sshd: USER@pts/N`
+# (`sshd-session:` from OpenSSH 9.8 on), whatever USER: for root that
 # process itself, a child of sshd, for another user a child of it, so both
 # are counted. A connection not yet authenticated has no such title (its
 # end in [priv], [net] or [preauth], whatever user it asks for), so a scan
-# of the pod's public port holds nothing. The shell reads /proc itself: no
-# process but the pid file's read.
+# of the pod's public port holds nothing.
+#
+# The guard's own processes are init (pid 1), the watchdog (the bootstrap
+# exec'd it: $$), the pod's sshd, everything under the last two (the
+# relay, a session's shell and what it runs, a connection being
+# authenticated) and the ended job's process group (a straggler of the
+# job is nobody's use). Any other process used CPU when its utime, stime,
+# cutime or cstime (clock ticks, compared as strings: no arithmetic, which
+# a long-lived process's ticks could overflow under mksh) differ from the
+# last scan's, or, new since then (by pid and start time), when any is
+# above zero. $cpu_seen keeps them between scans, ` PID/START/U.S.CU.CS`
+# each. A process started over SSH and left running (nohup, setsid, tmux,
+# screen) goes to init once its session ended, and counts.
 PROC=${OVERBRAINER_PROC:-/proc}
 SSHD_PIDFILE=${OVERBRAINER_SSHD_PIDFILE:-/etc/overbrainer/sshd.pid}
-ssh_sessions() {
+cpu_seen=
+cpu_taken=
+pod_scan() {
   sessions=0
+  busy_procs=0
+  sshd_pid=
   small_read "$SSHD_PIDFILE"
-  number "$raw" && [ "$number" -gt 1 ] || return 1
-  sshd_pid=$number
-  monitors=" $sshd_pid "
+  ! number "$raw" || [ "$number" -le 1 ] || sshd_pid=$number
+  # One read of each process: `PID PPID PGRP START CPU` lines.
+  table=
   for proc_file in "$PROC"/[0-9]*/stat; do
-    proc_parent "$proc_file" || continue
-    [ "$proc_ppid" != "$sshd_pid" ] || monitors="$monitors$proc_pid "
+    proc_fields "$proc_file" || continue
+    table="$table$proc_pid $proc_ppid $proc_pgrp $proc_start $proc_cpu$NL"
   done
-  [ "$monitors" != " $sshd_pid " ] || return 1
-  for proc_file in "$PROC"/[0-9]*/stat; do
-    proc_parent "$proc_file" || continue
-    case $monitors in *" $proc_ppid "*) ;; *) continue ;; esac
-    title=
-    read -r title 2>/dev/null <"$PROC/$proc_pid/cmdline"
-    case $title in
-      *': root@notty' | *': root@pts/'[0-9] | *': root@pts/'[0-9][0-9] | *': root@pts/'[0-9][0-9][0-9])
-        sessions=$((sessions + 1))
+  # The guard's tree, a pass a generation until no pass adds one: the
+  # table comes in no useful order.
+  guard=" $$ ${sshd_pid:+$sshd_pid }"
+  monitors=" ${sshd_pid:+$sshd_pid }"
+  grown=1
+  while [ "$grown" = 1 ]; do
+    grown=0
+    while read -r pid ppid _; do
+      case $guard in *" $ppid "*) ;; *) continue ;; esac
+      case $guard in *" $pid "*) continue ;; esac
+      guard="$guard$pid "
+      [ "$ppid" != "$sshd_pid" ] || monitors="$monitors$pid "
+      grown=1
+    done <<TABLE
+$table
+TABLE
+  done
+  seen=
+  while read -r pid ppid pgrp start cpu; do
+    [ -n "$cpu" ] || continue
+    case $monitors in
+      *" $ppid "*)
+        title=
+        read -r title 2>/dev/null <"$PROC/$pid/cmdline"
+        ! ssh_title "$title" || sessions=$((sessions + 1))
         ;;
     esac
-  done
-  [ "$sessions" -gt 0 ]
+    case $guard in *" $pid "*) continue ;; esac
+    if [ "$pid" = 1 ] || [ "$pgrp" = "$job_pgid" ]; then continue; fi
+    seen="$seen $pid/$start/$cpu"
+    case $cpu_seen in
+      *" $pid/$start/$cpu "*) ;;
+      *" $pid/$start/"*) busy_procs=$((busy_procs + 1)) ;;
+      *) [ -z "$cpu_taken" ] || [ "$cpu" = 0.0.0.0 ] || busy_procs=$((busy_procs + 1)) ;;
+    esac
+  done <<TABLE
+$table
+TABLE
+  cpu_seen="$seen "
+  cpu_taken=1
 }
 
-# proc_parent FILE: sets $proc_pid and $proc_ppid from FILE, a
-# /proc/PID/stat; fails when it cannot be read.
-proc_parent() {
+# ssh_title TITLE: TITLE is a logged-in SSH session's (see pod_scan): after
+# its last `: `, one word USER@notty or USER@pts/N.
+ssh_title() {
+  who=${1##*': '}
+  [ "$who" != "$1" ] || return 1
+  case $who in
+    *' '*) return 1 ;;
+    ?*@notty | ?*@pts/[0-9] | ?*@pts/[0-9][0-9] | ?*@pts/[0-9][0-9][0-9]) return 0 ;;
+  esac
+  return 1
+}
+
+# proc_fields FILE: sets $proc_pid, $proc_ppid, $proc_pgrp, $proc_start and
+# $proc_cpu (utime.stime.cutime.cstime) from FILE, a /proc/PID/stat; fails
+# when it cannot be read.
+proc_fields() {
   proc_line=
   read -r proc_line 2>/dev/null <"$1" || return 1
   proc_pid=${1%/stat}
   proc_pid=${proc_pid##*/}
   # shellcheck disable=SC2086 # the fields are numbers and a state letter
   set -- ${proc_line##*) }
-  [ "$#" -ge 2 ] || return 1
+  [ "$#" -ge 20 ] || return 1
   proc_ppid=$2
+  proc_pgrp=$3
+  proc_cpu=${12}.${13}.${14}.${15}
+  proc_start=${20}
 }
 
 # api METHOD PATH [BODY]: sets $code to the HTTP status of the call, 000 when
@@ -1357,9 +1481,9 @@ while :; do
 
   wait_s=$INTERVAL
   if [ -n "$reason" ]; then
-    if delete_pod "$reason"; then
+    if end_pod "$reason"; then
       if [ "$deleted_by" = stop ]; then
-        log "stopped method=stop msg=the pod is stopped, not deleted: its volume keeps billing until it is removed"
+        log "stopped method=stop reason=$reason msg=the pod is stopped, not deleted: its volume keeps billing until it is removed"
       else
         log "deleted method=$deleted_by"
       fi
