@@ -75,6 +75,7 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 	}
 	settings := podenv.Settings{
 		RunID: spec.RunID, Workdir: spec.Workdir, Rules: spec.Rules, APIURL: spec.WatchdogAPIURL,
+		PodVolumeGB: spec.VolumeGB,
 	}
 	if settings.APIURL == "" {
 		settings.APIURL = c.BaseURL()

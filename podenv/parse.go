@@ -68,6 +68,8 @@ const (
 	ProgressEnv = "OVERBRAINER_PROGRESS"
 	// KeepIdleEnv is a kept pod's idle bound in seconds, 0 for none.
 	KeepIdleEnv = "OVERBRAINER_KEEP_IDLE"
+	// PodVolumeGBEnv is the pod volume's size in GB (Settings.PodVolumeGB).
+	PodVolumeGBEnv = "OVERBRAINER_POD_VOLUME_GB"
 	// TakeOverEnv is 1 on a pod that takes its run directory over from
 	// a lost pod of its run (Settings.TakeOver).
 	TakeOverEnv = "OVERBRAINER_TAKE_OVER"
@@ -87,7 +89,7 @@ var owned = map[string]bool{
 	VolumeGBEnv: true, MaxExtensionEnv: true, IntervalEnv: true, LeaseTTLEnv: true, SnapshotLeadEnv: true,
 	SnapshotWaitEnv: true, ProbeTriesEnv: true, ProbeWaitEnv: true, MaxCostEnv: true, jupyterEnv: true,
 	bootFailedEnv: true, StallAfterEnv: true, MinGPUUtilEnv: true, ProgressEnv: true, KeepIdleEnv: true,
-	TakeOverEnv: true,
+	TakeOverEnv: true, PodVolumeGBEnv: true,
 }
 
 // Owns says the pod's contract owns the variable name: a user's extra env
@@ -233,6 +235,13 @@ func Parse(env map[string]string) (Pod, error) {
 			s.VolumeGB = int(n)
 		} else {
 			bad(VolumeGBEnv, "%q is not a positive number of GB", clip(v))
+		}
+	}
+	if v, ok := env[PodVolumeGBEnv]; ok {
+		if n, ok := number(v); ok && n > 0 {
+			s.PodVolumeGB = int(n)
+		} else {
+			bad(PodVolumeGBEnv, "%q is not a positive number of GB", clip(v))
 		}
 	}
 	for _, k := range s.knobs() {

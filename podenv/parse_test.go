@@ -96,7 +96,7 @@ func TestParseReadsBackEnv(t *testing.T) {
 	kept := seedSettings()
 	kept.Deadline, kept.Keep, kept.BootGrace, kept.RetrieveGrace = time.Time{}, true, 0, 0
 	idle := kept
-	idle.KeepIdle = 90 * time.Minute
+	idle.KeepIdle, idle.PodVolumeGB = 90*time.Minute, 20
 	unbounded := kept
 	unbounded.KeepUnbounded = true
 	for _, s := range []podenv.Settings{seedSettings(), full, hard, kept, idle, unbounded} {
@@ -121,7 +121,7 @@ func TestParseRefuses(t *testing.T) {
 		{"OVERBRAINER_MAX_EXTENSION", "-"}, {"OVERBRAINER_MAX_COST_USD", "+5"}, {"OVERBRAINER_MAX_COST_USD", "1e3"},
 		{"OVERBRAINER_MAX_COST_USD", "NaN"}, {"OVERBRAINER_MAX_COST_USD", "-1"}, {"OVERBRAINER_CONTRACT", "99"},
 		{"OVERBRAINER_CONTRACT", "0"}, {"OVERBRAINER_VERSION", "-"}, {"OVERBRAINER_CLAIM", "-"},
-		{"OVERBRAINER_INTERVAL", "ten"}, {"OVERBRAINER_VOLUME_GB", "0"}, {"OVERBRAINER_API_URL", "ftp://x"},
+		{"OVERBRAINER_INTERVAL", "ten"}, {"OVERBRAINER_VOLUME_GB", "0"}, {"OVERBRAINER_POD_VOLUME_GB", "0"}, {"OVERBRAINER_API_URL", "ftp://x"},
 	} {
 		env := map[string]string{}
 		for k, v := range base {

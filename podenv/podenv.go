@@ -116,6 +116,10 @@ type Settings struct {
 	// VolumeGB is the network volume's size when the pod is created; zero
 	// when unknown. The client's .pod/volume_gb replaces it after a grow.
 	VolumeGB int
+	// PodVolumeGB is the pod volume's size (Runpod's volumeInGb), zero
+	// for none: a kept pod's watchdog stops an idle pod that has one,
+	// which keeps its data, rather than delete it (kept_idle).
+	PodVolumeGB int
 	// APIURL is the Runpod REST v2 base URL for the watchdog; empty means
 	// DefaultAPIURL.
 	APIURL string
@@ -208,6 +212,12 @@ func (s Settings) Validate() error {
 		bad("VolumeGB", "%d has more than the 10 digits the watchdog reads", s.VolumeGB)
 	case s.VolumeGB > 0 && s.VolumeDir == "":
 		bad("VolumeGB", "is set without VolumeDir")
+	}
+	switch {
+	case s.PodVolumeGB < 0:
+		bad("PodVolumeGB", "%d is negative", s.PodVolumeGB)
+	case int64(s.PodVolumeGB) > maxVolumeGB:
+		bad("PodVolumeGB", "%d has more than the 10 digits the watchdog reads", s.PodVolumeGB)
 	}
 	if s.APIURL != "" {
 		u, err := url.Parse(s.APIURL)
@@ -380,6 +390,9 @@ func (s Settings) Env() (map[string]string, error) {
 	}
 	if s.VolumeGB > 0 {
 		env[VolumeGBEnv] = strconv.Itoa(s.VolumeGB)
+	}
+	if s.PodVolumeGB > 0 {
+		env[PodVolumeGBEnv] = strconv.Itoa(s.PodVolumeGB)
 	}
 	effective := s.EffectiveRules()
 	for i, k := range s.knobs() {

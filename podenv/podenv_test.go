@@ -183,6 +183,8 @@ func TestBadSettingsNameTheField(t *testing.T) {
 		{"secret env names in one string", func(s *podenv.Settings) { s.SecretEnv = []string{"A,B"} }, "SecretEnv"},
 		{"relative volume dir", func(s *podenv.Settings) { s.VolumeDir = "data" }, "VolumeDir"},
 		{"negative volume size", func(s *podenv.Settings) { s.VolumeDir = "/data"; s.VolumeGB = -1 }, "VolumeGB"},
+		{"negative pod volume size", func(s *podenv.Settings) { s.PodVolumeGB = -1 }, "PodVolumeGB"},
+		{"pod volume size of 11 digits", func(s *podenv.Settings) { s.PodVolumeGB = int(elevenDigits) }, "PodVolumeGB"},
 		{"volume size without dir", func(s *podenv.Settings) { s.VolumeGB = 10 }, "VolumeGB"},
 		{"ftp API URL", func(s *podenv.Settings) { s.APIURL = "ftp://api.runpod.io/v2" }, "APIURL"},
 		{"API URL without scheme", func(s *podenv.Settings) { s.APIURL = "api.runpod.io/v2" }, "APIURL"},
