@@ -64,7 +64,7 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 		JobDir: spec.Job.Dir, Command: spec.Job.Command, ResumeFrom: spec.Job.ResumeFrom,
 		Rules: spec.Rules, Poll: cfg.poll, LeaseEvery: cfg.leaseEvery,
 		Results: spec.Results, Phase: PhaseCreating, Attempts: slices.Clone(cfg.prior),
-		Recovery: cfg.recovery,
+		Recovery: cfg.recovery, PodVolumeGB: spec.VolumeGB,
 	}
 	if r.rec.Recovery.Times == 0 && r.rec.Recovery.PullEvery == 0 {
 		r.rec.Recovery = recoveryOf(spec)

@@ -67,6 +67,7 @@ type Record struct {
 	VolumeGB        int           `json:"volume_gb,omitempty"`
 	MaxVolumeGB     int           `json:"max_volume_gb,omitempty"`
 	NoVolumeCaches  bool          `json:"no_volume_caches,omitempty"`
+	PodVolumeGB     int           `json:"pod_volume_gb,omitempty"` // Spec.VolumeGB: an idle kept pod with one is stopped
 	Results         Results       `json:"results,omitzero"`
 	Poll            time.Duration `json:"poll"` // with LeaseEvery: Attach follows the run the same way
 	LeaseEvery      time.Duration `json:"lease_every"`

@@ -203,6 +203,9 @@ run knows (orphans: "launch rm --all-orphans" removes them).`)
 			age = since(now.Sub(r.Created))
 		}
 		switch {
+		case live && r.Keep && stoppedStorage(pod, r.PodVolumeGB) != "":
+			// A kept pod its watchdog stopped: its pod volume bills on.
+			status, cost = dash(statusText(pod.Status)), stoppedStorage(pod, r.PodVolumeGB)
 		case live:
 			status = dash(statusText(pod.Status))
 			perHr := pod.CostPerHr
@@ -256,7 +259,8 @@ run knows (orphans: "launch rm --all-orphans" removes them).`)
 		if !ok {
 			name = p.Name
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s/h\t%s\t%s\t%s\n", dash(name), phase, dash(p.ID), dash(statusText(p.Status)), age, money(p.CostPerHr), "-", "-", "-")
+		cost := cmp.Or(stoppedStorage(p, 0), money(p.CostPerHr)+"/h")
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", dash(name), phase, dash(p.ID), dash(statusText(p.Status)), age, cost, "-", "-", "-")
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -286,6 +290,22 @@ run knows (orphans: "launch rm --all-orphans" removes them).`)
 		}
 	}
 	return nil
+}
+
+// stoppedStorage is what a pod that no longer runs but keeps a pod volume
+// (its own mounts say its size, else gb) costs a month, "" for any other
+// pod: a kept pod stopped by its watchdog stays until rm.
+func stoppedStorage(pod runpod.Pod, gb int) string {
+	if !guard.Abandoned(pod.Status) {
+		return ""
+	}
+	if m := pod.Mounts.Persistent; m != nil && m.SizeGB > 0 {
+		gb = m.SizeGB
+	}
+	if gb <= 0 {
+		return ""
+	}
+	return "~" + money(storageMonthly(gb)) + "/month (storage, est.)"
 }
 
 // dash is s, escaped (a pod wrote it), or "-" for nothing.

@@ -539,9 +539,23 @@ func (d *driver) keptUntil() string {
 		return fmt.Sprintf("nothing deletes it (--keep-idle 0), it bills ~%s/h, ~%s a month, until \"launch rm %s\"",
 			money(d.r.CostPerHr), money(d.r.CostPerHr*hoursPerMonth), d.r.ID)
 	}
-	return fmt.Sprintf("once its job ended, its watchdog deletes it after %s with no SSH session open and no launcher following (--keep-idle); it bills ~%s/h until then or until \"launch rm %s\"",
-		since(d.r.EffectiveRules().KeepIdle), money(d.r.CostPerHr), d.r.ID)
+	verb, storage := "deletes it", ""
+	if gb := d.r.PodVolumeGB; gb > 0 {
+		verb, storage = "stops it (not deletes it)", ": "+storageText(gb)
+	}
+	return fmt.Sprintf("once its job ended, its watchdog %s after %s with no SSH session open (any user), no process of anyone's using CPU, no GPU busy (--min-gpu-util) and no launcher following (--keep-idle)%s; it bills ~%s/h until then or until \"launch rm %s\"",
+		verb, since(d.r.EffectiveRules().KeepIdle), storage, money(d.r.CostPerHr), d.r.ID)
 }
+
+// storageText says what a stopped pod's pod volume of gb GB keeps and
+// costs a month, an estimate from Runpod's documented price.
+func storageText(gb int) string {
+	return fmt.Sprintf("its %d GB pod volume stays, with its data, until \"launch rm\", billed as storage at ~%s a month (an estimate at Runpod's $%.2f/GB)",
+		gb, money(storageMonthly(gb)), runpod.StoppedVolumeUSDPerGBMonth)
+}
+
+// storageMonthly is what a stopped pod's pod volume of gb GB costs a month.
+func storageMonthly(gb int) float64 { return float64(gb) * runpod.StoppedVolumeUSDPerGBMonth }
 
 // guarantees says what the watchdog will do with a pod left to it: every
 // rule that may end the pod (guard's Record.Dues), with its time.
@@ -563,7 +577,7 @@ func (d *driver) guarantees() string {
 			parts = append(parts, fmt.Sprintf("no job runs yet, so the watchdog deletes the pod %s after it booted (boot grace)", since(due.After)))
 		case watchdog.DeleteStalled:
 			stallOn = true
-			parts = append(parts, fmt.Sprintf("should the job not move for %s (--stall-after: no new progress line, or no new output before its first), it is asked for a snapshot, and the pod is deleted %s later if it still has not moved (--snapshot-wait)",
+			parts = append(parts, fmt.Sprintf("should the job not move for %s (--stall-after: no new output or progress line, no file changed under its outputs, no CPU or GPU use), it is asked for a snapshot, and the pod is deleted %s later if it still has not moved (--snapshot-wait)",
 				since(eff.StallAfter), since(due.After-eff.StallAfter)))
 		case watchdog.DeleteAbandoned:
 			parts = append(parts, fmt.Sprintf("once the job ends, the pod goes %s later unless its results are collected (or later, while a launcher downloading them holds the lease)", since(due.After)))

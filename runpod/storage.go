@@ -1,0 +1,8 @@
+package runpod
+
+// StoppedVolumeUSDPerGBMonth is what a stopped pod's pod volume costs, in
+// USD per GB and month. The API gives no storage price: this is Runpod's
+// documented one for the volume disk of a stopped pod ($0.20/GB/month,
+// runpod.io/pricing, "Pod Pricing: Storage"; $0.10 while it runs), an
+// estimate that Runpod may change.
+const StoppedVolumeUSDPerGBMonth = 0.20
