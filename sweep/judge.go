@@ -147,7 +147,7 @@ func Judge(pod runpod.Pod, now time.Time, p Policy) Decision {
 	d.Age = now.Sub(pod.CreatedAt) // Sub saturates
 	if s.Keep {
 		d.Kept = true
-		d.Why = fmt.Sprintf("kept (--keep-pod): left to its watchdog, which deletes it once unused for %s after its job ended (kept_idle), and to an explicit rm",
+		d.Why = fmt.Sprintf("kept (--keep-pod): left to its watchdog, which stops it (with a pod volume) or deletes it once unused for %s after its job ended (kept_idle), and to an explicit rm",
 			s.EffectiveRules().KeepIdle)
 		if s.KeepUnbounded {
 			d.Why = "kept (--keep-pod) with no idle bound (--keep-idle 0): left to an explicit rm"

@@ -266,3 +266,15 @@ func TestJudgeKeptSaysItsIdleBound(t *testing.T) {
 		}
 	}
 }
+
+// A kept pod its watchdog stopped when idle (kept_idle, a pod volume) is
+// left however long it has been EXITED: its volume keeps the user's data
+// until an explicit rm, and the sweep says its storage still bills.
+func TestJudgeLeavesAStoppedKeptPod(t *testing.T) {
+	pod := guarded("k", runpod.StatusExited, 100*time.Hour, time.Minute, podenv.KeepEnv, "1", podenv.PodVolumeGBEnv, "20")
+	pod.CostPerHr = 0
+	d := Judge(pod, sweepNow, Policy{})
+	if d.Rule != RuleKeep || d.Delete || !d.Kept || !strings.Contains(d.Why, "storage still bills") {
+		t.Errorf("%s (why %q); want kept and left, its storage billing", d, d.Why)
+	}
+}
