@@ -78,8 +78,9 @@ const (
 	// it now (0: off), so only such a pod lacks it.
 	LegacyStallAfter = 30 * time.Minute
 	// DefaultKeepIdle is how long a kept pod whose job ended stays unused
-	// (no SSH session open, no lease touched) before its watchdog deletes
-	// it: a kept pod forgotten costs at most this much past its last use.
+	// (see Rules.KeepIdle) before its watchdog stops or deletes it: a kept
+	// pod forgotten costs at most this much past its last use, and then
+	// only its pod volume's storage.
 	DefaultKeepIdle = time.Hour
 )
 

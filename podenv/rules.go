@@ -51,11 +51,15 @@ type Rules struct {
 	// Keep (--keep-pod) stops the watchdog from deleting the pod once the
 	// job exists; before that, the boot grace and a failed bootstrap still
 	// apply. Once the job ended, the pod stays while it is in use, and its
-	// watchdog deletes it after KeepIdle without use (KeepUnbounded lifts
-	// that bound); an explicit delete of the run ends it at any time.
+	// watchdog ends it after KeepIdle without use (KeepUnbounded lifts
+	// that bound): it stops a pod with a pod volume (Settings.PodVolumeGB),
+	// which keeps the volume's data until the run is removed, and deletes
+	// any other; an explicit delete of the run ends it at any time.
 	Keep bool `json:"keep,omitempty"`
-	// KeepIdle is how long a kept pod stays once its job ended with no SSH
-	// session open on it and no touch of its lease; zero means
+	// KeepIdle is how long a kept pod stays once its job ended unused: no
+	// SSH session of any user open on it, no process outside the guard's
+	// own using CPU, no GPU at least MinGPUUtil busy, no touch of its
+	// lease; zero means
 	// DefaultKeepIdle, and KeepUnbounded, not a zero, asks for no bound
 	// (the launcher's --keep-idle 0 sets KeepUnbounded). Only a kept pod
 	// has it.
