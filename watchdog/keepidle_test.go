@@ -285,6 +285,37 @@ func TestKeptIdleHeldByBusyProcess(t *testing.T) {
 	}
 }
 
+// A GPU at least MIN_GPU_UTIL busy holds a kept pod past its idle bound
+// (a job started by hand on it, its processes not seen using CPU here),
+// and once it is not, the pod goes a bound later.
+func TestKeptIdleHeldByBusyGPU(t *testing.T) {
+	t.Parallel()
+	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+		const t0, idle = fakeT0, 601
+		p := newPod(t, sh)
+		c := p.fakeClock(t0)
+		p.fakeProc()
+		calm := filepath.Join(p.t.TempDir(), "calm")
+		p.bin.Stub("nvidia-smi", fmt.Sprintf(`if [ -f %q ]; then echo 3; else echo 3; echo 85; fi`, calm))
+		p.startTimed([]string{"OVERBRAINER_INTERVAL", "60", "OVERBRAINER_KEEP_POD", "1", "OVERBRAINER_KEEP_IDLE", strconv.Itoa(idle),
+			"OVERBRAINER_MIN_GPU_UTIL", "50"}, true,
+			func(p *pod) { p.write(watchdog.ExitCode, "0\n") })
+		evs, i := p.waitEvent(watchdog.KindKeptHeld, "gpu", "1")
+		if got := evs[i].Time.Unix(); got != t0+idle {
+			t.Errorf("held at t0%+d, want at the bound, t0%+d", got-t0, idle)
+		}
+		shtest.Eventually(t, wait, func() bool { return c.Now() >= t0+idle*2 || p.proc.Exited() }, "2 idle bounds")
+		before := c.Now()
+		writeAtomic(t, calm, "")
+		after := c.Now()
+		evs = p.deleted(watchdog.DeleteKeptIdle)
+		if got := evs[find(evs, -1, watchdog.KindDeleteReason)].Time.Unix(); got < before+idle || got > after+idle+60 {
+			t.Errorf("deleted at t0%+d, want the bound (%d s) after the GPU went calm (between t0%+d and t0%+d plus a tick)\nlog:\n%s",
+				got-t0, idle, before-t0, after-t0, p.logText())
+		}
+	})
+}
+
 // An idle kept pod with a pod volume is stopped, not deleted: a stop keeps
 // the volume's data (billed as storage until it is removed), and a failed
 // stop is tried again, never replaced by a delete. One with only a
