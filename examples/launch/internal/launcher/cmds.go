@@ -161,7 +161,8 @@ func cmdStop(ctx context.Context, a *app, args []string) error {
 
 func cmdLs(ctx context.Context, a *app, args []string) error {
 	fs := a.newFlags("ls", "", `Lists this machine's runs with their pods (status, age, estimated cost
-(price x time), what Runpod billed once the pods are gone, the last watchdog
+(price x time; for a stopped pod with a pod volume, such as a kept pod its
+watchdog stopped, its storage by the month), what Runpod billed once the pods are gone, the last watchdog
 verdict seen, the rule by which the watchdog was seen deleting the pod,
 explained below the table, or for a gone pod of a run left to its
 watchdog the rules due by then, marked "?"), and the account's overbrainer pods that no local
