@@ -147,6 +147,11 @@ type Pod struct {
 	Runtime   *PodRuntime `json:"runtime"`
 	CreatedAt time.Time   `json:"createdAt"`
 	StartedAt *time.Time  `json:"startedAt"`
+	// Unreadable, set only on a pod ListPods lists, says the API's
+	// description of the pod could not be read whole, and why: of the
+	// pod, only ID, Name and Status are known, each empty when it could
+	// not be read either. Nothing may be judged from the other fields.
+	Unreadable *PodReadError `json:"-"`
 }
 
 // PublicPort returns the public address of the pod's container port private,
@@ -476,7 +481,8 @@ var DefaultCreateLooks = []time.Duration{5 * time.Second, 10 * time.Second, 15 *
 // and the error wraps ErrPodMayExist. A refusal (429, 503) is looked for
 // once, then resent. So one CreatePod call makes at most one pod, provided
 // names are unique (launchers use "overbrainer-<runid>"). If the listing
-// fails too, the error wraps ErrPodMayExist.
+// fails too, or lists a pod of that name it cannot read, the error wraps
+// ErrPodMayExist.
 func (c *Client) CreatePod(ctx context.Context, req CreatePodRequest) (*Pod, error) {
 	b, err := req.body()
 	if err != nil {
@@ -491,12 +497,12 @@ func (c *Client) CreatePod(ctx context.Context, req CreatePodRequest) (*Pod, err
 	for attempt := 1; ; attempt++ {
 		resp, err := c.once(ctx, r, attempt)
 		if err == nil {
-			var p Pod
-			if err := decode(r, resp, &p); err != nil {
+			p, err := decodePod(r, resp)
+			if err != nil {
 				// The pod exists but its description is unreadable.
 				return nil, fmt.Errorf("%w (%w)", err, ErrPodMayExist)
 			}
-			return &p, nil
+			return p, nil
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -551,6 +557,13 @@ func (c *Client) lookForPod(ctx context.Context, r *call, name string, since tim
 		if err != nil {
 			return nil, err
 		}
+		for _, p := range pods {
+			if p.Unreadable != nil {
+				// Maybe the one the lost attempt made: neither adopted
+				// nor taken for none.
+				return nil, p.Unreadable
+			}
+		}
 		if p := newestSince(pods, since); p != nil {
 			return p, nil
 		}
@@ -581,7 +594,9 @@ func newestSince(pods []Pod, since time.Time) *Pod {
 }
 
 // GetPod returns the pod with the given ID. A pod that does not exist is an
-// error matching ErrNotFound.
+// error matching ErrNotFound. A whole number written as 50.0 is read as
+// 50; a description that cannot be read even so is an error wrapping a
+// *PodReadError.
 func (c *Client) GetPod(ctx context.Context, id string) (*Pod, error) {
 	if err := checkID("GetPod", "pod", id); err != nil {
 		return nil, err
@@ -591,11 +606,7 @@ func (c *Client) GetPod(ctx context.Context, id string) (*Pod, error) {
 	if err != nil {
 		return nil, err
 	}
-	var p Pod
-	if err := decode(r, resp, &p); err != nil {
-		return nil, err
-	}
-	return &p, nil
+	return decodePod(r, resp)
 }
 
 // ListPodsOptions filters ListPods. REST v2 cannot filter by name, so the
@@ -622,7 +633,11 @@ type ListPodsOptions struct {
 // it), adding the cursor of the page before. It takes an unpaged answer
 // too (no pagination block, or a bare array) as the whole list. A failed
 // page fails the whole listing: a caller that deletes what is not listed
-// must never act on part of it.
+// must never act on part of it. One odd pod does not: each pod is read on
+// its own (a whole number written as 50.0 is read as 50), and one that
+// cannot be read is kept, with what could be read of it and why the rest
+// could not in its Unreadable field; one whose name could not be read
+// passes every name filter. Unreadable pods sort first.
 func (c *Client) ListPods(ctx context.Context, opts ListPodsOptions) ([]Pod, error) {
 	var all []Pod
 	cursor := ""
@@ -651,23 +666,11 @@ func (c *Client) ListPods(ctx context.Context, opts ListPodsOptions) ([]Pod, err
 		if opts.SkipArgs {
 			resp.body = withoutArgs(resp.body)
 		}
-		var out struct {
-			Pods       []Pod `json:"pods"`
-			Pagination *struct {
-				NextCursor  *string `json:"nextCursor"`
-				HasNextPage bool    `json:"hasNextPage"`
-			} `json:"pagination"`
-		}
-		if b := bytes.TrimSpace(resp.body); len(b) > 0 && b[0] == '[' {
-			err = decode(r, resp, &out.Pods)
-		} else {
-			err = decode(r, resp, &out)
-		}
+		pods, pg, err := readPage(r, resp)
 		if err != nil {
 			return nil, err
 		}
-		all = append(all, out.Pods...)
-		pg := out.Pagination
+		all = append(all, pods...)
 		if pg == nil || !pg.HasNextPage {
 			break
 		}
@@ -678,16 +681,64 @@ func (c *Client) ListPods(ctx context.Context, opts ListPodsOptions) ([]Pod, err
 	}
 	pods := all[:0]
 	for _, p := range all {
-		if opts.Name != "" && p.Name != opts.Name {
+		// A pod whose name could not be read may be any.
+		unnamed := p.Unreadable != nil && p.Name == ""
+		if !unnamed && opts.Name != "" && p.Name != opts.Name {
 			continue
 		}
-		if !strings.HasPrefix(p.Name, opts.NamePrefix) {
+		if !unnamed && !strings.HasPrefix(p.Name, opts.NamePrefix) {
 			continue
 		}
 		pods = append(pods, p)
 	}
 	sort.SliceStable(pods, func(i, j int) bool { return pods[i].CreatedAt.Before(pods[j].CreatedAt) })
 	return pods, nil
+}
+
+// podPage is one answer of GET /pods.
+type podPage[T any] struct {
+	Pods       []T         `json:"pods"`
+	Pagination *pagination `json:"pagination"`
+}
+
+type pagination struct {
+	NextCursor  *string `json:"nextCursor"`
+	HasNextPage bool    `json:"hasNextPage"`
+}
+
+// readPage decodes one answer of GET /pods, a paged one or a bare array,
+// pod by pod: a pod that cannot be read is kept with what can be (see
+// Pod.Unreadable). Only an answer that is no list of pods at all fails.
+func readPage(r *call, resp response) ([]Pod, *pagination, error) {
+	bare := false
+	if b := bytes.TrimSpace(resp.body); len(b) > 0 && b[0] == '[' {
+		bare = true
+	}
+	// The whole page at once first: the common case, and the fastest.
+	var out podPage[Pod]
+	var err error
+	if bare {
+		err = json.Unmarshal(resp.body, &out.Pods)
+	} else {
+		err = json.Unmarshal(resp.body, &out)
+	}
+	if err == nil {
+		return out.Pods, out.Pagination, nil
+	}
+	var raw podPage[json.RawMessage]
+	if bare {
+		err = decode(r, resp, &raw.Pods)
+	} else {
+		err = decode(r, resp, &raw)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	pods := make([]Pod, len(raw.Pods))
+	for i, p := range raw.Pods {
+		pods[i] = listedPod(p)
+	}
+	return pods, raw.Pagination, nil
 }
 
 // ListPageSize is the limit ListPods asks for on every page: as many pods
@@ -770,11 +821,7 @@ func actionAnswer(r *call, resp response) (*Pod, error) {
 	if resp.status == http.StatusNoContent || len(strings.TrimSpace(string(resp.body))) == 0 {
 		return nil, nil
 	}
-	var p Pod
-	if err := decode(r, resp, &p); err != nil {
-		return nil, err
-	}
-	return &p, nil
+	return decodePod(r, resp)
 }
 
 // outcomeUnknown reports a failure after which the request may have been
