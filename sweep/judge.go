@@ -34,7 +34,9 @@ const (
 	// than the secret grace.
 	RuleSecretOrphan
 	// RuleCannotJudge: a guarded pod with a field missing, unparsable or
-	// of a value the sweeper does not know: reported, never deleted.
+	// of a value the sweeper does not know, or a pod whose description
+	// the API gave could not be read (runpod.Pod.Unreadable), whatever
+	// its name: reported, never deleted.
 	RuleCannotJudge
 )
 
@@ -107,12 +109,18 @@ func stillBills(s runpod.PodStatus) bool {
 // Judge is the one judgment of a guarded pod, a sweep's and a remove of
 // an orphan's. A pod is deleted only by a rule whose every input was read
 // and understood: a field missing, unparsable or of a value the sweeper
-// does not know makes it RuleCannotJudge, left. A kept pod is left
+// does not know, or a description the listing could not read, makes it
+// RuleCannotJudge, left. A kept pod is left
 // whatever its state: only an explicit remove deletes it.
 func Judge(pod runpod.Pod, now time.Time, p Policy) Decision {
 	p = p.withDefaults()
 	d := Decision{PodID: pod.ID, PodName: pod.Name, Status: pod.Status, PricePerHr: pod.CostPerHr}
 	id, ok := podenv.RunIDOfPod(pod.Name)
+	if pod.Unreadable != nil {
+		d.RunID = id
+		d.Rule, d.Why = RuleCannotJudge, fmt.Sprintf("the API's description of it could not be read: %v", pod.Unreadable.Err)
+		return d
+	}
 	if marker := podenv.RunMarker(pod.Env); !ok || marker != id {
 		d.Rule, d.Why = RuleUnmarked, fmt.Sprintf("named like a guarded run's pod, but its env's run marker is %q", marker)
 		return d
