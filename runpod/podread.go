@@ -3,6 +3,7 @@ package runpod
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -29,6 +30,8 @@ func (e *PodReadError) Error() string {
 }
 
 func (e *PodReadError) Unwrap() error { return e.Err }
+
+var errNoID = errors.New("it has no id")
 
 // readPod decodes one pod. A number written with a fraction or an
 // exponent whose value is whole (50.0, 1e3) is taken where a whole number

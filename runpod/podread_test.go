@@ -45,6 +45,7 @@ func TestListPodsOddPods(t *testing.T) {
 		`{"id": "p3", "name": 7, "env": {"X": 1}}`,
 		`{"id": "p4", "name": "notebook", "cost": "0.5"}`,
 		`17`,
+		`{"name": "overbrainer-d", "status": "RUNNING"}`,
 		`{"id": "p5", "name": "overbrainer-c", "status": "RUNNING", "createdAt": "2026-01-01T00:00:00Z"}`,
 	)
 	pods, err := c.ListPods(context.Background(), runpod.ListPodsOptions{NamePrefix: "overbrainer-"})
@@ -62,7 +63,7 @@ func TestListPodsOddPods(t *testing.T) {
 		}
 		got = append(got, s)
 	}
-	want := "p2:overbrainer-b:EXITED:unreadable p3:::unreadable :::unreadable p5:overbrainer-c:RUNNING p1:overbrainer-a:RUNNING"
+	want := "p2:overbrainer-b:EXITED:unreadable p3:::unreadable :::unreadable :overbrainer-d:RUNNING:unreadable p5:overbrainer-c:RUNNING p1:overbrainer-a:RUNNING"
 	if strings.Join(got, " ") != want {
 		t.Errorf("listed %q\nwant   %q", strings.Join(got, " "), want)
 	}

@@ -723,7 +723,7 @@ func readPage(r *call, resp response) ([]Pod, *pagination, error) {
 		err = json.Unmarshal(resp.body, &out)
 	}
 	if err == nil {
-		return out.Pods, out.Pagination, nil
+		return withIDs(out.Pods), out.Pagination, nil
 	}
 	var raw podPage[json.RawMessage]
 	if bare {
@@ -738,7 +738,18 @@ func readPage(r *call, resp response) ([]Pod, *pagination, error) {
 	for i, p := range raw.Pods {
 		pods[i] = listedPod(p)
 	}
-	return pods, raw.Pagination, nil
+	return withIDs(pods), raw.Pagination, nil
+}
+
+// withIDs marks a pod listed without an id unreadable: nothing can be
+// done to it, nor can it be told from another.
+func withIDs(pods []Pod) []Pod {
+	for i := range pods {
+		if p := &pods[i]; p.ID == "" && p.Unreadable == nil {
+			p.Unreadable = &PodReadError{Err: errNoID}
+		}
+	}
+	return pods
 }
 
 // ListPageSize is the limit ListPods asks for on every page: as many pods
