@@ -369,8 +369,13 @@ func (r *Run) stillListed(ctx context.Context) string {
 		return fmt.Sprintf("listing pods failed (%v)", err)
 	}
 	for _, p := range pods {
-		if p.ID == r.rec.PodID && p.Status != runpod.StatusTerminated {
+		switch {
+		case p.Status == runpod.StatusTerminated:
+		case p.ID == r.rec.PodID && p.Unreadable == nil:
 			return fmt.Sprintf("the pod list still shows it %s", p.Status)
+		case p.ID == r.rec.PodID || (p.Unreadable != nil && p.ID == ""):
+			// Neither gone nor a pod read.
+			return fmt.Sprintf("the pod list shows a pod it cannot read that may be it, status %q (%v)", p.Status, p.Unreadable)
 		}
 	}
 	return ""

@@ -339,9 +339,13 @@ func (r *Run) createFailed(ctx context.Context, err error) error {
 		if pods, lerr := r.api.ListPods(ctx, runpod.ListPodsOptions{Name: r.rec.PodName}); lerr != nil {
 			r.warn(fmt.Errorf("could not check whether pod %s exists: %w", r.rec.PodName, lerr))
 		} else {
+			pods, unknown := r.runPods(pods)
 			for _, p := range pods {
 				r.rec.PodID = p.ID
 				r.deletePod(ctx)
+			}
+			if unknown != nil {
+				r.warn(fmt.Errorf("could not check whether pod %s exists: %w", r.rec.PodName, unknown))
 			}
 		}
 	}
@@ -452,6 +456,10 @@ func (r *Run) findPod(ctx context.Context) error {
 	pods, err := r.api.ListPods(ctx, runpod.ListPodsOptions{Name: r.rec.PodName})
 	if err != nil {
 		return fmt.Errorf("looking for pod %s: %w", r.rec.PodName, err)
+	}
+	pods, unknown := r.runPods(pods)
+	if len(pods) == 0 && unknown != nil {
+		return fmt.Errorf("looking for pod %s: %w", r.rec.PodName, unknown)
 	}
 	if len(pods) == 0 {
 		return ErrNoPod

@@ -116,7 +116,7 @@ type keptHost struct{ claim, secretID string }
 // goneForGood makes sure no pod of the run is left: the Record's, and
 // any under the run's name (a create whose answer was lost), each deleted
 // and confirmed gone.
-func (r *Run) goneForGood(ctx context.Context) error {
+func (r *Run) goneForGood(ctx context.Context) (err error) {
 	if r.rec.PodID != "" && r.stillListed(ctx) != "" {
 		if _, err := r.deletePod(ctx); err != nil {
 			return err
@@ -126,6 +126,12 @@ func (r *Run) goneForGood(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listing the run's pods: %w", err)
 	}
+	pods, unknown := r.runPods(pods)
+	defer func() {
+		if err == nil && unknown != nil {
+			err = fmt.Errorf("a listed pod that may be the run's cannot be read: %w", unknown)
+		}
+	}()
 	for _, p := range pods {
 		if p.Status == runpod.StatusTerminated {
 			continue

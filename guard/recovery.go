@@ -290,6 +290,7 @@ func (r *Run) pendingPod(ctx context.Context) (adopt bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("looking for pod %s: %w", r.rec.PodName, err)
 	}
+	pods, unknown := r.runPods(pods)
 	for _, p := range slices.Backward(pods) {
 		if p.ID != st.Replacing && p.Status != runpod.StatusTerminated {
 			r.rec.PodID = p.ID
@@ -298,6 +299,10 @@ func (r *Run) pendingPod(ctx context.Context) (adopt bool, err error) {
 			}
 			return true, nil
 		}
+	}
+	if unknown != nil {
+		// It may be the new pod: none is made beside it.
+		return false, fmt.Errorf("looking for pod %s: %w", r.rec.PodName, unknown)
 	}
 	return false, nil
 }
