@@ -197,6 +197,19 @@ func (s Spec) check(now time.Time) error {
 		bad("Deadline", "is not set, and Keep is not: without a deadline nothing would end a hung job")
 	case !s.Deadline.IsZero() && !s.Deadline.After(now):
 		bad("Deadline", "%s has passed", s.Deadline.Format(time.RFC3339))
+	case !s.Deadline.IsZero():
+		// A sweeper bounds the need of the run's host key by it.
+		start, reach := now, s.Deadline
+		if t, ok := podenv.RunIDTime(s.RunID); ok {
+			start = t
+		}
+		if s.DeadlineFromCreate {
+			reach = reach.Add(s.CapacityWait)
+		}
+		if reach.After(start.Add(podenv.MaxDeadlineAhead)) {
+			bad("Deadline", "%s (with the capacity wait, if it moves the deadline) is more than %s after the run's start",
+				s.Deadline.Format(time.RFC3339), podenv.MaxDeadlineAhead)
+		}
 	}
 	s.checkGPUs(bad)
 	if err := checkRegistryAuth(s.RegistryAuthID); err != nil {

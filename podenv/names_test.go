@@ -1,6 +1,7 @@
 package podenv_test
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -117,5 +118,18 @@ func TestHostKeySecretNeed(t *testing.T) {
 		if len(err.Error()) > 400 {
 			t.Errorf("an error of %d bytes quotes the whole description", len(err.Error()))
 		}
+	}
+}
+
+// An extension past LongestExtension is refused: a sweeper relies on it.
+func TestLongestExtension(t *testing.T) {
+	r := podenv.Rules{Deadline: time.Now().Add(time.Hour), MaxExtension: podenv.LongestExtension}
+	if err := r.CheckRules(); err != nil {
+		t.Errorf("the longest extension: %v", err)
+	}
+	r.MaxExtension += time.Second
+	var fe *podenv.FieldError
+	if err := r.CheckRules(); !errors.As(err, &fe) || fe.Field != "MaxExtension" {
+		t.Errorf("an extension past the longest: %v", err)
 	}
 }

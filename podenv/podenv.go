@@ -77,6 +77,13 @@ const (
 	// applied this default, deleting a stalled job. Env always writes
 	// it now (0: off), so only such a pod lacks it.
 	LegacyStallAfter = 30 * time.Minute
+	// MaxDeadlineAhead is the longest a run's deadline may be after its
+	// start (its id's time), and LongestExtension the longest
+	// MaxExtension past it: with them a sweeper knows the latest time a
+	// run's host key may be needed (see HostKeySecretNeed), and takes a
+	// later one for a description that is not the SDK's.
+	MaxDeadlineAhead = 365 * 24 * time.Hour
+	LongestExtension = 7 * 24 * time.Hour
 	// DefaultKeepIdle is how long a kept pod whose job ended stays unused
 	// (see Rules.KeepIdle) before its watchdog stops or deletes it: a kept
 	// pod forgotten costs at most this much past its last use, and then

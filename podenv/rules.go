@@ -242,6 +242,9 @@ func (r Rules) CheckRules() error {
 	if r.MinGPUUtil > 100 {
 		bad("MinGPUUtil", "%d is more than 100 percent", r.MinGPUUtil)
 	}
+	if r.MaxExtension > LongestExtension {
+		bad("MaxExtension", "%s is longer than %s", r.MaxExtension, LongestExtension)
+	}
 	if r.HardDeadline && r.MaxExtension != 0 {
 		bad("MaxExtension", "%s is set with HardDeadline, which means no extension", r.MaxExtension)
 	}
