@@ -108,12 +108,13 @@ func NewRunID(now time.Time) (string, error) {
 }
 
 // RunIDTime is when a run of NewRunID's id started; ok is false for an id
-// that tells no time (one a caller chose).
+// not exactly of NewRunID's form (one a caller chose, however like it).
 func RunIDTime(id string) (t time.Time, ok bool) {
-	if len(id) < len(runIDTime) {
+	n := len(runIDTime)
+	if len(id) != n+5 || id[n] != '-' || strings.Trim(id[n+1:], "0123456789abcdef") != "" {
 		return time.Time{}, false
 	}
-	t, err := time.Parse(runIDTime, id[:len(runIDTime)])
+	t, err := time.Parse(runIDTime, id[:n])
 	return t, err == nil
 }
 

@@ -121,6 +121,23 @@ func TestHostKeySecretNeed(t *testing.T) {
 	}
 }
 
+// Only an id of NewRunID's form tells its run's start: a caller's id
+// that merely begins like one does not.
+func TestRunIDTime(t *testing.T) {
+	id, err := podenv.NewRunID(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at, ok := podenv.RunIDTime(id); !ok || !at.Equal(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)) {
+		t.Errorf("RunIDTime(%s) = %v, %v", id, at, ok)
+	}
+	for _, id := range []string{"20200101-000000-mine", "20200101-000000-abcde", "20200101-000000-ABCD", "20200101-000000_abcd", "20200101-000000", "my-run", "20201301-000000-abcd"} {
+		if at, ok := podenv.RunIDTime(id); ok {
+			t.Errorf("RunIDTime(%s) = %v: not NewRunID's form", id, at)
+		}
+	}
+}
+
 // An extension past LongestExtension is refused: a sweeper relies on it.
 func TestLongestExtension(t *testing.T) {
 	r := podenv.Rules{Deadline: time.Now().Add(time.Hour), MaxExtension: podenv.LongestExtension}

@@ -224,14 +224,16 @@ func addSat(a, b time.Duration) time.Duration {
 	return a + b
 }
 
-// judgeSecret judges run id's host-key secret: live says a pod of the
-// run exists that this sweep leaves, dying that this sweep deletes one.
+// judgeSecret judges run id's host-key secret, of a run started at
+// started: live says a pod of the run exists that this sweep leaves,
+// dying that this sweep deletes one.
 // A secret whose description states that its run may need it with no
 // pod (a run on a network volume recovers onto a new pod with the same
 // key, up to its deadline: podenv.HostKeySecretDescription) is left
 // until that time plus the secret grace; one whose description is not
-// one the sweeper reads cannot be judged, and is left.
-func judgeSecret(s runpod.Secret, id string, live, dying bool, now time.Time, p Policy) Decision {
+// one the sweeper reads, or states a time later than any run of the SDK
+// may need it, cannot be judged, and is left.
+func judgeSecret(s runpod.Secret, id string, started time.Time, live, dying bool, now time.Time, p Policy) Decision {
 	d := Decision{Secret: s.Name, SecretID: s.ID, RunID: id, Rule: RuleKeep}
 	if live {
 		d.Why = "its pod exists"
@@ -246,6 +248,11 @@ func judgeSecret(s runpod.Secret, id string, live, dying bool, now time.Time, p 
 		d.Rule, d.Why = RuleCannotJudge, fmt.Sprintf("%s, but how long its run needs it is unknown: %v", gone, err)
 		return d
 	}
+	if latest := started.Add(podenv.MaxDeadlineAhead + podenv.LongestExtension); stated && need.After(latest) {
+		d.Rule, d.Why = RuleCannotJudge, fmt.Sprintf("%s, but its description says its run needs it until %s, past %s, the latest any run of the SDK may (its start, plus %s of deadline and %s of extension)",
+			gone, need.UTC().Format(time.RFC3339), latest.UTC().Format(time.RFC3339), podenv.MaxDeadlineAhead, podenv.LongestExtension)
+		return d
+	}
 	if stated && now.Before(need.Add(p.SecretGrace)) {
 		d.Why = fmt.Sprintf("%s, but its run may need it on a new pod until %s (a recovery on its network volume), plus the secret grace of %s",
 			gone, need.UTC().Format(time.RFC3339), p.SecretGrace)
@@ -253,11 +260,6 @@ func judgeSecret(s runpod.Secret, id string, live, dying bool, now time.Time, p 
 	}
 	if dying {
 		d.Rule, d.Delete, d.withPod, d.Why = RuleSecretOrphan, true, true, gone
-		return d
-	}
-	started, ok := podenv.RunIDTime(id)
-	if !ok {
-		d.Why = gone + ", but its run id tells no time: left"
 		return d
 	}
 	d.Age, d.Limit = now.Sub(started), p.SecretGrace

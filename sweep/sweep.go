@@ -158,8 +158,12 @@ func judgeAll(pods []runpod.Pod, secrets []runpod.Secret, p Policy) Report {
 		rep.Decisions = append(rep.Decisions, d)
 	}
 	for _, s := range secrets {
-		if id, ok := podenv.RunIDOfSecret(s.Name); ok && !p.skip(id) {
-			rep.Decisions = append(rep.Decisions, judgeSecret(s, id, live[id], dying[id], now, p))
+		// Only a run id of NewRunID's form is surely the SDK's: a user's
+		// secret named like a run's host key is not.
+		id, ok := podenv.RunIDOfSecret(s.Name)
+		started, made := podenv.RunIDTime(id)
+		if ok && made && !p.skip(id) {
+			rep.Decisions = append(rep.Decisions, judgeSecret(s, id, started, live[id], dying[id], now, p))
 		}
 	}
 	return rep

@@ -236,8 +236,8 @@ func TestSweepDryRunPartialAndTwice(t *testing.T) {
 }
 
 // Host-key secrets: one whose pod exists is kept; one whose pod is gone is
-// deleted once its run is older than the grace; one whose run id tells no
-// time is left; another secret is not judged.
+// deleted once its run is older than the grace; one whose run id is not
+// of NewRunID's form, and another secret, are not judged.
 func TestSweepSecrets(t *testing.T) {
 	f := &sweepFake{
 		pods: []runpod.Pod{guarded("20260302-100000-aaaa", runpod.StatusRunning, time.Hour, time.Minute)},
@@ -259,7 +259,7 @@ func TestSweepSecrets(t *testing.T) {
 			got[d.RunID] = d.Delete
 		}
 	}
-	want := map[string]bool{"20260302-100000-aaaa": false, "20260302-100000-bbbb": true, "20260302-113000-cccc": false, "my-run": false}
+	want := map[string]bool{"20260302-100000-aaaa": false, "20260302-100000-bbbb": true, "20260302-113000-cccc": false}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("secret decisions (-want +got):\n%s", diff)
 	}
@@ -294,7 +294,7 @@ func TestSweepSecretNeededByItsRun(t *testing.T) {
 			secret("sD", "dddd", 2*h),  // its pod is deleted now, needed later
 			foreign,                    // cannot be read
 			secret("sF", "ffff", 0),    // states nothing, past the grace
-			{ID: "sG", Name: podenv.HostKeySecretName(started + "gggg"), Description: podenv.HostKeySecretDescription(started+"aaaa", sweepNow.Add(2*h))}, // another run's
+			{ID: "sG", Name: podenv.HostKeySecretName(started + "a9a9"), Description: podenv.HostKeySecretDescription(started+"aaaa", sweepNow.Add(2*h))}, // another run's
 		},
 	}
 	rep, err := Once(context.Background(), f, Policy{Now: func() time.Time { return sweepNow }})
