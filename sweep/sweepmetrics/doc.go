@@ -23,6 +23,7 @@
 //	overbrainer_sweep_delete_failures_total{kind}      deletes that failed or only stopped the pod (kind pod or secret)
 //	overbrainer_sweep_secrets_deleted_total            host-key secrets deleted
 //	overbrainer_sweep_cannot_judge_pods                pods the last pass could not judge (left, for a person)
+//	overbrainer_sweep_cannot_judge_secrets             host-key secrets the last pass could not judge (left, for a person)
 //	overbrainer_sweep_unmarked_pods                    overbrainer- pods without the run marker in the last pass
 //	overbrainer_sweep_past_bound_usd_total{rule}       dollars deleted pods had billed past their rule's bound
 //	overbrainer_sweep_duration_seconds                 histogram of the passes' durations

@@ -15,6 +15,7 @@ type Metrics struct {
 	failures                   *prometheus.CounterVec
 	secretsDeleted             prometheus.Counter
 	cannotJudge, unmarked      prometheus.Gauge
+	cannotJudgeSecrets         prometheus.Gauge
 	duration                   prometheus.Histogram
 	passes                     *prometheus.CounterVec
 	lastSuccess                prometheus.Gauge
@@ -40,7 +41,9 @@ func New(reg prometheus.Registerer) *Metrics {
 		failures:       f("overbrainer_sweep_delete_failures_total", "Deletes that failed, or only stopped a pod whose storage still bills, by kind (pod, secret).", "kind"),
 		secretsDeleted: prometheus.NewCounter(prometheus.CounterOpts{Name: "overbrainer_sweep_secrets_deleted_total", Help: "Host-key secrets the sweeper deleted."}),
 		cannotJudge:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "overbrainer_sweep_cannot_judge_pods", Help: "Pods the last pass could not judge (a field missing, unreadable or unknown): left for a person."}),
-		unmarked:       prometheus.NewGauge(prometheus.GaugeOpts{Name: "overbrainer_sweep_unmarked_pods", Help: "Pods named like a guarded run's without its run marker, in the last pass: left."}),
+		cannotJudgeSecrets: prometheus.NewGauge(prometheus.GaugeOpts{Name: "overbrainer_sweep_cannot_judge_secrets",
+			Help: "Host-key secrets the last pass could not judge (how long their run needs them unknown): left for a person."}),
+		unmarked: prometheus.NewGauge(prometheus.GaugeOpts{Name: "overbrainer_sweep_unmarked_pods", Help: "Pods named like a guarded run's without its run marker, in the last pass: left."}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "overbrainer_sweep_duration_seconds", Help: "How long a sweep pass took.",
 			Buckets: []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}}),
 		passes:      f("overbrainer_sweep_passes_total", "Sweep passes, by result (ok, error).", "result"),
@@ -63,7 +66,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		m.passes.WithLabelValues(r)
 	}
 	reg.MustRegister(m.judged, m.deleted, m.pastBound, m.failures, m.secretsDeleted, m.cannotJudge, m.unmarked,
-		m.duration, m.passes, m.lastSuccess, m.requests, m.apiErrors, m.rateLimited)
+		m.cannotJudgeSecrets, m.duration, m.passes, m.lastSuccess, m.requests, m.apiErrors, m.rateLimited)
 	return m
 }
 
@@ -83,10 +86,12 @@ func (m *Metrics) Observe(rep sweep.Report, err error) {
 	if rep.Pods == 0 && err != nil {
 		return
 	}
-	var cannot, unmarked int
+	var cannot, unmarked, cannotSecrets int
 	for _, d := range rep.Decisions {
 		if d.Secret != "" {
 			switch {
+			case d.Rule == sweep.RuleCannotJudge:
+				cannotSecrets++
 			case d.Deleted():
 				m.secretsDeleted.Inc()
 			case d.Done:
@@ -112,6 +117,7 @@ func (m *Metrics) Observe(rep sweep.Report, err error) {
 	}
 	m.cannotJudge.Set(float64(cannot))
 	m.unmarked.Set(float64(unmarked))
+	m.cannotJudgeSecrets.Set(float64(cannotSecrets))
 }
 
 // RoundTripper wraps next (http.DefaultTransport when nil) to count the

@@ -124,3 +124,19 @@ func TestMetricsOfAPass(t *testing.T) {
 		t.Errorf("after a failed pass: %v", got)
 	}
 }
+
+// A host-key secret the pass could not judge is counted, as a pod is.
+func TestMetricsCannotJudgeSecrets(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := sweepmetrics.New(reg)
+	m.Observe(sweep.Report{Secrets: 2, Decisions: []sweep.Decision{
+		{Secret: "overbrainer_host_key_20200101-000000-abcd", Rule: sweep.RuleCannotJudge},
+		{Secret: "overbrainer_host_key_20200101-000000-abce", Rule: sweep.RuleKeep},
+	}}, nil)
+	hs := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	defer hs.Close()
+	got := scrapeOf(t, hs.URL+"/metrics")
+	if v, ok := got[`overbrainer_sweep_cannot_judge_secrets`]; !ok || v != 1 {
+		t.Errorf("overbrainer_sweep_cannot_judge_secrets = %v (present %v), want 1", v, ok)
+	}
+}
