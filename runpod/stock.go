@@ -224,7 +224,10 @@ const (
 	// 400, 401, ...).
 	CreateStop CreateOutcome = iota
 	// CreateNextType: this type cannot be had now (capacity 400, 403 for
-	// its pool): try the next one.
+	// its pool), or Runpod refused it with a 400 of another wording,
+	// which its text says to take to the next candidate (the type and
+	// data centers could not be placed, or a rule of the request is
+	// broken: when every type is refused so, the request is at fault).
 	CreateNextType
 	// CreateUnknown: the pod may exist (ErrPodMayExist); stop and look for
 	// it by name rather than make another.
@@ -239,15 +242,27 @@ func ClassifyCreate(err error) CreateOutcome {
 		return CreateUnknown
 	case errors.Is(err, ErrInsufficientFunds):
 		return CreateStop
-	case errors.Is(err, ErrNoCapacity), errors.Is(err, ErrForbidden):
+	case errors.Is(err, ErrNoCapacity), errors.Is(err, ErrForbidden), placementRefused(err):
 		return CreateNextType
 	}
 	return CreateStop
 }
 
-// isCapacity reports whether an error's texts are Runpod's capacity 400.
+// placementRefused reports a 400 without the problem document's
+// validation errors (errors[], which say the body itself is wrong): what
+// Runpod's text answers a create it could not place, or one that breaks
+// a rule across fields.
+func placementRefused(err error) bool {
+	var ae *APIError
+	return errors.As(err, &ae) && ae.StatusCode == http.StatusBadRequest && len(ae.Errors) == 0
+}
+
+// isCapacity reports whether an error is Runpod's capacity 400: by its
+// status and documented fields first (a 400 that lists validation errors
+// is about the body), by its wording last, as capacity carries no
+// machine-readable code of its own.
 func (e *APIError) isCapacity() bool {
-	if e.StatusCode != http.StatusBadRequest {
+	if !placementRefused(e) {
 		return false
 	}
 	for _, s := range append([]string{e.Detail, e.Title}, e.Errors...) {

@@ -2,9 +2,11 @@ package runpod
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -142,11 +144,25 @@ func TestInsufficientFundsAndCapacity(t *testing.T) {
 		{402, "Insufficient balance.", ErrInsufficientFunds, CreateStop},
 		{400, "There are no longer any instances available with the requested specifications. Please refresh and try again.", ErrNoCapacity, CreateNextType},
 		{403, "no access to this pool", ErrForbidden, CreateNextType},
-		{400, "gpu.allowedCudaVersions and gpu.minCudaVersion are mutually exclusive", ErrInvalid, CreateStop},
+		// Another 400: Runpod's text says to try the next candidate, and
+		// it is no capacity.
+		{400, "gpu.allowedCudaVersions and gpu.minCudaVersion are mutually exclusive", ErrInvalid, CreateNextType},
 		{422, "Request validation failed.", ErrInvalid, CreateStop},
+		// The status first: the wording of capacity on another 4xx, or
+		// on a 400 listing validation errors, is not capacity.
+		{418, "There are no longer any instances available with the requested specifications.", ErrInvalid, CreateStop},
+		{400, "There are no longer any instances available with the requested specifications.\x00errors", ErrInvalid, CreateStop},
 	} {
 		c, fs := setup(t)
-		fs.handle("POST /pods", func(w http.ResponseWriter, r *http.Request) { writeProblem(w, tc.status, tc.detail) })
+		fs.handle("POST /pods", func(w http.ResponseWriter, r *http.Request) {
+			if detail, ok := strings.CutSuffix(tc.detail, "\x00errors"); ok {
+				w.Header().Set("Content-Type", "application/problem+json")
+				w.WriteHeader(tc.status)
+				_ = json.NewEncoder(w).Encode(map[string]any{"title": "Bad Request", "status": tc.status, "detail": detail, "errors": []string{"$.gpu.count: must be at least 1"}})
+				return
+			}
+			writeProblem(w, tc.status, tc.detail)
+		})
 		_, err := c.CreatePod(context.Background(), simpleCreate("n"))
 		if tc.is != ErrInvalid && !errors.Is(err, tc.is) {
 			t.Errorf("%d %s: %v, want %v", tc.status, tc.detail, err, tc.is)
