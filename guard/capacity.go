@@ -81,6 +81,32 @@ type capacityWait struct {
 	deadlineAsked time.Time
 }
 
+// refusal is tryGPU's errNextGPU for a type the create refused with err.
+type refusal struct{ err error }
+
+func (e *refusal) Error() string        { return e.err.Error() }
+func (e *refusal) Unwrap() error        { return e.err }
+func (e *refusal) Is(target error) bool { return target == errNextGPU }
+
+// noneLeft is the error of a launch whose every type was tried, the last
+// ending in last: ErrNoGPU when one failed for want of capacity, or when
+// the last was not a 400 of another wording than the capacity one; else,
+// as Runpod's text reads a 400 from every candidate, a problem with the
+// request: that 400 itself, never "no GPU".
+func (r *Run) noneLeft(attempts []Attempt, last error) error {
+	var rf *refusal
+	rejected := len(attempts) > 0 && attempts[len(attempts)-1].Outcome == OutcomeRejected && errors.As(last, &rf)
+	for _, a := range attempts {
+		if a.Outcome == OutcomeNoCapacity || a.Outcome == OutcomeNoStock || a.Outcome == OutcomeStartTimeout {
+			rejected = false
+		}
+	}
+	if rejected {
+		return fmt.Errorf("creating the pod: every type was refused, the last with: %w", rf.err)
+	}
+	return fmt.Errorf("%w: every type was tried: %s", ErrNoGPU, r.attemptsText())
+}
+
 // outOfCapacity says whether the attempts since from failed for want of
 // capacity only (no stock, the capacity 400, a pool the account cannot
 // use), at least one of them for capacity: waiting may help.

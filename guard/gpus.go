@@ -163,6 +163,7 @@ const (
 	OutcomeCreated      Outcome = "created"       // the pod was made (and came up)
 	OutcomeNoCapacity   Outcome = "no_capacity"   // Runpod's capacity 400: next type
 	OutcomeForbidden    Outcome = "forbidden"     // 403 for the type's pool: next type
+	OutcomeRejected     Outcome = "rejected"      // another 400 (not placed, or a rule broken): next type
 	OutcomeNoStock      Outcome = "no_stock"      // no data center stocks it: not tried
 	OutcomeStartTimeout Outcome = "start_timeout" // made, not up in time: deleted, next type
 	OutcomeNoFunds      Outcome = "no_funds"      // 402: stop
@@ -172,7 +173,7 @@ const (
 
 // next reports whether the launch goes on to the next type.
 func (o Outcome) next() bool {
-	return o == OutcomeNoCapacity || o == OutcomeForbidden || o == OutcomeNoStock || o == OutcomeStartTimeout
+	return o == OutcomeNoCapacity || o == OutcomeForbidden || o == OutcomeRejected || o == OutcomeNoStock || o == OutcomeStartTimeout
 }
 
 func (a Attempt) String() string {
@@ -199,6 +200,8 @@ func outcomeOf(err error) Outcome {
 		return OutcomeForbidden
 	case runpod.ClassifyCreate(err) == runpod.CreateUnknown:
 		return OutcomeUnknown
+	case runpod.ClassifyCreate(err) == runpod.CreateNextType:
+		return OutcomeRejected
 	}
 	return OutcomeRefused
 }
@@ -370,7 +373,7 @@ func (r *Run) tryGPU(ctx context.Context, req runpod.CreatePodRequest, cand cand
 		at.Outcome, at.Detail = outcomeOf(err), err.Error()
 		r.attempt(at)
 		if at.Outcome.next() && ctx.Err() == nil {
-			return errNextGPU
+			return &refusal{err}
 		}
 		return &createError{fmt.Errorf("creating the pod: %w", err)}
 	}

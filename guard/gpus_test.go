@@ -3,6 +3,7 @@ package guard_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
 	"os"
 	"path/filepath"
@@ -116,21 +117,29 @@ func TestFallbackOrder(t *testing.T) {
 		want    []string
 		creates int
 		is      error
+		// text, when set, is in the error, which is not ErrNoGPU.
+		text string
 	}{
 		{"capacity, 403, then 402 stops", func(s *runpodtest.Server) {
 			s.RefuseGPU(a5000, 403)
 			s.RefuseGPU(a40, 402)
 		}, []string{h100, a5000, a40, r4090}, "",
-			[]string{h100 + "=no_capacity", a5000 + "=forbidden", a40 + "=no_funds"}, 3, runpod.ErrInsufficientFunds},
+			[]string{h100 + "=no_capacity", a5000 + "=forbidden", a40 + "=no_funds"}, 3, runpod.ErrInsufficientFunds, ""},
 		{"every type exhausted", func(s *runpodtest.Server) { s.RefuseGPU(a5000, 400) },
 			[]string{h100, a5000}, "",
-			[]string{h100 + "=no_capacity", a5000 + "=no_capacity"}, 2, guard.ErrNoGPU},
+			[]string{h100 + "=no_capacity", a5000 + "=no_capacity"}, 2, guard.ErrNoGPU, ""},
 		{"422 stops", func(s *runpodtest.Server) {
 			s.Fail("POST", "/v2/pods", runpodtest.Fault{Status: 422, Detail: "Request validation failed."})
 		}, []string{a5000, a40}, "",
-			[]string{a5000 + "=refused"}, 1, nil},
-		{"another 400 stops", nil, []string{h100, a40}, runpod.CommunityCloud,
-			[]string{h100 + "=refused"}, 1, nil},
+			[]string{a5000 + "=refused"}, 1, nil, ""},
+		{"another 400 on every type is itself", func(s *runpodtest.Server) {
+			s.Fail("POST", "/v2/pods", runpodtest.Fault{Status: 400, Detail: "gpu.allowedCudaVersions and gpu.minCudaVersion are mutually exclusive", Times: -1})
+		}, []string{a5000, a40}, "",
+			[]string{a5000 + "=rejected", a40 + "=rejected"}, 2, nil, "mutually exclusive"},
+		{"an unknown 4xx stops as itself", func(s *runpodtest.Server) {
+			s.Fail("POST", "/v2/pods", runpodtest.Fault{Status: 418, Detail: "There are no longer any instances available", Times: -1})
+		}, []string{a5000, a40}, "",
+			[]string{a5000 + "=refused"}, 1, nil, "418"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFallback(t)
@@ -142,6 +151,9 @@ func TestFallbackOrder(t *testing.T) {
 			err := f.launch(t, spec)
 			if err == nil || (tc.is != nil && !errors.Is(err, tc.is)) {
 				t.Errorf("err %v, want %v", err, tc.is)
+			}
+			if tc.text != "" && (errors.Is(err, guard.ErrNoGPU) || !strings.Contains(fmt.Sprint(err), tc.text)) {
+				t.Errorf("err %v, want %q in it and not ErrNoGPU", err, tc.text)
 			}
 			if diff := cmp.Diff(tc.want, f.outcomes()); diff != "" {
 				t.Errorf("attempts (-want +got):\n%s", diff)

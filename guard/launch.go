@@ -186,7 +186,7 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 			case errors.Is(err, errNextGPU) && w.limit > 0 && outOfCapacity(r.rec.Attempts[from:]):
 				// Wait for capacity below.
 			case errors.Is(err, errNextGPU):
-				return nil, r.createFailed(ctx, fmt.Errorf("%w: every type was tried: %s", ErrNoGPU, r.attemptsText()))
+				return nil, r.createFailed(ctx, r.noneLeft(r.rec.Attempts[from:], err))
 			case errors.As(err, new(*createError)):
 				return nil, r.createFailed(ctx, errors.Unwrap(err))
 			case ctx.Err() != nil && cfg.detachOnCancel:
