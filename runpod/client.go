@@ -55,7 +55,13 @@ type Client struct {
 	debug       bool
 	createLooks []time.Duration
 	rc          *resty.Client
-	pace        *pacer // nil when pacing is off
+	// rcPaged sends a call with its own timeout (a page of a listing,
+	// bounded by its size: see pageTimeout): hc without its overall one.
+	rcPaged *resty.Client
+	// timeout is hc's, which bounds every other exchange; podReadTime
+	// is what a page's timeout adds for each pod it asks for.
+	timeout, podReadTime time.Duration
+	pace                 *pacer // nil when pacing is off
 	// stream sends requests whose answer is read for as long as it
 	// lasts (a log stream): hc without its overall timeout.
 	stream *http.Client
@@ -126,7 +132,8 @@ func WithGraphQLURL(u string) Option {
 
 // WithHTTPClient makes the client send its requests through hc (a copy of
 // it: hc itself is not modified). hc's Timeout bounds each attempt, not the
-// whole call with its retries; bound that with the context. Its
+// whole call with its retries; bound that with the context. A page of
+// ListPods gets it plus a share for each pod the page asks for. Its
 // CheckRedirect is not used: the client follows no redirect.
 func WithHTTPClient(hc *http.Client) Option {
 	return func(c *config) error {
@@ -270,14 +277,18 @@ func New(apiKey string, opts ...Option) (*Client, error) {
 	// Its debug dump stays off too: it cannot show a body it does not
 	// parse, so the client dumps instead (see dump).
 	// The headers every request carries are set once, here.
-	c.rc = resty.NewWithClient(&hc).
-		SetBaseURL(c.baseURL).
-		SetRetryCount(0).
-		SetLogger(restyLogger{c}).
-		SetHeader("Authorization", "Bearer "+apiKey).
-		SetHeader("Accept", "application/json, application/problem+json").
-		SetHeader("User-Agent", c.userAgent).
-		SetPreRequestHook(emptyBody)
+	newRC := func(hc *http.Client) *resty.Client {
+		return resty.NewWithClient(hc).
+			SetBaseURL(c.baseURL).
+			SetRetryCount(0).
+			SetLogger(restyLogger{c}).
+			SetHeader("Authorization", "Bearer "+apiKey).
+			SetHeader("Accept", "application/json, application/problem+json").
+			SetHeader("User-Agent", c.userAgent).
+			SetPreRequestHook(emptyBody)
+	}
+	c.rc, c.rcPaged = newRC(&hc), newRC(&streamHC)
+	c.timeout, c.podReadTime = hc.Timeout, listedPodReadTime
 	return c, nil
 }
 

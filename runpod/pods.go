@@ -630,7 +630,11 @@ type ListPodsOptions struct {
 // time, oldest first. It follows Runpod's cursor pagination to the last
 // page: every page repeats the first page's parameters, the same explicit
 // limit included (a cursor is valid only with the parameters that issued
-// it), adding the cursor of the page before. It takes an unpaged answer
+// it), adding the cursor of the page before. Each page has its own
+// timeout, the client's plus a share for each pod it asks for; a page
+// that does not come within it is not asked for again as it was: the
+// listing starts over, from the first page, in pages half as large
+// (down to 10 pods). It takes an unpaged answer
 // too (no pagination block, or a bare array) as the whole list. A failed
 // page fails the whole listing: a caller that deletes what is not listed
 // must never act on part of it. One odd pod does not: each pod is read on
@@ -641,6 +645,7 @@ type ListPodsOptions struct {
 func (c *Client) ListPods(ctx context.Context, opts ListPodsOptions) ([]Pod, error) {
 	var all []Pod
 	cursor := ""
+	limit := ListPageSize
 	// Each page is decoded (its strings copied) before the next is read:
 	// the pages can share one body buffer.
 	var body bytes.Buffer
@@ -648,15 +653,25 @@ func (c *Client) ListPods(ctx context.Context, opts ListPodsOptions) ([]Pod, err
 		if page == maxListPages {
 			return nil, fmt.Errorf("runpod: GET /pods: more than %d pages", maxListPages)
 		}
-		r := &call{method: http.MethodGet, path: "/pods", query: url.Values{}, into: &body}
+		r := &call{method: http.MethodGet, path: "/pods", query: url.Values{}, into: &body, timeout: c.pageTimeout(limit)}
 		if opts.IncludeClusterPods {
 			r.query.Set("includeClusterPods", "true")
 		}
-		r.query.Set("limit", strconv.Itoa(ListPageSize))
+		r.query.Set("limit", strconv.Itoa(limit))
 		if cursor != "" {
 			r.query.Set("cursor", cursor)
 		}
 		resp, err := c.do(ctx, r, true)
+		if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) && limit > minListPage {
+			// A page too slow to come in its time: ask for smaller
+			// ones, from the first, as a cursor is valid only with the
+			// limit that issued it.
+			limit = max(limit/2, minListPage)
+			c.log.LogAttrs(ctx, slog.LevelDebug, "runpod: listing pods again in smaller pages",
+				slog.Int("page", page+1), slog.Int("limit", limit))
+			all, cursor, page = all[:0], "", -1
+			continue
+		}
 		if err != nil && page > 0 {
 			return nil, fmt.Errorf("runpod: listing pods, page %d: %w", page+1, err)
 		}
@@ -763,6 +778,26 @@ const ListPageSize = maxSuccessBody / (2*MaxCreatePodBody + listedPodFields)
 // listedPodFields bounds what the API adds to a pod besides its start
 // command (status, machine, ports, env and the rest).
 const listedPodFields = 16 << 10
+
+// listedPodReadTime is what a page's timeout adds for each pod it asks
+// for: the largest listed pod (some 216 KB) at about 1 MB/s. A full page
+// of ListPageSize pods may weigh some 64 MB, and must not be held to the
+// timeout of a call that weighs nothing.
+const listedPodReadTime = 200 * time.Millisecond
+
+// minListPage is the smallest page ListPods asks for after pages too
+// slow to come in their time.
+const minListPage = 10
+
+// pageTimeout bounds one attempt at a page of limit pods: the client's
+// timeout for any call plus the time to read that many of the largest
+// pods. Zero, when the client has no timeout, bounds nothing.
+func (c *Client) pageTimeout(limit int) time.Duration {
+	if c.timeout <= 0 {
+		return 0
+	}
+	return c.timeout + time.Duration(limit)*c.podReadTime
+}
 
 // maxListPages bounds the pages ListPods follows: a server whose cursors
 // never end must not loop for ever.

@@ -29,6 +29,10 @@ type call struct {
 	// error or a log line; a debug dump leaves out the body of a call with
 	// secrets.
 	secrets []string
+	// timeout, when set, bounds each attempt instead of the HTTP
+	// client's own timeout; an attempt it ends is not retried (the
+	// caller asks again differently: see ListPods).
+	timeout time.Duration
 }
 
 // where is the request's path with its placeholders filled in, for logs and
@@ -83,7 +87,7 @@ func (c *Client) do(ctx context.Context, r *call, retry bool) (response, error) 
 		if ctx.Err() != nil {
 			return response{}, ctx.Err()
 		}
-		if !retry || attempt >= c.maxAttempts || !c.retryable(err) {
+		if !retry || attempt >= c.maxAttempts || !c.retryable(err) || (r.timeout > 0 && errors.Is(err, context.DeadlineExceeded)) {
 			return response{}, c.finalError(r, err, attempt)
 		}
 		if err := c.pause(ctx, r, attempt, err); err != nil {
@@ -157,7 +161,11 @@ func (c *Client) once(ctx context.Context, r *call, attempt int) (response, erro
 	if err := ctx.Err(); err != nil {
 		return response{}, err
 	}
-	req := c.rc.R().
+	rc := c.rc
+	if r.timeout > 0 {
+		rc = c.rcPaged
+	}
+	req := rc.R().
 		SetContext(ctx).
 		SetDoNotParseResponse(true)
 	// The methods check their IDs; this catches a path parameter that
@@ -190,6 +198,13 @@ func (c *Client) once(ctx context.Context, r *call, attempt int) (response, erro
 		if err := c.pace.wait(ctx, c, r); err != nil {
 			return response{}, err
 		}
+	}
+	if r.timeout > 0 {
+		// The call's own bound, from here: the wait for the quota does
+		// not count.
+		tctx, cancel := context.WithTimeout(ctx, r.timeout)
+		defer cancel()
+		req.SetContext(tctx)
 	}
 	start := time.Now()
 	res, err := req.Execute(r.method, target)
