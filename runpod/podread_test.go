@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/overbrainer/overbrainer-go/runpod"
 )
@@ -87,5 +88,33 @@ func TestListPodsOddPods(t *testing.T) {
 	}
 	if _, err := c.GetPod(context.Background(), "p2"); !errors.As(err, &re) || re.ID != "p2" {
 		t.Errorf("GetPod p2: %v, want a *PodReadError", err)
+	}
+}
+
+// A create whose outcome is lost, then a pod of its name listed that
+// cannot be read: neither adopted nor taken for none (no second create),
+// the error wraps ErrPodMayExist.
+func TestCreatePodUnreadableNamesake(t *testing.T) {
+	t.Parallel()
+	var creates int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch r.Method {
+		case http.MethodPost:
+			creates++
+			w.WriteHeader(http.StatusBadGateway)
+		default:
+			_, _ = w.Write([]byte(`{"pods": [{"id": "p1", "name": "overbrainer-x", "status": "PROVISIONING", "createdAt": ""}]}`))
+		}
+	}))
+	t.Cleanup(srv.Close)
+	c, err := runpod.New("k", runpod.WithBaseURL(srv.URL+"/v2"), runpod.WithRetry(3, time.Millisecond), runpod.WithCreateLooks(time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.CreatePod(context.Background(), runpod.CreatePodRequest{Name: "overbrainer-x", Image: "i", GPUTypeID: "g"})
+	var re *runpod.PodReadError
+	if !errors.Is(err, runpod.ErrPodMayExist) || !errors.As(err, &re) || creates != 1 {
+		t.Errorf("CreatePod: %v after %d creates; want ErrPodMayExist, the pod unreadable, one create", err, creates)
 	}
 }
