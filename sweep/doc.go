@@ -10,7 +10,9 @@
 // podenv writes, and deletes a pod only by a rule whose every input it
 // read and understood: a field missing, unparsable or of a value it does
 // not know makes the pod [RuleCannotJudge], reported and left; so does a
-// pod of a contract newer than its own. A kept pod (--keep-pod) is left
+// pod of a contract newer than its own, and one whose description the
+// listing could not read at all (runpod.Pod.Unreadable), which blinds
+// the sweep to no other pod. A kept pod (--keep-pod) is left
 // whatever its state: its watchdog deletes it once unused for its idle
 // bound (--keep-idle), which only the pod can see, and otherwise only an
 // explicit remove deletes it. Arithmetic on

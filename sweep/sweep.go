@@ -45,8 +45,10 @@ type Policy struct {
 	// since Runpod keeps no time for a secret; or, when later, from the
 	// time until which the secret's description says its run may need it
 	// with no pod (a run on a network volume: its recovery's pod takes
-	// the same key). A secret whose run id tells no time, or whose
-	// description the sweeper cannot read, is reported, never deleted.
+	// the same key). Only a secret whose run id is of NewRunID's exact
+	// form is judged (a user's named like one is not); one whose
+	// description the sweeper cannot read, or states a time later than
+	// any run of the SDK may need it, is reported, never deleted.
 	SecretGrace time.Duration
 	// Skip, when set, leaves out the pods and secrets of the runs it
 	// says: a caller's own runs, which it removes by their records.
