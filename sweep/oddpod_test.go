@@ -131,3 +131,36 @@ func TestSweepOddPod(t *testing.T) {
 		}
 	}
 }
+
+// A listed pod whose name cannot be read may be any run's: no secret
+// whose pod is not seen is deleted beside it, each is cannot_judge.
+func TestSweepUnnamedPodKeepsSecrets(t *testing.T) {
+	t.Parallel()
+	a := &oddAccount{pods: []string{`{"id": "odd1", "name": 7, "status": "RUNNING"}`}}
+	mux := http.NewServeMux()
+	mux.Handle("/", a)
+	mux.HandleFunc("GET /v2/account/secrets", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"secrets": [{"id": "s1", "name": "` + podenv.HostKeySecretName("20200101-000000-abcd") + `"}]}`))
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	c, err := runpod.New("k", runpod.WithBaseURL(srv.URL+"/v2"), runpod.WithRetry(1, time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := sweep.Once(context.Background(), c, sweep.Policy{Now: func() time.Time { return time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules []string
+	for _, d := range rep.Decisions {
+		rules = append(rules, d.PodID+d.SecretID+"="+d.Rule.String())
+		if d.Delete {
+			t.Errorf("%s%s deleted: %s", d.PodID, d.SecretID, d.Why)
+		}
+	}
+	if got := strings.Join(rules, " "); got != "odd1=cannot_judge s1=cannot_judge" {
+		t.Errorf("decisions %s, want the pod and the secret cannot_judge", got)
+	}
+}

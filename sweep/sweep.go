@@ -144,7 +144,12 @@ func judgeAll(pods []runpod.Pod, secrets []runpod.Secret, p Policy) Report {
 	now := p.Now()
 	rep := Report{Pods: len(pods), Secrets: len(secrets)}
 	live, dying := map[string]bool{}, map[string]bool{}
+	// A pod whose name could not be read may be any run's.
+	var unnamed *runpod.PodReadError
 	for _, pod := range pods {
+		if pod.Unreadable != nil && pod.Name == "" && pod.Status != runpod.StatusTerminated {
+			unnamed = pod.Unreadable
+		}
 		id, _ := podenv.RunIDOfPod(pod.Name)
 		if p.skip(id) {
 			live[id] = true
@@ -164,7 +169,12 @@ func judgeAll(pods []runpod.Pod, secrets []runpod.Secret, p Policy) Report {
 		// secret named like a run's host key is not.
 		id, ok := podenv.RunIDOfSecret(s.Name)
 		started, made := podenv.RunIDTime(id)
-		if ok && made && !p.skip(id) {
+		switch {
+		case !ok || !made || p.skip(id):
+		case unnamed != nil && !live[id]:
+			rep.Decisions = append(rep.Decisions, Decision{Secret: s.Name, SecretID: s.ID, RunID: id, Rule: RuleCannotJudge,
+				Why: fmt.Sprintf("a listed pod whose name could not be read may be its run's: %v", unnamed)})
+		default:
 			rep.Decisions = append(rep.Decisions, judgeSecret(s, id, started, live[id], dying[id], now, p))
 		}
 	}
