@@ -694,6 +694,9 @@ func (c *Client) ListPods(ctx context.Context, opts ListPodsOptions) ([]Pod, err
 		}
 		cursor = *pg.NextCursor
 	}
+	// Runpod lists newest first: reversed, pods made in the same second
+	// (createdAt has whole seconds) stay oldest first through the sort.
+	slices.Reverse(all)
 	pods := all[:0]
 	for _, p := range all {
 		// A pod whose name could not be read may be any.
