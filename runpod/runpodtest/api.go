@@ -32,9 +32,9 @@ func decodeStrict(r *http.Request, v any) error {
 	return nil
 }
 
-// listPods answers one page of the pod list (GET /v2/pods is always
-// paged: limit 1..1000, default 1000; WithPageSize may make pages
-// smaller, as the document allows). A page's nextCursor is valid only
+// listPods answers one page of the pod list, newest first as the
+// document says (GET /v2/pods is always paged: limit 1..1000, default
+// 1000; WithPageSize may make pages smaller, as the document allows). A page's nextCursor is valid only
 // with the very parameters of the request that got it: a cursor sent with
 // others, or one the fake never issued, is a 422.
 func (s *Server) listPods(w http.ResponseWriter, r *http.Request) {
@@ -85,7 +85,7 @@ func (s *Server) listPods(w http.ResponseWriter, r *http.Request) {
 	now := s.cfg.now()
 	out := wireListPods{Pods: []wirePod{}}
 	started := after == ""
-	for _, id := range s.order {
+	for _, id := range s.newestFirstLocked() {
 		if !started {
 			started = id == after
 			continue
@@ -105,6 +105,18 @@ func (s *Server) listPods(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, out)
+}
+
+// newestFirstLocked is the pods' ids, newest first: by creation time,
+// and those created at the same time in the reverse of the order they were
+// made (or added). s.mu must be held.
+func (s *Server) newestFirstLocked() []string {
+	ids := slices.Clone(s.order)
+	slices.Reverse(ids)
+	slices.SortStableFunc(ids, func(a, b string) int {
+		return s.pods[b].createdAt.Compare(s.pods[a].createdAt)
+	})
+	return ids
 }
 
 // maxListLimit is the largest (and the default) limit of a list page.
