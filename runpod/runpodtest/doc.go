@@ -27,8 +27,9 @@
 //
 // Under BaseURL (URL + "/v2"), with Authorization: Bearer <key>:
 //
-//	GET    /v2/pods                  ListPodsResponse {pods, pagination}; limit 1..1000 (default
-//	                                 1000), a cursor valid only with the parameters that got it
+//	GET    /v2/pods                  ListPodsResponse {pods, pagination}, newest first; limit
+//	                                 1..1000 (default 1000), a cursor valid only with the
+//	                                 parameters that got it
 //	GET    /v2/account/secrets       ListSecretsResponse; ?name= ignores case
 //	POST   /v2/account/secrets       201 Secret, 409 for a taken name (ignoring case), 422 off the rule
 //	GET    /v2/account/secrets/{id}  Secret (never its value)
@@ -40,12 +41,21 @@
 //	GET    /v2/pods/{id}             Pod; TERMINATED for a while after a delete, then 404
 //	DELETE /v2/pods/{id}             204, terminates the pod
 //	POST   /v2/pods/{id}/action      start|stop|restart 200 Pod, terminate 204, 409 when not valid now
+//	GET    /v2/pods/{id}/logs        the pod's log stream (see below)
+//	GET    /v2/network-volumes       ListNetworkVolumesResponse
+//	POST   /v2/network-volumes       201 NetworkVolume, 400 for a data center the fake lacks
 //	GET    /v2/network-volumes/{id}  NetworkVolume
 //	PATCH  /v2/network-volumes/{id}  NetworkVolume; a smaller size is 400
+//	DELETE /v2/network-volumes/{id}  204, 409 while a pod mounts it
 //	GET    /v2/catalog/gpus[/{id}]   ListGpuTypesResponse / GpuType
+//	GET    /v2/catalog/datacenters   ListDataCentersResponse
 //	GET    /v2/billing/pods          ListPodBillingResponse: each pod's Bill cut into the query's
 //	                                 buckets (UTC), lagging by WithBillingDelay
 //	GET    /v2/registries            ListRegistriesResponse (AddRegistry adds one)
+//
+// A path the document does not have answers 404, a method its path lacks
+// 405 (with Allow), and the document's other operations 501 (see What
+// answers 501).
 //
 // Errors are RFC 9457 problem objects (title, status, detail, and errors for
 // a 422), with the statuses of openapi_v2.json: 401 without a valid key, 403
@@ -194,10 +204,8 @@
 //   - A pod's /root is empty and private (Runpod's is the image's), and its
 //     other files are the host's, under an overlay.
 //   - A secret the env names but the fake lacks is left as the placeholder.
-//   - Templates, clusters, serverless, registries, billing endpoints, pod
-//     PATCH, and network volume create/delete/list are not served
-//     (501); volumes are added with AddNetworkVolume. Network volume quotas,
-//     GPU availability, CUDA versions and data-center placement are not
+//   - Some of the document's operations are not served (see What answers
+//     501). Network volume quotas and gpu.allowedCudaVersions are not
 //     enforced; RateLimit headers are sent only with WithQuota.
 //   - A pod's log stream (GET /v2/pods/{id}/logs, Server-Sent Events)
 //     carries its command's output as container lines; there are no system
@@ -207,4 +215,37 @@
 //     only, including its actions; GraphQL refuses them.
 //   - Prices are illustrative, and billing is continuous (per second), not
 //     Runpod's per-minute rounding. Terminated pods stay in Pods.
+//
+// # What answers 501
+//
+// These operations of the document are not served: each answers 501 (for
+// the account key; a pod's key gets 403, as everywhere but its own pod).
+//
+//	GET, PUT                     /v2/account/ssh-keys
+//	PATCH                        /v2/pods/{id}
+//	GET, POST                    /v2/clusters
+//	GET, PATCH, DELETE           /v2/clusters/{id}
+//	GET                          /v2/clusters/{id}/pods
+//	GET, POST                    /v2/serverless
+//	GET, PATCH, DELETE           /v2/serverless/{id}
+//	GET                          /v2/serverless/{id}/workers
+//	GET                          /v2/serverless/{id}/releases
+//	GET                          /v2/serverless/{id}/builds
+//	GET                          /v2/serverless/{id}/builds/{buildId}
+//	GET                          /v2/serverless/{id}/workers/{workerId}/logs
+//	GET, POST                    /v2/templates
+//	GET, PATCH, DELETE           /v2/templates/{id}
+//	POST                         /v2/registries
+//	GET, DELETE                  /v2/registries/{id}
+//	GET, POST                    /v2/registries/delegations
+//	DELETE                       /v2/registries/delegations/{id}
+//	GET                          /v2/catalog/cpus
+//	GET                          /v2/catalog/cpus/{id}
+//	GET                          /v2/catalog/datacenters/{id}
+//	GET                          /v2/catalog/templates
+//	GET                          /v2/billing
+//	GET                          /v2/billing/serverless
+//	GET                          /v2/billing/endpoints
+//	GET                          /v2/billing/network-volumes
+//	GET                          /v2/billing/clusters
 package runpodtest

@@ -1,10 +1,17 @@
 package runpodtest
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
+	"os"
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/overbrainer/overbrainer-go/internal/openapicheck"
 )
 
 // GET /v2/pods lists newest first, as the document says, across pages:
@@ -43,4 +50,141 @@ func TestListPodsNewestFirst(t *testing.T) {
 	for _, id := range want {
 		mustCall(t, srv, srv.APIKey(), "DELETE", "/v2/pods/"+id, nil, http.StatusNoContent)
 	}
+}
+
+// A path the document does not have is a 404 with a problem body, for
+// every key and method: 501 is only for the document's operations the
+// fake does not serve. runpodctl's v1 paths are among them.
+func TestUnknownPathIs404(t *testing.T) {
+	srv := newTestServer(t)
+	p := createPod(t, srv, gpuPodBody("p"))
+	t.Cleanup(func() { mustCall(t, srv, srv.APIKey(), "DELETE", "/v2/pods/"+p.ID, nil, http.StatusNoContent) })
+	podKey := srv.PodKey(p.ID)
+	for _, c := range []struct{ key, method, path string }{
+		{srv.APIKey(), "GET", "/v2/nonexistent"},
+		{srv.APIKey(), "GET", "/v2"},
+		{srv.APIKey(), "POST", "/v2/pods/" + p.ID + "/stop"},
+		{srv.APIKey(), "POST", "/v2/pods/" + p.ID + "/reset"},
+		{srv.APIKey(), "GET", "/v2/networkvolumes"},
+		{srv.APIKey(), "POST", "/v2/networkvolumes"},
+		{srv.APIKey(), "GET", "/v2/containerregistryauth"},
+		{srv.APIKey(), "GET", "/v2/endpoints"},
+		{srv.APIKey(), "GET", "/v2/billing/networkvolumes"},
+		{srv.APIKey(), "GET", "/v2/catalog/gpus/a/b"},
+		{podKey, "POST", "/v2/pods/" + p.ID + "/stop"},
+		{podKey, "GET", "/v2/nonexistent"},
+		{srv.APIKey(), "POST", "/graphql"},
+	} {
+		if pr := checkProblem(t, srv, c.key, c.method, c.path, nil, http.StatusNotFound); !strings.HasPrefix(pr.Detail, "no such path") {
+			t.Errorf("%s %s: detail %q", c.method, c.path, pr.Detail)
+		}
+	}
+	// A method the document's path lacks is a 405 that names its methods.
+	status, header, _ := call(t, srv, srv.APIKey(), "PUT", "/v2/pods", nil)
+	if status != http.StatusMethodNotAllowed || header.Get("Allow") != "GET, POST" {
+		t.Errorf("PUT /v2/pods: %d, Allow %q", status, header.Get("Allow"))
+	}
+}
+
+// unservedInDoc is the package doc's list of the document's operations the
+// fake answers 501: "METHOD[, METHOD] /v2/path" lines under its heading.
+func unservedInDoc(t *testing.T) map[string]bool {
+	t.Helper()
+	raw, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(raw), "// # What answers 501\n")
+	if !ok {
+		t.Fatal(`doc.go has no "# What answers 501" section`)
+	}
+	rest, _, _ = strings.Cut(rest, "\n// #")
+	line := regexp.MustCompile(`(?m)^//\t+([A-Z, ]+?)\s+(/v2/\S+)$`)
+	out := map[string]bool{}
+	for _, m := range line.FindAllStringSubmatch(rest, -1) {
+		for _, method := range strings.Split(m[1], ",") {
+			out[strings.TrimSpace(method)+" "+m[2]] = true
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("doc.go lists no operation under # What answers 501")
+	}
+	return out
+}
+
+// Every operation of the document either answers (anything but a 501 or
+// a 404 for an unknown path) or is in doc.go's list of what answers 501,
+// and everything in that list does answer 501: the doc lists exactly what
+// the fake does not serve. The fake's own table of the document's paths
+// is the document's.
+func TestEveryDocumentedOperationAnswersOrIsListed(t *testing.T) {
+	raw, err := os.ReadFile("testdata/openapi_v2.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Paths map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	listed := unservedInDoc(t)
+	// Each call is bodiless: its answers are held to the document, its
+	// requests are not.
+	srv := NewTestServer(t, WithMiddleware(openapicheck.Middleware(answersOnly{t})))
+	param := regexp.MustCompile(`\{[^}]+\}`)
+	var table []string
+	for _, p := range apiPaths {
+		table = append(table, p.path+" "+strings.Join(p.methods, ","))
+	}
+	var inDoc []string
+	for path, ops := range doc.Paths {
+		var methods []string
+		for _, m := range []string{"get", "put", "post", "patch", "delete"} {
+			if _, ok := ops[m]; !ok {
+				continue
+			}
+			method := strings.ToUpper(m)
+			methods = append(methods, method)
+			op := method + " " + path
+			status, _, body := call(t, srv, srv.APIKey(), method, param.ReplaceAllString(path, "nosuchid"), nil)
+			switch {
+			case listed[op] && status != http.StatusNotImplemented:
+				t.Errorf("%s: doc.go lists it as 501, it answers %d: %s", op, status, body)
+			case !listed[op] && status == http.StatusNotImplemented:
+				t.Errorf("%s answers 501, and doc.go does not list it", op)
+			case status == http.StatusNotFound && strings.Contains(string(body), "no such path"):
+				t.Errorf("%s: 404 as an unknown path", op)
+			}
+			delete(listed, op)
+		}
+		inDoc = append(inDoc, path+" "+strings.Join(sortedMethods(methods), ","))
+	}
+	for op := range listed {
+		t.Errorf("doc.go lists %s, which the document does not have", op)
+	}
+	for i := range table {
+		p := apiPaths[i]
+		table[i] = p.path + " " + strings.Join(sortedMethods(slices.Clone(p.methods)), ",")
+	}
+	slices.Sort(table)
+	slices.Sort(inDoc)
+	if !slices.Equal(table, inDoc) {
+		t.Errorf("apiPaths:\n%s\nthe document:\n%s", strings.Join(table, "\n"), strings.Join(inDoc, "\n"))
+	}
+}
+
+// answersOnly reports what the document check finds in answers, not in
+// requests.
+type answersOnly struct{ t *testing.T }
+
+func (a answersOnly) Errorf(format string, args ...any) {
+	if msg := fmt.Sprintf(format, args...); !strings.Contains(msg, ": request: ") {
+		a.t.Error(msg)
+	}
+}
+
+func sortedMethods(m []string) []string {
+	slices.Sort(m)
+	return m
 }

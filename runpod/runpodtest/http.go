@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
@@ -159,6 +160,17 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, caller string) {
 		return
 	}
 	parts := strings.Split(strings.Trim(strings.TrimPrefix(path, "/v2"), "/"), "/")
+	methods, ok := documented(parts)
+	if !ok {
+		// Runpod's document has no such path: 501 is only for what it
+		// has and the fake does not serve.
+		writeProblem(w, http.StatusNotFound, "no such path: "+path)
+		return
+	}
+	if !slices.Contains(methods, r.Method) {
+		methodNotAllowed(w, strings.Join(methods, ", "))
+		return
+	}
 	// A pod's own key reaches only its own pod: read, delete, act on it.
 	podScoped := caller != CallerAccount
 	switch {
@@ -173,7 +185,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, caller string) {
 		case http.MethodPost:
 			s.createPod(w, r)
 		default:
-			methodNotAllowed(w, "GET, POST")
+			notImplemented(w, r)
 		}
 	case len(parts) == 2 && parts[0] == "pods":
 		if podScoped && parts[1] != caller {
@@ -185,28 +197,18 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, caller string) {
 			s.getPod(w, parts[1])
 		case http.MethodDelete:
 			s.deletePod(w, parts[1])
-		case http.MethodPatch:
-			writeProblem(w, http.StatusNotImplemented, "runpodtest does not implement PATCH /v2/pods/{id}")
 		default:
-			methodNotAllowed(w, "GET, PATCH, DELETE")
+			notImplemented(w, r)
 		}
 	case len(parts) == 3 && parts[0] == "pods" && parts[2] == "action":
 		if podScoped && parts[1] != caller {
 			writeProblem(w, http.StatusForbidden, "access denied")
 			return
 		}
-		if r.Method != http.MethodPost {
-			methodNotAllowed(w, "POST")
-			return
-		}
 		s.podAction(w, r, parts[1])
 	case len(parts) == 3 && parts[0] == "pods" && parts[2] == "logs":
 		if podScoped && parts[1] != caller {
 			writeProblem(w, http.StatusForbidden, "access denied")
-			return
-		}
-		if r.Method != http.MethodGet {
-			methodNotAllowed(w, "GET")
 			return
 		}
 		s.podLogs(w, r, parts[1])
@@ -220,7 +222,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, caller string) {
 		case http.MethodPost:
 			s.createSecret(w, r)
 		default:
-			methodNotAllowed(w, "GET, POST")
+			notImplemented(w, r)
 		}
 	case len(parts) == 3 && parts[0] == "account" && parts[1] == "secrets":
 		switch r.Method {
@@ -231,7 +233,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, caller string) {
 		case http.MethodDelete:
 			s.deleteSecret(w, parts[2])
 		default:
-			methodNotAllowed(w, "GET, PATCH, DELETE")
+			notImplemented(w, r)
 		}
 	case len(parts) == 1 && parts[0] == "network-volumes":
 		switch r.Method {
@@ -240,13 +242,9 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, caller string) {
 		case http.MethodPost:
 			s.createNetworkVolume(w, r)
 		default:
-			methodNotAllowed(w, "GET, POST")
+			notImplemented(w, r)
 		}
 	case len(parts) == 2 && parts[0] == "catalog" && parts[1] == "datacenters":
-		if r.Method != http.MethodGet {
-			methodNotAllowed(w, "GET")
-			return
-		}
 		s.listDataCenters(w, r)
 	case len(parts) == 2 && parts[0] == "network-volumes":
 		switch r.Method {
@@ -257,35 +255,97 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, caller string) {
 		case http.MethodDelete:
 			s.deleteNetworkVolume(w, parts[1])
 		default:
-			methodNotAllowed(w, "GET, PATCH, DELETE")
+			notImplemented(w, r)
 		}
 	case len(parts) == 2 && parts[0] == "billing" && parts[1] == "pods":
-		if r.Method != http.MethodGet {
-			methodNotAllowed(w, "GET")
-			return
-		}
 		s.podBilling(w, r)
-	case len(parts) == 1 && parts[0] == "registries":
-		if r.Method != http.MethodGet {
-			writeProblem(w, http.StatusNotImplemented, "runpodtest does not implement "+r.Method+" "+path)
-			return
-		}
+	case len(parts) == 1 && parts[0] == "registries" && r.Method == http.MethodGet:
 		s.listRegistries(w)
 	case len(parts) == 2 && parts[0] == "catalog" && parts[1] == "gpus":
-		if r.Method != http.MethodGet {
-			methodNotAllowed(w, "GET")
-			return
-		}
 		s.listGPUTypesQuery(w, r)
 	case len(parts) == 3 && parts[0] == "catalog" && parts[1] == "gpus":
-		if r.Method != http.MethodGet {
-			methodNotAllowed(w, "GET")
-			return
-		}
 		s.getGPUType(w, parts[2])
 	default:
-		writeProblem(w, http.StatusNotImplemented, "runpodtest does not implement "+r.Method+" "+path)
+		// What the document has and the fake does not serve: doc.go's
+		// list.
+		notImplemented(w, r)
 	}
+}
+
+// notImplemented answers an operation of the document that the fake does
+// not serve (doc.go lists them).
+func notImplemented(w http.ResponseWriter, r *http.Request) {
+	writeProblem(w, http.StatusNotImplemented, "runpodtest does not implement "+r.Method+" "+r.URL.Path)
+}
+
+// apiPaths is every path of Runpod's document (testdata/openapi_v2.json)
+// with its methods, a literal path before a parameter that would take it
+// too. The fake answers 404 off them, 405 for a method a path lacks, and
+// 501 for what it does not serve.
+var apiPaths = []struct {
+	path    string
+	methods []string
+}{
+	{"/v2/account/ssh-keys", []string{"GET", "PUT"}},
+	{"/v2/account/secrets", []string{"GET", "POST"}},
+	{"/v2/account/secrets/{id}", []string{"GET", "PATCH", "DELETE"}},
+	{"/v2/pods", []string{"GET", "POST"}},
+	{"/v2/pods/{id}", []string{"GET", "PATCH", "DELETE"}},
+	{"/v2/pods/{id}/logs", []string{"GET"}},
+	{"/v2/pods/{id}/action", []string{"POST"}},
+	{"/v2/clusters", []string{"GET", "POST"}},
+	{"/v2/clusters/{id}", []string{"GET", "PATCH", "DELETE"}},
+	{"/v2/clusters/{id}/pods", []string{"GET"}},
+	{"/v2/serverless", []string{"GET", "POST"}},
+	{"/v2/serverless/{id}", []string{"GET", "PATCH", "DELETE"}},
+	{"/v2/serverless/{id}/workers", []string{"GET"}},
+	{"/v2/serverless/{id}/releases", []string{"GET"}},
+	{"/v2/serverless/{id}/builds", []string{"GET"}},
+	{"/v2/serverless/{id}/builds/{buildId}", []string{"GET"}},
+	{"/v2/serverless/{id}/workers/{workerId}/logs", []string{"GET"}},
+	{"/v2/templates", []string{"GET", "POST"}},
+	{"/v2/templates/{id}", []string{"GET", "PATCH", "DELETE"}},
+	{"/v2/network-volumes", []string{"GET", "POST"}},
+	{"/v2/network-volumes/{id}", []string{"GET", "PATCH", "DELETE"}},
+	{"/v2/registries", []string{"GET", "POST"}},
+	{"/v2/registries/delegations", []string{"GET", "POST"}},
+	{"/v2/registries/delegations/{id}", []string{"DELETE"}},
+	{"/v2/registries/{id}", []string{"GET", "DELETE"}},
+	{"/v2/catalog/gpus", []string{"GET"}},
+	{"/v2/catalog/gpus/{id}", []string{"GET"}},
+	{"/v2/catalog/cpus", []string{"GET"}},
+	{"/v2/catalog/cpus/{id}", []string{"GET"}},
+	{"/v2/catalog/datacenters", []string{"GET"}},
+	{"/v2/catalog/datacenters/{id}", []string{"GET"}},
+	{"/v2/catalog/templates", []string{"GET"}},
+	{"/v2/billing", []string{"GET"}},
+	{"/v2/billing/pods", []string{"GET"}},
+	{"/v2/billing/serverless", []string{"GET"}},
+	{"/v2/billing/endpoints", []string{"GET"}},
+	{"/v2/billing/network-volumes", []string{"GET"}},
+	{"/v2/billing/clusters", []string{"GET"}},
+}
+
+// documented returns the methods of the document's path that parts (a
+// path under /v2, split at its slashes) names, or false when it has none.
+func documented(parts []string) ([]string, bool) {
+	for _, p := range apiPaths {
+		want := strings.Split(strings.TrimPrefix(p.path, "/v2/"), "/")
+		if len(want) != len(parts) {
+			continue
+		}
+		match := true
+		for i, seg := range want {
+			if parts[i] == "" || (seg != parts[i] && !strings.HasPrefix(seg, "{")) {
+				match = false
+				break
+			}
+		}
+		if match {
+			return p.methods, true
+		}
+	}
+	return nil, false
 }
 
 func methodNotAllowed(w http.ResponseWriter, allow string) {
