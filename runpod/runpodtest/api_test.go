@@ -142,11 +142,11 @@ func TestPodCreateGetListDelete(t *testing.T) {
 		t.Fatalf("runtime %+v, want the port 22 mapping", got.Runtime)
 	}
 	port := got.Runtime.Ports[0]
-	if port.Private != 22 || port.Public == 0 || port.Type != "tcp" || port.IP != "127.0.0.1" {
-		t.Errorf("port mapping %+v", port)
+	if port.Private != 22 || port.Public == nil || *port.Public == 0 || port.Type != "tcp" || port.IP != "127.0.0.1" {
+		t.Fatalf("port mapping %+v", port)
 	}
-	if d := got.SSH.Direct; d == nil || d.Port != port.Public || d.Host != "127.0.0.1" || d.Username != "root" {
-		t.Errorf("ssh.direct %+v, want root@127.0.0.1:%d", d, port.Public)
+	if d := got.SSH.Direct; d == nil || d.Port != *port.Public || d.Host != "127.0.0.1" || d.Username != "root" {
+		t.Errorf("ssh.direct %+v, want root@127.0.0.1:%d", d, *port.Public)
 	}
 
 	raw = mustCall(t, srv, key, "GET", "/v2/pods", nil, http.StatusOK)

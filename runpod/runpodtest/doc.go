@@ -201,6 +201,9 @@
 //     ssh.proxy is always null. The port is one of this machine's: no
 //     other pod of the process gets it, but between the command's start
 //     and its sshd's bind another process could (see the pod runner).
+//     runtime.ports lists that port 22 mapping and each http port (with
+//     a null public port, as Runpod's proxy serves it, at 127.0.0.1 on
+//     its own number); other tcp and udp ports are not listed.
 //   - A pod's /root is empty and private (Runpod's is the image's), and its
 //     other files are the host's, under an overlay.
 //   - A secret the env names but the fake lacks is left as the placeholder.

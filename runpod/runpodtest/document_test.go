@@ -188,3 +188,32 @@ func sortedMethods(m []string) []string {
 	slices.Sort(m)
 	return m
 }
+
+// A running pod's runtime.ports lists its http ports next to its port 22
+// mapping, in the document's PodRuntimePort shape: an http port has no
+// public port (Runpod's proxy serves it).
+func TestRuntimePortsListHTTPPorts(t *testing.T) {
+	srv := newTestServer(t)
+	body := gpuPodBody("web")
+	body["ports"] = []string{"22/tcp", "8888/http", "6006/http", "9000/udp"}
+	p := createPod(t, srv, body)
+	t.Cleanup(func() { mustCall(t, srv, srv.APIKey(), "DELETE", "/v2/pods/"+p.ID, nil, http.StatusNoContent) })
+	raw := mustCall(t, srv, srv.APIKey(), "GET", "/v2/pods/"+p.ID, nil, http.StatusOK)
+	checkSchema(t, "Pod", raw)
+	got := decode[wirePod](t, raw)
+	if got.Runtime == nil || len(got.Runtime.Ports) != 3 {
+		t.Fatalf("runtime %+v, want port 22 and the two http ports", got.Runtime)
+	}
+	if p22 := got.Runtime.Ports[0]; p22.Private != 22 || p22.Public == nil || p22.Type != "tcp" {
+		t.Errorf("port 22: %+v", p22)
+	}
+	for i, want := range []int{8888, 6006} {
+		if port := got.Runtime.Ports[i+1]; port.Private != want || port.Public != nil || port.Type != "http" || port.IP != "127.0.0.1" {
+			t.Errorf("http port %d: %+v", want, port)
+		}
+	}
+	// The wire shape itself: public is there, as null.
+	if !strings.Contains(string(raw), `{"private":8888,"public":null,"type":"http","ip":"127.0.0.1"}`) {
+		t.Errorf("runtime.ports in %s", raw)
+	}
+}

@@ -359,7 +359,8 @@ func (p *pod) wire(now time.Time) wirePod {
 		uptime := int64(now.Sub(p.startedAt).Seconds())
 		w.Runtime = &wireRuntime{Uptime: max(uptime, 0), Ports: []wireRuntimePort{}}
 		if p.exposes22() && p.sshPort != 0 {
-			w.Runtime.Ports = append(w.Runtime.Ports, wireRuntimePort{Private: 22, Public: p.sshPort, Type: "tcp", IP: "127.0.0.1"})
+			public := p.sshPort
+			w.Runtime.Ports = append(w.Runtime.Ports, wireRuntimePort{Private: 22, Public: &public, Type: "tcp", IP: "127.0.0.1"})
 			w.SSH.Direct = &wireSSHEndpoint{
 				Host:     "127.0.0.1",
 				Port:     p.sshPort,
@@ -367,6 +368,7 @@ func (p *pod) wire(now time.Time) wirePod {
 				Command:  fmt.Sprintf("ssh root@127.0.0.1 -p %d", p.sshPort),
 			}
 		}
+		w.Runtime.Ports = append(w.Runtime.Ports, p.httpPorts()...)
 	}
 	return w
 }

@@ -5,6 +5,8 @@ import (
 	mrand "math/rand/v2"
 	"net"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/overbrainer/overbrainer-go/internal/localport"
@@ -114,4 +116,18 @@ func (p *pod) setSSHPort(port int) {
 		releasePort(p.sshPort)
 	}
 	p.sshPort = port
+}
+
+// httpPorts is the pod's http ports as its runtime shows them: Runpod's
+// proxy serves them, so none has a public port; the pod shares the
+// host's network, so each is at 127.0.0.1 on its own number.
+func (p *pod) httpPorts() []wireRuntimePort {
+	var out []wireRuntimePort
+	for _, port := range p.ports {
+		num, proto, _ := strings.Cut(port, "/")
+		if n, err := strconv.Atoi(num); err == nil && proto == "http" {
+			out = append(out, wireRuntimePort{Private: n, Type: "http", IP: "127.0.0.1"})
+		}
+	}
+	return out
 }

@@ -243,7 +243,7 @@ func TestPodRunnerRunsThePodAsThePodWould(t *testing.T) {
 		t.Errorf("the pod's env shows %q, want the placeholder", pod.Env["SECRET_REF"])
 	}
 	raw := mustCall(t, srv, srv.APIKey(), "GET", "/v2/pods/"+probe.ID, nil, 200)
-	if wp := decode[wirePod](t, raw); wp.Runtime == nil || len(wp.Runtime.Ports) != 1 || wp.Runtime.Ports[0].Public != pod.SSHPort {
+	if wp := decode[wirePod](t, raw); wp.Runtime == nil || len(wp.Runtime.Ports) != 1 || wp.Runtime.Ports[0].Public == nil || *wp.Runtime.Ports[0].Public != pod.SSHPort {
 		t.Errorf("runtime %+v, want port 22 at %d", wp.Runtime, pod.SSHPort)
 	}
 

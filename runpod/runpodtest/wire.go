@@ -84,9 +84,11 @@ type wireRuntime struct {
 	Ports  []wireRuntimePort `json:"ports"`
 }
 
+// wireRuntimePort is PodRuntimePort: Public is null for an http port,
+// which Runpod's proxy serves rather than a public mapping.
 type wireRuntimePort struct {
 	Private int    `json:"private"`
-	Public  int    `json:"public"`
+	Public  *int   `json:"public"`
 	Type    string `json:"type"`
 	IP      string `json:"ip"`
 }
