@@ -666,13 +666,25 @@ func (g GPUType) wire() wireGPUType {
 	return out
 }
 
-func (s *Server) getGPUType(w http.ResponseWriter, id string) {
+// getGPUType answers one type of the catalog, with the list's query: a
+// type offered in none of the countries asked is still answered, NONE.
+func (s *Server) getGPUType(w http.ResponseWriter, r *http.Request, id string) {
+	gq, ok := parseGPUQuery(w, r)
+	if !ok {
+		return
+	}
 	g, ok := s.gpuType(id)
 	if !ok {
 		writeProblem(w, http.StatusNotFound, "gpu type not found")
 		return
 	}
-	writeJSON(w, http.StatusOK, g.wire())
+	out := g.wire()
+	if gq.stock {
+		s.mu.Lock()
+		out.Availability, out.DataCenters = s.stockLocked(g, gq, s.dataCentersLocked())
+		s.mu.Unlock()
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 // CrashPod ends a running pod's command at once (SIGKILL to all of it), as

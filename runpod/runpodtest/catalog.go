@@ -3,7 +3,9 @@ package runpodtest
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -75,10 +77,16 @@ func (s *Server) RefuseGPU(id string, status int) {
 	s.stock.refuse[id] = status
 }
 
-// dataCentersLocked lists the fake's data centers: its own and every one a
-// GPU type's Stock names, sorted.
+// dataCentersLocked lists the fake's data centers: its own, those of
+// WithDataCenters, and every one a GPU type's Stock or a volume names,
+// sorted.
 func (s *Server) dataCentersLocked() []string {
 	dcs := []string{fakeDataCenter}
+	for _, d := range s.cfg.dataCenters {
+		if !slices.Contains(dcs, d.ID) {
+			dcs = append(dcs, d.ID)
+		}
+	}
 	for _, g := range s.cfg.gpus {
 		for dc := range g.Stock {
 			if !slices.Contains(dcs, dc) {
@@ -181,49 +189,120 @@ func (s *Server) placeLocked(g GPUType, count int, want []string, minCUDA string
 	return "", http.StatusBadRequest, CapacityDetail
 }
 
-func (s *Server) listGPUTypesQuery(w http.ResponseWriter, r *http.Request) {
+// gpuQuery is a GPU catalog read's availability query (include=
+// AVAILABILITY and the parameters valid only with it).
+type gpuQuery struct {
+	stock     bool
+	cloud     string
+	count     int
+	minCUDA   string
+	cudas     []string // cudaVersions: exact versions
+	countries []string // countryCodes
+}
+
+// parseGPUQuery reads the query of GET /v2/catalog/gpus[/{id}], or
+// answers its refusal (422 off the schema, 400 off a rule) and returns
+// false.
+func parseGPUQuery(w http.ResponseWriter, r *http.Request) (gpuQuery, bool) {
 	q := r.URL.Query()
-	include, product := q.Get("include"), q.Get("product")
-	stock := include == "AVAILABILITY"
-	switch {
-	case include != "" && !stock:
-		writeProblem(w, http.StatusUnprocessableEntity, "Request validation failed.", "$.include: must be AVAILABILITY")
-		return
-	case stock != (product != ""):
-		writeProblem(w, http.StatusBadRequest, "product is required with include=AVAILABILITY, and valid only with it")
-		return
-	case !stock && (q.Has("cloud") || q.Has("count") || q.Has("minCudaVersion")):
-		writeProblem(w, http.StatusBadRequest, "cloud, count and minCudaVersion are valid only with include=AVAILABILITY")
-		return
+	var errs []string
+	include := enumParam(q, "include", []string{"AVAILABILITY"}, &errs)
+	if len(include) > 1 {
+		errs = append(errs, "$.include: maxItems 1")
 	}
-	cloud, count := cmpOr(q.Get("cloud"), "SECURE"), 1
+	product := enumParam(q, "product", []string{"POD", "CLUSTER", "SERVERLESS"}, &errs)
+	cloud := cmpOr(q.Get("cloud"), "SECURE")
 	if cloud != "SECURE" && cloud != "COMMUNITY" {
-		writeProblem(w, http.StatusUnprocessableEntity, "Request validation failed.", "$.cloud: must be SECURE or COMMUNITY")
-		return
+		errs = append(errs, "$.cloud: must be SECURE or COMMUNITY")
 	}
+	count := 1
 	if v := q.Get("count"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			writeProblem(w, http.StatusUnprocessableEntity, "Request validation failed.", "$.count: minimum 1")
-			return
+			errs = append(errs, "$.count: minimum 1")
 		}
 		count = n
 	}
 	minCUDA := q.Get("minCudaVersion")
 	if minCUDA != "" && !cudaRE.MatchString(minCUDA) && !digitsOnly(minCUDA) {
-		writeProblem(w, http.StatusUnprocessableEntity, "Request validation failed.", "$.minCudaVersion: not major or major.minor")
-		return
+		errs = append(errs, "$.minCudaVersion: not major or major.minor")
+	}
+	cudas, _ := listParam(q, "cudaVersions")
+	for _, v := range cudas {
+		if !cudaRE.MatchString(v) {
+			errs = append(errs, fmt.Sprintf("$.cudaVersions: %q is not major.minor", v))
+		}
+	}
+	countries, _ := listParam(q, "countryCodes")
+	for _, v := range countries {
+		if !countryRE.MatchString(v) {
+			errs = append(errs, fmt.Sprintf("$.countryCodes: %q is not an uppercase ISO 3166-1 alpha-2 code", v))
+		}
+	}
+	if len(errs) > 0 {
+		writeProblem(w, http.StatusUnprocessableEntity, "Request validation failed.", errs...)
+		return gpuQuery{}, false
+	}
+	stock := len(include) > 0
+	switch {
+	case stock != (len(product) > 0):
+		writeProblem(w, http.StatusBadRequest, "product is required with include=AVAILABILITY, and valid only with it")
+		return gpuQuery{}, false
+	case !stock && (q.Has("cloud") || q.Has("count") || q.Has("minCudaVersion") || q.Has("cudaVersions") || q.Has("countryCodes")):
+		writeProblem(w, http.StatusBadRequest, "cloud, count, minCudaVersion, cudaVersions and countryCodes are valid only with include=AVAILABILITY")
+		return gpuQuery{}, false
+	case minCUDA != "" && len(cudas) > 0:
+		writeProblem(w, http.StatusBadRequest, "cudaVersions and minCudaVersion are mutually exclusive")
+		return gpuQuery{}, false
 	}
 	if digitsOnly(minCUDA) {
 		minCUDA += ".0"
+	}
+	return gpuQuery{stock: stock, cloud: cloud, count: count, minCUDA: minCUDA, cudas: cudas, countries: countries}, true
+}
+
+var countryRE = regexp.MustCompile(`^[A-Z]{2}$`)
+
+// listParam is a comma-separated query parameter's values (the
+// document's style form, explode false), repeats included: nil and false
+// when it is absent.
+func listParam(q url.Values, name string) ([]string, bool) {
+	raw, ok := q[name]
+	var out []string
+	for _, v := range raw {
+		out = append(out, strings.Split(v, ",")...)
+	}
+	return out, ok
+}
+
+// enumParam is listParam for a parameter whose values are one of allowed:
+// each other value adds a 422 error to errs.
+func enumParam(q url.Values, name string, allowed []string, errs *[]string) []string {
+	vals, _ := listParam(q, name)
+	for _, v := range vals {
+		if !slices.Contains(allowed, v) {
+			*errs = append(*errs, fmt.Sprintf("$.%s: %q is not one of %s", name, v, strings.Join(allowed, ", ")))
+		}
+	}
+	return vals
+}
+
+func (s *Server) listGPUTypesQuery(w http.ResponseWriter, r *http.Request) {
+	gq, ok := parseGPUQuery(w, r)
+	if !ok {
+		return
 	}
 	out := wireListGPUTypes{GPUs: []wireGPUType{}}
 	s.mu.Lock()
 	dcs := s.dataCentersLocked()
 	for _, g := range s.cfg.gpus {
 		wg := g.wire()
-		if stock {
-			wg.Availability, wg.DataCenters = s.stockLocked(g, cloud, count, minCUDA, dcs)
+		if gq.stock {
+			// A type offered in none of the countries asked drops out.
+			if len(gq.countries) > 0 && !s.offeredInLocked(g, gq.countries, dcs) {
+				continue
+			}
+			wg.Availability, wg.DataCenters = s.stockLocked(g, gq, dcs)
 		}
 		out.GPUs = append(out.GPUs, wg)
 	}
@@ -231,32 +310,55 @@ func (s *Server) listGPUTypesQuery(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// offers reports whether data center dc has machines of type g (free
+// or not).
+func offers(g GPUType, dc string) bool {
+	if g.Stock == nil {
+		return dc == fakeDataCenter
+	}
+	_, ok := g.Stock[dc]
+	return ok
+}
+
+// offeredInLocked reports whether a data center in one of countries has
+// machines of type g.
+func (s *Server) offeredInLocked(g GPUType, countries, dcs []string) bool {
+	for _, dc := range dcs {
+		if offers(g, dc) && slices.Contains(countries, s.describeLocked(dc).Country) {
+			return true
+		}
+	}
+	return false
+}
+
 // stockLocked is a type's availability for the catalog: overall and in
-// each data center that offers it.
-func (s *Server) stockLocked(g GPUType, cloud string, count int, minCUDA string, dcs []string) (*string, []wireDCStock) {
+// each data center that offers it, within the query's countries.
+func (s *Server) stockLocked(g GPUType, gq gpuQuery, dcs []string) (*string, []wireDCStock) {
 	none := "NONE"
 	price := g.SecurePrice
-	if cloud == "COMMUNITY" {
+	if gq.cloud == "COMMUNITY" {
 		price = g.CommunityPrice
 	}
-	if price <= 0 || (minCUDA != "" && !cudaAtLeast(g.cuda(), minCUDA)) || s.stock.refuse[g.ID] != 0 {
+	switch {
+	case price <= 0, s.stock.refuse[g.ID] != 0,
+		gq.minCUDA != "" && !cudaAtLeast(g.cuda(), gq.minCUDA),
+		len(gq.cudas) > 0 && !slices.Contains(gq.cudas, g.cuda()):
 		return &none, nil
 	}
 	var per []wireDCStock
 	best := 0
 	for _, dc := range dcs {
-		if g.Stock != nil {
-			if _, ok := g.Stock[dc]; !ok {
-				continue
-			}
-		} else if dc != fakeDataCenter {
+		if !offers(g, dc) {
+			continue
+		}
+		if len(gq.countries) > 0 && !slices.Contains(gq.countries, s.describeLocked(dc).Country) {
 			continue
 		}
 		free := s.freeLocked(g, dc)
-		per = append(per, wireDCStock{ID: dc, Name: dc, Availability: level(free, count)})
+		per = append(per, wireDCStock{ID: dc, Name: dc, Availability: level(free, gq.count)})
 		best = max(best, free)
 	}
-	overall := level(best, count)
+	overall := level(best, gq.count)
 	if overall == "NONE" {
 		per = nil
 	}
@@ -275,31 +377,116 @@ func cmpOr(a, b string) string {
 	return b
 }
 
+// The enums of the data-center catalog's filters.
+var (
+	dcRegions    = []string{"NORTH_AMERICA", "SOUTH_AMERICA", "EUROPE", "ASIA", "MIDDLE_EAST", "AFRICA", "OCEANIA", "ANTARCTICA", "UNKNOWN"}
+	dcCompliance = []string{"GDPR", "ISO_IEC_27001", "ISO_14001", "PCI_DSS", "HITRUST", "SOC_1_TYPE_2",
+		"SOC_2_TYPE_2", "SOC_3_TYPE_2", "ITAR", "FISMA_HIGH", "HIPAA", "RENEWABLE"}
+	volumeTypes = []string{"STANDARD", "HIGH_PERFORMANCE"}
+)
+
+// listDataCenters answers the data-center catalog, filtered as the
+// document says: regions any of, networkVolumeTypes and compliance all
+// of, globalNetwork equal; the families combined.
 func (s *Server) listDataCenters(w http.ResponseWriter, r *http.Request) {
-	include := r.URL.Query().Get("include")
-	if include != "" && include != "GPU_AVAILABILITY" && include != "CPU_AVAILABILITY" {
-		writeProblem(w, http.StatusUnprocessableEntity, "Request validation failed.", "$.include: GPU_AVAILABILITY or CPU_AVAILABILITY")
+	q := r.URL.Query()
+	var errs []string
+	include := enumParam(q, "include", []string{"GPU_AVAILABILITY", "CPU_AVAILABILITY"}, &errs)
+	regions := enumParam(q, "regions", dcRegions, &errs)
+	vols := enumParam(q, "networkVolumeTypes", volumeTypes, &errs)
+	compliance := enumParam(q, "compliance", dcCompliance, &errs)
+	var global *bool
+	if v, ok := q["globalNetwork"]; ok {
+		if len(v) > 1 || (v[0] != "true" && v[0] != "false") {
+			errs = append(errs, "$.globalNetwork: must be true or false")
+		}
+		b := v[0] == "true"
+		global = &b
+	}
+	if len(errs) > 0 {
+		writeProblem(w, http.StatusUnprocessableEntity, "Request validation failed.", errs...)
 		return
 	}
 	s.mu.Lock()
 	out := wireListDataCenters{DataCenters: []wireDataCenter{}}
 	for _, dc := range s.dataCentersLocked() {
-		d := wireDataCenter{ID: dc, Name: dc, Region: "NORTH_AMERICA", NetworkVolumeTypes: []string{"STANDARD"}, Compliance: []string{}}
-		if include == "GPU_AVAILABILITY" {
+		d := s.describeLocked(dc)
+		switch {
+		case len(regions) > 0 && !slices.Contains(regions, d.Region),
+			!containsAll(d.NetworkVolumeTypes, vols),
+			!containsAll(d.Compliance, compliance),
+			global != nil && d.GlobalNetwork != *global:
+			continue
+		}
+		wd := wireDataCenter{ID: dc, Name: dc, Region: d.Region, GlobalNetwork: d.GlobalNetwork,
+			NetworkVolumeTypes: slices.Clone(d.NetworkVolumeTypes), Compliance: slices.Clone(d.Compliance)}
+		if slices.Contains(include, "GPU_AVAILABILITY") {
 			for _, g := range s.cfg.gpus {
-				if g.Stock == nil && dc != fakeDataCenter {
-					continue
+				if offers(g, dc) {
+					wd.GPUAvailability = append(wd.GPUAvailability, wireDCStock{ID: g.ID, Name: g.Name, Availability: level(s.freeLocked(g, dc), 1)})
 				}
-				if _, ok := g.Stock[dc]; g.Stock != nil && !ok {
-					continue
-				}
-				d.GPUAvailability = append(d.GPUAvailability, wireDCStock{ID: g.ID, Name: g.Name, Availability: level(s.freeLocked(g, dc), 1)})
 			}
 		}
-		out.DataCenters = append(out.DataCenters, d)
+		out.DataCenters = append(out.DataCenters, wd)
 	}
 	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, out)
+}
+
+func containsAll(have, want []string) bool {
+	for _, v := range want {
+		if !slices.Contains(have, v) {
+			return false
+		}
+	}
+	return true
+}
+
+// DataCenter describes one of the fake's data centers (WithDataCenters):
+// what its catalog (GET /v2/catalog/datacenters) shows and filters on, and
+// its country, which the GPU catalog's countryCodes selects. A data center
+// the fake names without a description (its own, FAKE-LOCAL-1, one a
+// GPUType's Stock or a volume names) has the zero DataCenter's defaults.
+type DataCenter struct {
+	ID string
+	// Region is a DataCenterRegion of the document (NORTH_AMERICA when
+	// empty).
+	Region string
+	// Country is an ISO 3166-1 alpha-2 code (US when empty).
+	Country string
+	// Compliance is the certifications it holds (none when empty).
+	Compliance []string
+	// GlobalNetwork is whether it supports global networking.
+	GlobalNetwork bool
+	// NetworkVolumeTypes is the volume tiers it offers (STANDARD when
+	// nil).
+	NetworkVolumeTypes []string
+}
+
+// WithDataCenters describes data centers of the catalog, adding those
+// not named elsewhere (a described data center without stock has no GPU
+// free).
+func WithDataCenters(dcs ...DataCenter) Option {
+	return func(c *config) { c.dataCenters = append(c.dataCenters, dcs...) }
+}
+
+// describeLocked is data center id's description, defaults filled in.
+func (s *Server) describeLocked(id string) DataCenter {
+	d := DataCenter{ID: id}
+	for _, dc := range s.cfg.dataCenters {
+		if dc.ID == id {
+			d = dc
+		}
+	}
+	d.Region = cmpOr(d.Region, "NORTH_AMERICA")
+	d.Country = cmpOr(d.Country, "US")
+	if d.Compliance == nil {
+		d.Compliance = []string{}
+	}
+	if d.NetworkVolumeTypes == nil {
+		d.NetworkVolumeTypes = []string{"STANDARD"}
+	}
+	return d
 }
 
 func (s *Server) listNetworkVolumes(w http.ResponseWriter) {

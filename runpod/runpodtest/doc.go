@@ -47,8 +47,13 @@
 //	GET    /v2/network-volumes/{id}  NetworkVolume
 //	PATCH  /v2/network-volumes/{id}  NetworkVolume; a smaller size is 400
 //	DELETE /v2/network-volumes/{id}  204, 409 while a pod mounts it
-//	GET    /v2/catalog/gpus[/{id}]   ListGpuTypesResponse / GpuType
-//	GET    /v2/catalog/datacenters   ListDataCentersResponse
+//	GET    /v2/catalog/gpus[/{id}]   ListGpuTypesResponse / GpuType; include=AVAILABILITY (with
+//	                                 product: POD, CLUSTER and SERVERLESS share one stock) adds
+//	                                 the stock, scoped by count, cloud, minCudaVersion or
+//	                                 cudaVersions, and countryCodes (see DataCenter)
+//	GET    /v2/catalog/datacenters   ListDataCentersResponse, filtered by regions, compliance,
+//	                                 globalNetwork and networkVolumeTypes (WithDataCenters);
+//	                                 include=CPU_AVAILABILITY adds nothing (no CPU catalog)
 //	GET    /v2/billing/pods          ListPodBillingResponse: each pod's Bill cut into the query's
 //	                                 buckets (UTC), lagging by WithBillingDelay
 //	GET    /v2/registries            ListRegistriesResponse (AddRegistry adds one)

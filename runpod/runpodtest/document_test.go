@@ -217,3 +217,115 @@ func TestRuntimePortsListHTTPPorts(t *testing.T) {
 		t.Errorf("runtime.ports in %s", raw)
 	}
 }
+
+// The catalog applies the document's filters: the data centers' regions,
+// compliance, globalNetwork and networkVolumeTypes (and a list include),
+// the GPU types' countryCodes, cudaVersions and product lists, on the
+// list and on one type; and refuses them as the document says.
+func TestCatalogFilters(t *testing.T) {
+	srv := newTestServer(t,
+		WithGPUTypes(
+			GPUType{ID: "A", Name: "A", MemoryGB: 24, SecurePrice: 0.5, MaxCount: 8, Stock: map[string]int{"EU-FR-1": 2, "US-TX-1": 5}, CUDA: "12.8"},
+			GPUType{ID: "B", Name: "B", MemoryGB: 48, SecurePrice: 0.9, MaxCount: 8, Stock: map[string]int{"US-TX-1": 1}, CUDA: "12.4"},
+		),
+		WithDataCenters(
+			DataCenter{ID: "EU-FR-1", Region: "EUROPE", Country: "FR", Compliance: []string{"GDPR", "ISO_IEC_27001"},
+				GlobalNetwork: true, NetworkVolumeTypes: []string{"STANDARD", "HIGH_PERFORMANCE"}},
+			DataCenter{ID: "US-TX-1", Country: "US", Compliance: []string{"SOC_2_TYPE_2"}},
+		))
+	// dcs is a data-center list as its ids; gpus a GPU list as
+	// id:availability[dc:availability ...].
+	dcs := func(t *testing.T, raw []byte) string {
+		checkSchema(t, "ListDataCentersResponse", raw)
+		var ids []string
+		for _, d := range decode[wireListDataCenters](t, raw).DataCenters {
+			ids = append(ids, d.ID)
+		}
+		return strings.Join(ids, ",")
+	}
+	gpu := func(g wireGPUType) string {
+		if g.Availability == nil {
+			return g.ID
+		}
+		var per []string
+		for _, d := range g.DataCenters {
+			per = append(per, d.ID+":"+d.Availability)
+		}
+		return g.ID + ":" + *g.Availability + "[" + strings.Join(per, " ") + "]"
+	}
+	gpus := func(t *testing.T, raw []byte) string {
+		checkSchema(t, "ListGpuTypesResponse", raw)
+		var out []string
+		for _, g := range decode[wireListGPUTypes](t, raw).GPUs {
+			out = append(out, gpu(g))
+		}
+		return strings.Join(out, ",")
+	}
+	one := func(t *testing.T, raw []byte) string {
+		checkSchema(t, "GpuType", raw)
+		return gpu(decode[wireGPUType](t, raw))
+	}
+	const dc, list, stock = "/v2/catalog/datacenters", "/v2/catalog/gpus", "?include=AVAILABILITY&product=POD"
+	for _, c := range []struct {
+		path   string
+		status int
+		read   func(*testing.T, []byte) string
+		want   string
+	}{
+		{dc, 200, dcs, "EU-FR-1,FAKE-LOCAL-1,US-TX-1"},
+		{dc + "?regions=EUROPE", 200, dcs, "EU-FR-1"},
+		{dc + "?regions=EUROPE,NORTH_AMERICA", 200, dcs, "EU-FR-1,FAKE-LOCAL-1,US-TX-1"},
+		{dc + "?regions=ASIA", 200, dcs, ""},
+		{dc + "?compliance=GDPR", 200, dcs, "EU-FR-1"},
+		{dc + "?compliance=GDPR,ISO_IEC_27001", 200, dcs, "EU-FR-1"},
+		{dc + "?compliance=GDPR,SOC_2_TYPE_2", 200, dcs, ""},
+		{dc + "?compliance=HIPAA", 200, dcs, ""},
+		{dc + "?globalNetwork=true", 200, dcs, "EU-FR-1"},
+		{dc + "?globalNetwork=false", 200, dcs, "FAKE-LOCAL-1,US-TX-1"},
+		{dc + "?networkVolumeTypes=HIGH_PERFORMANCE", 200, dcs, "EU-FR-1"},
+		{dc + "?networkVolumeTypes=STANDARD,HIGH_PERFORMANCE", 200, dcs, "EU-FR-1"},
+		{dc + "?networkVolumeTypes=STANDARD", 200, dcs, "EU-FR-1,FAKE-LOCAL-1,US-TX-1"},
+		{dc + "?regions=NORTH_AMERICA&compliance=SOC_2_TYPE_2", 200, dcs, "US-TX-1"},
+		{dc + "?include=GPU_AVAILABILITY,CPU_AVAILABILITY&regions=EUROPE", 200, dcs, "EU-FR-1"},
+		{dc + "?regions=MARS", 422, nil, ""},
+		{dc + "?compliance=gdpr", 422, nil, ""},
+		{dc + "?globalNetwork=yes", 422, nil, ""},
+		{dc + "?networkVolumeTypes=FAST", 422, nil, ""},
+		{dc + "?include=GPU", 422, nil, ""},
+
+		{list, 200, gpus, "A,B"},
+		{list + stock, 200, gpus, "A:MEDIUM[EU-FR-1:LOW US-TX-1:MEDIUM],B:LOW[US-TX-1:LOW]"},
+		{list + stock + "&countryCodes=FR", 200, gpus, "A:LOW[EU-FR-1:LOW]"},
+		{list + stock + "&countryCodes=US", 200, gpus, "A:MEDIUM[US-TX-1:MEDIUM],B:LOW[US-TX-1:LOW]"},
+		{list + stock + "&countryCodes=FR,US", 200, gpus, "A:MEDIUM[EU-FR-1:LOW US-TX-1:MEDIUM],B:LOW[US-TX-1:LOW]"},
+		{list + stock + "&countryCodes=DE", 200, gpus, ""},
+		{list + stock + "&cudaVersions=12.4", 200, gpus, "A:NONE[],B:LOW[US-TX-1:LOW]"},
+		{list + stock + "&cudaVersions=12.4,12.8", 200, gpus, "A:MEDIUM[EU-FR-1:LOW US-TX-1:MEDIUM],B:LOW[US-TX-1:LOW]"},
+		{list + "?include=AVAILABILITY&product=POD,SERVERLESS&countryCodes=FR", 200, gpus, "A:LOW[EU-FR-1:LOW]"},
+		{list + "?countryCodes=FR", 400, nil, ""},
+		{list + "?cudaVersions=12.4", 400, nil, ""},
+		{list + stock + "&cudaVersions=12.4&minCudaVersion=12", 400, nil, ""},
+		{list + stock + "&countryCodes=fr", 422, nil, ""},
+		{list + stock + "&countryCodes=FRA", 422, nil, ""},
+		{list + stock + "&cudaVersions=12", 422, nil, ""},
+		{list + "?include=AVAILABILITY&product=GPU", 422, nil, ""},
+
+		{list + "/B", 200, one, "B"},
+		{list + "/B" + stock, 200, one, "B:LOW[US-TX-1:LOW]"},
+		{list + "/A" + stock + "&countryCodes=FR", 200, one, "A:LOW[EU-FR-1:LOW]"},
+		{list + "/A" + stock + "&countryCodes=DE", 200, one, "A:NONE[]"},
+		{list + "/A" + stock + "&cudaVersions=12.4", 200, one, "A:NONE[]"},
+		{list + "/A?countryCodes=FR", 400, nil, ""},
+		{list + "/A" + stock + "&countryCodes=F", 422, nil, ""},
+	} {
+		t.Run(c.path, func(t *testing.T) {
+			if c.status != 200 {
+				checkProblem(t, srv, srv.APIKey(), "GET", c.path, nil, c.status)
+				return
+			}
+			if got := c.read(t, mustCall(t, srv, srv.APIKey(), "GET", c.path, nil, 200)); got != c.want {
+				t.Errorf("GET %s: %q, want %q", c.path, got, c.want)
+			}
+		})
+	}
+}

@@ -264,7 +264,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, caller string) {
 	case len(parts) == 2 && parts[0] == "catalog" && parts[1] == "gpus":
 		s.listGPUTypesQuery(w, r)
 	case len(parts) == 3 && parts[0] == "catalog" && parts[1] == "gpus":
-		s.getGPUType(w, parts[2])
+		s.getGPUType(w, r, parts[2])
 	default:
 		// What the document has and the fake does not serve: doc.go's
 		// list.

@@ -14,6 +14,7 @@ type config struct {
 	now            func() time.Time
 	runner         bool
 	gpus           []GPUType
+	dataCenters    []DataCenter
 	provisionDelay time.Duration
 	stopGrace      time.Duration
 	volumeRate     float64
