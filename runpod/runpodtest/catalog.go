@@ -418,19 +418,52 @@ func (s *Server) listDataCenters(w http.ResponseWriter, r *http.Request) {
 			global != nil && d.GlobalNetwork != *global:
 			continue
 		}
-		wd := wireDataCenter{ID: dc, Name: dc, Region: d.Region, GlobalNetwork: d.GlobalNetwork,
-			NetworkVolumeTypes: slices.Clone(d.NetworkVolumeTypes), Compliance: slices.Clone(d.Compliance)}
-		if slices.Contains(include, "GPU_AVAILABILITY") {
-			for _, g := range s.cfg.gpus {
-				if offers(g, dc) {
-					wd.GPUAvailability = append(wd.GPUAvailability, wireDCStock{ID: g.ID, Name: g.Name, Availability: level(s.freeLocked(g, dc), 1)})
-				}
-			}
-		}
-		out.DataCenters = append(out.DataCenters, wd)
+		out.DataCenters = append(out.DataCenters, s.dataCenterLocked(d, include))
 	}
 	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, out)
+}
+
+// getDataCenter answers one data center of the catalog.
+func (s *Server) getDataCenter(w http.ResponseWriter, r *http.Request, id string) {
+	var errs []string
+	include := enumParam(r.URL.Query(), "include", []string{"GPU_AVAILABILITY", "CPU_AVAILABILITY"}, &errs)
+	if len(errs) > 0 {
+		writeProblem(w, http.StatusUnprocessableEntity, "Request validation failed.", errs...)
+		return
+	}
+	s.mu.Lock()
+	known := slices.Contains(s.dataCentersLocked(), id)
+	var out wireDataCenter
+	if known {
+		out = s.dataCenterLocked(s.describeLocked(id), include)
+	}
+	s.mu.Unlock()
+	if !known {
+		writeProblem(w, http.StatusNotFound, "data center not found")
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// dataCenterLocked is d as the catalog shows it, with the stock include
+// asks for.
+func (s *Server) dataCenterLocked(d DataCenter, include []string) wireDataCenter {
+	wd := wireDataCenter{ID: d.ID, Name: d.ID, Region: d.Region, GlobalNetwork: d.GlobalNetwork,
+		NetworkVolumeTypes: slices.Clone(d.NetworkVolumeTypes), Compliance: slices.Clone(d.Compliance)}
+	if slices.Contains(include, "GPU_AVAILABILITY") {
+		for _, g := range s.cfg.gpus {
+			if offers(g, d.ID) {
+				wd.GPUAvailability = append(wd.GPUAvailability, wireDCStock{ID: g.ID, Name: g.Name, Availability: level(s.freeLocked(g, d.ID), 1)})
+			}
+		}
+	}
+	if slices.Contains(include, "CPU_AVAILABILITY") && d.ID == fakeDataCenter {
+		for _, c := range cpuTypes {
+			wd.CPUAvailability = append(wd.CPUAvailability, wireDCStock{ID: c.id, Name: c.name, Availability: "HIGH"})
+		}
+	}
+	return wd
 }
 
 func containsAll(have, want []string) bool {
@@ -587,4 +620,103 @@ func (s *Server) placePodLocked(w http.ResponseWriter, p *pod, g GPUType, req wi
 	}
 	p.dataCenter = dc
 	return true
+}
+
+// cpuTypes is the fake's CPU catalog: flavors offered in its own data
+// center only, without a stock limit, each vCPU at WithCPURate's price
+// with the 2 GB of RAM a CPU pod reports. A create takes any cpu.id.
+var cpuTypes = []struct {
+	id, name, group string
+}{
+	{"cpu3c", "Compute-Optimized", "Gen 3"},
+	{"cpu5c", "Compute-Optimized", "Gen 5"},
+}
+
+// The vCPU range of each of the fake's CPU flavors.
+const (
+	minFlavorVCPU = 2
+	maxFlavorVCPU = 32
+)
+
+// cpuQuery reads the query of GET /v2/catalog/cpus[/{id}]: whether it
+// asks for the stock and for how many vCPUs (0: any), or answers its
+// refusal and returns false.
+func cpuQuery(w http.ResponseWriter, r *http.Request) (stock bool, vcpus int, ok bool) {
+	q := r.URL.Query()
+	var errs []string
+	include := enumParam(q, "include", []string{"AVAILABILITY"}, &errs)
+	if len(include) > 1 {
+		errs = append(errs, "$.include: maxItems 1")
+	}
+	product := enumParam(q, "product", []string{"POD", "SERVERLESS"}, &errs)
+	if v, has := q["vcpuCount"]; has {
+		n, err := strconv.Atoi(v[0])
+		if err != nil || n < 2 || len(v) > 1 {
+			errs = append(errs, "$.vcpuCount: one integer, minimum 2")
+		}
+		vcpus = n
+	}
+	if len(errs) > 0 {
+		writeProblem(w, http.StatusUnprocessableEntity, "Request validation failed.", errs...)
+		return false, 0, false
+	}
+	stock = len(include) > 0
+	switch {
+	case stock != (len(product) > 0):
+		writeProblem(w, http.StatusBadRequest, "product is required with include=AVAILABILITY, and valid only with it")
+		return false, 0, false
+	case !stock && vcpus != 0:
+		writeProblem(w, http.StatusBadRequest, "vcpuCount is valid only with include=AVAILABILITY")
+		return false, 0, false
+	case vcpus&(vcpus-1) != 0:
+		writeProblem(w, http.StatusBadRequest, "vcpuCount must be a power of two")
+		return false, 0, false
+	}
+	return stock, vcpus, true
+}
+
+// cpuTypeWire is CPU flavor i as the catalog shows it, with its stock
+// when asked: plenty in the fake's data center, for any vCPU count in
+// its range.
+func (s *Server) cpuTypeWire(i int, stock bool, vcpus int) wireCPUType {
+	c := cpuTypes[i]
+	out := wireCPUType{ID: c.id, Name: c.name, Group: c.group, RAMPerVCPU: 2,
+		VCPU:  wireVCPURange{Min: minFlavorVCPU, Max: maxFlavorVCPU},
+		Price: wireCPUPrice{SecurePerVCPU: s.cfg.cpuRate, ServerlessPerVCPU: s.cfg.cpuRate}}
+	if stock {
+		avail := "HIGH"
+		if vcpus != 0 && (vcpus < minFlavorVCPU || vcpus > maxFlavorVCPU) {
+			avail = "NONE"
+		} else {
+			out.DataCenters = []wireDCStock{{ID: fakeDataCenter, Name: fakeDataCenter, Availability: avail}}
+		}
+		out.Availability = &avail
+	}
+	return out
+}
+
+func (s *Server) listCPUTypes(w http.ResponseWriter, r *http.Request) {
+	stock, vcpus, ok := cpuQuery(w, r)
+	if !ok {
+		return
+	}
+	out := wireListCPUTypes{CPUs: []wireCPUType{}}
+	for i := range cpuTypes {
+		out.CPUs = append(out.CPUs, s.cpuTypeWire(i, stock, vcpus))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) getCPUType(w http.ResponseWriter, r *http.Request, id string) {
+	stock, vcpus, ok := cpuQuery(w, r)
+	if !ok {
+		return
+	}
+	for i, c := range cpuTypes {
+		if c.id == id {
+			writeJSON(w, http.StatusOK, s.cpuTypeWire(i, stock, vcpus))
+			return
+		}
+	}
+	writeProblem(w, http.StatusNotFound, "cpu type not found")
 }

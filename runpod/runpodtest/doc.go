@@ -51,9 +51,11 @@
 //	                                 product: POD, CLUSTER and SERVERLESS share one stock) adds
 //	                                 the stock, scoped by count, cloud, minCudaVersion or
 //	                                 cudaVersions, and countryCodes (see DataCenter)
+//	GET    /v2/catalog/cpus[/{id}]   ListCpuTypesResponse / CpuType: two flavors (cpu3c, cpu5c)
+//	                                 at WithCPURate per vCPU, plenty of each in FAKE-LOCAL-1;
+//	                                 a create takes any cpu.id
 //	GET    /v2/catalog/datacenters   ListDataCentersResponse, filtered by regions, compliance,
-//	                                 globalNetwork and networkVolumeTypes (WithDataCenters);
-//	                                 include=CPU_AVAILABILITY adds nothing (no CPU catalog)
+//	       [/{id}]                   globalNetwork and networkVolumeTypes (WithDataCenters)
 //	GET    /v2/billing/pods          ListPodBillingResponse: each pod's Bill cut into the query's
 //	                                 buckets (UTC), lagging by WithBillingDelay
 //	GET    /v2/registries            ListRegistriesResponse (AddRegistry adds one)
@@ -247,9 +249,6 @@
 //	GET, DELETE                  /v2/registries/{id}
 //	GET, POST                    /v2/registries/delegations
 //	DELETE                       /v2/registries/delegations/{id}
-//	GET                          /v2/catalog/cpus
-//	GET                          /v2/catalog/cpus/{id}
-//	GET                          /v2/catalog/datacenters/{id}
 //	GET                          /v2/catalog/templates
 //	GET                          /v2/billing
 //	GET                          /v2/billing/serverless

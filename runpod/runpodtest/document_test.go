@@ -329,3 +329,55 @@ func TestCatalogFilters(t *testing.T) {
 		})
 	}
 }
+
+// The CPU catalog and one data center are served (runpodctl's CPU pod
+// create reads the CPU stock first), in the document's shapes, with
+// their queries refused as the document says.
+func TestCatalogCPUsAndOneDataCenter(t *testing.T) {
+	srv := newTestServer(t, WithCPURate(0.05), WithDataCenters(DataCenter{ID: "EU-FR-1", Region: "EUROPE", Country: "FR"}))
+	raw := mustCall(t, srv, srv.APIKey(), "GET", "/v2/catalog/cpus?include=AVAILABILITY&product=POD&vcpuCount=2", nil, http.StatusOK)
+	checkSchema(t, "ListCpuTypesResponse", raw)
+	cpus := decode[wireListCPUTypes](t, raw).CPUs
+	if len(cpus) == 0 {
+		t.Fatalf("no CPU flavors: %s", raw)
+	}
+	for _, c := range cpus {
+		if c.Price.SecurePerVCPU != 0.05 || c.Availability == nil || *c.Availability != "HIGH" ||
+			len(c.DataCenters) != 1 || c.DataCenters[0].ID != "FAKE-LOCAL-1" {
+			t.Errorf("flavor %+v", c)
+		}
+	}
+	raw = mustCall(t, srv, srv.APIKey(), "GET", "/v2/catalog/cpus/"+cpus[0].ID+"?include=AVAILABILITY&product=POD&vcpuCount=64", nil, http.StatusOK)
+	checkSchema(t, "CpuType", raw)
+	if c := decode[wireCPUType](t, raw); c.Availability == nil || *c.Availability != "NONE" || c.DataCenters != nil {
+		t.Errorf("64 vCPUs of %s: %s", cpus[0].ID, raw)
+	}
+	raw = mustCall(t, srv, srv.APIKey(), "GET", "/v2/catalog/cpus/"+cpus[0].ID, nil, http.StatusOK)
+	if c := decode[wireCPUType](t, raw); c.Availability != nil {
+		t.Errorf("stock unasked: %s", raw)
+	}
+	raw = mustCall(t, srv, srv.APIKey(), "GET", "/v2/catalog/datacenters/FAKE-LOCAL-1?include=CPU_AVAILABILITY", nil, http.StatusOK)
+	checkSchema(t, "DataCenter", raw)
+	if d := decode[wireDataCenter](t, raw); d.ID != "FAKE-LOCAL-1" || len(d.CPUAvailability) != len(cpus) || d.GPUAvailability != nil {
+		t.Errorf("FAKE-LOCAL-1: %s", raw)
+	}
+	raw = mustCall(t, srv, srv.APIKey(), "GET", "/v2/catalog/datacenters/EU-FR-1", nil, http.StatusOK)
+	if d := decode[wireDataCenter](t, raw); d.Region != "EUROPE" || d.CPUAvailability != nil {
+		t.Errorf("EU-FR-1: %s", raw)
+	}
+	for _, c := range []struct {
+		path   string
+		status int
+	}{
+		{"/v2/catalog/cpus/nope", 404},
+		{"/v2/catalog/datacenters/NOPE-1", 404},
+		{"/v2/catalog/cpus?vcpuCount=2", 400},
+		{"/v2/catalog/cpus?include=AVAILABILITY", 400},
+		{"/v2/catalog/cpus?include=AVAILABILITY&product=POD&vcpuCount=6", 400},
+		{"/v2/catalog/cpus?include=AVAILABILITY&product=CLUSTER", 422},
+		{"/v2/catalog/cpus?include=AVAILABILITY&product=POD&vcpuCount=1", 422},
+		{"/v2/catalog/datacenters/FAKE-LOCAL-1?include=ALL", 422},
+	} {
+		checkProblem(t, srv, srv.APIKey(), "GET", c.path, nil, c.status)
+	}
+}

@@ -265,6 +265,12 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, caller string) {
 		s.listGPUTypesQuery(w, r)
 	case len(parts) == 3 && parts[0] == "catalog" && parts[1] == "gpus":
 		s.getGPUType(w, r, parts[2])
+	case len(parts) == 3 && parts[0] == "catalog" && parts[1] == "datacenters":
+		s.getDataCenter(w, r, parts[2])
+	case len(parts) == 2 && parts[0] == "catalog" && parts[1] == "cpus":
+		s.listCPUTypes(w, r)
+	case len(parts) == 3 && parts[0] == "catalog" && parts[1] == "cpus":
+		s.getCPUType(w, r, parts[2])
 	default:
 		// What the document has and the fake does not serve: doc.go's
 		// list.

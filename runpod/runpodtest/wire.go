@@ -207,6 +207,32 @@ type wireDataCenter struct {
 	NetworkVolumeTypes []string      `json:"networkVolumeTypes"`
 	Compliance         []string      `json:"compliance"`
 	GPUAvailability    []wireDCStock `json:"gpuAvailability,omitempty"`
+	CPUAvailability    []wireDCStock `json:"cpuAvailability,omitempty"`
+}
+
+type wireCPUType struct {
+	ID           string        `json:"id"`
+	Name         string        `json:"name"`
+	Group        string        `json:"group"`
+	VCPU         wireVCPURange `json:"vcpu"`
+	RAMPerVCPU   float64       `json:"ramGbPerVcpu"`
+	Price        wireCPUPrice  `json:"price"`
+	Availability *string       `json:"availability,omitempty"`
+	DataCenters  []wireDCStock `json:"dataCenters,omitempty"`
+}
+
+type wireVCPURange struct {
+	Min int `json:"min"`
+	Max int `json:"max"`
+}
+
+type wireCPUPrice struct {
+	SecurePerVCPU     float64 `json:"securePerVcpu"`
+	ServerlessPerVCPU float64 `json:"serverlessPerVcpu"`
+}
+
+type wireListCPUTypes struct {
+	CPUs []wireCPUType `json:"cpus"`
 }
 
 type wireListDataCenters struct {
