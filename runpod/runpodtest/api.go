@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"path"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -19,17 +22,86 @@ var (
 )
 
 // decodeStrict decodes a JSON body, refusing fields the schema does not
-// have (additionalProperties/unevaluatedProperties false).
+// have (additionalProperties/unevaluatedProperties false): its error is
+// a *bodyError, each line one the document's validator would give.
 func decodeStrict(r *http.Request, v any) error {
-	dec := json.NewDecoder(r.Body)
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return &bodyError{[]string{"$: " + err.Error()}}
+	}
+	var extra []string
+	additionalProperties(body, reflect.TypeOf(v), "$", &extra)
+	if len(extra) > 0 {
+		return &bodyError{extra}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return err
+		return &bodyError{[]string{"$: " + err.Error()}}
 	}
 	if dec.More() {
-		return fmt.Errorf("trailing data after the JSON body")
+		return &bodyError{[]string{"$: trailing data after the JSON body"}}
 	}
 	return nil
+}
+
+// bodyError is a request body off its schema: a 422's errors.
+type bodyError struct{ errs []string }
+
+func (e *bodyError) Error() string { return strings.Join(e.errs, "; ") }
+
+// refuseBody answers decodeStrict's error, a 422.
+func refuseBody(w http.ResponseWriter, err error) {
+	errs := []string{"$: " + err.Error()}
+	if be, ok := err.(*bodyError); ok {
+		errs = be.errs
+	}
+	writeProblem(w, http.StatusUnprocessableEntity, "Request validation failed.", errs...)
+}
+
+// additionalProperties adds to out, for each object of raw (at path at)
+// with members that wire type t has no field for, the document's
+// "additional properties ... not allowed", naming them all, their case
+// kept as sent (JSON names are case-sensitive).
+func additionalProperties(raw []byte, t reflect.Type, at string, out *[]string) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(raw, &obj) != nil {
+			return // not an object: decoding says so
+		}
+		fields := map[string]reflect.Type{}
+		for i := range t.NumField() {
+			name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+			fields[name] = t.Field(i).Type
+		}
+		var extra []string
+		keys := slices.Sorted(maps.Keys(obj))
+		for _, k := range keys {
+			if _, ok := fields[k]; !ok {
+				extra = append(extra, "'"+k+"'")
+			}
+		}
+		if len(extra) > 0 {
+			*out = append(*out, fmt.Sprintf("%s: additional properties %s not allowed", at, strings.Join(extra, ", ")))
+		}
+		for _, k := range keys {
+			if ft, ok := fields[k]; ok {
+				additionalProperties(obj[k], ft, at+"."+k, out)
+			}
+		}
+	case reflect.Slice:
+		var items []json.RawMessage
+		if json.Unmarshal(raw, &items) != nil {
+			return
+		}
+		for i, item := range items {
+			additionalProperties(item, t.Elem(), fmt.Sprintf("%s[%d]", at, i), out)
+		}
+	}
 }
 
 // listPods answers one page of the pod list, newest first as the
@@ -235,7 +307,7 @@ func (s *Server) createPod(w http.ResponseWriter, r *http.Request) {
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	var req wireCreatePod
 	if err := decodeStrict(r, &req); err != nil {
-		writeProblem(w, http.StatusUnprocessableEntity, "Request validation failed.", "$: "+err.Error())
+		refuseBody(w, err)
 		return
 	}
 	if errs := validateCreate(&req); len(errs) > 0 {
@@ -467,7 +539,7 @@ func (s *Server) terminate(w http.ResponseWriter, id string) bool {
 func (s *Server) podAction(w http.ResponseWriter, r *http.Request, id string) {
 	var req wirePodAction
 	if err := decodeStrict(r, &req); err != nil {
-		writeProblem(w, http.StatusUnprocessableEntity, "Request validation failed.", "$: "+err.Error())
+		refuseBody(w, err)
 		return
 	}
 	if req.Action == nil {
@@ -602,7 +674,7 @@ func (v *volume) wire() wireNetworkVolume {
 func (s *Server) patchNetworkVolume(w http.ResponseWriter, r *http.Request, id string) {
 	var req wireUpdateNetworkVolume
 	if err := decodeStrict(r, &req); err != nil {
-		writeProblem(w, http.StatusUnprocessableEntity, "Request validation failed.", "$: "+err.Error())
+		refuseBody(w, err)
 		return
 	}
 	var errs []string

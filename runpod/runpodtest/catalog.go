@@ -535,7 +535,7 @@ func (s *Server) listNetworkVolumes(w http.ResponseWriter) {
 func (s *Server) createNetworkVolume(w http.ResponseWriter, r *http.Request) {
 	var req wireCreateNetworkVolume
 	if err := decodeStrict(r, &req); err != nil {
-		writeProblem(w, http.StatusUnprocessableEntity, "Request validation failed.", "$: "+err.Error())
+		refuseBody(w, err)
 		return
 	}
 	var errs []string

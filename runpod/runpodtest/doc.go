@@ -67,8 +67,9 @@
 // Errors are RFC 9457 problem objects (title, status, detail, and errors for
 // a 422), with the statuses of openapi_v2.json: 401 without a valid key, 403
 // for a key without access, 404, 409, 400 for a request that breaks a rule
-// (placement, a volume shrink), 422 for one that breaks the schema (unknown
-// fields included). Nothing answers under /graphql (404).
+// (placement, a volume shrink), 422 for one that breaks the schema (every
+// unknown member named, as the document's "$: additional properties
+// 'bogus' not allowed"). Nothing answers under /graphql (404).
 //
 // testdata/openapi_v2.json is Runpod's OpenAPI document (its 2026-09
 // version), the contract the fake follows. This module's tests hold every

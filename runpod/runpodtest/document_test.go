@@ -381,3 +381,35 @@ func TestCatalogCPUsAndOneDataCenter(t *testing.T) {
 		checkProblem(t, srv, srv.APIKey(), "GET", c.path, nil, c.status)
 	}
 }
+
+// A body with members its schema lacks is a 422 naming every one of
+// them, at each level, in the document's words ("$: additional properties
+// 'bogus' not allowed"), not only the first that Go's decoder meets.
+func TestUnknownMembersNamedAsTheDocument(t *testing.T) {
+	srv := newTestServer(t, AllowPodsLeft())
+	nested := gpuPodBody("x")
+	nested["gpu"] = map[string]any{"id": gpu4090, "colour": "red"}
+	nested["mounts"] = map[string]any{"network": []any{map[string]any{"volumeId": "v", "path": "/data", "readOnly": true}}}
+	nested["Name"] = "x"
+	for _, c := range []struct {
+		path string
+		body any
+		want []string
+	}{
+		// runpodctl 2.7's v1 create body.
+		{"/v2/pods", `{"name":"rc-cpu","imageName":"busybox","computeType":"CPU","containerDiskInGb":20,"volumeMountPath":"/workspace","cloudType":"SECURE","dockerArgs":"sleep 600"}`,
+			[]string{"$: additional properties 'cloudType', 'computeType', 'containerDiskInGb', 'dockerArgs', 'imageName', 'volumeMountPath' not allowed"}},
+		{"/v2/pods", nested, []string{
+			"$: additional properties 'Name' not allowed",
+			"$.gpu: additional properties 'colour' not allowed",
+			"$.mounts.network[0]: additional properties 'readOnly' not allowed",
+		}},
+		{"/v2/network-volumes", `{"name":"v","size":10,"dataCenterId":"FAKE-LOCAL-1"}`,
+			[]string{"$: additional properties 'dataCenterId' not allowed"}},
+	} {
+		pr := checkProblem(t, srv, srv.APIKey(), "POST", c.path, c.body, http.StatusUnprocessableEntity)
+		if !slices.Equal(pr.Errors, c.want) {
+			t.Errorf("POST %s: errors %q, want %q", c.path, pr.Errors, c.want)
+		}
+	}
+}

@@ -110,7 +110,7 @@ func (s *Server) listSecrets(w http.ResponseWriter, r *http.Request) {
 func (s *Server) createSecret(w http.ResponseWriter, r *http.Request) {
 	var req wireCreateSecret
 	if err := decodeStrict(r, &req); err != nil {
-		writeProblem(w, http.StatusUnprocessableEntity, "Request validation failed.", "$: "+err.Error())
+		refuseBody(w, err)
 		return
 	}
 	errs := append(checkSecretName(req.Name), checkSecretValue(req.Value, true)...)
@@ -154,7 +154,7 @@ func (s *Server) getSecret(w http.ResponseWriter, id string) {
 func (s *Server) patchSecret(w http.ResponseWriter, r *http.Request, id string) {
 	var req wireUpdateSecret
 	if err := decodeStrict(r, &req); err != nil {
-		writeProblem(w, http.StatusUnprocessableEntity, "Request validation failed.", "$: "+err.Error())
+		refuseBody(w, err)
 		return
 	}
 	var errs []string
