@@ -55,7 +55,8 @@
 //	                                 at WithCPURate per vCPU, plenty of each in FAKE-LOCAL-1;
 //	                                 a create takes any cpu.id
 //	GET    /v2/catalog/datacenters   ListDataCentersResponse, filtered by regions, compliance,
-//	       [/{id}]                   globalNetwork and networkVolumeTypes (WithDataCenters)
+//	                                 globalNetwork and networkVolumeTypes (WithDataCenters)
+//	GET    /v2/catalog/datacenters/{id}  DataCenter
 //	GET    /v2/billing/pods          ListPodBillingResponse: each pod's Bill cut into the query's
 //	                                 buckets (UTC), lagging by WithBillingDelay
 //	GET    /v2/registries            ListRegistriesResponse (AddRegistry adds one)
