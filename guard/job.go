@@ -273,11 +273,10 @@ func (r *Run) follow(ctx context.Context, w io.Writer) (End, error) {
 				return End{}, fmt.Errorf("following the job: %w", err)
 			}
 			// A pod that no longer answers (its run directory on a volume
-			// that hangs) is still held to the money rules.
-			if err := r.enforce(ctx, r.last, lastLease); err != nil {
-				return End{}, err
-			}
-			if err := r.reconnect(ctx, err); err != nil {
+			// that hangs, its host cut off) is still held to the money
+			// rules, on every turn of the reconnect.
+			enforce := func() error { return r.enforce(ctx, r.last, lastLease) }
+			if err := r.reconnect(ctx, err, enforce); err != nil {
 				return End{}, err
 			}
 			continue

@@ -499,7 +499,7 @@ func (r *Run) waitVerdict(ctx context.Context) (st jobctl.State, err error) {
 			return st, fmt.Errorf("reading the watchdog's verdict: %w", err)
 		default:
 			// The connection broke: the pod may be gone.
-			if err := r.reconnect(ctx, err); err != nil {
+			if err := r.reconnect(ctx, err, nil); err != nil {
 				return st, err
 			}
 			continue

@@ -329,11 +329,19 @@ func (r *Run) liveConn(ctx context.Context) error {
 }
 
 // reconnect replaces a broken SSH connection, unless the pod is gone.
-func (r *Run) reconnect(ctx context.Context, cause error) error {
+// enforce, unless nil, runs on every turn and ends the loop with its
+// error: a pod the API shows running but SSH cannot reach (a host
+// partition) is still held to the rules of the one following it.
+func (r *Run) reconnect(ctx context.Context, cause error, enforce func() error) error {
 	r.dropConn()
 	r.emit(Event{Kind: EventReconnecting, Err: cause})
 	wait := r.rec.Poll
 	for {
+		if enforce != nil {
+			if err := enforce(); err != nil {
+				return err
+			}
+		}
 		if err := r.waitRunning(ctx); err != nil {
 			return err
 		}
