@@ -69,7 +69,7 @@ type Collected struct {
 }
 
 // Collect downloads the outputs, job.log, exit code, markers and pod logs
-// into dir alone, holding the lease and checking all but the logs against the
+// (the logs with the job's secrets [REDACTED]) into dir alone, holding the lease and checking all but the logs against the
 // pod's SHA-256 manifest, then marks them retrieved so the watchdog may
 // delete the pod. A failure is a *CollectError; the pod keeps its watchdog.
 func (r *Run) Collect(ctx context.Context, dir string) (Collected, error) {
@@ -153,6 +153,7 @@ func (r *Run) fetch(ctx context.Context, dir string, hold bool) (Collected, erro
 	if err != nil {
 		return Collected{}, err
 	}
+	r.redactFiles(dir, growingNames)
 	if x.Unchecked {
 		r.warn(errors.New("the pod has neither sha256sum nor busybox: the downloaded results were not checked"))
 	}

@@ -82,10 +82,9 @@ func (r *Run) start(ctx context.Context, job Job) error {
 		return err
 	}
 	secrets := job.secrets()
-	if r.plog != nil {
-		for _, v := range secrets {
-			r.plog.addSecret(v)
-		}
+	red := r.redacting()
+	for _, v := range secrets {
+		red.addSecret(v)
 	}
 	in, err := jobctl.JobInput(r.rec.jobDefaults(), secrets)
 	if err != nil {
@@ -224,8 +223,8 @@ func (r *Run) Exec(ctx context.Context, cmd string, stdin io.Reader, stdout, std
 	return r.conn.Run(ctx, cmd, stdin, stdout, stderr)
 }
 
-// Follow streams the job's output to w (nil: discard) from the Record's
-// offset until the job ends, renewing the lease while it moves, growing a
+// Follow streams the job's output to w (nil: discard), its secrets
+// [REDACTED], from the Record's offset until the job ends, renewing the lease while it moves, growing a
 // filling network volume and, with Spec.Recover, moving a lost job to a new
 // pod. A pod found gone is a *PodGoneError; a rule the watchdog missed, an
 // *EnforcedError. When ctx ends, the pod stays.
@@ -258,6 +257,8 @@ func (r *Run) follow(ctx context.Context, w io.Writer) (End, error) {
 	var moving movement
 	var announced watchdog.SnapshotReason
 	lastStatus := r.now()
+	// The job may print its secrets (set -x): they are redacted.
+	out := &redactWriter{w: w, red: r.redacting()}
 	for {
 		// The first look renews the lease; after that, a renewal needs
 		// the job to have moved since the last one (progress once it
@@ -286,7 +287,7 @@ func (r *Run) follow(ctx context.Context, w io.Writer) (End, error) {
 			lastLease = now
 		}
 		if len(b) > 0 {
-			if _, err := w.Write(b); err != nil {
+			if _, err := out.Write(b); err != nil {
 				return End{}, fmt.Errorf("writing the job's output: %w", err)
 			}
 			r.rec.LogOffset += int64(len(b))
@@ -308,7 +309,7 @@ func (r *Run) follow(ctx context.Context, w io.Writer) (End, error) {
 			}
 		}
 		if st.Ended() && r.rec.LogOffset >= st.LogSize {
-			return r.endOf(st), nil
+			return r.endOf(st), out.flush()
 		}
 		if err := r.enforce(ctx, st, lastLease); err != nil {
 			return End{}, err
@@ -323,7 +324,7 @@ func (r *Run) follow(ctx context.Context, w io.Writer) (End, error) {
 		// keep it (no volume), and the job died with the container.
 		if !st.Started() {
 			r.runDirLost = true
-			return r.endOf(st), nil
+			return r.endOf(st), out.flush()
 		}
 		r.pullIfDue(ctx, st)
 		if now.Sub(lastStatus) >= statusEvery {

@@ -101,10 +101,11 @@ func TestJobSecretsRefused(t *testing.T) {
 	}
 }
 
-// The pod log's copy redacts a secret's value, and each line of a value
-// of many lines, the longer first.
-func TestPodLogRedactsSecrets(t *testing.T) {
-	p := &podLog{}
+// The redactor (of the pod log's copy, the job's output, the downloaded
+// logs) redacts a secret's value, and each line of a value of many lines,
+// the longer first.
+func TestRedactorRedactsSecrets(t *testing.T) {
+	p := &redactor{}
 	p.addSecret("abc") // too short to redact
 	p.addSecret("line-one-of-it\n  line-two-of-it\n")
 	p.addSecret("token-123456")
@@ -164,4 +165,40 @@ func TestJobCachesOnTheNetworkVolume(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The job's output keeps no secret whatever its reads' bounds: a value
+// split across two writes, or written a byte at a time, is redacted (a
+// value of many lines whole, or line by line); an end that only begins
+// one is written at the stream's end, and the rest as it was.
+func TestRedactWriterAcrossWrites(t *testing.T) {
+	p := &redactor{}
+	p.addSecret("token-123456")
+	p.addSecret("line-one-of-it\nline-two-of-it\n")
+	in := "+ curl -H token-123456 x\n{line-one-of-it\nline-two-of-it}\nlast token-12"
+	want := "+ curl -H [REDACTED] x\n{[REDACTED]}\nlast token-12"
+	write := func(parts ...string) string {
+		var b strings.Builder
+		w := &redactWriter{w: &b, red: p}
+		for _, s := range parts {
+			if n, err := w.Write([]byte(s)); err != nil || n != len(s) {
+				t.Fatalf("Write = %d, %v", n, err)
+			}
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	// The lines of a value are redacted each when its first came alone.
+	check := func(how, got string) {
+		t.Helper()
+		if strings.ReplaceAll(got, "[REDACTED]\n[REDACTED]", "[REDACTED]") != want {
+			t.Errorf("%s: %q, want %q", how, got, want)
+		}
+	}
+	for i := range len(in) + 1 {
+		check(fmt.Sprintf("split at %d", i), write(in[:i], in[i:]))
+	}
+	check("a byte at a time", write(strings.Split(in, "")...))
 }

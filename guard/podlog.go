@@ -5,9 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/runpod"
@@ -26,9 +23,7 @@ const podLogDrain = 2 * time.Second
 type podLog struct {
 	cancel context.CancelFunc
 	done   chan struct{}
-
-	mu      sync.Mutex
-	secrets []string
+	*redactor
 }
 
 // podLogEvent starts the copy once the run has a pod, and ends it a little
@@ -53,7 +48,7 @@ func (r *Run) podLogEvent(e Event) {
 
 func (r *Run) startPodLog() {
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &podLog{cancel: cancel, done: make(chan struct{})}
+	p := &podLog{cancel: cancel, done: make(chan struct{}), redactor: r.redacting()}
 	r.plog = p
 	opts := runpod.LogOptions{}
 	if !r.rec.BillingStart.IsZero() && r.since(r.rec.BillingStart) < 10*time.Minute {
@@ -81,33 +76,4 @@ func (r *Run) stopPodLog() {
 	r.plog.cancel()
 	<-r.plog.done
 	r.plog = nil
-}
-
-// minRedacted is the shortest value redacted: a shorter one would blank
-// out common words of the log and hide nothing worth hiding.
-const minRedacted = 6
-
-// addSecret redacts s from the copy, and each line of it on its own: the
-// copy is written a line at a time, so a value of many lines (a JSON
-// credential) never appears whole.
-func (p *podLog) addSecret(s string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, v := range append([]string{s}, strings.Split(s, "\n")...) {
-		if v = strings.TrimSpace(v); len(v) >= minRedacted && !slices.Contains(p.secrets, v) {
-			p.secrets = append(p.secrets, v)
-		}
-	}
-	// The longest first, so that a value within another is not redacted
-	// first and leaves the rest of the longer one.
-	slices.SortFunc(p.secrets, func(a, b string) int { return len(b) - len(a) })
-}
-
-func (p *podLog) redact(s string) string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, sec := range p.secrets {
-		s = strings.ReplaceAll(s, sec, "[REDACTED]")
-	}
-	return s
 }

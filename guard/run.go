@@ -79,6 +79,8 @@ type Run struct {
 	diskAsked    bool
 	// costAsked says this Run asked for the cost cap's snapshot itself.
 	costAsked bool
+	// red redacts the job's secrets (redacting).
+	red *redactor
 	// stalled says the follow saw the job stalled (and not moving since):
 	// a pod then found gone most likely went by the stalled rule.
 	stalled bool
