@@ -421,39 +421,56 @@ func (r *Run) ruleDue(now time.Time) (watchdog.DeleteReason, time.Time) {
 	return rule, at
 }
 
-// earlyLead is how long before the hard end at least the results so far
-// are downloaded (WithEarlyResults); a longer snapshot lead gives a third
-// of itself.
+// earlyLead is how long before a foreseen end at least the results so
+// far are downloaded (WithEarlyResults); a longer snapshot lead gives a
+// third of itself.
 const earlyLead = 15 * time.Second
 
-// earlyResults downloads the results so far, once, when a snapshot was
-// asked and the job still runs within the lead of the hard end: the job
-// may not stop in time, and the pod goes at that end with what it
-// checkpointed. The lead is at most half the time from the request to the
-// end, so that the job had time to checkpoint; the download never runs
-// past that end.
+// earlyResults downloads the results so far, once for each end it
+// foresees, when a snapshot was asked and the job still runs within the
+// lead of that end: the job may not stop in time, and the pod goes at that
+// end with what it checkpointed. The lead is at most half the time from
+// the request to the end, so that the job had time to checkpoint; the
+// download never runs past that end.
 func (r *Run) earlyResults(ctx context.Context, st jobctl.State) {
-	if r.cfg.early == "" || r.earlyDone || st.Request == "" || st.Ended() {
+	if r.cfg.early == "" || st.Request == "" || st.Ended() {
 		return
 	}
 	now := r.now()
 	if r.askedSeen.IsZero() {
 		r.askedSeen = now
 	}
-	end, _ := r.hardEnd()
-	if end.IsZero() {
+	end := r.foreseenEnd(st)
+	if end.IsZero() || end.Equal(r.earlyFor) {
 		return
 	}
 	lead := min(max(earlyLead, r.rec.SnapshotLead/3), end.Sub(r.askedSeen)/2)
 	if now.Before(end.Add(-lead)) {
 		return
 	}
-	r.earlyDone = true
+	r.earlyFor = end
 	dctx, cancel := context.WithDeadline(ctx, end)
 	defer cancel()
 	if _, err := r.Download(dctx, r.cfg.early); err != nil && ctx.Err() == nil {
 		r.warn(fmt.Errorf("downloading the results so far before the pod's end at %s: %w", end.Local().Format(time.TimeOnly), err))
 	}
+}
+
+// foreseenEnd is the earliest delete of the pod this side foresees while
+// the job runs: the hard end, or the stalled rule's once the job was asked
+// for a stall snapshot (which only a stall rule that deletes asks). The
+// watchdog deletes SnapshotWait after its ask, which came after the look
+// before the one that first saw it. A kept pod's idle bound counts from
+// the job's end, where Follow returns and the results are collected.
+func (r *Run) foreseenEnd(st jobctl.State) time.Time {
+	end, _ := r.hardEnd()
+	if st.Request == watchdog.ReasonStall && !r.rec.Keep {
+		stall := r.askedSeen.Add(r.rec.EffectiveRules().SnapshotWait - r.rec.Poll)
+		if end.IsZero() || stall.Before(end) {
+			end = stall
+		}
+	}
+	return end
 }
 
 // ruleEarly is how much before its time on this machine's clock a rule may

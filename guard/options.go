@@ -102,8 +102,9 @@ func WithLeaveOnFailure() Option { return func(c *config) { c.leave = true } }
 func WithDetachOnCancel() Option { return func(c *config) { c.detachOnCancel = true } }
 
 // WithEarlyResults makes Follow Download into dir once a job asked for a
-// snapshot nears a rule that ignores the lease (the cost cap, the deadline
-// plus its extension), so that its checkpoint outlives the pod.
+// snapshot nears a delete it can foresee (the cost cap, the deadline plus
+// its extension, the stalled rule SnapshotWait after its snapshot was
+// asked), so that its checkpoint outlives the pod.
 func WithEarlyResults(dir string) Option { return func(c *config) { c.early = dir } }
 
 // WithForce makes Remove delete a pod whose results were not collected.

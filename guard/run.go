@@ -84,10 +84,11 @@ type Run struct {
 	// stalled says the follow saw the job stalled (and not moving since):
 	// a pod then found gone most likely went by the stalled rule.
 	stalled bool
-	// earlyDone says the results so far were downloaded before the hard
-	// end (WithEarlyResults), askedSeen when a snapshot request was first
-	// seen; seen is the last look that found the pod alive.
-	earlyDone bool
+	// earlyFor is the foreseen end the results so far were last
+	// downloaded before (WithEarlyResults), askedSeen when a snapshot
+	// request was first seen; seen is the last look that found the pod
+	// alive.
+	earlyFor  time.Time
 	askedSeen time.Time
 	seen      time.Time
 	// plog copies the pod's log (WithPodLog).
