@@ -363,8 +363,9 @@ func (r *Run) enforce(ctx context.Context, st jobctl.State, leaseAt time.Time) e
 			return &EnforcedError{Reason: watchdog.DeleteCostCap, Detail: fmt.Sprintf("the cost cap of %s was reached at %s (by this machine's clock)",
 				costplan.Money(r.rec.MaxCostUSD), capAt.Local().Format(time.TimeOnly))}
 		}
-		if snapAt := time.Unix(plan.SnapshotAt, 0); now.After(snapAt.Add(late)) && st.Request == "" && !r.costAsked {
-			// A failed write is tried again at the next look.
+		if snapAt := time.Unix(plan.SnapshotAt, 0); now.After(snapAt.Add(late)) && st.Request == "" && !r.costAsked && r.conn != nil {
+			// A failed write is tried again at the next look; while the
+			// follow reconnects (no connection), once SSH answers again.
 			if err := r.put(ctx, watchdog.SnapshotRequest, string(watchdog.ReasonCost)); err != nil {
 				r.warn(err)
 			} else {

@@ -75,6 +75,11 @@ func enforcedWhileSSHIsDown(t *testing.T, maxUSD float64, want watchdog.DeleteRe
 	if !r.Ended() || rec.Phase != PhaseFailed {
 		t.Errorf("ended %v, phase %s", r.Ended(), rec.Phase)
 	}
+	// Nothing is written to a pod SSH does not reach: no dial of its own
+	// for the cost cap's snapshot, no warning of it at each turn.
+	if es := h.eventsOf(EventWarning); len(es) != 0 {
+		t.Errorf("warnings %v", es)
+	}
 	// Within a turn of the reconnect loop of the client's own time for it.
 	if late := rec.Ended.Sub(due()); late > rec.EffectiveRules().Interval+enforceMargin+2*time.Minute {
 		t.Errorf("the pod was deleted %s after the rule's time", late)
