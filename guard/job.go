@@ -441,8 +441,10 @@ func (r *Run) earlyResults(ctx context.Context, st jobctl.State) {
 	if r.askedSeen.IsZero() {
 		r.askedSeen = now
 	}
-	end := r.foreseenEnd(st)
-	if end.IsZero() || end.Equal(r.earlyFor) {
+	// An end no later than the last one downloaded for (the same end,
+	// or one a new price moved a little) needs no second download.
+	end := r.foreseenEnd(st, now)
+	if end.IsZero() || !end.After(r.earlyFor.Add(earlyLead)) {
 		return
 	}
 	lead := min(max(earlyLead, r.rec.SnapshotLead/3), end.Sub(r.askedSeen)/2)
@@ -459,15 +461,16 @@ func (r *Run) earlyResults(ctx context.Context, st jobctl.State) {
 
 // foreseenEnd is the earliest delete of the pod this side foresees while
 // the job runs: the hard end, or the stalled rule's once the job was asked
-// for a stall snapshot (which only a stall rule that deletes asks). The
+// for a stall snapshot (which only a stall rule that deletes asks), until
+// its time passed with the pod still there (the job moved again). The
 // watchdog deletes SnapshotWait after its ask, which came after the look
 // before the one that first saw it. A kept pod's idle bound counts from
 // the job's end, where Follow returns and the results are collected.
-func (r *Run) foreseenEnd(st jobctl.State) time.Time {
+func (r *Run) foreseenEnd(st jobctl.State, now time.Time) time.Time {
 	end, _ := r.hardEnd()
 	if st.Request == watchdog.ReasonStall && !r.rec.Keep {
 		stall := r.askedSeen.Add(r.rec.EffectiveRules().SnapshotWait - r.rec.Poll)
-		if end.IsZero() || stall.Before(end) {
+		if stall.After(now) && (end.IsZero() || stall.Before(end)) {
 			end = stall
 		}
 	}
