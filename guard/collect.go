@@ -150,10 +150,11 @@ func (r *Run) fetch(ctx context.Context, dir string, hold bool) (Collected, erro
 		}
 	}
 	release()
+	// A failed download may have written the logs already.
+	r.redactFiles(dir, growingNames)
 	if err != nil {
 		return Collected{}, err
 	}
-	r.redactFiles(dir, growingNames)
 	if x.Unchecked {
 		r.warn(errors.New("the pod has neither sha256sum nor busybox: the downloaded results were not checked"))
 	}

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -201,4 +203,36 @@ func TestRedactWriterAcrossWrites(t *testing.T) {
 		check(fmt.Sprintf("split at %d", i), write(in[:i], in[i:]))
 	}
 	check("a byte at a time", write(strings.Split(in, "")...))
+}
+
+// The logs a download brought back have the job's secrets redacted,
+// those of a download that then failed too.
+func TestDownloadedLogsAreRedacted(t *testing.T) {
+	const token = "tok_NeverPrintMe_0123456789"
+	for _, fail := range []bool{false, true} {
+		h := newHarness(t, look{st: ready}, look{st: exited(0)})
+		dir := t.TempDir()
+		jobLog := filepath.Join(dir, jobctl.JobLog)
+		h.pod.onDownload = func() {
+			if err := os.WriteFile(jobLog, []byte("+ : "+token+"\n"), 0o600); err != nil {
+				t.Error(err)
+			}
+		}
+		if fail {
+			h.pod.downloadErr = errors.New("fake: the download broke")
+		}
+		spec := h.spec()
+		spec.Job.Secrets = map[string]string{"API_TOKEN": token}
+		r := h.mustStart(spec)
+		if _, err := r.Follow(context.Background(), io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		_, err := r.Download(context.Background(), dir)
+		if (err != nil) != fail {
+			t.Fatalf("Download: %v", err)
+		}
+		if b, err := os.ReadFile(jobLog); err != nil || string(b) != "+ : [REDACTED]\n" {
+			t.Errorf("failed download %v: job.log = %q, %v", fail, b, err)
+		}
+	}
 }
