@@ -279,6 +279,34 @@ func TestCreatePodTimeoutLooksLonger(t *testing.T) {
 	}
 }
 
+// CreatePodBodySize is the size of the body CreatePod sends, and of one it
+// refuses.
+func TestCreatePodBodySize(t *testing.T) {
+	c, fs := setup(t)
+	(&podStore{}).serve(fs)
+	req := simpleCreate("sized")
+	req.Entrypoint, req.Cmd = []string{"bash", "-c"}, []string{"echo \"hi\"\n<&>"}
+	req.Env = map[string]string{"A": "1"}
+	n, err := CreatePodBodySize(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreatePod(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	fs.mu.Lock()
+	sent := len(fs.exchanges[0].body)
+	fs.mu.Unlock()
+	if n != sent {
+		t.Errorf("CreatePodBodySize = %d, CreatePod sent %d bytes", n, sent)
+	}
+	req.Env["BIG"] = strings.Repeat("Z", MaxCreatePodBody)
+	var te *BodyTooLargeError
+	if n, err := CreatePodBodySize(req); !errors.As(err, &te) || n != te.Size || n <= MaxCreatePodBody {
+		t.Errorf("over the limit: %d, %v", n, err)
+	}
+}
+
 // TestCreatePodBodyTooLarge: a body over Runpod's 102,400 bytes is refused
 // before it is sent, with its size and what to cut, and no env value.
 func TestCreatePodBodyTooLarge(t *testing.T) {

@@ -405,6 +405,22 @@ func (e *BodyTooLargeError) Error() string {
 // Is makes a *BodyTooLargeError match ErrInvalid.
 func (e *BodyTooLargeError) Is(target error) bool { return target == ErrInvalid }
 
+// CreatePodBodySize returns the size in bytes of the body CreatePod sends
+// for req, to weigh it against MaxCreatePodBody without sending it. The
+// error is the one CreatePod would return before sending; over the limit
+// it is a *BodyTooLargeError, and the size is still returned.
+func CreatePodBodySize(req CreatePodRequest) (int, error) {
+	b, err := req.body()
+	if err != nil {
+		return 0, err
+	}
+	raw, err := b.encode()
+	if tooLarge := (*BodyTooLargeError)(nil); errors.As(err, &tooLarge) {
+		return tooLarge.Size, err
+	}
+	return len(raw), err
+}
+
 // encode renders the body as JSON, refusing one over MaxCreatePodBody.
 func (b *createPodBody) encode() (json.RawMessage, error) {
 	raw, err := json.Marshal(b)
