@@ -738,6 +738,10 @@ func TestBootsUnderEveryShell(t *testing.T) {
 				}
 			}
 			noSecretIn(t, bootstrap.Log, log, append(w.host.secrets(w.apiKey), env["HF_TOKEN"]))
+			// The watchdog it wrote is the one the command carries.
+			if got, want := readString(filepath.Join(w.runDir, watchdog.PodDir, "watchdog.sh")), bootstrap.Compact(watchdog.Script()); got != want {
+				t.Errorf("the pod's watchdog.sh is %d bytes, not the %d of the watchdog", len(got), len(want))
+			}
 		})
 	}
 }

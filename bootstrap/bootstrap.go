@@ -3,16 +3,14 @@ package bootstrap
 import (
 	_ "embed"
 	"strings"
+	"sync"
 
+	"github.com/overbrainer/overbrainer-go/internal/shscript"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
 //go:embed bootstrap.sh
 var functions string
-
-// HeredocEnd ends the quoted here-document that carries the watchdog inside
-// the pod's command. No line of the watchdog may equal it.
-const HeredocEnd = "OVERBRAINER_WATCHDOG_END"
 
 // Log is the bootstrap's own log in the run directory: its lines of this
 // boot (the same lines it writes to the container's output), saved there
@@ -21,34 +19,51 @@ const HeredocEnd = "OVERBRAINER_WATCHDOG_END"
 const Log = ".pod/bootstrap.log"
 
 // MaxCommandBytes bounds the pod's command: it travels in the create call's
-// cmd, inside a body Runpod refuses past 102,400 bytes (JSON adds about an
-// eighth), and must stay well inside what the kernel takes as one argument
-// (128 KiB). At 48 KiB, more than half of the body is left to the pod's env.
-const MaxCommandBytes = 48 * 1024
+// cmd, inside a body Runpod refuses past 102,400 bytes (runpod's
+// MaxCreatePodBody), which Runpod's text says may hold for an expanded
+// request we cannot see, and every listed pod carries it twice. At 24 KiB
+// the create body of a default launch stays under 32 KiB.
+const MaxCommandBytes = 24 * 1024
 
-// Script returns the whole script the pod runs: the bootstrap's functions, a
-// write_watchdog function holding the watchdog in a quoted here-document, and
-// the call to bootstrap_main. write_watchdog writes to a sibling .tmp file and
-// moves it into place only when the write succeeded, so a write cut short by a
-// full disk never leaves a truncated watchdog to exec. Both scripts travel
-// without their comment lines (see compact) to keep the command small.
-func Script() string {
-	wd := compact(watchdog.Script())
+// packedMark is the line of bootstrap.sh after which its functions travel
+// packed.
+const packedMark = "# ---- packed ----\n"
+
+// Script returns the whole script the pod runs, a few kilobytes of plain
+// shell around two packed words (shscript.Pack: gzip, then base64):
+//
+//   - bootstrap.sh's functions above its packedMark line, as they are: what
+//     a pod needs to unpack the rest, or to delete itself when it cannot
+//     (no_watchdog: an image without base64 or gzip);
+//   - WATCHDOG_PACKED, the watchdog packed, which write_watchdog unpacks
+//     into each watchdog.sh it writes;
+//   - the functions below the mark packed, unpacked and evaluated;
+//   - the call to bootstrap_main.
+//
+// Both scripts travel without their comment lines (shscript.Compact).
+func Script() string { return script() }
+
+var script = sync.OnceValue(func() string {
+	plain, packed := split()
 	var b strings.Builder
-	b.WriteString(compact(functions))
-	b.WriteString("\nwrite_watchdog() {\n")
-	b.WriteString("  mkdir -p \"$(dirname \"$1\")\" || return 1\n")
-	// A FIFO left at the temporary name would block the write.
-	b.WriteString("  rm -f \"$1.tmp\" 2>/dev/null\n")
-	b.WriteString("  cat > \"$1.tmp\" <<'" + HeredocEnd + "' || return 1\n")
-	b.WriteString(wd)
-	if !strings.HasSuffix(wd, "\n") {
-		b.WriteString("\n")
-	}
-	b.WriteString(HeredocEnd + "\n")
-	b.WriteString("  mv -f \"$1.tmp\" \"$1\"\n")
-	b.WriteString("}\n\nbootstrap_main\n")
+	b.WriteString(shscript.Compact(plain))
+	// Unset first: a variable the container's environment exports would
+	// stay exported, and reach every program and the job's environment.
+	b.WriteString("unset WATCHDOG_PACKED BOOTSTRAP_FUNCTIONS\n")
+	b.WriteString("WATCHDOG_PACKED=" + shscript.Pack(shscript.Compact(watchdog.Script())) + "\n")
+	b.WriteString("BOOTSTRAP_FUNCTIONS=$(unpack " + shscript.Pack(shscript.Compact(packed)) + ") ||\n")
+	b.WriteString("  no_watchdog \"cannot unpack the bootstrap (base64 -d | gzip -d)\"\n")
+	b.WriteString("eval \"$BOOTSTRAP_FUNCTIONS\"\nunset BOOTSTRAP_FUNCTIONS\n\nbootstrap_main\n")
 	return b.String()
+})
+
+// split returns bootstrap.sh's text above its packedMark line and below it.
+func split() (plain, packed string) {
+	plain, packed, ok := strings.Cut(functions, "\n"+packedMark)
+	if !ok {
+		panic("bootstrap: bootstrap.sh has no " + strings.TrimSpace(packedMark) + " line")
+	}
+	return plain, packed
 }
 
 // Command returns the pod's command: ["bash", "-c", Script()], that is

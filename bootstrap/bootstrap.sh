@@ -1,7 +1,9 @@
-# overbrainer pod bootstrap (POSIX sh functions). The pod's command is these
-# functions, then write_watchdog (the watchdog in a here-document), then a call
-# to bootstrap_main; it runs as the container's command (bash -c) under
-# docker-init.
+# overbrainer pod bootstrap (POSIX sh functions). The pod's command is the
+# functions above the "packed" line below as they are, the watchdog and the
+# functions below that line packed (gzip, then base64: see Script in
+# bootstrap.go), the unpacking of the functions and a call to bootstrap_main;
+# it runs as the container's command (bash -c) under docker-init. A pod that
+# cannot unpack them (no base64 or gzip) deletes itself (no_watchdog).
 #
 # Nothing may leave the pod unguarded. The watchdog is written before any step
 # that can fail, and every failure after that is `fail REASON`: the reason goes
@@ -43,17 +45,6 @@ say_log() {
   [ -z "${BOOT_LOG:-}" ] || printf 'overbrainer bootstrap: %s\n' "$1" >>"$BOOT_LOG" 2>/dev/null
 }
 
-# save_boot_log POD_DIR: replaces POD_DIR/bootstrap.log with this boot's log
-# (tmp + mv), for the client to collect with the results. Called only while
-# the guard runs, or from its child: the volume may hang.
-save_boot_log() {
-  [ -n "${BOOT_LOG:-}" ] || return 0
-  [ -f "$BOOT_LOG" ] || return 0
-  rm -f "$1/bootstrap.log.tmp" 2>/dev/null
-  { cat "$BOOT_LOG" >"$1/bootstrap.log.tmp" &&
-    mv -f "$1/bootstrap.log.tmp" "$1/bootstrap.log"; } 2>/dev/null
-}
-
 # feed VALUE: writes VALUE and a newline to stdout without putting it on a
 # command line: with printf when the shell has it built in, else through a
 # here-document (posh and mksh run /usr/bin/printf).
@@ -66,6 +57,61 @@ $1
 FEED_END
       ;;
   esac
+}
+
+# unpack PACKED: prints what Script packed (gzip, then base64 on one line);
+# fails when base64 or gzip is missing or PACKED does not decode whole (gzip
+# checks its length and CRC).
+unpack() {
+  command -v base64 >/dev/null 2>&1 && command -v gzip >/dev/null 2>&1 &&
+    printf '%s\n' "$1" | base64 -d | gzip -dc
+}
+
+# no_watchdog WHY: the last resort when no watchdog can run: delete the pod
+# once with runpodctl, else with the API, then sleep so that the container
+# neither exits nor restarts into the same failure.
+no_watchdog() {
+  say "$1: deleting pod ${RUNPOD_POD_ID:-?} without a watchdog"
+  if [ -z "${RUNPOD_POD_ID:-}" ]; then
+    say "RUNPOD_POD_ID is not set: cannot delete the pod"
+  elif command -v runpodctl >/dev/null 2>&1 &&
+    { runpodctl pod delete "$RUNPOD_POD_ID" >&2 ||
+      runpodctl remove pod "$RUNPOD_POD_ID" >&2; }; then
+    say "pod deleted with runpodctl"
+  else
+    code=$(feed "Authorization: Bearer ${RUNPOD_API_KEY:-}" |
+      curl -s -o /dev/null -w '%{http_code}' --max-time 30 -H @- -X DELETE \
+        "${OVERBRAINER_API_URL:-https://api.runpod.io/v2}/pods/$RUNPOD_POD_ID" 2>/dev/null)
+    say "DELETE answered ${code:-000}"
+  fi
+  while :; do sleep 3600; done
+}
+
+# The pod's command carries the lines above as they are, and the lines below
+# packed: only what a pod that cannot unpack them needs is above.
+# ---- packed ----
+
+# save_boot_log POD_DIR: replaces POD_DIR/bootstrap.log with this boot's log
+# (tmp + mv), for the client to collect with the results. Called only while
+# the guard runs, or from its child: the volume may hang.
+save_boot_log() {
+  [ -n "${BOOT_LOG:-}" ] || return 0
+  [ -f "$BOOT_LOG" ] || return 0
+  rm -f "$1/bootstrap.log.tmp" 2>/dev/null
+  { cat "$BOOT_LOG" >"$1/bootstrap.log.tmp" &&
+    mv -f "$1/bootstrap.log.tmp" "$1/bootstrap.log"; } 2>/dev/null
+}
+
+# write_watchdog PATH: writes the watchdog (WATCHDOG_PACKED, set by the
+# command) to PATH through a sibling .tmp file, moved into place only when
+# the write succeeded, so that a write cut short by a full disk never leaves
+# a truncated watchdog to exec.
+write_watchdog() {
+  mkdir -p "$(dirname "$1")" || return 1
+  # A FIFO left at the temporary name would block the write.
+  rm -f "$1.tmp" 2>/dev/null
+  unpack "$WATCHDOG_PACKED" >"$1.tmp" || return 1
+  mv -f "$1.tmp" "$1"
 }
 
 # key_id LINE: prints the type and base64 of a public key line, without its
@@ -117,26 +163,6 @@ fail() {
   export OVERBRAINER_BOOT_FAILED
   run_watchdog
   no_watchdog "cannot run $WATCHDOG"
-}
-
-# no_watchdog WHY: the last resort when no watchdog can run: delete the pod
-# once with runpodctl, else with the API, then sleep so that the container
-# neither exits nor restarts into the same failure.
-no_watchdog() {
-  say "$1: deleting pod ${RUNPOD_POD_ID:-?} without a watchdog"
-  if [ -z "${RUNPOD_POD_ID:-}" ]; then
-    say "RUNPOD_POD_ID is not set: cannot delete the pod"
-  elif command -v runpodctl >/dev/null 2>&1 &&
-    { runpodctl pod delete "$RUNPOD_POD_ID" >&2 ||
-      runpodctl remove pod "$RUNPOD_POD_ID" >&2; }; then
-    say "pod deleted with runpodctl"
-  else
-    code=$(feed "Authorization: Bearer ${RUNPOD_API_KEY:-}" |
-      curl -s -o /dev/null -w '%{http_code}' --max-time 30 -H @- -X DELETE \
-        "${OVERBRAINER_API_URL:-https://api.runpod.io/v2}/pods/$RUNPOD_POD_ID" 2>/dev/null)
-    say "DELETE answered ${code:-000}"
-  fi
-  while :; do sleep 3600; done
 }
 
 # prepare_guard: writes the guard's own watchdog into the container's

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -18,7 +19,7 @@ import (
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
-func TestCommandCarriesTheWatchdogAndStaysSmall(t *testing.T) {
+func TestCommandIsSmallAndEndsByBooting(t *testing.T) {
 	cmd := bootstrap.Command()
 	if len(cmd) != 3 || cmd[0] != "bash" || cmd[1] != "-c" {
 		t.Fatalf("Command()[:2] = %q, want bash -c", cmd[:min(2, len(cmd))])
@@ -27,27 +28,123 @@ func TestCommandCarriesTheWatchdogAndStaysSmall(t *testing.T) {
 	if script != bootstrap.Script() {
 		t.Error("Command()[2] is not Script()")
 	}
-	if n := len(script); n >= bootstrap.MaxCommandBytes {
+	if n := len(script); n > bootstrap.MaxCommandBytes {
 		t.Errorf("the command is %d bytes, the limit is %d", n, bootstrap.MaxCommandBytes)
-	}
-	if !strings.HasPrefix(script, bootstrap.Compact(bootstrap.Functions())) {
-		t.Error("the command does not start with the bootstrap's functions")
-	}
-	if !strings.Contains(script, "<<'"+bootstrap.HeredocEnd+"' || return 1\n"+bootstrap.Compact(watchdog.Script())+bootstrap.HeredocEnd+"\n") {
-		t.Error("the command does not carry the whole watchdog")
 	}
 	if !strings.HasSuffix(script, "\nbootstrap_main\n") {
 		t.Error("the command does not end by calling bootstrap_main")
 	}
-	for _, line := range strings.Split(watchdog.Script(), "\n") {
-		if line == bootstrap.HeredocEnd {
-			t.Fatalf("a line of the watchdog is %q and would end its here-document", bootstrap.HeredocEnd)
-		}
-	}
-	if strings.Contains(bootstrap.Functions(), bootstrap.HeredocEnd) {
-		t.Errorf("bootstrap.sh mentions %q", bootstrap.HeredocEnd)
+	if strings.Contains(script, "\n#") {
+		t.Error("the command carries comment lines")
 	}
 }
+
+// packedFunctions is the word the command unpacks into the bootstrap's
+// functions.
+var packedFunctions = regexp.MustCompile(`\nBOOTSTRAP_FUNCTIONS=\$\(unpack ([A-Za-z0-9+/=]+)\) \|\|\n`)
+
+// The command unpacks, under every shell and with the base64 and gzip of
+// both coreutils and busybox, exactly what it packed: the watchdog that
+// write_watchdog writes is the watchdog package's script (compacted), the
+// functions are bootstrap.sh's, and every shell parses them. The shell runs
+// the command as it ships, its last line (bootstrap_main) replaced.
+func TestCommandUnpacksWhatItCarries(t *testing.T) {
+	script, ok := strings.CutSuffix(bootstrap.Script(), "\nbootstrap_main\n")
+	m := packedFunctions.FindStringSubmatch(bootstrap.Script())
+	if !ok || m == nil {
+		t.Fatal("the command does not unpack its functions as this test expects")
+	}
+	script += `
+write_watchdog "$1/watchdog.sh" || exit 3
+command -v bootstrap_main >/dev/null || exit 4
+[ -z "${BOOTSTRAP_FUNCTIONS+set}" ] || exit 5
+unpack "$2" >"$1/functions" || exit 6
+`
+	wantWatchdog, wantFunctions := bootstrap.Packed()
+	busybox := shtest.NeedTool(t, "busybox")
+	for _, tools := range []string{"system", "busybox"} {
+		for _, shell := range shtest.Names {
+			t.Run(tools+"/"+shell, func(t *testing.T) {
+				sh, _ := shtest.Lookup(shell)
+				bin := shtest.NewBin(t)
+				if tools == "busybox" {
+					for _, name := range []string{"base64", "gzip"} {
+						if err := os.Symlink(busybox, filepath.Join(bin.Dir, name)); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				dir := t.TempDir()
+				res := shtest.Run(t, sh, script, shtest.Opts{Bin: bin, Args: []string{dir, m[1]}})
+				if res.Code != 0 {
+					t.Fatalf("exit %d: %s", res.Code, res.Stderr)
+				}
+				if got := readString(filepath.Join(dir, "watchdog.sh")); got != wantWatchdog {
+					t.Errorf("write_watchdog wrote %d bytes, not the %d of the watchdog", len(got), len(wantWatchdog))
+				}
+				if got := readString(filepath.Join(dir, "functions")); got != wantFunctions {
+					t.Errorf("the functions unpack to %d bytes, not the %d of bootstrap.sh", len(got), len(wantFunctions))
+				}
+				argv := append(slices.Clone(sh.Argv), "-n", filepath.Join(dir, "functions"))
+				if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil {
+					t.Errorf("%s -n on the unpacked functions: %v\n%s", shell, err, out)
+				}
+			})
+		}
+	}
+}
+
+// A pod that cannot unpack the bootstrap (its image lacks base64 or gzip)
+// deletes itself with the API, says why, and sleeps, under every shell.
+func TestCommandWithoutUnpackerDeletesThePod(t *testing.T) {
+	for _, missing := range []string{"base64", "gzip"} {
+		for _, shell := range shtest.Names {
+			t.Run(missing+"/"+shell, func(t *testing.T) {
+				t.Parallel()
+				sh, _ := shtest.Lookup(shell)
+				shtest.Need(t, sh)
+				api := shtest.NewFakeAPI(t)
+				// Only what the last resort needs is on PATH.
+				bin := shtest.NewBin(t)
+				for _, name := range []string{"base64", "gzip", "curl", "cat", "printf", "sleep"} {
+					if name == missing {
+						continue
+					}
+					p, err := exec.LookPath(name)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := os.Symlink(p, filepath.Join(bin.Dir, name)); err != nil {
+						t.Fatal(err)
+					}
+				}
+				p := shtest.Start(t, sh, bootstrap.Script(), shtest.Opts{Env: map[string]string{
+					"PATH": bin.Dir, "RUNPOD_POD_ID": "pod1", "RUNPOD_API_KEY": "rpa_KEY",
+					"OVERBRAINER_API_URL": api.URL(),
+				}})
+				api.WaitFor(t, func(rs []shtest.Request) bool {
+					return slices.ContainsFunc(rs, func(r shtest.Request) bool {
+						return r.Method == "DELETE" && r.Path == "/pods/pod1" && r.Auth == "Bearer rpa_KEY"
+					})
+				}, bootTimeout)
+				shtest.Eventually(t, bootTimeout, func() bool {
+					return strings.Contains(p.Stderr(), "DELETE answered") || p.Exited()
+				}, "the bootstrap did not say the DELETE's answer:\n%s", lazyStderr{p})
+				if p.Exited() {
+					t.Fatalf("the command ended (%d) instead of sleeping:\n%s", p.ExitCode(), p.Stderr())
+				}
+				if !strings.Contains(p.Stderr(), "overbrainer bootstrap: cannot unpack the bootstrap") {
+					t.Errorf("the output does not say why:\n%s", p.Stderr())
+				}
+			})
+		}
+	}
+}
+
+// lazyStderr reads a process's stderr only when a failure message is printed.
+type lazyStderr struct{ p *shtest.Proc }
+
+func (l lazyStderr) String() string { return l.p.Stderr() }
 
 // The paths the bootstrap writes are the ones podenv documents.
 func TestPathsAgreeWithPodenv(t *testing.T) {
@@ -95,7 +192,9 @@ func TestShellcheck(t *testing.T) {
 	if err := os.WriteFile(path, []byte(bootstrap.Script()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err = exec.Command("shellcheck", "-s", "sh", path).CombinedOutput()
+	// WATCHDOG_PACKED is for the packed functions (checked above, in
+	// bootstrap.sh), which shellcheck cannot see here.
+	out, err = exec.Command("shellcheck", "-s", "sh", "--exclude=SC2034", path).CombinedOutput()
 	if err != nil {
 		t.Fatalf("shellcheck -s sh on Script(): %v\n%s", err, out)
 	}

@@ -73,6 +73,13 @@
 // delete` (or the API) and sleeps, so the container neither exits nor
 // restarts into the same failure.
 //
+// To stay under [MaxCommandBytes], the script carries the watchdog and most
+// of the bootstrap packed (gzip, then base64, without comment lines): its
+// first functions, plain, unpack them with base64 and gzip, which every
+// image with coreutils or busybox has. A pod that cannot unpack them has no
+// watchdog to run: it says `cannot unpack the bootstrap` and deletes itself
+// in the same way.
+//
 // # The image's entrypoint
 //
 // A container runs its ENTRYPOINT with its CMD as arguments. Sent as CMD

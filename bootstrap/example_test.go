@@ -7,14 +7,15 @@ import (
 	"github.com/overbrainer/overbrainer-go/bootstrap"
 )
 
-// The pod's command is bash running one script: the bootstrap's functions,
-// the watchdog in a here-document, and the call that starts it all.
+// The pod's command is bash running one script: a few plain functions, the
+// watchdog and the rest of the bootstrap packed, and the call that starts it
+// all.
 func ExampleCommand() {
 	cmd := bootstrap.Command()
 	script := cmd[2]
 	fmt.Println(cmd[0], cmd[1])
-	fmt.Println(len(script) < bootstrap.MaxCommandBytes)
-	fmt.Println(strings.Contains(script, "<<'"+bootstrap.HeredocEnd+"'"))
+	fmt.Println(len(script) <= bootstrap.MaxCommandBytes)
+	fmt.Println(strings.Contains(script, "\nWATCHDOG_PACKED="))
 	fmt.Print(script[strings.LastIndex(script, "\n\n")+2:])
 	// Output:
 	// bash -c

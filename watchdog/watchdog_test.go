@@ -81,14 +81,3 @@ func TestPOSIXParse(t *testing.T) {
 		}
 	}
 }
-
-// The here-document that carries the watchdog in the bootstrap ends at a line
-// equal to its delimiter; no line of the watchdog may look like one.
-func TestNoLineLooksLikeAHeredocEnd(t *testing.T) {
-	t.Parallel()
-	for i, line := range strings.Split(watchdog.Script(), "\n") {
-		if strings.HasPrefix(line, "OVERBRAINER_") && !strings.ContainsAny(line, " =$") {
-			t.Errorf("line %d %q could end a here-document", i+1, line)
-		}
-	}
-}
