@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/overbrainer/overbrainer-go/internal/shscript"
 	"github.com/overbrainer/overbrainer-go/internal/termtext"
 	"github.com/overbrainer/overbrainer-go/podssh"
 	"github.com/overbrainer/overbrainer-go/watchdog"
@@ -49,9 +50,23 @@ func newWatcher(in io.Writer, out io.Reader, stop func(), wait func() error, dro
 	return &Watcher{in: in, br: bufio.NewReaderSize(out, 64<<10), stop: stop, wait: wait, drop: drop}
 }
 
-// WatchScript is watch.sh as the pod runs it, after the group_signal and
-// wake_watchdog helpers.
-func WatchScript() string { return watchdog.GroupSignal() + watchdog.WakeFunction() + watchScript }
+// WatchScript is the script of a look's session as the pod runs it: watch.sh
+// after the group_signal and wake_watchdog helpers (watchText), packed
+// (shscript.Pack) behind a few lines that unpack it with base64 and gzip,
+// as the pod's own command does, so that opening a session sends some
+// 3 KB rather than the 12 KB of the commented script.
+func WatchScript() string { return watchCommand() }
+
+var watchCommand = sync.OnceValue(func() string {
+	return "watch_sh=$(printf \"%s\\n\" " + shscript.Pack(watchText()) + " | base64 -d | gzip -dc) || {\n" +
+		"  echo \"ob1-error cannot unpack watch.sh (base64 -d | gzip -d)\"\n  exit 1\n}\neval \"$watch_sh\"\n"
+})
+
+// watchText is watch.sh after the group_signal and wake_watchdog helpers,
+// without comment lines: what WatchScript unpacks and runs.
+func watchText() string {
+	return shscript.Compact(watchdog.GroupSignal() + watchdog.WakeFunction() + watchScript)
+}
 
 // Close ends the watcher's session.
 func (w *Watcher) Close() { w.stop() }
