@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
+	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
 
@@ -194,7 +195,9 @@ func isStdout(l line) bool { return l.stdout }
 //     job's first output line.
 //
 // pod-s (provision + boot) is the pod's share, and sdk-s the rest: the
-// launcher's own share on top of it (goal ≤ 1 s). seen-running-s is how long
+// launcher's own share on top of it (goal ≤ 1 s). body-bytes is the size of
+// the create call's body, body-margin-bytes what is left of Runpod's limit
+// (runpod.MaxCreatePodBody). seen-running-s is how long
 // after the pod ran the launcher said so (its poll). "default" runs with the
 // launcher's defaults (a 2 s poll), "poll200ms" with --poll 200ms.
 //
@@ -219,9 +222,10 @@ func BenchmarkLaunchFirstOutput(b *testing.B) {
 				}
 				pod := pods[0]
 				var created, probed time.Time
+				body := 0
 				for _, r := range srv.Requests() {
 					if created.IsZero() && r.Method == "POST" && r.Path == "/v2/pods" {
-						created = r.Time
+						created, body = r.Time, len(r.Body)
 					}
 					if probed.IsZero() && r.Caller == pod.ID && r.Method == "GET" {
 						probed = r.Time
@@ -250,6 +254,8 @@ func BenchmarkLaunchFirstOutput(b *testing.B) {
 				b.ReportMetric(total, "total-s")
 				b.ReportMetric(podShare, "pod-s")
 				b.ReportMetric(total-podShare, "sdk-s")
+				b.ReportMetric(float64(body), "body-bytes")
+				b.ReportMetric(float64(runpod.MaxCreatePodBody-body), "body-margin-bytes")
 				if testing.Verbose() {
 					b.Logf("launch output:\n%s", l.output())
 				}

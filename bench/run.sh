@@ -89,7 +89,7 @@ pkgs=()
 want tick && pkgs+=(bench:./bench watchdog:./watchdog)
 want reaction && pkgs+=(bench:./bench watchdog:./watchdog)
 want client && pkgs+=(runpod:./runpod bench:./bench)
-want pod && pkgs+=(bootstrap:./bootstrap)
+want pod && pkgs+=(bootstrap:./bootstrap jobctl:./internal/jobctl)
 want launcher && pkgs+=(bench:./bench jobctl:./internal/jobctl)
 declare -A built=()
 for p in "${pkgs[@]}"; do
@@ -163,8 +163,9 @@ fi
 
 # --- pod -----------------------------------------------------------------
 if want pod; then
-  say "pod: command size, boot to ready, 5 runs"
+  say "pod: command size, boot to ready, 5 runs; the look's command size"
   bench pod bootstrap '^Benchmark(CommandSize|BootToReady)$' -test.benchtime 1x -test.count 5
+  bench pod.look internal/jobctl '^BenchmarkLookCommandSize$' -test.benchtime 1x
 fi
 
 if [ ${#pids[@]} -gt 0 ]; then

@@ -27,7 +27,7 @@ import (
 // create call sends it, as entrypoint and cmd (bootstrap.Entrypoint and
 // bootstrap.Cmd; see "The start command" in runpod's package doc):
 // cmd-bytes is its words together, the size bounded by
-// bootstrap.MaxCommandBytes (48 KiB); json-bytes is the two JSON-encoded
+// bootstrap.MaxCommandBytes (24 KiB); json-bytes is the two JSON-encoded
 // as the create body's members, their share of the body Runpod refuses
 // past runpod.MaxCreatePodBody (100 KiB). The loop times that encoding.
 // watchdog-bytes is the watchdog alone, the payload the command has to

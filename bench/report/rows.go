@@ -158,6 +158,12 @@ var specs = []Spec{
 		Base: "BenchmarkCommandSize", BaseUnit: "watchdog-bytes", Show: "B", Goal: fmt.Sprintf("≤ %d B", bootstrap.MaxCommandBytes), Limit: bootstrap.MaxCommandBytes},
 	{Part: "pod", Measure: "pod command, JSON-encoded in the create body", Bench: "BenchmarkCommandSize", Unit: "json-bytes",
 		Base: "BenchmarkCommandSize", BaseUnit: "watchdog-bytes", Show: "B"},
+	{Part: "pod", Measure: "create body of a default launch", Bench: "BenchmarkLaunchFirstOutput/default", Unit: "body-bytes",
+		Show: "B", Goal: "≤ 32 KiB (issue 42)", Limit: 32 << 10},
+	{Part: "pod", Measure: "· its margin to Runpod's 102,400-byte limit", Bench: "BenchmarkLaunchFirstOutput/default", Unit: "body-margin-bytes",
+		Show: "B"},
+	{Part: "pod", Measure: "command that opens a look at the job (watch.sh)", Bench: "BenchmarkLookCommandSize", Unit: "cmd-bytes",
+		Base: "BenchmarkLookCommandSize", BaseUnit: "script-bytes", Show: "B", Goal: "≤ 2 KB (issue 42)", Limit: 2048},
 	{Part: "pod", Measure: "boot: start → sshd listening", Bench: "BenchmarkBootToReady/bootstrap", Unit: "s/sshd",
 		Base: "BenchmarkBootToReady/baseline", Show: "s"},
 	{Part: "pod", Measure: "boot: start → verdict ready", Bench: "BenchmarkBootToReady/bootstrap", Unit: "s/ready",
@@ -202,7 +208,7 @@ is the median of the ten per-invocation ratios (client and bare measured seconds
 apart), which cancels the load drifting between invocations; the medians shown are
 over all ten. Lists at scale: bench's BenchmarkListAtScale, 3 runs, against
 runpodtest's fake in a child process (so that the lister's memory and CPU are its own; the fake's CPU is
-shown apart) seeded with 10,000 pods that look like a launcher's (the real pod command of some 40 KB, the
+shown apart) seeded with 10,000 pods that look like a launcher's (the real pod command, the
 real env, a host-key secret each, statuses and times for every rule), pages of runpod.ListPageSize: one dry-run
 guard.Sweep, which lists and judges every pod and secret, and ListPods keeping every pod whole, against bare
 net/http fetching the same pages and decoding them into runpod.Pod. Wall time from the call to its return;
@@ -240,7 +246,11 @@ cmd (bootstrap.Entrypoint() and bootstrap.Cmd()): its words together, and the tw
 JSON-encoded as members of the create body (which Runpod refuses past 102,400
 bytes); the baseline is the watchdog script alone as the watchdog
 package embeds it, comments included (the command carries the scripts without their
-comment lines). The boot runs the
+comment lines, packed with gzip and base64). The create body is the one the
+launcher's default run (BenchmarkLaunchFirstOutput/default) sends, as the fake
+received it. The look's command is what the client sends to open a session of
+watch.sh (internal/jobctl's BenchmarkLookCommandSize), against watch.sh and its
+helpers with their comments; each look then sends one request line. The boot runs the
 real command (bash -c) in a private mount and PID namespace with the real sshd,
 against a fake API, and times unshare's start to the bootstrap's "sshd listening",
 the ready verdict, and a first command over SSH with the client key. The baseline

@@ -522,6 +522,22 @@ func BenchmarkLookProcesses(b *testing.B) {
 	}
 }
 
+// BenchmarkLookCommandSize reports the bytes the client sends to open a
+// look's session (podssh.Command of WatchScript on a launcher's run
+// directory), cmd-bytes, and those of watch.sh with its helpers as the
+// package embeds them, comments included (script-bytes, the baseline).
+// Each poll then sends one request line.
+//
+//	go test -run '^$' -bench LookCommandSize -benchtime 1x ./internal/jobctl
+func BenchmarkLookCommandSize(b *testing.B) {
+	var cmd string
+	for b.Loop() {
+		cmd = podssh.Command(WatchScript(), "/workspace/overbrainer-0123456789abcdef")
+	}
+	b.ReportMetric(float64(len(cmd)), "cmd-bytes")
+	b.ReportMetric(float64(len(watchdog.GroupSignal()+watchdog.WakeFunction()+watchScript)), "script-bytes")
+}
+
 // lookProcesses counts under strace the processes that script (watch.sh
 // or a baseline) starts per steady look of a running job: the difference
 // between a session of one look and one of more looks, per look.
