@@ -636,7 +636,7 @@ type ListPodsOptions struct {
 	IncludeClusterPods bool
 	// SkipArgs leaves every pod's start command out: Args, Entrypoint and
 	// Cmd empty, so Command returns nil. A guarded pod's command is some
-	// 40 KB, in its cmd and again in its args, most of what a large
+	// 17 KB, in its cmd and again in its args, most of what a large
 	// account's list weighs: a caller that judges pods by their status,
 	// times and env need not hold it.
 	SkipArgs bool

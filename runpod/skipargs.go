@@ -6,8 +6,8 @@ import "bytes"
 // dropped, compacted in place, for ListPods' SkipArgs: the value of its
 // "args" member emptied ("") and those of its "cmd" and "entrypoint"
 // members (arrays of strings) made []. A guarded pod's command is some
-// 30 KB of shell, in its cmd and again, escaped, in its args: nine tenths
-// of the page. encoding/json would scan it twice (once to validate, once
+// 17 KB of shell, in its cmd and again, escaped, in its args: most of the
+// page. encoding/json would scan it twice (once to validate, once
 // to decode) only for it to be dropped, while this finds each string's
 // end with memchr. A pod is an object in the page's top-level array or in
 // the array of its top-level object; a member of those names met anywhere
