@@ -19,9 +19,6 @@ const (
 	NeverStarted                // no job was started
 )
 
-// Deprecated: test End.How == Lost; the wording is the caller's.
-const LostJob = lostJob
-
 const lostJob = "job lost: the pod's container restarted (Runpod restarted it, or its host failed), which ended the job before it could write its exit code"
 
 // End is how a followed job ended.

@@ -288,12 +288,6 @@ func (e Event) String() string {
 	return e.Kind.String()
 }
 
-// Deprecated: format guard's float64 dollars as your program speaks.
-func Money(usd float64) string { return costplan.Money(usd) }
-
-// Deprecated: format guard's byte counts as your program speaks.
-func ByteSize(n int64) string { return termtext.ByteSize(n) }
-
 // waitingText is an EventWaiting's line: what is waited for, and since when.
 func (e Event) waitingText() string {
 	switch e.Stage {

@@ -29,7 +29,7 @@ func (r *Run) Start(ctx context.Context, job Job) error {
 	if job.Dir == "" && job.Command == "" {
 		job.Dir, job.Command, job.ResumeFrom = r.rec.JobDir, r.rec.Command, r.rec.ResumeFrom
 	}
-	if len(job.Secrets) == 0 && job.HFToken == "" {
+	if len(job.Secrets) == 0 {
 		// Spec.Job's secrets (or WithSecrets'), which no Record holds.
 		job.Secrets = r.cfg.secrets
 	}

@@ -16,8 +16,8 @@ import (
 	"github.com/overbrainer/overbrainer-go/internal/jobctl"
 )
 
-// Job.Secrets travel on the start session's standard input, HFToken among
-// them, and nowhere else: not in an event, a saved Record, a log line or
+// Job.Secrets travel on the start session's standard input, and nowhere
+// else: not in an event, a saved Record, a log line or
 // the start's command line.
 func TestJobSecretsTravelOnStdinOnly(t *testing.T) {
 	const wandb = "wandb_v1_NeverPrintMe_0123456789"
@@ -30,7 +30,7 @@ func TestJobSecretsTravelOnStdinOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	job := Job{Secrets: map[string]string{"WANDB_API_KEY": wandb, "GCS_KEY_JSON": gcs}, HFToken: hfToken}
+	job := Job{Secrets: map[string]string{"WANDB_API_KEY": wandb, "GCS_KEY_JSON": gcs, "HF_TOKEN": hfToken}}
 	if err := r.Start(ctx, job); err != nil {
 		t.Fatal(err)
 	}

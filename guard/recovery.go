@@ -56,7 +56,7 @@ func recoveryOf(spec Spec) RecoveryState {
 	if spec.Recover.Times <= 0 && spec.Recover.PullEvery <= 0 {
 		return RecoveryState{}
 	}
-	spec.Job.Secrets, spec.Job.HFToken = nil, ""
+	spec.Job.Secrets = nil
 	spec.PodEnv = maps.Clone(spec.PodEnv)
 	return RecoveryState{Recovery: spec.Recover, Spec: spec}
 }

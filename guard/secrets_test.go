@@ -48,7 +48,7 @@ func TestSecretsStayOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Start(ctx, Job{HFToken: hfToken}); err != nil {
+	if err := r.Start(ctx, Job{Secrets: map[string]string{"HF_TOKEN": hfToken}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := r.Follow(ctx, io.Discard); err != nil {
@@ -72,7 +72,8 @@ func TestSecretsStayOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	errs := []error{r2.Start(ctx, Job{HFToken: hfToken}), r.Start(ctx, Job{HFToken: hfToken + "\nmore"})}
+	errs := []error{r2.Start(ctx, Job{Secrets: map[string]string{"HF_TOKEN": hfToken}}),
+		r.Start(ctx, Job{Secrets: map[string]string{"HF_TOKEN": hfToken + "\x00more"}})}
 
 	rec := r.Record()
 	hostKey := h.api.secrets[podenv.HostKeySecretName(testRunID)]

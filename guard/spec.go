@@ -77,9 +77,7 @@ type Job struct {
 	Command string // run with sh in that directory, after the pod's job.env
 	// Secrets reach the job's environment alone, over the start session's stdin:
 	// never a command line, the pod's env, a file, a Record, an Event or an error.
-	Secrets map[string]string
-	// Deprecated: set Secrets["HF_TOKEN"].
-	HFToken    string
+	Secrets    map[string]string
 	ResumeFrom string // earlier outputs put into $OVERBRAINER_OUTPUTS first, to resume from
 }
 
@@ -96,12 +94,6 @@ func (j Job) check(prefix string, results Results) []error {
 	if strings.TrimSpace(j.Command) == "" {
 		bad("Command", "is empty")
 	}
-	if strings.ContainsAny(j.HFToken, "\r\n\x00") {
-		bad("HFToken", "contains a newline or NUL")
-	}
-	if v, ok := j.Secrets[hfTokenName]; ok && j.HFToken != "" && v != j.HFToken {
-		bad("HFToken", "and Secrets[%s] differ", hfTokenName)
-	}
 	for _, name := range slices.Sorted(maps.Keys(j.Secrets)) {
 		if err := CheckSecretName(name); err != nil {
 			bad("Secrets", "%s", err)
@@ -112,20 +104,8 @@ func (j Job) check(prefix string, results Results) []error {
 	return append(errs, j.checkResume(prefix, results.maxBytes())...)
 }
 
-// hfTokenName is the variable HFToken sets.
-const hfTokenName = "HF_TOKEN"
-
-// secrets are the job's secrets, HFToken among them.
-func (j Job) secrets() map[string]string {
-	s := maps.Clone(j.Secrets)
-	if j.HFToken != "" {
-		if s == nil {
-			s = map[string]string{}
-		}
-		s[hfTokenName] = j.HFToken
-	}
-	return s
-}
+// secrets is a copy of the job's secrets, for the run to keep.
+func (j Job) secrets() map[string]string { return maps.Clone(j.Secrets) }
 
 // CheckRunID refuses an id that could not name a pod, secret and directory.
 func CheckRunID(id string) error { return podenv.CheckRunID(id) }

@@ -11,9 +11,10 @@ import (
 	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
+	"github.com/overbrainer/overbrainer-go/sweep"
 )
 
-// Sweep against the fake Runpod, its clock moved by hand, its list paged:
+// sweep.Once against the fake Runpod, its clock moved by hand, its list paged:
 // pods of every age judged by their env as the launcher arms it, and an
 // account key that cannot list is a clear error with nothing deleted.
 func TestSweepOnTheFake(t *testing.T) {
@@ -48,27 +49,27 @@ func TestSweepOnTheFake(t *testing.T) {
 		t.Fatal(err)
 	}
 	advance(time.Hour + 10*time.Minute)
-	policy := SweepPolicy{Now: clock}
+	policy := sweep.Policy{Now: clock}
 
 	bad, err := runpod.New("rpa_NOT_THE_KEY", runpod.WithBaseURL(srv.BaseURL()), runpod.WithRetry(1, time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var ae *runpod.APIError
-	if _, err := Sweep(context.Background(), bad, policy); !errors.As(err, &ae) || ae.StatusCode != 401 {
-		t.Fatalf("Sweep with a key that cannot list: %v, want the 401", err)
+	if _, err := sweep.Once(context.Background(), bad, policy); !errors.As(err, &ae) || ae.StatusCode != 401 {
+		t.Fatalf("sweep.Once with a key that cannot list: %v, want the 401", err)
 	}
 
-	rep, err := Sweep(context.Background(), c, policy)
+	rep, err := sweep.Once(context.Background(), c, policy)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]SweepRule{}
+	got := map[string]sweep.Rule{}
 	for _, d := range rep.Decisions {
 		got[d.PodID] = d.Rule
 	}
-	want := map[string]SweepRule{late: RuleDeadline, young: RuleKeep, capped: RuleCostCap,
-		exited: RuleExited, kept: RuleKeep, other.ID: RuleUnmarked}
+	want := map[string]sweep.Rule{late: sweep.RuleDeadline, young: sweep.RuleKeep, capped: sweep.RuleCostCap,
+		exited: sweep.RuleExited, kept: sweep.RuleKeep, other.ID: sweep.RuleUnmarked}
 	for id, r := range want {
 		if got[id] != r {
 			t.Errorf("pod %s: rule %s, want %s\n%v", id, got[id], r, rep.Decisions)

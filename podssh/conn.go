@@ -48,7 +48,7 @@ type Conn struct {
 	client     *ssh.Client
 	done       chan struct{}
 	once       sync.Once
-	stallAfter time.Duration // Target.StallAfter; 0: the package's StallAfter
+	stallAfter time.Duration // Target.StallAfter; 0: defaultStallAfter
 }
 
 // Dial connects to the target, checking that the server presents exactly

@@ -16,11 +16,8 @@ import (
 // watchdog deletes the pod.
 var ErrStalled = errors.New("podssh: the transfer stalled")
 
-// StallAfter is Target.StallAfter's default.
-//
-// Deprecated: set Target.StallAfter; a change here reaches every
-// connection of the program.
-var StallAfter = 2 * time.Minute
+// defaultStallAfter is Target.StallAfter's default.
+const defaultStallAfter = 2 * time.Minute
 
 // stallGuard counts the bytes through r, and its watch ends a context when
 // none came for the connection's stall limit.
@@ -41,7 +38,7 @@ func (g *stallGuard) Read(p []byte) (int, error) {
 // returned reader (reading r) went the connection's stall limit without a
 // byte, and a stop function to call when the transfer ended.
 func (c *Conn) guardStall(ctx context.Context, r io.Reader) (context.Context, io.Reader, func()) {
-	limit := cmp.Or(c.stallAfter, StallAfter)
+	limit := cmp.Or(c.stallAfter, defaultStallAfter)
 	ctx, cancel := context.WithCancelCause(ctx)
 	g := &stallGuard{r: r}
 	g.last.Store(time.Now().UnixNano())

@@ -17,12 +17,6 @@ const (
 	// DefaultBaseURL is Runpod's REST v2 API. Request paths ("/pods",
 	// "/network-volumes/{id}", ...) are relative to it.
 	DefaultBaseURL = "https://api.runpod.io/v2"
-	// DefaultGraphQLURL is Runpod's GraphQL API, which the client no
-	// longer uses.
-	//
-	// Deprecated: secrets go over REST v2 (/v2/account/secrets); nothing
-	// in this package speaks GraphQL.
-	DefaultGraphQLURL = "https://api.runpod.io/graphql"
 	// DefaultUserAgent is sent as User-Agent unless WithUserAgent says
 	// otherwise.
 	DefaultUserAgent = "overbrainer-go-runpod/1"
@@ -114,18 +108,6 @@ func WithBaseURL(u string) Option {
 	return func(c *config) error {
 		v, err := checkURL("base URL", u)
 		c.baseURL = v
-		return err
-	}
-}
-
-// WithGraphQLURL once pointed the client's secret calls at a GraphQL
-// endpoint. It still checks u as WithBaseURL does, and changes nothing.
-//
-// Deprecated: secrets go over REST v2 under the base URL (see
-// WithBaseURL); the client speaks no GraphQL.
-func WithGraphQLURL(u string) Option {
-	return func(*config) error {
-		_, err := checkURL("GraphQL URL", u)
 		return err
 	}
 }

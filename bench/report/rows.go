@@ -210,7 +210,7 @@ over all ten. Lists at scale: bench's BenchmarkListAtScale, 3 runs, against
 runpodtest's fake in a child process (so that the lister's memory and CPU are its own; the fake's CPU is
 shown apart) seeded with 10,000 pods that look like a launcher's (the real pod command, the
 real env, a host-key secret each, statuses and times for every rule), pages of runpod.ListPageSize: one dry-run
-guard.Sweep, which lists and judges every pod and secret, and ListPods keeping every pod whole, against bare
+sweep.Once, which lists and judges every pod and secret, and ListPods keeping every pod whole, against bare
 net/http fetching the same pages and decoding them into runpod.Pod. Wall time from the call to its return;
 peak heap sampled every millisecond (runtime/metrics); peak RSS the kernel's high-water mark, reset at the
 start; requests the REST ones, GraphQL apart.`},

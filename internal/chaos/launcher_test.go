@@ -143,15 +143,9 @@ var clientMutations = []sourceMutation{
 	{"guard/collect.go", "res, err := r.api.DeletePod(ctx, r.rec.PodID)", "res, err := runpod.NotDeleted, error(nil) // chaos mutant: the client leaves its pod"},
 }
 
-// deleteCallersLeft are the files that call DeletePod and that no client
-// mutant touches: guard's Sweep, which deletes other runs' pods and never
-// runs in a matrix cell (launch rm --all-orphans deletes through
-// guard.RemoveOrphan, and so through deletePod).
-var deleteCallersLeft = map[string]bool{"guard/sweep.go": true}
-
 // checkDeleteCallers fails the test when a file of clientPkgs other than
-// those of clientMutations and deleteCallersLeft calls DeletePod: a new
-// call there would survive the mutation.
+// those of clientMutations calls DeletePod: a new call there would survive
+// the mutation.
 func checkDeleteCallers(t testing.TB, root string) {
 	t.Helper()
 	mutated := map[string]bool{}
@@ -165,7 +159,7 @@ func checkDeleteCallers(t testing.TB, root string) {
 		}
 		for _, f := range files {
 			rel := filepath.ToSlash(filepath.Join(pkg, filepath.Base(f)))
-			if strings.HasSuffix(rel, "_test.go") || mutated[rel] || deleteCallersLeft[rel] {
+			if strings.HasSuffix(rel, "_test.go") || mutated[rel] {
 				continue
 			}
 			if strings.Contains(readFile(t, f), deleteCall) {

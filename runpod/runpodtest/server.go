@@ -118,12 +118,6 @@ func NewServer(opts ...Option) *Server {
 // OVERBRAINER_API_URL) is given in place of https://api.runpod.io/v2.
 func (s *Server) BaseURL() string { return s.URL + "/v2" }
 
-// GraphQLURL is URL + "/graphql", where the fake once served secrets over
-// GraphQL. Nothing answers there now but 404.
-//
-// Deprecated: secrets are REST v2 calls under BaseURL.
-func (s *Server) GraphQLURL() string { return s.URL + "/graphql" }
-
 // APIKey is the account key: the one WithAPIKey gave, or a generated one.
 func (s *Server) APIKey() string { return s.cfg.apiKey }
 

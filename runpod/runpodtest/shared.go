@@ -29,11 +29,6 @@ type Shared struct {
 // BaseURL is the emulator's REST root (runpod.WithBaseURL).
 func (s Shared) BaseURL() string { return s.URL + "/v2" }
 
-// GraphQLURL is URL + "/graphql", where nothing answers any more.
-//
-// Deprecated: secrets are REST v2 calls under BaseURL.
-func (s Shared) GraphQLURL() string { return s.URL + "/graphql" }
-
 // FindShared reads dir's SharedFile and reports the emulator it names
 // when its process lives and its server answers.
 func FindShared(dir string) (Shared, bool) {

@@ -29,11 +29,6 @@ import (
 const (
 	EnvAPIKey = "RUNPOD_API_KEY"
 	EnvAPIURL = podenv.APIURLEnv
-	// EnvGraphQLURL is read by no one: secrets are REST v2 calls under
-	// the API URL. Kept so that programs naming it still build.
-	//
-	// Deprecated: the launcher speaks no GraphQL.
-	EnvGraphQLURL = "OVERBRAINER_GRAPHQL_URL"
 )
 
 // Exit statuses.
@@ -84,11 +79,10 @@ type app struct {
 }
 
 type globalFlags struct {
-	local      bool
-	stateDir   string
-	apiURL     string
-	graphQLURL string
-	verbose    bool
+	local    bool
+	stateDir string
+	apiURL   string
+	verbose  bool
 }
 
 // register adds the global flags to fs. A command's flag set has them too,
@@ -98,9 +92,6 @@ func (g *globalFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&g.local, "local", g.local, "use the local Runpod emulator (the default when "+EnvAPIKey+" is not set); needs root, sshd and curl")
 	fs.StringVar(&g.stateDir, "state-dir", g.stateDir, "where runs are kept (default: $"+state.EnvDir+", or overbrainer/launch in the user's config directory)")
 	fs.StringVar(&g.apiURL, "api-url", g.apiURL, "Runpod REST v2 base URL (default: $"+EnvAPIURL+" or "+runpod.DefaultBaseURL+")")
-	// Accepted and ignored, so that scripts that pass it still run:
-	// secrets go over REST v2 under --api-url.
-	fs.StringVar(&g.graphQLURL, "graphql-url", g.graphQLURL, "ignored (secrets now go over REST v2 under --api-url)")
 	fs.BoolVarP(&g.verbose, "verbose", "v", g.verbose, "log every API call")
 }
 
@@ -252,8 +243,7 @@ Global flags:
 // hiddenFlags are left out of the usage: test and tuning knobs, documented
 // in the README.
 var hiddenFlags = map[string]bool{
-	"api-url": true, "graphql-url": true,
-	"poll": true, "lease-every": true, "snapshot-lead": true, "start-timeout": true, "verdict-timeout": true,
+	"api-url": true, "poll": true, "lease-every": true, "snapshot-lead": true, "start-timeout": true, "verdict-timeout": true,
 	"watchdog-interval": true, "lease-ttl": true, "snapshot-wait": true, "probe-tries": true, "probe-wait": true, "pod-env": true,
 }
 
