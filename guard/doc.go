@@ -15,8 +15,8 @@
 //     the boot grace, once the results are collected or abandoned, and when
 //     the bootstrap failed;
 //   - the client: Follow renews the lease only while the job moves, applies
-//     the cost cap and the deadline itself when the watchdog missed them,
-//     and deletes a pod found EXITED or ERROR;
+//     a cost cap or deadline the watchdog missed, and deletes an EXITED or
+//     ERROR pod;
 //   - package sweep, for when both are gone, judges the account's guarded
 //     pods from the API alone.
 //
@@ -25,8 +25,7 @@
 // job started deletes the pod unless WithDetachOnCancel; once the job runs,
 // the Run's methods return ctx's error and leave the pod to its watchdog.
 //
-// The package never prints; WithEvents reports each step as an Event.
-// Launch and Attach take a *runpod.Client, from runpod.New or pointed at
-// runpod/runpodtest's emulator, whose pods run the real bootstrap and
-// watchdog on this machine.
+// The package never prints; WithEvents reports each step as an Event. A
+// *runpod.Client pointed at runpod/runpodtest's emulator runs the real
+// bootstrap and watchdog on this machine.
 package guard

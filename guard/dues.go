@@ -12,31 +12,20 @@ import (
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
-// Due is a rule by which a run's watchdog may delete its pod, and when.
+// Due is a rule by which the watchdog may delete a run's pod, and At, the
+// earliest time it may (this machine's clock; zero: unknown): for a rule
+// that fires After an event (the watchdog's start, the job's end, last use
+// or movement), that event's earliest time plus After.
 type Due struct {
-	Rule watchdog.DeleteReason
-	// At is the earliest time the rule may take the pod, by this machine's
-	// clock; zero when the Record does not tell (no BillingStart). For a
-	// rule that counts from an event on the pod (After), it is the
-	// earliest that event can have come plus After.
-	At time.Time
-	// After is, for a rule that counts from an event, how long after it
-	// the pod goes: the watchdog's start for DeleteNeverStarted, the job's
-	// end for DeleteAbandoned and DeleteKeptIdle (its last use, for the
-	// latter), the job's last movement for DeleteStalled (its stall
-	// limit and the snapshot wait after it). Zero for a rule at a set
-	// time: the deadline, its extension, the cost cap.
-	After time.Duration
+	Rule  watchdog.DeleteReason
+	At    time.Time
+	After time.Duration // zero for the deadline, its extension, the cost cap
 }
 
-// Dues returns the rules by which the watchdog may delete the run's pod
-// once no client holds its lease (a detached run), with their times,
-// earliest first. A job not started yet (JobStarted zero) has only the
-// boot grace; a started one the rules of a running job and of its end.
-// A kept pod has no deadline, cost cap or stall rule: only its idle
-// bound, unless unbounded. The cost cap is listed only when the pod's
-// price is known. The stall rule is listed only when its StallAfter is
-// set.
+// Dues returns the rules by which the watchdog may delete a detached run's
+// pod, earliest first: before JobStarted the boot grace alone. A kept pod
+// has only its idle bound; the cost cap needs a price, the stall rule
+// StallAfter.
 func (r Record) Dues() []Due {
 	eff := r.EffectiveRules()
 	var dues []Due
@@ -89,11 +78,9 @@ func (r Record) DueBy(t time.Time) []watchdog.DeleteReason {
 	return rules
 }
 
-// ReadEndedBy reads the rule the watchdog wrote, before it deleted the
-// pod, into the run directory (watchdog.EndedByFile), from dir: a copy of
-// the run directory on this machine (the run's results directory, where a
-// download of it lands, or its network volume mounted or synced here).
-// An error wrapping fs.ErrNotExist says dir holds none.
+// ReadEndedBy reads the rule the watchdog wrote before it deleted the pod
+// (watchdog.EndedByFile) from dir, a copy of the run directory here (the
+// results, a network volume); an error wrapping fs.ErrNotExist: none.
 func ReadEndedBy(dir string) (watchdog.EndedBy, error) {
 	f, err := os.Open(filepath.Join(dir, watchdog.EndedByFile))
 	if err != nil {

@@ -16,32 +16,24 @@ import (
 // Sentinels for errors.Is; *PodGoneError, *VerdictError, *CollectError,
 // *DeleteUnconfirmedError and *EnforcedError match theirs.
 var (
-	// The pod no longer runs: its watchdog or someone deleted it, or it stopped.
-	ErrPodGone = errors.New("guard: the pod is gone")
-	// The watchdog's verdict is failed, so its rules do not guard the pod.
-	ErrVerdictFailed = errors.New("guard: the watchdog's verdict is failed")
+	ErrPodGone       = errors.New("guard: the pod is gone")                  // deleted, by its watchdog or anyone, or stopped
+	ErrVerdictFailed = errors.New("guard: the watchdog's verdict is failed") // so its rules do not guard the pod
 	// The job died with the pod's container (Runpod restarted it), or its run directory did.
-	ErrJobLost = errors.New("guard: the job was lost")
-	ErrCollect = errors.New("guard: the results could not be collected")
-	// The run never got a pod, or its pod is gone from the list.
-	ErrNoPod             = errors.New("guard: the run has no pod")
+	ErrJobLost           = errors.New("guard: the job was lost")
+	ErrCollect           = errors.New("guard: the results could not be collected")
+	ErrNoPod             = errors.New("guard: the run has no pod") // or not listed any more
 	ErrDeleteUnconfirmed = errors.New("guard: the pod's delete is not confirmed")
-	// Remove refused a started run whose results were not collected (see WithForce).
-	ErrNotCollected = errors.New("guard: the run's results were not collected")
-	// Results.RequireOutputs, and the job left no file in its outputs.
-	ErrNoOutputs      = errors.New("guard: the job left no outputs")
-	ErrNotAbandoned   = errors.New("guard: the pod is not provably abandoned")
-	ErrEnforced       = errors.New("guard: the client enforced its watchdog's rule")
-	ErrRecordMismatch = errors.New("guard: the record is not this pod's run")
+	ErrNotCollected      = errors.New("guard: the run's results were not collected") // Remove of a started run (WithForce)
+	ErrNoOutputs         = errors.New("guard: the job left no outputs")              // Results.RequireOutputs
+	ErrNotAbandoned      = errors.New("guard: the pod is not provably abandoned")
+	ErrEnforced          = errors.New("guard: the client enforced its watchdog's rule")
+	ErrRecordMismatch    = errors.New("guard: the record is not this pod's run")
+	ErrNoGPU             = errors.New("guard: no GPU type could be had")                    // none passed the filters, or each was refused or out of stock
+	ErrCapSpent          = errors.New("guard: the cost cap was spent before a pod came up") // by pods that never came up: the cap is the run's
 	// The server at the pod's address lacks the run's host key; nothing was sent to it.
 	ErrHostKeyMismatch = podssh.ErrHostKeyMismatch
-	// No GPU type of a launch passed the filters, or each was refused or out of stock.
-	ErrNoGPU = errors.New("guard: no GPU type could be had")
-	// Pods that never came up billed the cost cap, which is the run's, not each pod's.
-	ErrCapSpent = errors.New("guard: the cost cap was spent before a pod came up")
-	// A pod was not running with its SSH port within the start timeout (WithStartTimeout).
-	ErrStartTimeout    = errors.New("guard: the pod did not come up within the start timeout")
-	ErrNoSnapshotProof = errors.New("guard: the outputs hold no snapshot proof") // no SnapshotFile
+	ErrStartTimeout    = errors.New("guard: the pod did not come up within the start timeout") // WithStartTimeout
+	ErrNoSnapshotProof = errors.New("guard: the outputs hold no snapshot proof")               // no SnapshotFile
 )
 
 // FieldError is a Spec, Job or Record field that cannot make a guarded run.

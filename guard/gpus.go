@@ -17,13 +17,11 @@ import (
 	"github.com/overbrainer/overbrainer-go/runpod"
 )
 
-// Spec values: AutoGPU alone picks the types in stock within MinVRAMGB and
-// MaxPricePerGPU, cheapest first; AutoDataCenter alone picks those that
-// stock each type; NoMinCUDA sends no CUDA floor.
+// Spec values.
 const (
-	AutoGPU        = "auto"
-	AutoDataCenter = "auto"
-	NoMinCUDA      = "none"
+	AutoGPU        = "auto" // alone in GPUTypes: those in stock within MinVRAMGB and MaxPricePerGPU, cheapest first
+	AutoDataCenter = "auto" // alone in DataCenters: those that stock each type
+	NoMinCUDA      = "none" // MinCUDA: no CUDA floor
 )
 
 // GPUFilter chooses GPU types; its zero value keeps all on the SECURE cloud.

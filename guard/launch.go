@@ -21,11 +21,11 @@ import (
 
 // Launch makes the run's keys, secret and pod, and returns once the watchdog
 // is armed: from then on the watchdog alone ends the pod by its rules. A bad
-// Spec fails before any pod exists (*FieldError). Runpod does not fall back,
-// so the GPU types are tried in order: a type without capacity, refused for
-// its pool, or whose pod did not come up gives way to the next; any other
-// error stops, so that one launch never makes two pods. A later failure or
-// an ended ctx deletes the pod (see WithLeaveOnFailure, WithDetachOnCancel).
+// Spec fails before any pod exists (*FieldError). GPU types are tried in
+// order (Runpod does not fall back): one without capacity, refused for its
+// pool or whose pod did not come up gives way to the next; any other error
+// stops, so one launch never makes two pods. A later failure or an ended ctx
+// deletes the pod (see WithLeaveOnFailure, WithDetachOnCancel).
 func Launch(ctx context.Context, c *runpod.Client, spec Spec, opts ...Option) (*Run, error) {
 	if c == nil {
 		return nil, &FieldError{Field: "api", Reason: "is nil"}
@@ -356,10 +356,9 @@ func (r *Run) createFailed(ctx context.Context, err error) error {
 	return err
 }
 
-// Attach rebuilds a Run from its Record in another process: it finds the
-// pod, checks that it is the Record's run (ErrRecordMismatch) and holds its
-// host key (ErrHostKeyMismatch), and reads the verdict and the job's state.
-// When ctx ends, the pod stays.
+// Attach rebuilds a Run from its Record in another process, once its pod is
+// found to be the Record's run (ErrRecordMismatch) holding its host key
+// (ErrHostKeyMismatch). When ctx ends, the pod stays.
 func Attach(ctx context.Context, c *runpod.Client, rec Record, opts ...Option) (*Run, error) {
 	if c == nil {
 		return nil, &FieldError{Field: "api", Reason: "is nil"}

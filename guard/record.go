@@ -36,9 +36,8 @@ type PEM string
 func (PEM) String() string   { return "[private key]" }
 func (PEM) GoString() string { return `guard.PEM("[private key]")` }
 
-// Record is what Attach needs to take a run up in another process. It holds
-// the client's private key (Save writes it 0600) but never the host key's,
-// the account key or a job secret.
+// Record is what Attach needs in another process: the client's private key
+// (saved 0600), never the host key's, the account key or a job secret.
 type Record struct {
 	ID         string `json:"id"`
 	APIURL     string `json:"api_url"`
@@ -50,8 +49,7 @@ type Record struct {
 	ClientKey  PEM    `json:"client_key,omitempty"`
 	RunDir     string `json:"run_dir"` // on the pod
 
-	// The job Launch was given, for a Start from another process.
-	JobDir     string `json:"job_dir"`
+	JobDir     string `json:"job_dir"` // with Command and ResumeFrom, the job Launch was given, for a Start elsewhere
 	Command    string `json:"command"`
 	ResumeFrom string `json:"resume_from,omitempty"`
 

@@ -24,9 +24,9 @@ import (
 // one pod at a time, from the newest outputs pulled during the run
 // (WithPullEvery), within the run's deadline and cost cap across its pods.
 
-// Recoverable says a run that failed with err may go on on a new pod: the
-// pod died by no rule (EXITED, ERROR), its bootstrap or verdict failed, or
-// the job was lost.
+// Recoverable says a run that failed with err may go on: its pod died by
+// no rule (EXITED, ERROR), its bootstrap or verdict failed, or its job was
+// lost.
 func Recoverable(err error) bool {
 	var gone *PodGoneError
 	switch {
@@ -43,10 +43,10 @@ func Recoverable(err error) bool {
 // Recoverable says a new pod may resume the job, lost with its container.
 func (e End) Recoverable() bool { return e.How == Lost || e.How == RunDirLost }
 
-// Relaunch makes the next pod of prev's run, whose pod was lost (see
-// Recovery), once that is confirmed gone (deleted if need be), as Launch
-// does within the run's deadline and cost cap. spec is the run's, its
-// ResumeFrom the newest pull (PulledOutputs); why says how the pod ended.
+// Relaunch makes the next pod of prev's run once its lost pod is confirmed
+// gone (see Recovery), as Launch does, within the run's deadline and cost
+// cap; spec's ResumeFrom is the newest pull (PulledOutputs), why how the pod
+// ended.
 func Relaunch(ctx context.Context, c *runpod.Client, prev Record, spec Spec, why string, opts ...Option) (*Run, error) {
 	if c == nil {
 		return nil, &FieldError{Field: "api", Reason: "is nil"}

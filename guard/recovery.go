@@ -15,15 +15,14 @@ import (
 	"github.com/overbrainer/overbrainer-go/runpod"
 )
 
-// Recovery says how Follow goes on with a job whose pod was lost: on its
-// pod when a volume kept its run directory, else on new pods one at a time
-// within the run's deadline and cost cap, from the newest pull or its
-// outputs on a network volume. Rules, snapshots and cancels are final.
+// Recovery says how Follow goes on with a job whose pod was lost: on that pod
+// if a volume kept its run directory, else on new pods one at a time within
+// the deadline and cost cap, from the newest pull or its network volume.
+// Rules, snapshots and cancels are final.
 type Recovery struct {
 	Times   int  `json:"times,omitempty"`    // how many recoveries the run may make (new pods, restarts in place); 0 recovers nothing
 	OnError bool `json:"on_error,omitempty"` // also recover a job that exited non-zero, from what it left
-	// PullEvery pulls into PullDir as WithPullEvery does, for the next pod to
-	// resume from (else Job.ResumeFrom); PullDir alone is for OnError's pull.
+	// PullEvery pulls into PullDir as WithPullEvery does, for the next pod; PullDir alone is OnError's.
 	PullEvery time.Duration `json:"pull_every,omitempty"`
 	PullDir   string        `json:"pull_dir,omitempty"`
 }

@@ -22,10 +22,9 @@ type shellConn interface {
 	Shell(ctx context.Context, o podssh.ShellOptions) error
 }
 
-// Shell opens the login shell, or opts.Command, as root on the pod, with a
-// PTY if opts.Term (see podssh.AttachTerminal); a non-zero exit is a
-// *podssh.CommandError. It does not renew the lease, but on a kept pod
-// whose job ended it counts as use.
+// Shell opens the login shell, or opts.Command, as root on the pod (a PTY if
+// opts.Term); a non-zero exit is a *podssh.CommandError. It renews no lease,
+// but is use of a kept pod whose job ended.
 func (r *Run) Shell(ctx context.Context, opts ShellOptions) error {
 	if err := r.liveConn(ctx); err != nil {
 		return err

@@ -58,9 +58,8 @@ type Spec struct {
 	Workdir         string           // for run directories: VolumePath/overbrainer when empty
 
 	podenv.Rules // deadline, cost cap, keep mode, graces, watchdog knobs: Follow enforces them too
-	// CapacityWait is how long Launch waits, with no pod, for capacity instead of
-	// failing with ErrNoGPU, never past the Deadline; DeadlineFromCreate moves
-	// the Deadline on by the wait instead.
+	// CapacityWait: how long Launch waits with no pod for capacity, not past the
+	// Deadline (DeadlineFromCreate: moved on by the wait), before ErrNoGPU.
 	CapacityWait       time.Duration
 	DeadlineFromCreate bool
 	Recover            Recovery // go on on a new pod when the pod is lost; zero never does
