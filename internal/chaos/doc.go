@@ -54,6 +54,18 @@
 //     that replaces date with a frozen one mid-run (the cost cap still on
 //     time): pods left billing (must be 0), and the time and dollars past
 //     each rule's bound.
+//   - first, do no harm (TestChaosFalseKills): healthy jobs a careless
+//     rule takes for dead, with short rule durations: with the stall rule
+//     on, a job that burns CPU and prints nothing, one whose output is
+//     block-buffered until its exit, one that writes only files under its
+//     outputs, one in a noisy evaluation after its last progress line; at
+//     the default (stall rule off) a job that stands still for twice the
+//     rule's time; a silent job under the cost cap, the deadline (its
+//     launcher killed), the deadline's extension and the retrieve grace
+//     (launcher killed); a kept pod with a pod volume held by a nohup loop
+//     over `launch ssh`, then stopped, never deleted. Per cell, its false
+//     kills (the pod ended while its job worked, or before its rule's
+//     time) and pods left billing (both must be 0).
 //
 // Every timed assertion is the rule's own bound plus a slack for a loaded
 // 2-core machine (Slack in the tests; CHAOS_SLACK overrides it), and each
