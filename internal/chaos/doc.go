@@ -63,7 +63,9 @@
 //     rule's time; a silent job under the cost cap, the deadline (its
 //     launcher killed), the deadline's extension and the retrieve grace
 //     (launcher killed); a kept pod with a pod volume held by a nohup loop
-//     over `launch ssh`, then stopped, never deleted. Per cell, its false
+//     over `launch ssh`, then stopped, never deleted; a container restart
+//     under --recover with a pod volume, resumed on the same pod from its
+//     checkpoint. Per cell, its false
 //     kills (the pod ended while its job worked, or before its rule's
 //     time) and pods left billing (both must be 0).
 //

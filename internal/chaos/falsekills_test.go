@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,7 +20,8 @@ import (
 // careless rule would take for dead (one that burns CPU and prints
 // nothing, one whose output is block-buffered, one that writes only files
 // under its outputs, one in a noisy evaluation after its last progress
-// line, a kept pod's nohup loop) with the rule's durations short, and
+// line, a kept pod's nohup loop, a job lost in a container restart whose
+// checkpoint survived) with the rule's durations short, and
 // counts its false kills: the pod ended (deleted or stopped, as the fake
 // confirmed it: TERMINATED, or stopped by an answered stop action) while
 // the job still worked, or before the time of the rule that ended it.
@@ -169,6 +171,55 @@ func TestChaosFalseKills(t *testing.T) {
 		holdPodSlot(t)
 		runKeptFalseKillCell(t)
 	})
+	t.Run("recovery/container_restart", func(t *testing.T) {
+		t.Parallel()
+		holdPodSlot(t)
+		runRestartFalseKillCell(t)
+	})
+}
+
+// runRestartFalseKillCell: a maintenance restart of the container at step
+// 13 of the demo (a checkpoint every 10 steps) loses the job, but its pod
+// volume keeps the run directory and the checkpoint of step 10: with
+// --recover, the job must start again on the same pod from that
+// checkpoint. A false kill is the pod ended under its surviving
+// checkpoint (a second pod made) or the job started from its beginning.
+func runRestartFalseKillCell(t *testing.T) {
+	w := newRecoverWorld(t)
+	l := w.run(30, "--recover", "1", "--volume-gb", "10", "--volume-path", "/workspace")
+	if !l.waitFor(l.says("step 13/30")) {
+		t.Fatalf("the demo never reached step 13: %s\n%s", l.state(), l.output())
+	}
+	first := w.firstPod()
+	if err := w.srv.RestartForMaintenance(first); err != nil {
+		t.Fatal(err)
+	}
+	code := l.wait()
+	out := l.output()
+	kills, why := 0, ""
+	step := -1
+	if m := regexp.MustCompile(`resuming from the checkpoint at step (\d+)`).FindStringSubmatch(out); m != nil {
+		step, _ = strconv.Atoi(m[1])
+	}
+	switch pods := w.srv.Pods(); {
+	case len(pods) != 1:
+		kills, why = 1, fmt.Sprintf("%d pods made: the pod with the surviving checkpoint was replaced", len(pods))
+	case step < 0:
+		kills, why = 1, "the job started again from its beginning"
+	case step < 10:
+		kills, why = 1, fmt.Sprintf("the job resumed from step %d, not from its checkpoint of step 10", step)
+	}
+	if kills > 0 {
+		t.Errorf("false kill: %s\n%s", why, out)
+	}
+	if code != 0 || !strings.Contains(out, "the job starts again on the same pod "+first) || !strings.Contains(out, "training done") {
+		t.Errorf("exit %d; the job did not finish on the same pod:\n%s", code, out)
+	}
+	left := w.billingLeft()
+	record(t, "false kills", "recovery/container_restart", "false_kills=%d pods_left=%d (%d pods made)", kills, left, len(w.srv.Pods()))
+	if left != 0 {
+		t.Errorf("%d pods left billing", left)
+	}
 }
 
 // runFalseKillCell runs the cell's job under the launcher on a network
