@@ -202,6 +202,7 @@ var commands = map[string]func(context.Context, *app, []string) error{
 	"datacenters":  cmdDataCenters,
 	"volumes":      cmdVolumes,
 	"registries":   cmdRegistries,
+	"doctor":       cmdDoctor,
 }
 
 func (a *app) usage(fs *flag.FlagSet) {
@@ -231,6 +232,8 @@ Commands:
   volumes        the network volumes (volumes create NAME: make one)
   registries     the account's container registry credentials (run
                  --registry-auth ID pulls a private image with one)
+  doctor         prove what runs rely on against this account, with one
+                 short-lived pod (before your first real run)
 
 Without %s, commands use the local emulator (--local).
 "launch COMMAND -h" shows a command's flags.

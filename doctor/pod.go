@@ -1,0 +1,249 @@
+package doctor
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/overbrainer/overbrainer-go/guard"
+	"github.com/overbrainer/overbrainer-go/internal/costplan"
+	"github.com/overbrainer/overbrainer-go/podenv"
+	"github.com/overbrainer/overbrainer-go/runpod"
+	"github.com/overbrainer/overbrainer-go/watchdog"
+)
+
+// pod launches the cheapest GPU in stock through guard's own Launch (the
+// real bootstrap, watchdog and env), never gives it a job, and waits for
+// its watchdog to delete it with the pod's own key after the boot grace.
+// guard makes GPU pods only: a CPU pod would not prove the path a run takes.
+func (d *doc) pod(ctx context.Context) {
+	dir, done, err := tempJob()
+	if err != nil {
+		d.add(CheckPodBody, ResultFail, err.Error(), "no pod was tried")
+		return
+	}
+	defer done()
+	id, err := guard.NewRunID(time.Now())
+	if err != nil {
+		d.add(CheckPodBody, ResultFail, err.Error(), "no pod was tried")
+		return
+	}
+	spec := guard.Spec{
+		RunID: id, Job: guard.Job{Dir: dir, Command: "true"}, GPUTypes: []string{guard.AutoGPU},
+		WatchdogAPIURL: d.c.BaseURL(), PodEnv: d.o.PodEnv, DeadlineFromCreate: true,
+	}
+	spec.BootGrace = cmp.Or(d.o.BootGrace, time.Minute)
+	spec.Interval = cmp.Or(d.o.Interval, 5*time.Second)
+	spec.Deadline = time.Now().Add(cmp.Or(d.o.Timeout, DefaultTimeout)).Truncate(time.Second)
+	spec.HardDeadline = true
+	var verdict watchdog.Verdict
+	save := func(rec guard.Record) error {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		d.podRec = &rec
+		return nil
+	}
+	events := func(e guard.Event) {
+		if e.Kind == guard.EventVerdict {
+			verdict = e.Verdict
+		}
+	}
+	run, err := guard.Launch(ctx, d.c, spec, guard.WithSave(save), guard.WithEvents(events), guard.WithLogger(d.o.Logger),
+		guard.WithStartTimeout(cmp.Or(d.o.Timeout, DefaultTimeout)), guard.WithVerdictTimeout(cmp.Or(d.o.Timeout, DefaultTimeout)))
+	d.bodyCheck()
+	if err != nil {
+		d.add(CheckPodReady, ResultFail, fmt.Sprintf("verdict %q: %v", verdict, err),
+			"no run can start: a pod whose secret placeholder is not resolved has no host key")
+		for _, n := range []string{CheckPodFields, CheckPodDelete, CheckPodGone} {
+			d.add(n, ResultSkipped, "no ready pod", "")
+		}
+		return
+	}
+	rec := run.Record()
+	run.Detach()
+	d.rep.PodID, d.rep.GPU, d.rep.CostPerHr = rec.PodID, rec.GPU, rec.CostPerHr
+	fp := "unreadable"
+	if k, _, _, _, err := ssh.ParseAuthorizedKey([]byte(rec.HostKey)); err == nil {
+		fp = ssh.FingerprintSHA256(k)
+	}
+	d.add(CheckPodReady, ResultOK, fmt.Sprintf("pod %s (%s at %s/h): verdict %s, host key %s", rec.PodID, rec.GPU, costplan.Money(rec.CostPerHr), rec.Verdict, fp),
+		"the secret placeholder resolved: the pod proved the host key the run made")
+
+	if _, err := d.c.GetPod(ctx, rec.PodID); err != nil {
+		d.add(CheckPodFields, ResultFail, err.Error(), "runs cannot read their pod")
+	} else {
+		res, detail := d.fields("/pods/" + rec.PodID)
+		d.add(CheckPodFields, res, "GET /pods/"+rec.PodID+" decoded"+detail, "runs read their pod's status, price and ports")
+	}
+
+	codes := &logCodes{}
+	if d.o.DeleteCodes == nil {
+		lctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go codes.read(lctx, d.c, rec.PodID)
+	}
+	gone, how, err := d.waitGone(ctx, rec.PodID)
+	var seen []int
+	if d.o.DeleteCodes != nil {
+		seen = d.o.DeleteCodes(rec.PodID)
+	} else {
+		seen = codes.get()
+	}
+	if !rec.BillingStart.IsZero() {
+		end := cmp.Or(gone, time.Now())
+		d.rep.EstimateUSD = rec.CostPerHr * end.Sub(rec.BillingStart).Hours()
+	}
+	d.deleteCheck(seen, !gone.IsZero())
+	if gone.IsZero() {
+		d.add(CheckPodGone, ResultFail, fmt.Sprintf("still there after the boot grace (%s): %v", spec.BootGrace, err),
+			"the watchdog does not end a pod whose job never started: the cleanup deletes it with the account key")
+		return
+	}
+	d.add(CheckPodGone, ResultOK, fmt.Sprintf("%s %s after its create", how, gone.Sub(rec.BillingStart).Round(time.Second)),
+		"a pod's own watchdog ends it when no one else does")
+}
+
+// bodyCheck reports the size of the pod's create body and its margin to
+// Runpod's limit.
+func (d *doc) bodyCheck() {
+	const meaning = "the create body (bootstrap, watchdog, env) fits Runpod's limit"
+	size, status, ok := d.rec.lastCreate()
+	if !ok {
+		d.add(CheckPodBody, ResultFail, "no create was sent", meaning)
+		return
+	}
+	d.rep.CreateBodyBytes = size
+	margin := runpod.MaxCreatePodBody - size
+	detail := fmt.Sprintf("%d bytes, %d under the %d-byte limit", size, margin, runpod.MaxCreatePodBody)
+	switch {
+	case status == 413:
+		d.add(CheckPodBody, ResultFail, fmt.Sprintf("413 for %d bytes: the limit is lower than %d", size, runpod.MaxCreatePodBody),
+			"no pod can be created: every run's create is refused")
+	case margin < 10*1024:
+		d.add(CheckPodBody, ResultWarn, detail, "a little more env or a longer watchdog will not fit")
+	default:
+		d.add(CheckPodBody, ResultOK, detail, meaning)
+	}
+}
+
+// deleteCheck reports how the API answered the pod's own key's deletes.
+func (d *doc) deleteCheck(codes []int, gone bool) {
+	switch {
+	case len(codes) == 0 && gone:
+		d.add(CheckPodDelete, ResultWarn, "the pod is gone, but its delete's status could not be read (the pod log is gone with it)",
+			"the watchdog's delete worked, by a way not seen")
+	case len(codes) == 0:
+		d.add(CheckPodDelete, ResultFail, "no delete by the pod's key was seen", "the watchdog never deleted the pod")
+	case codes[0] >= 200 && codes[0] < 300:
+		d.add(CheckPodDelete, ResultOK, fmt.Sprintf("DELETE /pods/{id} with the pod's key: %d", codes[0]),
+			"the watchdog can delete its own pod")
+	default:
+		d.add(CheckPodDelete, ResultFail, fmt.Sprintf("DELETE /pods/{id} with the pod's key: %d (all: %v)", codes[0], codes),
+			"the pod's key may not delete its pod: the watchdog cannot end it by DELETE")
+	}
+}
+
+// waitGone waits until the account key sees the pod TERMINATED or 404.
+func (d *doc) waitGone(ctx context.Context, id string) (time.Time, string, error) {
+	t := time.NewTicker(2 * time.Second)
+	defer t.Stop()
+	for {
+		p, err := d.c.GetPod(ctx, id)
+		switch {
+		case errors.Is(err, runpod.ErrNotFound):
+			return time.Now(), "404", nil
+		case err == nil && p.Status == runpod.StatusTerminated:
+			return time.Now(), "TERMINATED", nil
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}, "", ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// logCodes are the statuses of the watchdog's DELETEs, from the pod log's
+// delete_code lines.
+type logCodes struct {
+	mu    sync.Mutex
+	codes []int
+}
+
+var deleteCodeRE = regexp.MustCompile(`delete_code method=DELETE code=(\d+)`)
+
+func (l *logCodes) read(ctx context.Context, c *runpod.Client, id string) {
+	_ = c.StreamPodLogs(ctx, id, runpod.LogOptions{Tail: 5000}, func(line runpod.LogLine) error {
+		if m := deleteCodeRE.FindStringSubmatch(line.Line); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			l.mu.Lock()
+			l.codes = append(l.codes, n)
+			l.mu.Unlock()
+		}
+		return nil
+	})
+}
+
+func (l *logCodes) get() []int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.codes)
+}
+
+// cleanup removes whatever Run made and is still there, with a context of
+// its own, and confirms it gone with the account key.
+func (d *doc) cleanup() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	d.mu.Lock()
+	secrets, rec := slices.Clone(d.secretIDs), d.podRec
+	d.mu.Unlock()
+	var left []string
+	for _, id := range secrets {
+		if err := d.c.DeleteSecret(ctx, id); err != nil && !errors.Is(err, runpod.ErrNotFound) {
+			left = append(left, "secret "+id+": "+err.Error())
+		}
+	}
+	if rec != nil {
+		if rec.PodID != "" {
+			if _, err := d.c.DeletePod(ctx, rec.PodID); err != nil && !errors.Is(err, runpod.ErrNotFound) {
+				left = append(left, "pod "+rec.PodID+": "+err.Error())
+			} else if _, _, err := d.waitGone(ctx, rec.PodID); err != nil {
+				left = append(left, "pod "+rec.PodID+": not confirmed gone: "+err.Error())
+			}
+		}
+		if pods, err := d.c.ListPods(ctx, runpod.ListPodsOptions{Name: rec.PodName}); err != nil {
+			left = append(left, "pods named "+rec.PodName+": "+err.Error())
+		} else {
+			for _, p := range pods {
+				if p.Status != runpod.StatusTerminated {
+					left = append(left, "pod "+p.ID+" "+string(p.Status))
+				}
+			}
+		}
+		name := cmp.Or(rec.SecretName, podenv.HostKeySecretName(rec.ID))
+		if s, err := d.c.FindSecret(ctx, name); err == nil {
+			if err := d.c.DeleteSecret(ctx, s.ID); err != nil {
+				left = append(left, "secret "+name+": "+err.Error())
+			} else if _, err := d.c.FindSecret(ctx, name); !errors.Is(err, runpod.ErrNotFound) {
+				left = append(left, "secret "+name+": still listed")
+			}
+		} else if !errors.Is(err, runpod.ErrNotFound) {
+			left = append(left, "secret "+name+": "+err.Error())
+		}
+	}
+	if len(left) > 0 {
+		d.add(CheckCleanup, ResultFail, strings.Join(left, "; "), "remove these by hand (launch rm --all-orphans)")
+		return
+	}
+	d.add(CheckCleanup, ResultOK, "every pod and secret made is gone", "the doctor leaves nothing billing")
+}

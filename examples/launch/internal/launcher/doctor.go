@@ -1,0 +1,125 @@
+package launcher
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/overbrainer/overbrainer-go/doctor"
+	"github.com/overbrainer/overbrainer-go/runpod"
+	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
+)
+
+func cmdDoctor(ctx context.Context, a *app, args []string) error {
+	fs := a.newFlags("doctor", "", `Proves, in at most --timeout and a few cents, what runs rely on: the key
+lists pods, GPU types, secrets, registries, network volumes and billing, each
+decoded by this SDK (a member it does not know is drift: a warning); a
+secret named as a run's host key (a dash in it) with a description comes
+back byte for byte, is updated and deleted; and a pod of the cheapest GPU in
+stock, made as run makes one (the real bootstrap, watchdog and env), comes
+up ready with its host key (its secret placeholder resolved) and is deleted
+by its own watchdog with its own key after a short boot grace. Everything
+it made is removed and confirmed gone, whatever fails (Ctrl-C too). Exit 0
+when every check passed (warnings do not fail), 1 naming those that failed.`)
+	asJSON := fs.Bool("json", false, "write the report as one JSON object on stdout (no secret values in it)")
+	noPod := fs.Bool("no-pod", false, "skip the pod's checks (the account ones cost nothing)")
+	timeout := fs.Duration("timeout", doctor.DefaultTimeout, "the bound of the whole check")
+	bootGrace := fs.Duration("boot-grace", 0, "the test pod's boot grace, after which its watchdog deletes it (default 1m; 15s with --local)")
+	interval := fs.Duration("watchdog-interval", 0, "the test pod watchdog's tick (default 5s; 1s with --local)")
+	var podEnv envFlag
+	fs.Var(&podEnv, "pod-env", "NAME=VALUE added to the pod's env (repeatable; for tests)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("doctor takes no arguments")
+	}
+	if *timeout <= 0 || *bootGrace < 0 || *interval < 0 {
+		return usagef("--timeout must be positive, --boot-grace and --watchdog-interval not negative")
+	}
+	if err := a.open(ctx); err != nil {
+		return err
+	}
+	o := doctor.Options{
+		Key: a.getenv(EnvAPIKey), BaseURL: a.apiURL, Transport: a.transport, UserAgent: userAgent, Logger: a.logger,
+		Timeout: *timeout, NoPod: *noPod, BootGrace: *bootGrace, Interval: *interval, PodEnv: podEnv,
+		Progress: func(c doctor.Check) { a.say("%s: %s", c.Name, c.Result) },
+	}
+	if a.local != nil {
+		o.Key = a.local.key
+		if o.BootGrace == 0 {
+			o.BootGrace = 15 * time.Second
+		}
+		if o.Interval == 0 {
+			o.Interval = time.Second
+		}
+		if srv := a.local.srv; srv != nil {
+			o.DeleteCodes = func(id string) []int { return podDeleteCodes(srv, id) }
+		}
+	}
+	a.say("checking %s (at most %s)", a.apiURL, *timeout)
+	rep := doctor.Run(ctx, o)
+	if *asJSON {
+		enc := json.NewEncoder(a.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		a.printDoctor(rep)
+	}
+	if failed := rep.Failed(); len(failed) > 0 {
+		names := make([]string, len(failed))
+		for i, c := range failed {
+			names[i] = c.Name
+		}
+		return &exitError{code: ExitFailed, msg: "doctor: failed: " + strings.Join(names, "; ")}
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return nil
+}
+
+// printDoctor writes the report as a table, then what each failure or
+// warning means.
+func (a *app) printDoctor(rep doctor.Report) {
+	tw := tabwriter.NewWriter(a.stdout, 2, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "CHECK\tRESULT\tDETAIL")
+	for _, c := range rep.Checks {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Name, c.Result, c.Detail)
+	}
+	tw.Flush()
+	for _, c := range rep.Checks {
+		if c.Result == doctor.ResultFail || c.Result == doctor.ResultWarn {
+			fmt.Fprintf(a.stdout, "%s (%s): %s\n", c.Name, c.Result, c.Meaning)
+		}
+	}
+	if rep.CreateBodyBytes > 0 {
+		fmt.Fprintf(a.stdout, "create body: %d bytes, %d under Runpod's %d\n", rep.CreateBodyBytes,
+			runpod.MaxCreatePodBody-rep.CreateBodyBytes, runpod.MaxCreatePodBody)
+	}
+	if rep.PodID != "" {
+		fmt.Fprintf(a.stdout, "pod %s (%s at %s/h): estimated cost %s\n", rep.PodID, rep.GPU, money(rep.CostPerHr), money(rep.EstimateUSD))
+	}
+	verdict := "every check passed"
+	if !rep.OK() {
+		verdict = fmt.Sprintf("%d check(s) failed", len(rep.Failed()))
+	}
+	fmt.Fprintf(a.stdout, "%s in %s\n", verdict, since(rep.Elapsed))
+}
+
+// podDeleteCodes are the statuses the emulator answered to pod id's own
+// key's DELETE /v2/pods/id, in order.
+func podDeleteCodes(srv *runpodtest.Server, id string) []int {
+	var codes []int
+	for _, r := range srv.Requests() {
+		if r.Method == "DELETE" && r.Path == "/v2/pods/"+id && r.Caller == id {
+			codes = append(codes, r.Status)
+		}
+	}
+	return codes
+}
