@@ -2,6 +2,7 @@ package runpodtest
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -299,9 +300,9 @@ func (s *Server) createPod(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusBadRequest, "could not read the request body")
 		return
 	}
-	if len(body) > maxCreateBody {
+	if limit := cmp.Or(s.cfg.drift.MaxCreateBody, maxCreateBody); len(body) > limit {
 		writeProblem(w, http.StatusRequestEntityTooLarge,
-			fmt.Sprintf("the request body is %d bytes, over the %d-byte limit", len(body), maxCreateBody))
+			fmt.Sprintf("the request body is %d bytes, over the %d-byte limit", len(body), limit))
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))

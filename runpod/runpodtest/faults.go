@@ -30,7 +30,7 @@ type Fault struct {
 	// pod was made).
 	Lost bool
 	// Caller, when set, limits the fault to calls made with that key:
-	// CallerAccount, or a pod id for the pod's own key.
+	// CallerAccount, a pod id for the pod's own key, or CallerAnyPod.
 	Caller string
 }
 
@@ -76,7 +76,8 @@ func (s *Server) takeFaultLocked(method, urlPath, caller string) *Fault {
 		if rule.method != "" && rule.method != method {
 			continue
 		}
-		if rule.Caller != "" && rule.Caller != caller {
+		anyPod := rule.Caller == CallerAnyPod && caller != CallerAccount && caller != CallerNone
+		if rule.Caller != "" && rule.Caller != caller && !anyPod {
 			continue
 		}
 		if ok, _ := path.Match(rule.pattern, urlPath); !ok {

@@ -30,6 +30,7 @@ type config struct {
 	hidden         []string
 	images         map[string]Image // guarded by Server.mu once serving
 	middleware     []func(http.Handler) http.Handler
+	drift          Drift
 }
 
 func defaultConfig() config {

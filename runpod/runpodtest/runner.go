@@ -305,7 +305,11 @@ var placeholderRE = regexp.MustCompile(`\{\{\s*RUNPOD_SECRET_([a-zA-Z_][a-zA-Z0-
 // secret's placeholder stays as it is. s.mu must be held.
 func (s *Server) resolveLocked(value string) string {
 	return placeholderRE.ReplaceAllStringFunc(value, func(m string) string {
-		if sec := s.secretByNameLocked(placeholderRE.FindStringSubmatch(m)[1]); sec != nil {
+		name := placeholderRE.FindStringSubmatch(m)[1]
+		if s.cfg.drift.DashUnresolved && strings.Contains(name, "-") {
+			return m
+		}
+		if sec := s.secretByNameLocked(name); sec != nil {
 			return sec.Value
 		}
 		return m

@@ -69,6 +69,8 @@ const (
 	CallerAccount = "account"
 	// CallerNone is the caller of a request without a valid key.
 	CallerNone = ""
+	// CallerAnyPod, as a Fault's Caller, matches every pod's own key.
+	CallerAnyPod = "any pod"
 )
 
 // NewServer starts a fake Runpod. Close it when done; NewTestServer does so
@@ -105,8 +107,14 @@ func NewServer(opts ...Option) *Server {
 	// request from another process is not ordered after NewServer's
 	// writes (the race detector sees none of TCP's ordering).
 	var h http.Handler = http.HandlerFunc(s.serveHTTP)
+	if cfg.drift.rewrites() {
+		h = cfg.drift.driftAnswers(h)
+	}
 	for _, m := range cfg.middleware {
 		h = m(h)
+	}
+	if st := cfg.drift.PodKeyDelete; st != 0 {
+		s.Fail(http.MethodDelete, "/v2/pods/*", Fault{Status: st, Times: -1, Caller: CallerAnyPod})
 	}
 	s.hs = httptest.NewUnstartedServer(h)
 	s.URL = "http://" + s.hs.Listener.Addr().String()
