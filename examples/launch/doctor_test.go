@@ -3,6 +3,7 @@ package main_test
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/overbrainer/overbrainer-go/doctor"
@@ -82,4 +83,34 @@ func TestDoctorLeavesNothing(t *testing.T) {
 		t.Errorf("the pod's own key's deletes: %v, want a 204 first", codes)
 	}
 	w.assertClean()
+}
+
+// The local emulator's switches reach launch --local doctor: a pod key
+// whose DELETE gets 403 fails the check that proves it, exit 1 naming it,
+// and the cleanup still leaves nothing.
+func TestDoctorLocalDrift(t *testing.T) {
+	t.Parallel()
+	l := newLocal(t)
+	l.env = []string{"OVERBRAINER_LOCAL_DRIFT=pod-key-delete=403"}
+	p := l.run("--local", "doctor", "--json")
+	if p.code != 1 {
+		t.Fatalf("doctor --local with a 403: exit %d, want 1\n%s", p.code, p.stderr)
+	}
+	mustContain(t, "stderr", p.stderr.String(), "doctor: failed: "+doctor.CheckPodDelete)
+	var rep doctor.Report
+	if err := json.Unmarshal([]byte(p.stdout.String()), &rep); err != nil {
+		t.Fatalf("doctor --json: %v\n%s", err, p.stdout)
+	}
+	if c, _ := rep.Check(doctor.CheckPodDelete); c.Result != doctor.ResultFail || !strings.Contains(c.Detail, "403") {
+		t.Errorf("%s: %s (%s), want a fail naming 403", c.Name, c.Result, c.Detail)
+	}
+	if c, _ := rep.Check(doctor.CheckCleanup); c.Result != doctor.ResultOK {
+		t.Errorf("cleanup: %s (%s)", c.Result, c.Detail)
+	}
+	l.env = []string{"OVERBRAINER_LOCAL_DRIFT=bogus"}
+	bad := l.run("--local", "doctor", "--no-pod")
+	if bad.code != 1 {
+		t.Errorf("an unknown drift: exit %d, want 1", bad.code)
+	}
+	mustContain(t, "stderr", bad.stderr.String(), `unknown drift "bogus"`)
 }

@@ -102,6 +102,7 @@ func (w *world) command(args ...string) *exec.Cmd {
 type local struct {
 	t        *testing.T
 	stateDir string
+	env      []string // added to the launcher's environment
 }
 
 func newLocal(t *testing.T) *local {
@@ -119,6 +120,7 @@ func (l *local) start(args ...string) *proc {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
+	cmd.Env = append(cmd.Env, l.env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	return startProc(l.t, cmd, args)
 }

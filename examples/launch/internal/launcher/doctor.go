@@ -10,7 +10,6 @@ import (
 
 	"github.com/overbrainer/overbrainer-go/doctor"
 	"github.com/overbrainer/overbrainer-go/runpod"
-	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
 
 func cmdDoctor(ctx context.Context, a *app, args []string) error {
@@ -57,7 +56,7 @@ when every check passed (warnings do not fail), 1 naming those that failed.`)
 			o.Interval = time.Second
 		}
 		if srv := a.local.srv; srv != nil {
-			o.DeleteCodes = func(id string) []int { return podDeleteCodes(srv, id) }
+			o.DeleteCodes = srv.DeleteStatuses
 		}
 	}
 	a.say("checking %s (at most %s)", a.apiURL, *timeout)
@@ -110,16 +109,4 @@ func (a *app) printDoctor(rep doctor.Report) {
 		verdict = fmt.Sprintf("%d check(s) failed", len(rep.Failed()))
 	}
 	fmt.Fprintf(a.stdout, "%s in %s\n", verdict, since(rep.Elapsed))
-}
-
-// podDeleteCodes are the statuses the emulator answered to pod id's own
-// key's DELETE /v2/pods/id, in order.
-func podDeleteCodes(srv *runpodtest.Server, id string) []int {
-	var codes []int
-	for _, r := range srv.Requests() {
-		if r.Method == "DELETE" && r.Path == "/v2/pods/"+id && r.Caller == id {
-			codes = append(codes, r.Status)
-		}
-	}
-	return codes
 }

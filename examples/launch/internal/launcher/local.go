@@ -38,7 +38,11 @@ func (a *app) startLocal(context.Context) (*localEmulator, error) {
 	if err := a.checkLocal(); err != nil {
 		return nil, err
 	}
-	srv := runpodtest.NewServer(localOptions(a)...)
+	opts, err := localOptions(a)
+	if err != nil {
+		return nil, err
+	}
+	srv := runpodtest.NewServer(opts...)
 	a.local = &localEmulator{srv: srv, key: srv.APIKey(), baseURL: srv.BaseURL()}
 	return a.local, nil
 }
@@ -78,7 +82,11 @@ terminates every pod of the emulator.`)
 	if err := a.checkLocal(); err != nil {
 		return err
 	}
-	srv := runpodtest.NewServer(localOptions(a)...)
+	opts, err := localOptions(a)
+	if err != nil {
+		return err
+	}
+	srv := runpodtest.NewServer(opts...)
 	defer srv.Close()
 	a.say("local Runpod emulator at %s; state in %s", srv.URL, a.store.Dir)
 	a.say("run \"launch --local run\" in another terminal; Ctrl-C here ends the emulator and its pods")
@@ -94,9 +102,20 @@ terminates every pod of the emulator.`)
 // localOptions configure a local emulator: pods run, the launcher's state
 // is hidden from them, and the default image has the ENTRYPOINT and CMD
 // of Runpod's (NVIDIA's entrypoint, Runpod's /start.sh), as on Runpod.
-func localOptions(a *app) []runpodtest.Option {
+// $OVERBRAINER_LOCAL_DRIFT makes it differ from Runpod's text the ways
+// the live API may (runpodtest.ParseDrift), for tests of launch doctor.
+func localOptions(a *app) ([]runpodtest.Option, error) {
+	drift, err := runpodtest.ParseDrift(a.getenv(EnvLocalDrift))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", EnvLocalDrift, err)
+	}
 	return []runpodtest.Option{
 		runpodtest.WithPodRunner(), runpodtest.WithHiddenDirs(a.store.Dir),
 		runpodtest.WithImage(guard.DefaultImage, runpodtest.RunpodPyTorchImage()),
-	}
+		runpodtest.WithDrift(drift),
+	}, nil
 }
+
+// EnvLocalDrift makes the local emulator differ from Runpod's text (see
+// localOptions).
+const EnvLocalDrift = "OVERBRAINER_LOCAL_DRIFT"

@@ -1,0 +1,76 @@
+package doctor_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/overbrainer/overbrainer-go/doctor"
+	"github.com/overbrainer/overbrainer-go/internal/shtest"
+	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
+)
+
+func TestMain(m *testing.M) { runpodtest.Main(m) }
+
+// Each way the live API may differ from our text, played by the emulator,
+// makes the doctor fail (or warn, for a member it does not know) naming
+// the check that proves it; with none, every check passes. Whatever
+// fails, nothing is left: NewTestServer fails a test that leaves a pod
+// billing, and the test a secret.
+func TestDoctorNamesEachDifference(t *testing.T) {
+	shtest.NeedPods(t, runpodtest.CheckPodRunner())
+	for _, tc := range []struct {
+		name  string
+		drift runpodtest.Drift
+		noPod bool
+		fail  string // the check that fails; "" none
+		warn  string // the check that warns; "" none
+	}{
+		{name: "none"},
+		{name: "pod key DELETE 403", drift: runpodtest.Drift{PodKeyDelete: 403}, fail: doctor.CheckPodDelete},
+		{name: "pod key DELETE 404", drift: runpodtest.Drift{PodKeyDelete: 404}, fail: doctor.CheckPodDelete},
+		{name: "dashed placeholder unresolved", drift: runpodtest.Drift{DashUnresolved: true}, fail: doctor.CheckPodReady},
+		{name: "413 below 100 KB", drift: runpodtest.Drift{MaxCreateBody: 40000}, fail: doctor.CheckPodBody},
+		{name: "whole number as 50.0", drift: runpodtest.Drift{WholeAsFraction: true}, noPod: true, fail: doctor.CheckGPUTypes},
+		{name: "unknown member", drift: runpodtest.Drift{UnknownMember: "spendLimit"}, noPod: true, warn: doctor.CheckGPUTypes},
+		{name: "missing member", drift: runpodtest.Drift{MissingMember: "maxCount"}, noPod: true, fail: doctor.CheckGPUTypes},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := runpodtest.NewTestServer(t, runpodtest.WithPodRunner(), runpodtest.WithDrift(tc.drift))
+			rep := doctor.Run(context.Background(), doctor.Options{
+				Key: srv.APIKey(), BaseURL: srv.BaseURL(), NoPod: tc.noPod, Timeout: time.Minute,
+				BootGrace: 15 * time.Second, Interval: time.Second, DeleteCodes: srv.DeleteStatuses,
+			})
+			var failed, warned []string
+			for _, c := range rep.Checks {
+				switch c.Result {
+				case doctor.ResultFail:
+					failed = append(failed, c.Name)
+				case doctor.ResultWarn:
+					warned = append(warned, c.Name)
+				}
+				t.Logf("%s: %s (%s)", c.Name, c.Result, c.Detail)
+			}
+			if tc.fail == "" && len(failed) > 0 {
+				t.Errorf("failed %q, want none", failed)
+			}
+			if tc.fail != "" && !slices.Contains(failed, tc.fail) {
+				t.Errorf("failed %q, want %q among them", failed, tc.fail)
+			}
+			if tc.warn == "" && tc.fail == "" && len(warned) > 0 {
+				t.Errorf("warned %q, want none", warned)
+			}
+			if tc.warn != "" && !slices.Contains(warned, tc.warn) {
+				t.Errorf("warned %q, want %q among them", warned, tc.warn)
+			}
+			if c, _ := rep.Check(doctor.CheckCleanup); c.Result != doctor.ResultOK {
+				t.Errorf("cleanup: %s (%s)", c.Result, c.Detail)
+			}
+			if s := srv.Secrets(); len(s) > 0 {
+				t.Errorf("%d secrets left", len(s))
+			}
+		})
+	}
+}
