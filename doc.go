@@ -34,5 +34,7 @@
 // key pinned, starts the job, follows it while renewing the lease, collects
 // the results and deletes the pod, and a saved Record takes the run up again
 // from another process. The program examples/launch is a command line over
-// guard, and examples/notebook the same cycle as notebook cells.
+// guard, and examples/notebook the same cycle as notebook cells. Package
+// doctor proves, with one short-lived guarded pod, what runs rely on and
+// no document states (launch doctor).
 package overbrainer
