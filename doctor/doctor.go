@@ -88,6 +88,9 @@ type Report struct {
 	// cost (price × the time from its create to its delete).
 	CostPerHr   float64 `json:"cost_per_hr,omitempty"`
 	EstimateUSD float64 `json:"estimate_usd"`
+	// Interrupted says ctx was cancelled before every check ran: those
+	// not run are skipped.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 // OK reports that no check failed (warnings do not fail).

@@ -59,10 +59,23 @@ func (d *doc) pod(ctx context.Context) {
 	}
 	run, err := guard.Launch(ctx, d.c, spec, guard.WithSave(save), guard.WithEvents(events), guard.WithLogger(d.o.Logger),
 		guard.WithStartTimeout(cmp.Or(d.o.Timeout, DefaultTimeout)), guard.WithVerdictTimeout(cmp.Or(d.o.Timeout, DefaultTimeout)))
+	if err != nil && errors.Is(ctx.Err(), context.Canceled) {
+		d.rep.Interrupted = true
+		names := []string{CheckPodReady, CheckPodFields, CheckPodDelete, CheckPodGone}
+		if _, _, sent := d.rec.lastCreate(); sent {
+			d.bodyCheck()
+		} else {
+			names = append([]string{CheckPodBody}, names...)
+		}
+		for _, n := range names {
+			d.add(n, ResultSkipped, "interrupted before the pod was ready", "not proven")
+		}
+		return
+	}
 	d.bodyCheck()
 	if err != nil {
 		d.add(CheckPodReady, ResultFail, fmt.Sprintf("verdict %q: %v", verdict, err),
-			"no run can start: a pod whose secret placeholder is not resolved has no host key")
+			"no run can start: the pod did not come up ready with the run's host key (an unresolved secret placeholder leaves it none)")
 		for _, n := range []string{CheckPodFields, CheckPodDelete, CheckPodGone} {
 			d.add(n, ResultSkipped, "no ready pod", "")
 		}
@@ -101,6 +114,13 @@ func (d *doc) pod(ctx context.Context) {
 	if !rec.BillingStart.IsZero() {
 		end := cmp.Or(gone, time.Now())
 		d.rep.EstimateUSD = rec.CostPerHr * end.Sub(rec.BillingStart).Hours()
+	}
+	if gone.IsZero() && errors.Is(err, context.Canceled) {
+		d.rep.Interrupted = true
+		for _, n := range []string{CheckPodDelete, CheckPodGone} {
+			d.add(n, ResultSkipped, "interrupted before the watchdog deleted the pod", "not proven: the cleanup deletes the pod with the account key")
+		}
+		return
 	}
 	d.deleteCheck(seen, !gone.IsZero())
 	if gone.IsZero() {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/overbrainer/overbrainer-go/doctor"
@@ -113,4 +114,21 @@ func TestDoctorLocalDrift(t *testing.T) {
 		t.Errorf("an unknown drift: exit %d, want 1", bad.code)
 	}
 	mustContain(t, "stderr", bad.stderr.String(), `unknown drift "bogus"`)
+}
+
+// Ctrl-C once the pod is up ends the doctor, whose cleanup still deletes
+// the pod and its secret and confirms them gone.
+func TestDoctorInterrupted(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	p := w.start("doctor", "--boot-grace", "10m", "--watchdog-interval", "1s")
+	p.waitOutput(doctor.CheckPodReady+": ok", patience)
+	p.signal(syscall.SIGINT)
+	if code := p.wait(patience); code != 1 {
+		t.Errorf("interrupted doctor: exit %d, want 1", code)
+	}
+	mustContain(t, "stderr", p.stderr.String(), "doctor: interrupted")
+	mustContain(t, "cleanup", lineWith(p.stdout.String(), doctor.CheckCleanup), " ok ")
+	mustContain(t, "pod's delete", lineWith(p.stdout.String(), doctor.CheckPodDelete), " skipped ", "interrupted")
+	w.assertClean()
 }

@@ -70,15 +70,15 @@ when every check passed (warnings do not fail), 1 naming those that failed.`)
 	} else {
 		a.printDoctor(rep)
 	}
-	if failed := rep.Failed(); len(failed) > 0 {
-		names := make([]string, len(failed))
-		for i, c := range failed {
-			names[i] = c.Name
-		}
-		return &exitError{code: ExitFailed, msg: "doctor: failed: " + strings.Join(names, "; ")}
+	var names []string
+	for _, c := range rep.Failed() {
+		names = append(names, c.Name)
 	}
-	if ctx.Err() != nil {
-		return ctx.Err()
+	switch {
+	case len(names) > 0:
+		return &exitError{code: ExitFailed, msg: "doctor: failed: " + strings.Join(names, "; ")}
+	case rep.Interrupted:
+		return &exitError{code: ExitFailed, msg: "doctor: interrupted: the checks marked skipped did not run"}
 	}
 	return nil
 }
