@@ -149,7 +149,7 @@ type Options struct {
 
 // Run makes every check and returns the report; it removes what it made,
 // with a context of its own, before it returns.
-func Run(ctx context.Context, o Options) Report {
+func Run(ctx context.Context, o Options) (rep Report) {
 	start := time.Now()
 	d := &doc{o: o, rec: &recorder{base: cmp.Or[http.RoundTripper](o.Transport, http.DefaultTransport), bodies: map[string][]byte{}}}
 	copts := []runpod.Option{runpod.WithHTTPClient(&http.Client{Timeout: runpod.DefaultTimeout, Transport: d.rec})}
@@ -171,17 +171,21 @@ func Run(ctx context.Context, o Options) Report {
 	d.rep.APIURL = c.BaseURL()
 	ctx, cancel := context.WithTimeout(ctx, cmp.Or(o.Timeout, DefaultTimeout))
 	defer cancel()
+	// Deferred: a panic in a check still removes what was made.
+	defer func() {
+		d.cleanup()
+		d.rep.Elapsed = time.Since(start)
+		rep = d.rep
+	}()
 	d.account(ctx)
 	d.secret(ctx)
 	if o.NoPod {
 		for _, n := range []string{CheckPodBody, CheckPodReady, CheckPodFields, CheckPodDelete, CheckPodGone} {
-			d.add(n, ResultSkipped, "--no-pod", "not proven: the first run proves it, or fails")
+			d.add(n, ResultSkipped, "no pod asked for", "not proven: the first run proves it, or fails")
 		}
 	} else {
 		d.pod(ctx)
 	}
-	d.cleanup()
-	d.rep.Elapsed = time.Since(start)
 	return d.rep
 }
 
