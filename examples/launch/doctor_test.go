@@ -185,3 +185,23 @@ func TestDoctorInterrupted(t *testing.T) {
 	mustContain(t, "pod's delete", lineWith(p.stdout.String(), doctor.CheckPodDelete), " skipped ", "interrupted")
 	w.assertClean()
 }
+
+// run warns before its create when launch doctor, with this key, found
+// something runs rely on failing: here, the create body over the API's
+// limit.
+func TestRunWarnsAfterAFailedDoctor(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, runpodtest.WithDrift(runpodtest.Drift{MaxCreateBody: 40000}))
+	const warning = "warning: launch doctor found"
+	before := w.run(args([]string{"run"}, fast, demo(1))...)
+	if strings.Contains(before.stderr.String(), warning) {
+		t.Errorf("a warning before any doctor ran:\n%s", before.stderr)
+	}
+	d := w.run("doctor", "--boot-grace", "15s", "--watchdog-interval", "1s")
+	if d.code != 1 {
+		t.Fatalf("doctor: exit %d, want 1\n%s", d.code, d.stderr)
+	}
+	after := w.run(args([]string{"run"}, fast, demo(1))...)
+	mustContain(t, "run's stderr", lineWith(after.stderr.String(), warning), doctor.CheckPodBody)
+	w.assertClean()
+}

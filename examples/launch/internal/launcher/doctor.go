@@ -2,13 +2,18 @@ package launcher
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/doctor"
+	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
 )
 
@@ -43,12 +48,12 @@ when every check passed (warnings do not fail), 1 naming those that failed.`)
 		return err
 	}
 	o := doctor.Options{
-		Key: a.getenv(EnvAPIKey), BaseURL: a.apiURL, Transport: a.transport, UserAgent: userAgent, Logger: a.logger,
+		BaseURL: a.apiURL, Transport: a.transport, UserAgent: userAgent, Logger: a.logger,
 		Timeout: *timeout, NoPod: *noPod, BootGrace: *bootGrace, Interval: *interval, PodEnv: podEnv,
 		Progress: func(c doctor.Check) { a.say("%s: %s", c.Name, c.Result) },
 	}
+	o.Key = a.apiKey()
 	if a.local != nil {
-		o.Key = a.local.key
 		if o.BootGrace == 0 {
 			o.BootGrace = 15 * time.Second
 		}
@@ -61,6 +66,11 @@ when every check passed (warnings do not fail), 1 naming those that failed.`)
 	}
 	a.say("checking %s (at most %s)", a.apiURL, *timeout)
 	rep := doctor.Run(ctx, o)
+	if !a.inProcess() && !rep.Interrupted {
+		if err := a.saveDoctor(o.Key, rep); err != nil {
+			a.say("keeping the report for run's warnings: %v", err)
+		}
+	}
 	if *asJSON {
 		enc := json.NewEncoder(a.stdout)
 		enc.SetIndent("", "  ")
@@ -70,10 +80,7 @@ when every check passed (warnings do not fail), 1 naming those that failed.`)
 	} else {
 		a.printDoctor(rep)
 	}
-	var names []string
-	for _, c := range rep.Failed() {
-		names = append(names, c.Name)
-	}
+	names := failedNames(rep)
 	switch {
 	case len(names) > 0:
 		return &exitError{code: ExitFailed, msg: "doctor: failed: " + strings.Join(names, "; ")}
@@ -109,4 +116,67 @@ func (a *app) printDoctor(rep doctor.Report) {
 		verdict = fmt.Sprintf("%d check(s) failed", len(rep.Failed()))
 	}
 	fmt.Fprintf(a.stdout, "%s in %s\n", verdict, since(rep.Elapsed))
+}
+
+func failedNames(rep doctor.Report) []string {
+	var names []string
+	for _, c := range rep.Failed() {
+		names = append(names, c.Name)
+	}
+	return names
+}
+
+// savedDoctor is launch doctor's last report for a key, which run reads
+// to warn before a create.
+type savedDoctor struct {
+	Version string        `json:"version"` // the SDK's: another version checks again
+	Report  doctor.Report `json:"report"`
+}
+
+// doctorFile is where the last report for key is kept: named by a hash
+// of the key, never the key.
+func (a *app) doctorFile(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return filepath.Join(a.store.Dir, "doctor", hex.EncodeToString(sum[:8])+".json")
+}
+
+func (a *app) saveDoctor(key string, rep doctor.Report) error {
+	file := a.doctorFile(key)
+	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(savedDoctor{Version: podenv.Version, Report: rep}, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := file + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, file)
+}
+
+// doctorWarning warns before a create when launch doctor, the last time
+// it ran with this key and this SDK's version against this API, found
+// something a run relies on failing.
+func (a *app) doctorWarning(key string) {
+	b, err := os.ReadFile(a.doctorFile(key))
+	if err != nil {
+		return
+	}
+	var s savedDoctor
+	if json.Unmarshal(b, &s) != nil || s.Version != podenv.Version || s.Report.APIURL != a.apiURL {
+		return
+	}
+	if names := failedNames(s.Report); len(names) > 0 {
+		a.say("warning: launch doctor found, with this key, what runs rely on failing: %s (launch doctor checks again)", strings.Join(names, "; "))
+	}
+}
+
+// apiKey is the key the launcher's client uses.
+func (a *app) apiKey() string {
+	if a.local != nil {
+		return a.local.key
+	}
+	return a.getenv(EnvAPIKey)
 }

@@ -329,6 +329,7 @@ the pod ends with the launcher.`)
 	if err := a.open(ctx); err != nil {
 		return err
 	}
+	a.doctorWarning(a.apiKey())
 
 	now := time.Now()
 	id, err := guard.NewRunID(now)
