@@ -104,13 +104,38 @@ func (d *doc) pod(ctx context.Context) {
 		defer stop()
 		go codes.read(lctx, d.c, rec.PodID)
 	}
-	gone, how, err := d.waitGone(ctx, rec.PodID)
-	var seen []int
+	seenNow := codes.get
 	if d.o.DeleteCodes != nil {
-		seen = d.o.DeleteCodes(rec.PodID)
-	} else {
-		seen = codes.get()
+		seenNow = func() []int { return d.o.DeleteCodes(rec.PodID) }
 	}
+	// A refused delete leaves the watchdog its fallbacks (terminate,
+	// stop): they get a while, not the whole bound.
+	wctx, stopWait := context.WithCancel(ctx)
+	defer stopWait()
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case <-t.C:
+			}
+			if c := seenNow(); len(c) > 0 && (c[0] < 200 || c[0] > 299) {
+				select {
+				case <-wctx.Done():
+				case <-time.After(fallbackWait):
+					stopWait()
+				}
+				return
+			}
+		}
+	}()
+	gone, how, err := d.waitGone(wctx, rec.PodID)
+	if gone.IsZero() && ctx.Err() == nil && errors.Is(err, context.Canceled) {
+		err = fmt.Errorf("still there %s after the watchdog's refused delete", fallbackWait)
+	}
+	seen := seenNow()
 	if !rec.BillingStart.IsZero() {
 		end := cmp.Or(gone, time.Now())
 		d.rep.EstimateUSD = rec.CostPerHr * end.Sub(rec.BillingStart).Hours()
@@ -124,7 +149,7 @@ func (d *doc) pod(ctx context.Context) {
 	}
 	d.deleteCheck(seen, !gone.IsZero())
 	if gone.IsZero() {
-		d.add(CheckPodGone, ResultFail, fmt.Sprintf("still there after the boot grace (%s): %v", spec.BootGrace, err),
+		d.add(CheckPodGone, ResultFail, fmt.Sprintf("not gone (boot grace %s): %v", spec.BootGrace, err),
 			"the watchdog does not end a pod whose job never started: the cleanup deletes it with the account key")
 		return
 	}
@@ -171,6 +196,10 @@ func (d *doc) deleteCheck(codes []int, gone bool) {
 			"the pod's key may not delete its pod: the watchdog cannot end it by DELETE")
 	}
 }
+
+// fallbackWait is how long a pod whose watchdog's DELETE was refused is
+// given to go by its fallbacks.
+const fallbackWait = 30 * time.Second
 
 // waitGone waits until the account key sees the pod TERMINATED or 404.
 func (d *doc) waitGone(ctx context.Context, id string) (time.Time, string, error) {
