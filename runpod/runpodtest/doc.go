@@ -96,7 +96,10 @@
 // for a pod's state without polling. Fail makes the next N calls to a path
 // (optionally only a given caller's) answer a status with an optional
 // Retry-After, hang, drop the connection, or run the call and then lose
-// its answer (Lost).
+// its answer (Lost). WithDrift makes the fake differ from its document the
+// ways the live API may (a pod key's delete refused, a dashed placeholder
+// unresolved, a lower 413 limit, 50 written 50.0, a member added or
+// missing).
 //
 // A pod goes PROVISIONING → STARTING (for WithStartingDelay, without
 // runtime or ports; default 0) → RUNNING → EXITED (stopped) → STARTING and
