@@ -329,10 +329,10 @@ func (d *doc) secret(ctx context.Context) {
 type recorder struct {
 	base http.RoundTripper
 
-	mu       sync.Mutex
-	bodies   map[string][]byte
-	creates  []int
-	createdS []int
+	mu           sync.Mutex
+	bodies       map[string][]byte
+	creates      []int
+	createStatus []int
 }
 
 func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -345,23 +345,30 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 		if resp != nil {
 			st = resp.StatusCode
 		}
-		r.createdS = append(r.createdS, st)
+		r.createStatus = append(r.createStatus, st)
 		r.mu.Unlock()
 	}
-	if err != nil || req.Method != http.MethodGet || resp.StatusCode != http.StatusOK {
+	path := apiPath(req.URL.Path)
+	if err != nil || req.Method != http.MethodGet || resp.StatusCode != http.StatusOK || !checked(path) {
 		return resp, err
 	}
 	b, rerr := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	resp.Body = io.NopCloser(bytes.NewReader(b))
 	if rerr != nil {
+		// The client sees the same failure, after what was read.
+		resp.Body = io.NopCloser(io.MultiReader(bytes.NewReader(b), errReader{rerr}))
 		return resp, nil
 	}
+	resp.Body = io.NopCloser(bytes.NewReader(b))
 	r.mu.Lock()
-	r.bodies[apiPath(req.URL.Path)] = b
+	r.bodies[path] = b
 	r.mu.Unlock()
 	return resp, nil
 }
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
 func (r *recorder) body(path string) []byte {
 	r.mu.Lock()
@@ -376,7 +383,7 @@ func (r *recorder) lastCreate() (size, status int, ok bool) {
 	if len(r.creates) == 0 {
 		return 0, 0, false
 	}
-	return r.creates[len(r.creates)-1], r.createdS[len(r.createdS)-1], true
+	return r.creates[len(r.creates)-1], r.createStatus[len(r.createStatus)-1], true
 }
 
 // apiPath is a request path without the base URL's (/v2 and above).

@@ -51,15 +51,30 @@ type drift struct {
 	bad, unknown []string
 }
 
-// driftOf holds the answer body at path to its shape. A path of one pod
-// ("/pods/ID") is held to a pod's.
+// shapeOf is the shape of the answers at path: a path of one pod
+// ("/pods/ID") has a pod's. ok is false for a path not checked (the log
+// stream among them).
+func shapeOf(path string) (shape, bool) {
+	if sh, ok := shapes[path]; ok {
+		return sh, true
+	}
+	if strings.HasPrefix(path, "/pods/") && strings.Count(path, "/") == 2 {
+		return podFields, true
+	}
+	return shape{}, false
+}
+
+// checked says the answers at path are held to a shape.
+func checked(path string) bool {
+	_, ok := shapeOf(path)
+	return ok
+}
+
+// driftOf holds the answer body at path to its shape.
 func driftOf(path string, body []byte) drift {
-	sh, ok := shapes[path]
+	sh, ok := shapeOf(path)
 	if !ok {
-		if !strings.HasPrefix(path, "/pods/") || strings.Count(path, "/") != 2 {
-			return drift{}
-		}
-		sh = podFields
+		return drift{}
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
