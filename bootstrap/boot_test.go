@@ -506,6 +506,8 @@ func TestClaimResumesTheRunAndRefusesAnother(t *testing.T) {
 		t.Errorf("the claim changed to %q", got)
 	}
 
+	// The same pod boots again: the delete above did not take it.
+	w.api.Revive("/pods/" + w.podID)
 	again := boot(w.env())
 	ready(again)
 	if !strings.Contains(again.stderr.String(), "resuming") {

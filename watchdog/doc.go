@@ -34,6 +34,14 @@
 // cancelled marker and job.pid replaced by the new job's): the watchdog logs
 // `job_started again=1` and holds the new job to every rule.
 //
+// A delete counts only once a GET of the pod confirms it: 404 or TERMINATED
+// (EXITED after the stop action, which leaves the volume billing). The API
+// answers 404 to a key that may not see the pod too, so an answered DELETE
+// is never taken on trust: until a GET confirms one of the ways (DELETE,
+// the terminate action, the stop action, runpodctl), each tick logs
+// delete_failed with what each answered and tries them all again, and the
+// watchdog never exits.
+//
 // The package gives the script as the pod runs it ([Script], which starts
 // with the portable [GroupSignal] helper), the names of the files the
 // watchdog and the client exchange in the run directory (the pod file

@@ -15,7 +15,7 @@ import (
 const (
 	KindStart             = "start"              // deadline, interval, boot_grace, retrieve_grace, lease_ttl, keep, boot_failed
 	KindBadSetting        = "bad_setting"        // name: a malformed OVERBRAINER_* number, replaced by its default
-	KindProbe             = "probe"              // result=ready, or result=failed reason=...; key and msg for a failed bootstrap
+	KindProbe             = "probe"              // result=ready delete_right=unproven, or result=failed reason=...; key and msg for a failed bootstrap
 	KindJobStarted        = "job_started"        // job.pid appeared
 	KindJobEnded          = "job_ended"          // by=exit_code|cancelled|group_gone; reason=WORD from a cancelled marker that has one
 	KindRetrieved         = "retrieved"          // .pod/retrieved appeared
@@ -24,10 +24,11 @@ const (
 	KindKeptHeld          = "kept_held"          // sessions, procs, gpu=0|1: a kept pod's idle bound passed while in use (SSH sessions open, processes using CPU, a busy GPU)
 	KindSnapshotRequested = "snapshot_requested" // reason, adopted=0|1, cap_in_min for the cost reason, still_s for a stall
 	KindDeleteReason      = "delete_reason"      // reason: the rule that deletes the pod; action=stop when it stops it (kept_idle, a pod volume)
-	KindDeleteCode        = "delete_code"        // method=DELETE|terminate|stop|runpodctl|runpodctl_remove, code
-	KindDeleteFailed      = "delete_failed"      // retry_in: every way failed, the next tick tries again
-	KindDeleted           = "deleted"            // method: the pod is gone
-	KindStopped           = "stopped"            // method=stop, reason: the pod is stopped, its volume still bills
+	KindDeleteCode        = "delete_code"        // method=DELETE|terminate|stop|runpodctl, code (runpodctl: its exit status, or skipped with why)
+	KindDeleteCheck       = "delete_check"       // method, code, status: the GET that looks for a way's effect
+	KindDeleteFailed      = "delete_failed"      // retry_in, codes: no way was confirmed, the next tick tries again
+	KindDeleted           = "deleted"            // method: a GET confirmed the pod gone (404 or TERMINATED)
+	KindStopped           = "stopped"            // method=stop, reason: a GET confirmed the pod stopped (EXITED), its volume still bills
 	KindStopping          = "stopping"           // signal: the watchdog got TERM or INT and exits
 	KindStallOver         = "stall_over"         // the job moved again after its stall snapshot was asked
 )

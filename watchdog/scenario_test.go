@@ -699,7 +699,8 @@ func TestJobEnded(t *testing.T) {
 }
 
 // DELETE, then the terminate action, then the stop action (which leaves the
-// volume billing, and says so), then runpodctl.
+// volume billing, and says so), then runpodctl; each counts once a GET shows
+// the pod gone (404 or TERMINATED), or EXITED after the stop.
 type call struct{ method, body string }
 
 func TestDeleteFallbacks(t *testing.T) {
@@ -707,19 +708,23 @@ func TestDeleteFallbacks(t *testing.T) {
 	del := call{"DELETE", ""}
 	term := call{"POST", `{"action":"terminate"}`}
 	stop := call{"POST", `{"action":"stop"}`}
+	terminated := shtest.Answer{Body: `{"id":"` + podID + `","name":"x","status":"TERMINATED","env":{"A":"B"}}`}
 	cases := []struct {
 		name      string
 		delete    int
 		actions   []int
-		runpodctl string // stub body, "" for none
-		want      []call
-		final     string // deleted method or "stopped"
+		get       []shtest.Answer // queued GETs after the probe's
+		runpodctl bool            // a runpodctl that works
+		want      []call          // the calls but GETs
+		final     string          // deleted method or "stopped"
 	}{
-		{"delete_404_is_gone", 404, nil, "", []call{del}, "delete"},
-		{"terminate", 500, []int{204}, "", []call{del, term}, "terminate"},
-		{"stop", 500, []int{500, 200}, "", []call{del, term, stop}, "stopped"},
-		{"runpodctl_pod_delete", 500, []int{500, 503}, `[ "$1 $2" = "pod delete" ]`, []call{del, term, stop}, "runpodctl"},
-		{"runpodctl_remove_pod", 500, []int{500, 503}, `[ "$1 $2" = "remove pod" ]`, []call{del, term, stop}, "runpodctl"},
+		{"delete_204_get_404", 204, nil, nil, false, []call{del}, "delete"},
+		{"delete_204_get_terminated", 204, nil, []shtest.Answer{terminated}, false, []call{del}, "delete"},
+		// A pod that takes a moment to show deleted.
+		{"delete_204_get_running_then_404", 204, nil, []shtest.Answer{{Body: `{"status": "RUNNING"}`}}, false, []call{del}, "delete"},
+		{"terminate", 500, []int{204}, nil, false, []call{del, term}, "terminate"},
+		{"stop", 500, []int{500, 200}, nil, false, []call{del, term, stop}, "stopped"},
+		{"runpodctl", 500, []int{500, 503}, nil, true, []call{del, term, stop}, "runpodctl"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -730,21 +735,34 @@ func TestDeleteFallbacks(t *testing.T) {
 				for _, s := range c.actions {
 					p.api.Queue("POST", "/pods/"+podID+"/action", shtest.Answer{Status: s})
 				}
-				rec := filepath.Join(p.bin.Dir, ".runpodctl")
-				if c.runpodctl != "" {
-					p.bin.Stub("runpodctl", `echo "$* key=${RUNPOD_API_KEY:-}" >> `+rec+"\n"+c.runpodctl)
+				p.api.Queue("GET", "/pods/"+podID, append([]shtest.Answer{{}}, c.get...)...)
+				ran := filepath.Join(p.bin.Dir, ".runpodctl-ran")
+				if c.runpodctl {
+					p.bin.Stub("runpodctl", `: > `+ran)
+					p.api.Handle(func(r shtest.Request) (shtest.Answer, bool) {
+						if _, err := os.Stat(ran); err == nil && r.Method == "GET" {
+							return shtest.Answer{Status: 404}, true
+						}
+						return shtest.Answer{}, false
+					})
 				}
 				p.start()
 				p.exit()
 				var got []call
-				for _, r := range p.api.Requests()[1:] {
-					got = append(got, call{r.Method, r.Body})
+				reqs := p.api.Requests()
+				for _, r := range reqs[1:] {
+					if r.Method != "GET" {
+						got = append(got, call{r.Method, r.Body})
+					}
 					if r.Method == "POST" && r.Header.Get("Content-Type") != "application/json" {
 						t.Errorf("POST Content-Type %q", r.Header.Get("Content-Type"))
 					}
 				}
 				if strings.Join(fmtCalls(got), "|") != strings.Join(fmtCalls(c.want), "|") {
 					t.Fatalf("calls %v, want %v", got, c.want)
+				}
+				if last := reqs[len(reqs)-1]; last.Method != "GET" || last.Path != "/pods/"+podID {
+					t.Errorf("last call %s %s, want the GET that confirms", last.Method, last.Path)
 				}
 				evs := p.events()
 				if c.final == "stopped" {
@@ -755,15 +773,82 @@ func TestDeleteFallbacks(t *testing.T) {
 				} else if find(evs, -1, watchdog.KindDeleted, "method", c.final) < 0 {
 					t.Errorf("no deleted method=%s\n%s", c.final, p.logText())
 				}
-				if c.runpodctl != "" {
-					b, _ := os.ReadFile(rec)
-					want := "pod delete " + podID + " key=" + apiKey + "\n"
-					if c.name == "runpodctl_remove_pod" {
-						want += "remove pod " + podID + " key=" + apiKey + "\n"
+				p.none(evs, 0, watchdog.KindDeleteFailed)
+			})
+		})
+	}
+}
+
+// A delete that no GET confirms never ends the watchdog: a DELETE answered
+// 404 while GET still shows the pod RUNNING (the API's 404 is also "not
+// accessible to the caller"), every write refused (403), or a runpodctl
+// that says it worked. Each tick tries every way again and logs
+// delete_failed with what each answered.
+func TestUnconfirmedDeleteKeepsTrying(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name      string
+		delete    int
+		runpodctl bool
+		codes     string
+	}{
+		{"delete_404_get_running", 404, false, "DELETE:404/unconfirmed,terminate:403,stop:403,runpodctl:absent"},
+		{"forbidden", 403, false, "DELETE:403,terminate:403,stop:403,runpodctl:absent"},
+		{"runpodctl_says_deleted", 403, true, "DELETE:403,terminate:403,stop:403,runpodctl:0/unconfirmed,runpodctl:0/unconfirmed"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+				p := newPod(t, sh)
+				p.setEnv("OVERBRAINER_BOOT_GRACE", "1")
+				p.api.SetDefault("GET", "", shtest.Answer{Body: `{"id":"` + podID + `","status":"RUNNING","env":{}}`})
+				p.api.SetDefault("DELETE", "", shtest.Answer{Status: c.delete})
+				p.api.SetDefault("POST", "", shtest.Answer{Status: 403})
+				rec := filepath.Join(p.bin.Dir, ".runpodctl")
+				if c.runpodctl {
+					p.bin.Stub("runpodctl", `{ echo "argv $*"; env; } >> `+rec)
+				}
+				p.start()
+				var evs []watchdog.Event
+				shtest.Eventually(t, wait, func() bool {
+					evs = p.events()
+					n := 0
+					for _, e := range evs {
+						if e.Kind == watchdog.KindDeleteFailed {
+							n++
+						}
 					}
-					if string(b) != want {
-						t.Errorf("runpodctl calls %q, want %q", b, want)
+					return n >= 3 || p.proc.Exited()
+				}, "three delete_failed lines")
+				if p.proc.Exited() {
+					t.Fatalf("the watchdog exited on an unconfirmed delete\n%s", p.logText())
+				}
+				p.none(evs, 0, watchdog.KindDeleted)
+				p.none(evs, 0, watchdog.KindStopped)
+				// Every try ends in its delete_failed, with the codes.
+				tries, fails := 0, 0
+				for _, e := range evs {
+					switch e.Kind {
+					case watchdog.KindDeleteReason:
+						if tries != fails {
+							t.Fatalf("a try without its delete_failed\n%s", p.logText())
+						}
+						tries++
+					case watchdog.KindDeleteFailed:
+						fails++
+						if e.Fields["codes"] != c.codes {
+							t.Errorf("codes=%s, want %s", e.Fields["codes"], c.codes)
+						}
 					}
+				}
+				if c.delete == 404 && find(evs, -1, watchdog.KindDeleteCheck, "method", "DELETE", "code", "200", "status", "RUNNING") < 0 {
+					t.Errorf("no delete_check showing the pod RUNNING\n%s", p.logText())
+				}
+				if !c.runpodctl {
+					return
+				}
+				if b, _ := os.ReadFile(rec); !strings.Contains(string(b), "argv pod delete "+podID+"\n") {
+					t.Errorf("runpodctl not run:\n%s", b)
 				}
 			})
 		})

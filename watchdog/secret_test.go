@@ -47,7 +47,7 @@ func TestKeyNeverExposed(t *testing.T) {
 		p := newPod(t, sh)
 		p.setEnv("OVERBRAINER_BOOT_GRACE", "1")
 		rec := filepath.Join(p.bin.Dir, ".argv")
-		for _, c := range []string{"curl", "printf", "echo", "date", "stat", "mv", "rm", "mkdir", "kill", "timeout", "cat", "test", "["} {
+		for _, c := range []string{"curl", "printf", "echo", "date", "stat", "mv", "rm", "mkdir", "kill", "timeout", "cat", "test", "[", "head"} {
 			real, err := exec.LookPath(c)
 			if err != nil {
 				continue
@@ -124,8 +124,8 @@ exec %q "$@"`, c, rec, real))
 			t.Errorf("key exposed in the %s", l)
 		}
 		reqs := p.api.Requests()
-		if len(reqs) != 4 {
-			t.Errorf("%d requests, want probe, DELETE, terminate, stop", len(reqs))
+		if len(reqs) != 5 {
+			t.Errorf("%d requests, want probe, DELETE, terminate, stop and the GET that confirms it", len(reqs))
 		}
 		for _, r := range reqs {
 			if r.Auth != "Bearer "+apiKey {

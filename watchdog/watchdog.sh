@@ -838,18 +838,19 @@ end_pod() {
 
 # stop_pod REASON: stops the pod (the stop action: its pod volume stays,
 # billed as storage, until the pod is removed), as delete_pod's stop step
-# does, and sets $deleted_by to stop. Fails when the stop failed; the next
-# tick tries again, and never falls back to a delete, which would take the
-# volume's data.
+# does: it counts once a GET confirms it (EXITED: $stopped_only; gone).
+# Fails when it was not confirmed; the next tick tries again, and never
+# falls back to a delete, which would take the volume's data.
 stop_pod() {
   log "delete_reason reason=$1 action=stop"
-  [ -n "$POD_ID" ] || return 1
+  codes=
+  stopped_only=0
+  if [ -z "$POD_ID" ]; then
+    codes=no_pod_id
+    return 1
+  fi
   api POST "/pods/$POD_ID/action" '{"action":"stop"}'
-  log "delete_code method=stop code=$code"
-  case $code in
-    200 | 202 | 204) deleted_by=stop; return 0 ;;
-  esac
-  return 1
+  tried stop
 }
 
 # pod_scan: reads the process table (/proc, with the shell's own reads: no
@@ -985,6 +986,78 @@ api() {
   esac
 }
 
+# pod_get: GETs the pod; sets $code as api does and $pod_status to the
+# status word of its body (200 only), empty when that cannot be read. The
+# body is read into memory, 64 KiB of it at most (curl's bound, and head's
+# for an answer that announced no size): one cut short loses its code,
+# which then reads as 000, never as gone. The status is read with builtins
+# only, and only when the body holds exactly one "status" key: with a
+# second one (a pod named "status", an env key) it is left unread.
+pod_get() {
+  pod_status=
+  { got=$(echo "Authorization: Bearer $API_KEY" |
+    curl -q --noproxy '*' -s -w ' %{http_code}' --max-time "$CURL_TIMEOUT" --max-filesize 65536 -A "$AGENT" -H @- \
+      "$API/pods/$POD_ID" 2>/dev/null | head -c 65540); } 2>/dev/null
+  code=${got##* }
+  case $code in
+    [0-9][0-9][0-9]) ;;
+    *) code=000 && return 0 ;;
+  esac
+  case $code:$got in
+    200:*'"status"'*'"status"'*) return 0 ;;
+    200:*'"status"'*) got=${got#*'"status"'} ;;
+    *) return 0 ;;
+  esac
+  skips=0
+  while [ "$skips" -lt 8 ]; do
+    case $got in
+      ' '* | '	'* | :* | "$NL"*) got=${got#?} ;;
+      *) break ;;
+    esac
+    skips=$((skips + 1))
+  done
+  case $got in
+    '"'[A-Z]*'"'*) got=${got#?} && got=${got%%'"'*} ;;
+    *) return 0 ;;
+  esac
+  case $got in
+    *[!A-Z_]* | ????????????????????????????????*) ;;
+    *) pod_status=$got ;;
+  esac
+}
+
+# confirm WAY TRIES: after WAY (DELETE, terminate, stop, runpodctl)
+# answered $code, reads the pod up to TRIES times, a second apart (a pod
+# may take a moment to show deleted), and succeeds once it is gone: a GET
+# answered 404, or the status TERMINATED; after a stop, EXITED means
+# stopped ($stopped_only). Sets $deleted_by to WAY (delete for DELETE) and
+# logs each look.
+confirm() {
+  looks=0
+  stopped_only=0
+  while :; do
+    pod_get
+    log "delete_check method=$1 code=$code status=${pod_status:--}"
+    case $code:$pod_status in
+      404:* | 200:TERMINATED)
+        deleted_by=$1
+        [ "$1" != DELETE ] || deleted_by=delete
+        return 0
+        ;;
+      200:EXITED)
+        if [ "$1" = stop ]; then
+          deleted_by=$1
+          stopped_only=1
+          return 0
+        fi
+        ;;
+    esac
+    looks=$((looks + 1))
+    [ "$looks" -lt "$2" ] || return 1
+    pause 1
+  done
+}
+
 # probe TRIES: sets $result to `ready` when the pod's key can read the pod,
 # or `failed <reason>`. No answer, 408, 429 and 5xx are retried, TRIES times
 # in all, PROBE_WAIT seconds apart.
@@ -1068,38 +1141,66 @@ cancel_reason() {
 }
 
 # delete_pod REASON: deletes the pod, falling back to the terminate action,
-# then the stop action, then runpodctl (`pod delete`, or `remove pod` on older
-# images). Fails when every way failed; the next tick tries again.
-# $deleted_by tells which one worked: only `stop` leaves the volume billing.
+# then the stop action, then runpodctl. A way counts only once
+# confirm saw its effect: an answered DELETE (2xx or 404: the API answers 404
+# to a key that may not see the pod too) is never taken on trust. Fails when
+# no way was confirmed, with $codes saying what each answered; the next tick
+# tries again. $deleted_by tells which one worked: only a stop
+# ($stopped_only) leaves the volume billing.
 delete_pod() {
   log "delete_reason reason=$1"
+  codes=
+  stopped_only=0
   # Without a pod id the calls below would name the pod collection, whose 404
   # must never be read as "deleted".
-  [ -n "$POD_ID" ] || return 1
+  if [ -z "$POD_ID" ]; then
+    codes=no_pod_id
+    return 1
+  fi
   api DELETE "/pods/$POD_ID"
-  log "delete_code method=DELETE code=$code"
-  case $code in
-    200 | 202 | 204 | 404) deleted_by=delete; return 0 ;;
-  esac
+  tried DELETE && return 0
   api POST "/pods/$POD_ID/action" '{"action":"terminate"}'
-  log "delete_code method=terminate code=$code"
-  case $code in
-    200 | 202 | 204) deleted_by=terminate; return 0 ;;
-  esac
+  tried terminate && return 0
   api POST "/pods/$POD_ID/action" '{"action":"stop"}'
-  log "delete_code method=stop code=$code"
+  tried stop && return 0
+  pod_ctl
+}
+
+# tried WAY: logs what WAY answered ($code) and confirms an answer that may
+# mean gone: for a few seconds after a 2xx, once after a 404.
+tried() {
+  log "delete_code method=$1 code=$code"
+  way=$1:$code
   case $code in
-    200 | 202 | 204) deleted_by=stop; return 0 ;;
+    2??) confirm "$1" 4 ;;
+    404) confirm "$1" 1 ;;
+    *) false ;;
   esac
-  command -v runpodctl >/dev/null 2>&1 || return 1
-  RUNPOD_API_KEY=$API_KEY runpodctl pod delete "$POD_ID" >/dev/null 2>&1 </dev/null
-  code=$?
-  log "delete_code method=runpodctl code=$code"
-  if [ "$code" = 0 ]; then deleted_by=runpodctl; return 0; fi
-  RUNPOD_API_KEY=$API_KEY runpodctl remove pod "$POD_ID" >/dev/null 2>&1 </dev/null
-  code=$?
-  log "delete_code method=runpodctl_remove code=$code"
-  if [ "$code" = 0 ]; then deleted_by=runpodctl; return 0; fi
+  confirmed=$?
+  [ "$confirmed" = 0 ] || case $code in 2?? | 404) way=$way/unconfirmed ;; esac
+  codes=$codes${codes:+,}$way
+  return "$confirmed"
+}
+
+# pod_ctl: runpodctl (`pod delete`, or `remove pod` on older images);
+# its success counts once confirmed, as the API's.
+pod_ctl() {
+  if ! command -v runpodctl >/dev/null 2>&1; then
+    codes=$codes,runpodctl:absent
+    return 1
+  fi
+  for verb in "pod delete" "remove pod"; do
+    # shellcheck disable=SC2086 # two words
+    RUNPOD_API_KEY=$API_KEY runpodctl $verb "$POD_ID" >/dev/null 2>&1 </dev/null
+    code=$?
+    log "delete_code method=runpodctl code=$code"
+    way=runpodctl:$code
+    if [ "$code" = 0 ]; then
+      confirm runpodctl 4 && return 0
+      way=$way/unconfirmed
+    fi
+    codes=$codes,$way
+  done
   return 1
 }
 
@@ -1482,14 +1583,14 @@ while :; do
   wait_s=$INTERVAL
   if [ -n "$reason" ]; then
     if end_pod "$reason"; then
-      if [ "$deleted_by" = stop ]; then
+      if [ "$stopped_only" = 1 ]; then
         log "stopped method=stop reason=$reason msg=the pod is stopped, not deleted: its volume keeps billing until it is removed"
       else
         log "deleted method=$deleted_by"
       fi
       exit 0
     fi
-    log "delete_failed retry_in=$wait_s"
+    log "delete_failed retry_in=$wait_s codes=$codes"
   fi
   if [ -n "$next" ] && [ $((next - n)) -le "$wait_s" ]; then
     # A sleep that ends at a due time is measured from date: the sum at

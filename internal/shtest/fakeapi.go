@@ -5,6 +5,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"path"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -37,7 +39,9 @@ type Answer struct {
 }
 
 // FakeAPI is an httptest server on 127.0.0.1 that records every request and
-// answers as the test programs it. It is safe for concurrent use.
+// answers as the test programs it. Unprogrammed, it shows a pod ended by a
+// 2xx DELETE or action as the API does (see pick), so that a watchdog's
+// confirming GET finds it gone. It is safe for concurrent use.
 type FakeAPI struct {
 	srv       *httptest.Server
 	done      chan struct{}
@@ -48,6 +52,9 @@ type FakeAPI struct {
 	defaults map[string]Answer
 	queues   map[string][]Answer
 	handle   func(Request) (Answer, bool)
+	// ended is what a 2xx DELETE, terminate or stop did to a pod path:
+	// the status a later GET of it shows ("" for gone: 404).
+	ended map[string]string
 }
 
 func routeKey(method, path string) string { return method + " " + path }
@@ -56,7 +63,7 @@ func routeKey(method, path string) string { return method + " " + path }
 // answers are released first).
 func NewFakeAPI(t testing.TB) *FakeAPI {
 	t.Helper()
-	f := &FakeAPI{done: make(chan struct{}), defaults: map[string]Answer{}, queues: map[string][]Answer{}}
+	f := &FakeAPI{done: make(chan struct{}), defaults: map[string]Answer{}, queues: map[string][]Answer{}, ended: map[string]string{}}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("shtest: listen: %v", err)
@@ -98,6 +105,15 @@ func (f *FakeAPI) Queue(method, path string, answers ...Answer) {
 	defer f.mu.Unlock()
 	k := routeKey(method, path)
 	f.queues[k] = append(f.queues[k], answers...)
+}
+
+// Revive forgets that a 2xx DELETE or action ended the pod at path (e.g.
+// /pods/ID): its GETs answer as before, for a test that boots the same pod
+// again.
+func (f *FakeAPI) Revive(path string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.ended, path)
 }
 
 // Handle installs a function consulted before queues and defaults; it answers
@@ -148,9 +164,28 @@ func (l lazyReqs) String() string {
 	return s
 }
 
+// pick answers r: the Handle function, else a queued answer, else, for a
+// GET of a pod that a 2xx DELETE, terminate or stop action ended, what the
+// API shows of it then (404, TERMINATED or EXITED), else a default, else
+// 204 for a DELETE and 200 {} for anything else.
 func (f *FakeAPI) pick(r Request) Answer {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	a := f.choose(r)
+	if s := a.Status; !a.Drop && (s == 0 || s/100 == 2) {
+		switch {
+		case r.Method == http.MethodDelete:
+			f.ended[r.Path] = ""
+		case r.Method == http.MethodPost && strings.HasSuffix(r.Path, "/action") && strings.Contains(r.Body, `"terminate"`):
+			f.ended[strings.TrimSuffix(r.Path, "/action")] = "TERMINATED"
+		case r.Method == http.MethodPost && strings.HasSuffix(r.Path, "/action") && strings.Contains(r.Body, `"stop"`):
+			f.ended[strings.TrimSuffix(r.Path, "/action")] = "EXITED"
+		}
+	}
+	return a
+}
+
+func (f *FakeAPI) choose(r Request) Answer {
 	if f.handle != nil {
 		if a, ok := f.handle(r); ok {
 			return a
@@ -162,6 +197,12 @@ func (f *FakeAPI) pick(r Request) Answer {
 			f.queues[k] = q[1:]
 			return q[0]
 		}
+	}
+	if st, ok := f.ended[r.Path]; ok && r.Method == http.MethodGet {
+		if st == "" {
+			return Answer{Status: http.StatusNotFound, Body: `{"title":"Not Found","status":404,"detail":"pod not found"}`}
+		}
+		return Answer{Status: http.StatusOK, Body: `{"id":"` + path.Base(r.Path) + `","status":"` + st + `"}`}
 	}
 	for _, k := range keys {
 		if a, ok := f.defaults[k]; ok {
