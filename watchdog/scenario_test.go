@@ -794,7 +794,7 @@ func TestUnconfirmedDeleteKeepsTrying(t *testing.T) {
 	}{
 		{"delete_404_get_running", 404, false, "DELETE:404/unconfirmed,terminate:403,stop:403,runpodctl:absent"},
 		{"forbidden", 403, false, "DELETE:403,terminate:403,stop:403,runpodctl:absent"},
-		{"runpodctl_says_deleted", 403, true, "DELETE:403,terminate:403,stop:403,runpodctl:0/unconfirmed,runpodctl:0/unconfirmed"},
+		{"runpodctl_says_deleted", 403, true, "DELETE:403,terminate:403,stop:403,runpodctl:0/unconfirmed"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -847,12 +847,45 @@ func TestUnconfirmedDeleteKeepsTrying(t *testing.T) {
 				if !c.runpodctl {
 					return
 				}
-				if b, _ := os.ReadFile(rec); !strings.Contains(string(b), "argv pod delete "+podID+"\n") {
-					t.Errorf("runpodctl not run:\n%s", b)
+				b, _ := os.ReadFile(rec)
+				env := string(b)
+				for _, want := range []string{"argv pod delete " + podID + "\n", "RUNPOD_API_KEY=" + apiKey + "\n",
+					"RUNPOD_API_URL=" + p.api.URL() + "\n", "RUNPOD_REST_V2_URL=" + p.api.URL() + "\n",
+					"RUNPOD_GRAPHQL_URL=" + p.api.URL() + "/graphql\n", "APIURL=" + p.api.URL() + "/graphql\n"} {
+					if !strings.Contains(env, want) {
+						t.Errorf("runpodctl ran without %q:\n%s", want, env)
+					}
+				}
+				if strings.Contains(env, "argv remove") {
+					t.Errorf("runpodctl remove (GraphQL) was run:\n%s", env)
 				}
 			})
 		})
 	}
+}
+
+// runpodctl is skipped, and says why, when the pod's API URL is not one it
+// could be pointed at: it would call Runpod's own hosts instead.
+func TestRunpodctlSkippedWithoutHTTPAPI(t *testing.T) {
+	t.Parallel()
+	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
+		p := newPod(t, sh)
+		// curl takes a URL without a scheme for http; runpodctl must not.
+		p.setEnv("OVERBRAINER_BOOT_GRACE", "1", "OVERBRAINER_API_URL", strings.TrimPrefix(p.api.URL(), "http://"))
+		p.api.SetDefault("DELETE", "", shtest.Answer{Status: 500})
+		p.api.SetDefault("POST", "", shtest.Answer{Status: 500})
+		rec := filepath.Join(p.bin.Dir, ".runpodctl")
+		p.bin.Stub("runpodctl", `echo "$*" >> `+rec)
+		p.start()
+		_, i := p.waitEvent(watchdog.KindDeleteFailed, "codes", "DELETE:500,terminate:500,stop:500,runpodctl:skipped")
+		evs := p.events()
+		if find(evs[:i], -1, watchdog.KindDeleteCode, "method", "runpodctl", "code", "skipped") < 0 {
+			t.Errorf("no delete_code saying runpodctl was skipped\n%s", p.logText())
+		}
+		if _, err := os.Stat(rec); err == nil {
+			t.Error("runpodctl ran")
+		}
+	})
 }
 
 func fmtCalls(cs []call) []string {

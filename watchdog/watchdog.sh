@@ -64,7 +64,8 @@
 # The API key is read once, removed from the environment (so no child inherits
 # it) and handed to curl on its standard input only: never on a command line,
 # in a file or in a log. runpodctl, the last fallback, gets it in its own
-# environment, which is how it reads it on a pod. The group_signal helper is
+# environment, which is how it reads it on a pod, with the pod's own API as
+# its every host (pod_ctl). The group_signal helper is
 # prepended to this file by the Go package.
 #
 # Log lines (.pod/watchdog.log) are `<unix time> <kind> key=value...`, with at
@@ -1141,7 +1142,7 @@ cancel_reason() {
 }
 
 # delete_pod REASON: deletes the pod, falling back to the terminate action,
-# then the stop action, then runpodctl. A way counts only once
+# then the stop action, then runpodctl (`pod delete`). A way counts only once
 # confirm saw its effect: an answered DELETE (2xx or 404: the API answers 404
 # to a key that may not see the pod too) is never taken on trust. Fails when
 # no way was confirmed, with $codes saying what each answered; the next tick
@@ -1182,25 +1183,43 @@ tried() {
   return "$confirmed"
 }
 
-# pod_ctl: runpodctl (`pod delete`, or `remove pod` on older images);
-# its success counts once confirmed, as the API's.
+# pod_ctl: runpodctl pod delete, pointed at the pod's own API, never at
+# Runpod's built-in hosts: without these variables it would call them
+# (REST v1, retired, or GraphQL) with the pod's key, and under a local
+# emulator send the emulator's key to Runpod. The names runpodctl reads
+# (github.com/runpod/runpodctl): RUNPOD_API_URL, the REST base since 2.0
+# (REST v1 paths: DELETE $RUNPOD_API_URL/pods/ID is v2's DELETE) and the
+# GraphQL URL of 1.9-2.3; RUNPOD_GRAPHQL_URL, GraphQL from 2.4 on;
+# RUNPOD_REST_V2_URL, the REST v2 versions' base; APIURL, what 1.8 and
+# older read for GraphQL (viper's AutomaticEnv of apiUrl). `pod delete`
+# makes one REST call; 1.x has no such command and calls nothing (`remove
+# pod`, GraphQL before the REST v2 versions, is not used: GraphQL cannot
+# reach a v2 API, and 1.x put the key in its URL). Skipped without
+# OVERBRAINER_API_URL, or with one that is not http(s). Its success
+# counts once confirmed, as the API's.
 pod_ctl() {
   if ! command -v runpodctl >/dev/null 2>&1; then
     codes=$codes,runpodctl:absent
     return 1
   fi
-  for verb in "pod delete" "remove pod"; do
-    # shellcheck disable=SC2086 # two words
-    RUNPOD_API_KEY=$API_KEY runpodctl $verb "$POD_ID" >/dev/null 2>&1 </dev/null
-    code=$?
-    log "delete_code method=runpodctl code=$code"
-    way=runpodctl:$code
-    if [ "$code" = 0 ]; then
-      confirm runpodctl 4 && return 0
-      way=$way/unconfirmed
-    fi
-    codes=$codes,$way
-  done
+  case ${OVERBRAINER_API_URL:-} in
+    http://?* | https://?*) ;;
+    *)
+      log "delete_code method=runpodctl code=skipped why=no_http_api_url"
+      codes=$codes,runpodctl:skipped
+      return 1
+      ;;
+  esac
+  RUNPOD_API_KEY=$API_KEY RUNPOD_API_URL=$API RUNPOD_REST_V2_URL=$API RUNPOD_GRAPHQL_URL=$API/graphql \
+    APIURL=$API/graphql runpodctl pod delete "$POD_ID" >/dev/null 2>&1 </dev/null
+  code=$?
+  log "delete_code method=runpodctl code=$code"
+  way=runpodctl:$code
+  if [ "$code" = 0 ]; then
+    confirm runpodctl 4 && return 0
+    way=$way/unconfirmed
+  fi
+  codes=$codes,$way
   return 1
 }
 
