@@ -40,7 +40,9 @@
 // is never taken on trust: until a GET confirms one of the ways (DELETE,
 // the terminate action, the stop action, runpodctl), each tick logs
 // delete_failed with what each answered and tries them all again, and the
-// watchdog never exits.
+// watchdog never exits. Before its first try by a rule it writes the rule
+// and the time in the run directory's [EndedBy], so that a run directory
+// on a network volume tells a later reader which rule ended the pod.
 //
 // The package gives the script as the pod runs it ([Script], which starts
 // with the portable [GroupSignal] helper), the names of the files the

@@ -267,6 +267,15 @@ func (p *pod) deleted(reason watchdog.DeleteReason) []watchdog.Event {
 	if find(evs, i, watchdog.KindDeleted, "method", "delete") < 0 {
 		p.t.Fatalf("no `deleted method=delete`\nlog:\n%s", p.logText())
 	}
+	// ended_by holds the rule and the tick's time, at most the second of
+	// the delete_reason line's.
+	var why string
+	var at int64
+	got := p.read(watchdog.EndedByFile)
+	if _, err := fmt.Sscanf(got, "reason=%s at=%d\n", &why, &at); err != nil || why != string(reason) ||
+		at > evs[i].Time.Unix() || at < evs[i].Time.Unix()-2 || !strings.HasSuffix(got, "\n") {
+		p.t.Errorf("%s = %q, want reason=%s at=%d", watchdog.EndedByFile, got, reason, evs[i].Time.Unix())
+	}
 	n := 0
 	for _, r := range p.api.Requests() {
 		if r.Method == "DELETE" {

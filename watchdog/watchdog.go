@@ -25,7 +25,7 @@ func Script() string { return groupSignal + script }
 
 // Files of the pod file protocol, relative to the run directory
 // ($OVERBRAINER_RUN_DIR). The watchdog writes VerdictFile (read it with
-// [ParseVerdict]), Log, Du, DuRunning and Moved; the client writes Lease,
+// [ParseVerdict]), Log, Du, DuRunning, Moved and EndedByFile; the client writes Lease,
 // SnapshotAt, CostCapAt, VolumeGB and Retrieved; the bootstrap writes
 // BootstrapFailed; the job scripts write JobPID, ExitCode and Cancelled, and
 // so does the bootstrap for a job lost with an earlier container

@@ -1223,6 +1223,19 @@ pod_ctl() {
   return 1
 }
 
+# ended_note REASON: writes the run directory's ended_by, `reason=REASON
+# at=TIME`, before the first try to delete the pod by REASON: a run
+# directory that outlives the pod (on a network volume) tells a later
+# reader which rule ended it.
+ended_noted=
+ended_note() {
+  [ "$1" != "$ended_noted" ] || return 0
+  ended_noted=$1
+  fresh_file "$RUN_DIR/ended_by.tmp"
+  printf 'reason=%s at=%s\n' "$1" "$n" >"$RUN_DIR/ended_by.tmp" 2>/dev/null &&
+    mv -f "$RUN_DIR/ended_by.tmp" "$RUN_DIR/ended_by" 2>/dev/null
+}
+
 # Stalls. The rule is off unless asked (STALL_AFTER, 0 by default): a rule
 # that ends a running job is the user's to turn on. When it is on, a job
 # that has not moved for STALL_AFTER seconds is asked for a snapshot, and
@@ -1601,6 +1614,7 @@ while :; do
 
   wait_s=$INTERVAL
   if [ -n "$reason" ]; then
+    ended_note "$reason"
     if end_pod "$reason"; then
       if [ "$stopped_only" = 1 ]; then
         log "stopped method=stop reason=$reason msg=the pod is stopped, not deleted: its volume keeps billing until it is removed"
