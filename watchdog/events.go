@@ -33,6 +33,36 @@ const (
 	KindStallOver         = "stall_over"         // the job moved again after its stall snapshot was asked
 )
 
+// DeleteRight is what the watchdog's probe says of the pod key's right to
+// delete the pod: the delete_right field of a ready KindProbe line (see
+// Event.DeleteRight).
+type DeleteRight string
+
+// UnprovenDeleteRight: the key read the pod, but nothing proved it may
+// delete it. The API has no harmless write that would (no dry run of a
+// delete; PATCH is another right), so the watchdog learns it only when it
+// deletes: a refused delete logs KindDeleteFailed at every tick.
+const UnprovenDeleteRight DeleteRight = "unproven"
+
+// DeleteRight is the delete_right field of a KindProbe event, empty for
+// another kind or a probe line without one (an older watchdog's).
+func (e Event) DeleteRight() DeleteRight {
+	if e.Kind != KindProbe {
+		return ""
+	}
+	return DeleteRight(e.Fields["delete_right"])
+}
+
+// DeleteState is what the watchdog's log says of its deletes since it
+// started: its probe's DeleteRight, and the time (the pod's, Unix seconds;
+// 0: none) and codes (what each way answered) of its last delete that no
+// GET confirmed (KindDeleteFailed).
+type DeleteState struct {
+	Right    DeleteRight
+	FailedAt int64
+	Codes    string
+}
+
 // DeleteReason is the rule by which the watchdog deletes a pod: the reason
 // field of its KindDeleteReason log line.
 type DeleteReason string

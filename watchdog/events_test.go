@@ -42,6 +42,25 @@ func TestParseLine(t *testing.T) {
 	}
 }
 
+// A ready probe says the key's right to delete the pod is unproven; an
+// older watchdog's probe line, or another kind, says nothing.
+func TestEventDeleteRight(t *testing.T) {
+	t.Parallel()
+	for line, want := range map[string]watchdog.DeleteRight{
+		"1800000000 probe result=ready delete_right=unproven": watchdog.UnprovenDeleteRight,
+		"1800000000 probe result=ready":                       "",
+		"1800000000 start delete_right=unproven":              "",
+	} {
+		e, err := watchdog.ParseLine(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := e.DeleteRight(); got != want {
+			t.Errorf("%q: DeleteRight %q, want %q", line, got, want)
+		}
+	}
+}
+
 func TestParseLineRejects(t *testing.T) {
 	t.Parallel()
 	for _, line := range []string{

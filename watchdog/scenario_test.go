@@ -37,7 +37,11 @@ func TestProbeReady(t *testing.T) {
 		if ua := reqs[0].Header.Get("User-Agent"); !strings.HasPrefix(ua, "overbrainer-watchdog/") {
 			t.Errorf("User-Agent %q", ua)
 		}
-		p.waitEvent(watchdog.KindProbe, "result", "ready")
+		// The verdict stays ready; the log says the delete right is unproven.
+		evs, i := p.waitEvent(watchdog.KindProbe, "result", "ready")
+		if r := evs[i].DeleteRight(); r != watchdog.UnprovenDeleteRight {
+			t.Errorf("probe delete_right %q, want %q", r, watchdog.UnprovenDeleteRight)
+		}
 		// The verdict replaces its temporary file.
 		if _, err := os.Stat(filepath.Join(p.dir, ".pod/watchdog.tmp")); err == nil {
 			t.Error(".pod/watchdog.tmp left behind")

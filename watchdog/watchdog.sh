@@ -1434,9 +1434,13 @@ if [ "$BOOT_FAILED" = 1 ]; then
   log "probe result=failed reason=bootstrap key=${result#failed } msg=${boot_reason:-unknown}"
 else
   probe "$PROBE_TRIES"
+  # The API has no harmless write that would prove the key may delete the
+  # pod (no dry run; PATCH is another right): a ready probe proves GET
+  # only. The log says so (the verdict stays `ready`); a refused delete
+  # says it again, at every tick (delete_failed).
   verdict "$result"
   case $result in
-    ready) log "probe result=ready" ;;
+    ready) log "probe result=ready delete_right=unproven" ;;
     *) log "probe result=failed reason=${result#failed }" ;;
   esac
 fi
