@@ -48,6 +48,8 @@ const (
 	EventLeft                                   // the pod is left to its armed watchdog
 	EventDeleted                                // a delete of the pod ended (Result, Err)
 	EventSecretDeleted                          // the host key secret was deleted, or not (SecretName, Err)
+	EventDeleteRight                            // the watchdog could not prove that the pod's key may delete the pod, once a run
+	EventDeleteFailed                           // the pod's watchdog tried to delete it and no GET confirmed it (DeleteReason, DeleteCodes)
 )
 
 var kindNames = map[EventKind]string{
@@ -60,6 +62,7 @@ var kindNames = map[EventKind]string{
 	EventPulled: "pulled", EventRecovering: "recovering", EventDeleteReason: "delete_reason",
 	EventJobEnded: "job_ended", EventCollected: "collected", EventWarning: "warning", EventFailed: "failed",
 	EventLeft: "left", EventDeleted: "deleted", EventSecretDeleted: "secret_deleted",
+	EventDeleteRight: "delete_right", EventDeleteFailed: "delete_failed",
 }
 
 func (k EventKind) String() string {
@@ -136,6 +139,7 @@ type Event struct {
 	Files                 int
 	Skipped               []string
 	DeleteReason          watchdog.DeleteReason
+	DeleteCodes           string // EventDeleteFailed: what each way answered, e.g. DELETE:403,terminate:403
 	Snapshot              watchdog.SnapshotReason
 	VolumeID              string
 	FromGB, ToGB          int
@@ -205,6 +209,11 @@ func (e Event) String() string {
 			e.VolumeID, e.Percent, float64(e.UsedBytes)/1e9, costplan.VolumeUsable*float64(e.FromGB), e.FromGB, grow)
 	case EventDeleteReason:
 		return fmt.Sprintf("pod %s's watchdog is deleting it (%s)", e.PodID, termtext.Escape(string(e.DeleteReason), false))
+	case EventDeleteRight:
+		return fmt.Sprintf("pod %s's watchdog could not prove that the pod's key may delete the pod", e.PodID)
+	case EventDeleteFailed:
+		return fmt.Sprintf("pod %s's watchdog could not delete it (%s; %s): it tries again every tick", e.PodID,
+			termtext.Escape(string(e.DeleteReason), false), termtext.Escape(e.DeleteCodes, false))
 	case EventReconnecting:
 		return fmt.Sprintf("lost the SSH connection (%v): reconnecting", e.Err)
 	case EventReconnected:

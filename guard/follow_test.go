@@ -670,3 +670,35 @@ func TestAKeptEndedPodIsLeft(t *testing.T) {
 		t.Errorf("attach deleted a kept pod: %d pod deletes, %d secret deletes", n, m)
 	}
 }
+
+// A watchdog whose delete no GET confirmed (a 403 on every write, say)
+// reaches a following client: each new delete_failed line is an
+// EventDeleteFailed with the reason and the codes, and the delete right
+// its probe could not prove is told once.
+func TestFollowTellsARefusedDelete(t *testing.T) {
+	const codes = "DELETE:403,terminate:403,stop:403,runpodctl:absent"
+	unproven := running
+	unproven.Delete.Right = watchdog.UnprovenDeleteRight
+	refused := func(at int64) jobctl.State {
+		s := unproven
+		s.DeleteReason, s.Delete.FailedAt, s.Delete.Codes = watchdog.DeleteCostCap, at, codes
+		return s
+	}
+	h := newHarness(t, look{st: ready}, look{st: unproven}, look{st: unproven}, look{st: refused(1_700_000_060)},
+		look{st: refused(1_700_000_060)}, look{st: refused(1_700_000_120)}, look{st: exited(0)})
+	if _, err := h.mustStart(h.spec()).Follow(context.Background(), io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(h.eventsOf(EventDeleteRight)); n != 1 {
+		t.Errorf("%d delete right events, want 1", n)
+	}
+	failed := h.eventsOf(EventDeleteFailed)
+	if len(failed) != 2 {
+		t.Fatalf("%d delete_failed events, want one per tick that failed (2): %v", len(failed), failed)
+	}
+	for _, e := range failed {
+		if e.DeleteReason != watchdog.DeleteCostCap || e.DeleteCodes != codes || !strings.Contains(e.String(), "could not delete it (cost_cap; "+codes) {
+			t.Errorf("event %+v: %s", e, e)
+		}
+	}
+}

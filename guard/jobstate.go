@@ -21,6 +21,7 @@ type JobState struct {
 	DuKiB        int64                   // the watchdog's last measure of the network volume, -1: none
 	Verdict      watchdog.Verdict        // zero until the watchdog wrote one
 	DeleteReason watchdog.DeleteReason   // the rule the watchdog is deleting the pod by, if any
+	Delete       watchdog.DeleteState    // the watchdog's delete right, and its last delete no GET confirmed
 	Progress     string                  // the last line of $OVERBRAINER_PROGRESS, cleaned, at most 256 bytes
 	Moved        int64                   // the pod's time of the watchdog's last look that saw the job move, 0: none
 }

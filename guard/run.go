@@ -93,6 +93,10 @@ type Run struct {
 	seen      time.Time
 	// plog copies the pod's log (WithPodLog).
 	plog *podLog
+	// rightTold says EventDeleteRight was emitted; failedSeen is the pod
+	// time of the last delete_failed line told (EventDeleteFailed).
+	rightTold  bool
+	failedSeen int64
 }
 
 // Record returns the run's record as it is now.
@@ -399,7 +403,22 @@ func (r *Run) poll(ctx context.Context, touch bool) (jobctl.State, []byte, error
 		r.emit(Event{Kind: EventLeaseRenewed})
 	}
 	r.noteDeleteReason(st.DeleteReason)
+	r.noteDeleteState(st)
 	return st, b, nil
+}
+
+// noteDeleteState tells, once a run, that the watchdog's right to delete
+// the pod is unproven, and each new delete of the watchdog that no GET
+// confirmed: a refused delete would otherwise show on the pod only.
+func (r *Run) noteDeleteState(st jobctl.State) {
+	if st.Delete.Right == watchdog.UnprovenDeleteRight && !r.rightTold {
+		r.rightTold = true
+		r.emit(Event{Kind: EventDeleteRight})
+	}
+	if st.Delete.FailedAt > r.failedSeen {
+		r.failedSeen = st.Delete.FailedAt
+		r.emit(Event{Kind: EventDeleteFailed, DeleteReason: st.DeleteReason, DeleteCodes: st.Delete.Codes})
+	}
 }
 
 // noteDeleteReason tells, once, that the pod's watchdog is deleting the pod

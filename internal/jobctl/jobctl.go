@@ -143,6 +143,8 @@ type State struct {
 	Verdict watchdog.Verdict
 	// DeleteReason is as the watchdog's log says since it last started.
 	DeleteReason watchdog.DeleteReason
+	// Delete is what the log's tail says of the watchdog's deletes.
+	Delete watchdog.DeleteState
 	// Progress is the last line of the job's progress file
 	// (watchdog.Progress, the job's OVERBRAINER_PROGRESS), empty while
 	// the job wrote none; the job writes it, so it is passed on with its
@@ -174,11 +176,14 @@ func (s State) Lost() bool {
 // reasonWord is what watch.sh passes on of a delete or cancel reason.
 var reasonWord = regexp.MustCompile(`^[a-z_]{1,64}$`)
 
+// deleteFailed is watch.sh's FAILED: TIME@CODES.
+var deleteFailed = regexp.MustCompile(`^([0-9]{1,12})@([A-Za-z0-9_:,/]{0,240})$`)
+
 // parseHeader reads watch.sh's header and verdict lines; n is the number of
 // log bytes that follow.
 func parseHeader(header, verdict string) (st State, n int, err error) {
 	f := strings.Fields(header)
-	if len(f) != 12 || f[0] != "ob1" {
+	if len(f) != 14 || f[0] != "ob1" {
 		return State{}, 0, fmt.Errorf("jobctl: bad watch header %.120q", header)
 	}
 	num := func(s string, none int64) (int64, error) {
@@ -219,15 +224,36 @@ func parseHeader(header, verdict string) (st State, n int, err error) {
 		}
 		st.DeleteReason = watchdog.DeleteReason(f[9])
 	}
-	st.Moved, err = num(f[10], 0)
+	errs = append(errs, parseDelete(&st, f[10], f[11]))
+	st.Moved, err = num(f[12], 0)
 	errs = append(errs, err)
-	n64, err := strconv.ParseInt(f[11], 10, 32)
+	n64, err := strconv.ParseInt(f[13], 10, 32)
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil || n64 < 0 {
 		return State{}, 0, fmt.Errorf("jobctl: bad watch header %.120q: %v", header, err)
 	}
 	st.Verdict = watchdog.ParseVerdict(verdict)
 	return st, int(n64), nil
+}
+
+// parseDelete reads watch.sh's RIGHT and FAILED into st.
+func parseDelete(st *State, right, failed string) error {
+	if right != "-" {
+		if !reasonWord.MatchString(right) {
+			return fmt.Errorf("delete right %.70q", right)
+		}
+		st.Delete.Right = watchdog.DeleteRight(right)
+	}
+	if failed == "-" {
+		return nil
+	}
+	m := deleteFailed.FindStringSubmatch(failed)
+	if m == nil {
+		return fmt.Errorf("delete failure %.70q", failed)
+	}
+	st.Delete.FailedAt, _ = strconv.ParseInt(m[1], 10, 64)
+	st.Delete.Codes = m[2]
+	return nil
 }
 
 // LastLine is the last non-empty line of a command's output: what the

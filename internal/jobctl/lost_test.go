@@ -113,7 +113,7 @@ func TestParseCancelled(t *testing.T) {
 		"1":                   {Cancelled: true},
 		"container_restarted": {Cancelled: true, CancelReason: "container_restarted"},
 	} {
-		st, _, err := parseHeader("ob1 7 - 1 "+field+" 0 1 - - - - 0", "")
+		st, _, err := parseHeader("ob1 7 - 1 "+field+" 0 1 - - - - - - 0", "")
 		want.PID, want.ExitCode, want.Alive, want.PodNow, want.DuKiB = 7, -1, true, 1, -1
 		if err != nil || !cmp.Equal(want, st) {
 			t.Errorf("%s: %+v %v, want %+v", field, st, err, want)
@@ -123,12 +123,12 @@ func TestParseCancelled(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"Restarted", "a-b", "2x", "-"} {
-		if _, _, err := parseHeader("ob1 7 - 0 "+bad+" 0 1 - - - - 0", ""); err == nil {
+		if _, _, err := parseHeader("ob1 7 - 0 "+bad+" 0 1 - - - - - - 0", ""); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
 	}
 	// A lost job with an exit code ended by that code.
-	st, _, err := parseHeader("ob1 7 0 0 container_restarted 0 1 - - - - 0", "")
+	st, _, err := parseHeader("ob1 7 0 0 container_restarted 0 1 - - - - - - 0", "")
 	if err != nil || st.Lost() {
 		t.Errorf("%+v %v", st, err)
 	}

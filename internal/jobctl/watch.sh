@@ -7,7 +7,7 @@
 #
 # answered with one header line
 #
-#   ob1 PID EXIT ALIVE CANCELLED SIZE NOW REQUEST DU_KIB WHY MOVED N
+#   ob1 PID EXIT ALIVE CANCELLED SIZE NOW REQUEST DU_KIB WHY RIGHT FAILED MOVED N
 #
 # (a - for what does not exist), the verdict line (empty while there is
 # none), the progress line (the last line of the job's progress file, its
@@ -17,10 +17,12 @@
 # holds (container_restarted: the bootstrap found the job of an earlier
 # container, whose group number means nothing now, so ALIVE is 0), or 1 when
 # it holds none. WHY is the reason of the watchdog's last delete_reason line
-# since it started, the rule that is deleting the pod. MOVED is the pod's
-# time of the watchdog's last look that saw the job move (.pod/moved: its
-# output, progress, outputs or CPU), so that the client judges a stall by
-# the watchdog's own reading. With TOUCH=1 the look
+# since it started, the rule that is deleting the pod; RIGHT the
+# delete_right of its probe line (unproven); FAILED, after a delete the
+# watchdog could not confirm, TIME@CODES of its last delete_failed line.
+# MOVED is the pod's time of the watchdog's last look that saw the job
+# move (.pod/moved: its output, progress, outputs or CPU), so that the
+# client judges a stall by the watchdog's own reading. With TOUCH=1 the look
 # first touches .pod/lease, so the lease's mtime is the pod's clock.
 #
 #   put NAME VALUE
@@ -52,7 +54,7 @@ nl='
 # what it found: the log only grows, so a look whose size is the same reuses
 # the reason.
 why_size=-
-why=-
+why='- - -'
 
 # A look runs on every poll of a running job (each second at --poll 1s), so
 # its steady state starts as few processes as it can: `date` for the pod's
@@ -100,14 +102,24 @@ sizes() {
   esac
 }
 
-# delete_why: prints the reason of the last delete_reason line the watchdog
-# logged since its last start, or -. Only the log's tail is read: the
-# watchdog logs the line again at every try.
+# delete_why: prints, of what the watchdog logged since its last start,
+# the reason of the last delete_reason line, the delete_right of the probe
+# line, and TIME@CODES of the last delete_failed line: - for each it did
+# not log. Only the log's tail is read: the watchdog logs the reason again
+# at every try (and the probe line comes soon after its start).
 delete_why() {
   tail -c 4096 .pod/watchdog.log 2> /dev/null | awk '
-$2 == "start" { why = "" }
+$2 == "start" { why = ""; right = ""; failed = "" }
 $2 == "delete_reason" && $3 ~ /^reason=[a-z_]+$/ { why = substr($3, 8) }
-END { print (why == "" ? "-" : substr(why, 1, 64)) }'
+$2 == "probe" { for (i = 3; i <= NF; i++) if ($i ~ /^delete_right=[a-z_]+$/) right = substr($i, 14) }
+$2 == "delete_failed" && $1 ~ /^[0-9]+$/ {
+  failed = $1 "@"
+  for (i = 3; i <= NF; i++) if ($i ~ /^codes=[A-Za-z0-9_:,\/]+$/) failed = failed substr($i, 7)
+}
+END {
+  print (why == "" ? "-" : substr(why, 1, 64)), (right == "" ? "-" : substr(right, 1, 32)),
+    (failed == "" ? "-" : substr(failed, 1, 240))
+}'
 }
 
 # bounded CMD...: runs CMD in the background and waits for it at most
@@ -186,7 +198,7 @@ look() {
   field .pod/moved
   moved=$value
   if [ "$log_size" != "$why_size" ]; then
-    why=-
+    why='- - -'
     [ "$log_size" = - ] || why=$(delete_why)
     why_size=$log_size
   fi

@@ -256,7 +256,7 @@ func TestWatchRefusesBadRequests(t *testing.T) {
 // What a login shell's rc file prints before watch.sh is skipped; a header
 // that does not parse is an error.
 func TestWatcherReadsPastNoise(t *testing.T) {
-	answer := "conda: activated\nob1 42 0 0 0 10 1700000000 stop 99 cost_cap 1699999990 6\nready\nstep=3 total=9\x07\nbytes\n"
+	answer := "conda: activated\nob1 42 0 0 0 10 1700000000 stop 99 cost_cap - - 1699999990 6\nready\nstep=3 total=9\x07\nbytes\n"
 	w := newWatcher(io.Discard, strings.NewReader(answer), func() {}, func() error { return nil }, func() {})
 	st, b, err := w.Poll(context.Background(), 0, true, 100)
 	want := State{PID: 42, ExitCode: 0, LogSize: 10, PodNow: 1700000000, Request: "stop", DuKiB: 99, Verdict: watchdog.Verdict{Ready: true}, DeleteReason: "cost_cap", Progress: "step=3 total=9", Moved: 1699999990}
@@ -273,12 +273,15 @@ func TestWatcherReadsPastNoise(t *testing.T) {
 		"ob1 - - - 0 0 1 - -\n\n",
 		"ob1 - - - 0 0 1 - - 0\n\n",
 		"ob1 - - - 0 0 1 - - - 0\n\n",
-		"ob1 x - - 0 0 1 - - - - 0\n\n",
-		"ob1 - - - 0 0 1 - - Cost-Cap - 0\n\n",
-		"ob1 - - - 0 0 1 - - - soon 0\n\n",
-		"ob1 - - - 0 0 1 - - - - 200\n\n" + strings.Repeat("x", 200),
+		"ob1 - - - 0 0 1 - - - - - 0\n\n",
+		"ob1 x - - 0 0 1 - - - - - - 0\n\n",
+		"ob1 - - - 0 0 1 - - Cost-Cap - - - 0\n\n",
+		"ob1 - - - 0 0 1 - - - - - soon 0\n\n",
+		"ob1 - - - 0 0 1 - - - - - - 200\n\n" + strings.Repeat("x", 200),
 		"ob1-error bad request\n",
-		"ob1 - - - 0 0 1 - - - - 5\nready\nab",
+		"ob1 - - - 0 0 1 - - - - - - 5\nready\nab",
+		"ob1 - - - 0 0 1 - - - Unproven - - 0\n\n",
+		"ob1 - - - 0 0 1 - - - - 17@$(id) - 0\n\n",
 	} {
 		w := newWatcher(io.Discard, strings.NewReader(bad), func() {}, func() error { return nil }, func() {})
 		if _, _, err := w.Poll(context.Background(), 0, false, 100); err == nil {
@@ -287,6 +290,65 @@ func TestWatcherReadsPastNoise(t *testing.T) {
 	}
 	if got := LastLine([]byte("banner\n1700000000\n\n")); got != "1700000000" {
 		t.Fatalf("LastLine %q", got)
+	}
+}
+
+// The look reports what the watchdog's probe said of the key's right to
+// delete the pod, and its last delete_failed line since it last started
+// (time and codes), so that a following client can say a delete was
+// refused.
+func TestWatchReportsDeleteRightAndFailures(t *testing.T) {
+	t.Parallel()
+	line := func(at int64, kind string, fields map[string]string) string {
+		return watchdog.Event{Time: time.Unix(at, 0), Kind: kind, Fields: fields}.String() + "\n"
+	}
+	start := line(1_700_000_000, watchdog.KindStart, map[string]string{"interval": "1"})
+	probe := line(1_700_000_000, watchdog.KindProbe, map[string]string{"result": "ready", "delete_right": "unproven"})
+	failed := func(at int64, codes string) string {
+		return line(at, watchdog.KindDeleteReason, map[string]string{"reason": "cost_cap"}) +
+			line(at, watchdog.KindDeleteFailed, map[string]string{"retry_in": "60", "codes": codes})
+	}
+	const forbidden = "DELETE:403,terminate:403,stop:403,runpodctl:absent"
+	cases := []struct {
+		name, log string
+		right     watchdog.DeleteRight
+		at        int64
+		codes     string
+	}{
+		{"no log", "", "", 0, ""},
+		{"an older watchdog's probe", start + line(1_700_000_000, watchdog.KindProbe, map[string]string{"result": "ready"}), "", 0, ""},
+		{"unproven", start + probe, watchdog.UnprovenDeleteRight, 0, ""},
+		{"refused", start + probe + failed(1_700_000_060, forbidden), watchdog.UnprovenDeleteRight, 1_700_000_060, forbidden},
+		{"the last counts", start + probe + failed(1_700_000_060, forbidden) + failed(1_700_000_120, "DELETE:404/unconfirmed"),
+			watchdog.UnprovenDeleteRight, 1_700_000_120, "DELETE:404/unconfirmed"},
+		{"a restart forgets", start + probe + failed(1_700_000_060, forbidden) + start, "", 0, ""},
+		{"bad codes", start + probe + "1700000060 delete_failed retry_in=1 codes=$(id)\n", watchdog.UnprovenDeleteRight, 1_700_000_060, ""},
+	}
+	forEachShell(t, func(t *testing.T, shell []string) {
+		look := lookWithLog(t, shell)
+		for _, c := range cases {
+			if d := look(c.log).Delete; d != (watchdog.DeleteState{Right: c.right, FailedAt: c.at, Codes: c.codes}) {
+				t.Errorf("%s: delete state %+v, want right %q, failed at %d with %q", c.name, d, c.right, c.at, c.codes)
+			}
+		}
+	})
+}
+
+// lookWithLog starts a watch session of a new run under shell, and returns
+// a look at the run with its watchdog log holding content ("": none).
+func lookWithLog(t *testing.T, shell []string) func(content string) State {
+	runDir, _ := newRun(t, "")
+	w := startWatch(t, shell, runDir)
+	return func(content string) State {
+		log := filepath.Join(runDir, watchdog.Log)
+		os.Remove(log)
+		if content != "" {
+			if err := os.WriteFile(log, []byte(content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		st, _ := poll(t, w, 0, false, 10)
+		return st
 	}
 }
 
@@ -440,8 +502,9 @@ func TestPutRefuses(t *testing.T) {
 }
 
 // maxWatchCommand bounds the command that opens a look's session (issue 42
-// asks for 2 KB; packed, the script is some 2.9 KB).
-const maxWatchCommand = 3 << 10
+// asks for 2 KB, not met yet; packed, with the delete right and the last
+// refused delete in its header, the script is some 3 KB).
+const maxWatchCommand = 3<<10 + 512
 
 // The look's command is small, and under every shell it unpacks to watch.sh
 // after its helpers, without comments: the loader runs as it ships, with
@@ -602,7 +665,7 @@ func liveGroup(t testing.TB) int {
 // at a bound and marked; what follows it is read as usual.
 func TestWatcherBoundsItsLines(t *testing.T) {
 	long := strings.Repeat("\x1b[2J", 1<<18)
-	answer := long + "\nob1 42 - - 0 10 1700000000 - 0 - - 6\n" + long + "\n" + long + "\nbytes\n"
+	answer := long + "\nob1 42 - - 0 10 1700000000 - 0 - - - - 6\n" + long + "\n" + long + "\nbytes\n"
 	w := newWatcher(io.Discard, strings.NewReader(answer), func() {}, func() error { return nil }, func() {})
 	st, b, err := w.Poll(context.Background(), 0, false, 100)
 	if err != nil || string(b) != "bytes\n" {
