@@ -101,6 +101,10 @@ func (d *driver) event(e guard.Event) {
 		// Said by the driver, which knows more.
 	case guard.EventDeleteReason:
 		a.say("pod %s's watchdog is deleting it (%s): %s", e.PodID, e.DeleteReason, e.DeleteReason.Explain())
+	case guard.EventDeleteRight:
+		a.say("note: the watchdog's right to delete pod %s is unproven (the API has no harmless test of it): a refused delete is shown here as a warning", e.PodID)
+	case guard.EventDeleteFailed:
+		a.say("warning: %s", e)
 	case guard.EventCostPlan:
 		a.say("%s", e)
 		if lead := snapshotLead(d.r.Record); !e.SnapshotAt.After(time.Now()) || e.CostCapAt.Sub(e.SnapshotAt) < lead {

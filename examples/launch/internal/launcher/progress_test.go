@@ -102,3 +102,17 @@ func TestStallWarnings(t *testing.T) {
 		}
 	}
 }
+
+// The unproven delete right is one note line; a delete its watchdog could
+// not confirm is a warning with what each way answered.
+func TestDeleteRightAndRefusedDelete(t *testing.T) {
+	var errOut bytes.Buffer
+	d := &driver{a: &app{stderr: &errOut, stdout: &bytes.Buffer{}}}
+	d.event(guard.Event{Kind: guard.EventDeleteRight, PodID: "p1"})
+	d.event(guard.Event{Kind: guard.EventDeleteFailed, PodID: "p1", DeleteReason: watchdog.DeleteCostCap, DeleteCodes: "DELETE:403,terminate:403"})
+	lines := strings.Split(strings.TrimSuffix(errOut.String(), "\n"), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "launch: note: the watchdog's right to delete pod p1 is unproven") ||
+		!strings.HasPrefix(lines[1], "launch: warning: pod p1's watchdog could not delete it (cost_cap; DELETE:403,terminate:403)") {
+		t.Errorf("said:\n%s", errOut.String())
+	}
+}
