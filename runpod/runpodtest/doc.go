@@ -177,7 +177,10 @@
 // OVERBRAINER_SSH_LISTEN=127.0.0.1 (the pod shares the host's network, so its
 // sshd listens on loopback only); nothing of the test process's own env. It
 // reaches the command through a pipe, never a command line or a file. The
-// command's output goes to PodLog, keys and secrets redacted.
+// command's output goes to PodLog, keys and secrets redacted. A pod whose
+// delete fallbacks could leave the machine with its key (an
+// OVERBRAINER_API_URL off loopback, a runpodctl on its PATH) does not
+// start: it goes to ERROR, saying why.
 //
 // A pod's port is reserved for it, across every Server of the process, from
 // its start until its processes are gone and it no longer shows the port

@@ -370,6 +370,9 @@ func (s *Server) podSpecLocked(p *pod) (_ *podSpec, err error) {
 	// The pod shares the host's network: its sshd listens on loopback only,
 	// so a local pod is never reachable from another machine.
 	env["OVERBRAINER_SSH_LISTEN"] = "127.0.0.1"
+	if err := fallbackStaysLocal(env, p.img.Files); err != nil {
+		return nil, err
+	}
 	names := make([]string, 0, len(env))
 	for k := range env {
 		names = append(names, k)
