@@ -108,6 +108,7 @@ func TestBodilessRequest(t *testing.T) {
 		got.body, _ = io.ReadAll(r.Body)
 		w.WriteHeader(http.StatusNoContent)
 	})
+	fs.handle("GET /pods/{id}", func(w http.ResponseWriter, r *http.Request) { writeProblem(w, 404, "pod not found") })
 	if res, err := c.DeletePod(context.Background(), "pod1x"); err != nil || res != Deleted {
 		t.Fatalf("DeletePod: %v %v", res, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 )
@@ -98,7 +99,11 @@ func (e *DeleteError) Unwrap() []error {
 //  3. the stop action: Stopped, which releases the GPU but keeps the pod's
 //     disk billing.
 //
-// A 404 at any step means the pod is already gone: Deleted. The error is nil
+// A step counts only once GET confirms it: 404 or TERMINATED (EXITED
+// after the stop), looked for a few seconds after a 2xx, once after a 404
+// (which the API also answers to a key that may not see the pod). A step
+// answered but not confirmed fails with ErrUnconfirmed, and the next one
+// is tried. A step that finds the pod gone is Deleted. The error is nil
 // only for Deleted and Terminated; for Stopped and NotDeleted it is a
 // *DeleteError (matching ErrStillBilling for Stopped). A cancelled ctx
 // stops the chain at once and returns ctx.Err(); a DELETE refused with a
@@ -111,7 +116,9 @@ func (c *Client) DeletePod(ctx context.Context, id string) (DeleteResult, error)
 	r := &call{method: http.MethodDelete, path: "/pods/{id}", id: id}
 	_, err := c.do(ctx, r, true)
 	if gone(err) {
-		return Deleted, nil
+		if err = c.confirmGone(ctx, id, err, false); err == nil {
+			return Deleted, nil
+		}
 	}
 	if ctx.Err() != nil {
 		return NotDeleted, ctx.Err()
@@ -125,31 +132,87 @@ func (c *Client) DeletePod(ctx context.Context, id string) (DeleteResult, error)
 	c.logFallback(ctx, id, "terminate", err)
 
 	_, err = c.PodAction(ctx, id, ActionTerminate)
-	switch {
-	case err == nil:
-		return Terminated, nil
-	case errors.Is(err, ErrNotFound):
-		return Deleted, nil
-	case ctx.Err() != nil:
+	if gone(err) {
+		answered := err
+		if err = c.confirmGone(ctx, id, err, false); err == nil {
+			if answered == nil {
+				return Terminated, nil
+			}
+			return Deleted, nil
+		}
+	}
+	if ctx.Err() != nil {
 		return NotDeleted, ctx.Err()
 	}
 	e.Terminate = err
 	c.logFallback(ctx, id, "stop", err)
 
 	_, err = c.PodAction(ctx, id, ActionStop)
-	switch {
-	case err == nil:
-		e.Result = Stopped
-		c.log.LogAttrs(ctx, slog.LevelWarn, "runpod: pod only stopped; its volume still bills",
-			slog.String("pod", id))
-		return Stopped, e
-	case errors.Is(err, ErrNotFound):
-		return Deleted, nil
-	case ctx.Err() != nil:
+	if gone(err) {
+		answered := err
+		err = c.confirmGone(ctx, id, err, true)
+		switch {
+		case errors.Is(err, errStopped) && answered == nil:
+			e.Result = Stopped
+			c.log.LogAttrs(ctx, slog.LevelWarn, "runpod: pod only stopped; its volume still bills",
+				slog.String("pod", id))
+			return Stopped, e
+		case err == nil:
+			return Deleted, nil
+		}
+	}
+	if ctx.Err() != nil {
 		return NotDeleted, ctx.Err()
 	}
 	e.Stop = err
 	return NotDeleted, e
+}
+
+// How many times, and how far apart, a step answered 2xx is looked for.
+const (
+	confirmLooks = 4
+	confirmEvery = time.Second
+)
+
+// errStopped is confirmGone's answer for a pod it found EXITED, when that
+// counts (after the stop).
+var errStopped = errors.New("runpod: pod stopped")
+
+// confirmGone looks at the pod after a step answered with err (nil for a
+// 2xx, else a 404): nil once GET finds it gone (404 or TERMINATED),
+// errStopped for EXITED when stopped says that counts, else an error
+// matching ErrUnconfirmed with what GET showed (or failed with).
+func (c *Client) confirmGone(ctx context.Context, id string, answered error, stopped bool) error {
+	looks := confirmLooks
+	if answered != nil {
+		looks = 1
+	}
+	var seen string
+	for i := range looks {
+		if i > 0 {
+			if err := c.sleep(ctx, confirmEvery); err != nil {
+				return err
+			}
+		}
+		p, err := c.GetPod(ctx, id)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			return nil
+		case err != nil:
+			seen = "reading it failed: " + err.Error()
+		case p.Status == StatusTerminated:
+			return nil
+		case p.Status == StatusExited && stopped:
+			return errStopped
+		default:
+			seen = "it is " + string(p.Status)
+		}
+	}
+	what := "answered"
+	if answered != nil {
+		what = "answered 404"
+	}
+	return fmt.Errorf("%w (%s; %s)", ErrUnconfirmed, what, seen)
 }
 
 // gone reports a successful delete or a pod that no longer exists.

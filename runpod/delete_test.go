@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -68,7 +69,18 @@ func TestDeletePodFallbackChain(t *testing.T) {
 func testDeleteChain(t *testing.T, maxAttempts int, steps [3]stepOutcome, fk int) {
 	c, fs := setup(t, WithRetry(maxAttempts, 1))
 	kind := failKinds[fk]
-	answer := func(w http.ResponseWriter, o stepOutcome, okStatus int) {
+	// What GET shows: RUNNING until a step worked or found the pod gone.
+	var mu sync.Mutex
+	shows := StatusRunning
+	answer := func(w http.ResponseWriter, o stepOutcome, okStatus int, then PodStatus) {
+		mu.Lock()
+		switch o {
+		case stepOK:
+			shows = then
+		case stepGone:
+			shows = ""
+		}
+		mu.Unlock()
 		switch o {
 		case stepOK:
 			if okStatus == http.StatusNoContent {
@@ -83,20 +95,28 @@ func testDeleteChain(t *testing.T, maxAttempts int, steps [3]stepOutcome, fk int
 		}
 	}
 	fs.handle("DELETE /pods/{id}", func(w http.ResponseWriter, r *http.Request) {
-		answer(w, steps[0], http.StatusNoContent)
+		answer(w, steps[0], http.StatusNoContent, "")
 	})
-	// After a lost action the client looks at the pod: still running.
+	// After a lost action the client looks at the pod (still running), and
+	// after a step that worked (gone, TERMINATED or EXITED).
 	fs.handle("GET /pods/{id}", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, wirePod(Pod{ID: "p1", Name: "n", Status: StatusRunning}))
+		mu.Lock()
+		st := shows
+		mu.Unlock()
+		if st == "" {
+			writeProblem(w, http.StatusNotFound, "pod not found")
+			return
+		}
+		writeJSON(w, http.StatusOK, wirePod(Pod{ID: "p1", Name: "n", Status: st}))
 	})
 	fs.handle("POST /pods/{id}/action", func(w http.ResponseWriter, r *http.Request) {
 		var body struct{ Action Action }
 		_ = jsonDecode(r, &body)
 		switch body.Action {
 		case ActionTerminate:
-			answer(w, steps[1], http.StatusNoContent)
+			answer(w, steps[1], http.StatusNoContent, StatusTerminated)
 		case ActionStop:
-			answer(w, steps[2], http.StatusOK)
+			answer(w, steps[2], http.StatusOK, StatusExited)
 		default:
 			t.Errorf("unexpected action %q", body.Action)
 		}
@@ -124,6 +144,9 @@ func testDeleteChain(t *testing.T, maxAttempts int, steps [3]stepOutcome, fk int
 chain:
 	for i, req := range []string{"DELETE /pods/p1", "POST /pods/p1/action", "POST /pods/p1/action"} {
 		add(req, steps[i])
+		if steps[i] != stepFail {
+			wantReqs = append(wantReqs, "GET /pods/p1") // the look that confirms it
+		}
 		switch steps[i] {
 		case stepGone:
 			wantResult, wantErr = Deleted, false
@@ -167,6 +190,47 @@ chain:
 	}
 	if res == Stopped && !strings.Contains(err.Error(), "still bills") {
 		t.Errorf("a stop reads as: %v", err)
+	}
+}
+
+// A step answered 2xx or 404 while GET still shows the pod RUNNING (a 404
+// is also the API's answer to a key that may not see the pod) does not
+// count: the chain goes on, and the step's error says why.
+func TestDeletePodConfirmsWithGET(t *testing.T) {
+	for _, status := range []int{http.StatusNoContent, http.StatusNotFound} {
+		t.Run(strconv.Itoa(status), func(t *testing.T) {
+			c, fs := setup(t)
+			fs.handle("DELETE /pods/{id}", func(w http.ResponseWriter, r *http.Request) {
+				if status == http.StatusNotFound {
+					writeProblem(w, status, "pod not found")
+					return
+				}
+				w.WriteHeader(status)
+			})
+			fs.handle("GET /pods/{id}", func(w http.ResponseWriter, r *http.Request) {
+				writeJSON(w, http.StatusOK, wirePod(Pod{ID: "p1", Name: "n", Status: StatusRunning}))
+			})
+			fs.handle("POST /pods/{id}/action", func(w http.ResponseWriter, r *http.Request) {
+				writeProblem(w, http.StatusForbidden, "access denied")
+			})
+			res, err := c.DeletePod(context.Background(), "p1")
+			var de *DeleteError
+			if res != NotDeleted || !errors.As(err, &de) || !errors.Is(de.Delete, ErrUnconfirmed) || !strings.Contains(de.Delete.Error(), "RUNNING") {
+				t.Fatalf("DeletePod = %v, %v; want NotDeleted with an unconfirmed DELETE", res, err)
+			}
+			looks := 1
+			if status == http.StatusNoContent {
+				looks = confirmLooks
+			}
+			want := []string{"DELETE /pods/p1"}
+			for range looks {
+				want = append(want, "GET /pods/p1")
+			}
+			want = append(want, "POST /pods/p1/action", "POST /pods/p1/action")
+			if diff := cmp.Diff(want, fs.requests()); diff != "" {
+				t.Errorf("requests (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 
@@ -229,6 +293,16 @@ func TestDeletePods(t *testing.T) {
 		default:
 			writeProblem(w, 500, "internal error")
 		}
+	})
+	// What the GET that confirms each step shows.
+	fs.handle("GET /pods/{id}", func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		status := map[string]PodStatus{"term": StatusTerminated, "stop": StatusExited, "bad": StatusRunning}[id[:len(id)-1]]
+		if status == "" {
+			writeProblem(w, 404, "pod not found")
+			return
+		}
+		writeJSON(w, 200, wirePod(Pod{ID: id, Name: id, Status: status}))
 	})
 	ids := []string{"ok1", "gone1", "term1", "stop1", "bad1", "ok2", "ok3", "ok4", "ok5", "ok6", "ok1"}
 	res, err := c.DeletePods(context.Background(), ids...)

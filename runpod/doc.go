@@ -21,7 +21,9 @@
 //
 // A pod that is not deleted keeps billing. DeletePod tries DELETE, then the
 // terminate action, then the stop action, and says which worked (Deleted,
-// Terminated, Stopped). Stopped is not a success: the pod's disk still
+// Terminated, Stopped); a step counts only once GET shows the pod gone (404
+// or TERMINATED; EXITED after the stop), since the API answers 404 to a key
+// that may not see the pod too. Stopped is not a success: the pod's disk still
 // bills, and DeletePod returns an error matching ErrStillBilling with it.
 // DeletePods does the same for many pods concurrently.
 //

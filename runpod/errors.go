@@ -47,6 +47,12 @@ var (
 	// be stopped: compute is released but its disk keeps billing.
 	ErrStillBilling = errors.New("runpod: pod stopped, not deleted: its volume still bills")
 
+	// ErrUnconfirmed is wrapped by the step of DeletePod's error whose call
+	// was answered (2xx, or a 404, which the API also gives a key that may
+	// not see the pod) while GET still showed the pod: a delete counts only
+	// once GET answers 404 or TERMINATED.
+	ErrUnconfirmed = errors.New("runpod: answered, but GET still shows the pod")
+
 	// ErrPodMayExist is wrapped by CreatePod's error when a create attempt
 	// failed in a way that leaves it unknown whether Runpod made the pod, and
 	// the client could not find out (listing pods failed too). Look for the

@@ -70,7 +70,8 @@ func ExampleClient_CreatePod() {
 }
 
 func ExampleClient_DeletePod() {
-	// A Runpod whose DELETE is broken but whose terminate action works.
+	// A Runpod whose DELETE is broken but whose terminate action works:
+	// the GET that confirms it finds the pod TERMINATED.
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.Method + " " + r.URL.Path {
 		case "DELETE /v2/pods/p1":
@@ -79,6 +80,9 @@ func ExampleClient_DeletePod() {
 			io.WriteString(w, `{"title":"Internal Server Error","status":500,"detail":"upstream failure"}`)
 		case "POST /v2/pods/p1/action": // {"action":"terminate"}
 			w.WriteHeader(http.StatusNoContent)
+		case "GET /v2/pods/p1":
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"id":"p1","name":"n","status":"TERMINATED","createdAt":"2026-06-01T12:00:00Z"}`)
 		}
 	}))
 	defer srv.Close()
@@ -91,10 +95,11 @@ func ExampleClient_DeletePod() {
 }
 
 func ExampleClient_DeletePod_stopped() {
-	// Only stop works: the pod's volume still bills, and DeletePod says so.
+	// Only stop works (GET then shows the pod EXITED): the pod's volume
+	// still bills, and DeletePod says so.
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		if string(body) == `{"action":"stop"}` {
+		if string(body) == `{"action":"stop"}` || r.Method == http.MethodGet {
 			w.Header().Set("Content-Type", "application/json")
 			io.WriteString(w, `{"id":"p1","name":"n","status":"EXITED","createdAt":"2026-06-01T12:00:00Z"}`)
 			return

@@ -321,13 +321,14 @@ func TestRetriedMethods(t *testing.T) {
 	c, fs := setup(t)
 	fs.handle("DELETE /pods/{id}", failThen(2, retryAfter(504, "")))
 	fs.handle("POST /pods/{id}/action", failThen(2, retryAfter(503, "")))
+	fs.handle("GET /pods/{id}", func(w http.ResponseWriter, r *http.Request) { writeProblem(w, 404, "pod not found") })
 	if res, err := c.DeletePod(ctx, "p1"); res != Deleted || err != nil {
 		t.Errorf("DeletePod: %v %v", res, err)
 	}
 	if _, err := c.PodAction(ctx, "p1", ActionStop); err != nil {
 		t.Errorf("PodAction: %v", err)
 	}
-	want := []string{"DELETE /pods/p1", "DELETE /pods/p1", "DELETE /pods/p1",
+	want := []string{"DELETE /pods/p1", "DELETE /pods/p1", "DELETE /pods/p1", "GET /pods/p1",
 		"POST /pods/p1/action", "POST /pods/p1/action", "POST /pods/p1/action"}
 	if diff := cmp.Diff(want, fs.requests()); diff != "" {
 		t.Errorf("requests (-want +got):\n%s", diff)
