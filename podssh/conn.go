@@ -167,13 +167,57 @@ func (c *Conn) Done() <-chan struct{} { return c.done }
 // empty or discarded). It returns an *ssh.ExitError when the command exits
 // non-zero, and ctx's error when ctx ends first (the session is closed).
 func (c *Conn) Run(ctx context.Context, cmd string, stdin io.Reader, stdout, stderr io.Writer) error {
-	s, err := c.client.NewSession()
+	s, err := c.newSession(ctx)
 	if err != nil {
-		return fmt.Errorf("podssh: new session: %w", err)
+		return err
 	}
 	defer s.Close()
 	s.Stdin, s.Stdout, s.Stderr = stdin, stdout, stderr
 	return c.wait(ctx, s, func() error { return s.Start(cmd) })
+}
+
+// newSession opens a session, waiting for the server's answer no longer
+// than ctx: x/crypto's NewSession takes no context, and a server that
+// never answers an open (a wedged sshd, a frozen pod) would hold its
+// caller for ever. A session that opens after ctx ended is closed.
+func (c *Conn) newSession(ctx context.Context) (*ssh.Session, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	type opened struct {
+		s   *ssh.Session
+		err error
+	}
+	got := make(chan opened)
+	abandoned := make(chan struct{})
+	go func() {
+		s, err := c.client.NewSession()
+		select {
+		case got <- opened{s, err}:
+		case <-abandoned:
+			if err == nil {
+				s.Close()
+			}
+		}
+	}()
+	select {
+	case o := <-got:
+		if o.err != nil {
+			return nil, fmt.Errorf("podssh: new session: %w", o.err)
+		}
+		return o.s, nil
+	case <-ctx.Done():
+		close(abandoned)
+		// The open may have been answered just as ctx ended.
+		select {
+		case o := <-got:
+			if o.err == nil {
+				o.s.Close()
+			}
+		default:
+		}
+		return nil, fmt.Errorf("podssh: new session: %w", ctx.Err())
+	}
 }
 
 // wait starts the session and waits for it to end, closing it when ctx

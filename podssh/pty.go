@@ -37,9 +37,9 @@ type ShellOptions struct {
 // non-zero exit is a *CommandError with its status (128+n for a signal),
 // and ctx's end closes the session and returns ctx's error.
 func (c *Conn) Shell(ctx context.Context, o ShellOptions) error {
-	s, err := c.client.NewSession()
+	s, err := c.newSession(ctx)
 	if err != nil {
-		return fmt.Errorf("podssh: new session: %w", err)
+		return err
 	}
 	defer s.Close()
 	s.Stdin, s.Stdout, s.Stderr = o.Stdin, o.Stdout, o.Stderr

@@ -31,9 +31,9 @@ func (c *Conn) Stream(ctx context.Context, cmd string) (*Stream, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	s, err := c.client.NewSession()
+	s, err := c.newSession(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("podssh: new session: %w", err)
+		return nil, err
 	}
 	stop := context.AfterFunc(ctx, func() { s.Close() })
 	defer stop()

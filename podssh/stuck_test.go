@@ -35,11 +35,10 @@ func (c *frozenConn) Read(b []byte) (int, error) {
 	return c.Conn.Read(b)
 }
 
-// stuckServer is an SSH server (x/crypto's) that accepts a session and its
-// command, then reads nothing more: neither the command's end nor the
-// session's close ever get an answer, the case a session close alone cannot
-// end.
-func stuckServer(t *testing.T, host, client *Key) string {
+// testServer is an SSH server (x/crypto's) on 127.0.0.1 that takes the
+// client's key and hands each connection to serve, in a goroutine of its
+// own; the connections close when the test ends.
+func testServer(t *testing.T, host, client *Key, serve func(nc net.Conn, cfg *ssh.ServerConfig)) string {
 	t.Helper()
 	signer, err := host.Signer()
 	if err != nil {
@@ -65,38 +64,43 @@ func stuckServer(t *testing.T, host, client *Key) string {
 			if err != nil {
 				return
 			}
-			fc := &frozenConn{Conn: nc, frozen: make(chan struct{}), closed: make(chan struct{})}
-			t.Cleanup(func() {
-				close(fc.closed)
-				nc.Close()
-			})
-			go func() {
-				_, chans, reqs, err := ssh.NewServerConn(fc, cfg)
-				if err != nil {
-					return
-				}
-				go ssh.DiscardRequests(reqs)
-				for nch := range chans {
-					ch, creqs, err := nch.Accept()
-					if err != nil {
-						continue
-					}
-					go func() {
-						for r := range creqs {
-							// Accept exec, then nothing: no output,
-							// no exit status, no close.
-							if r.Type == "exec" {
-								fc.freeze()
-							}
-							r.Reply(r.Type == "exec", nil)
-						}
-						_ = ch
-					}()
-				}
-			}()
+			t.Cleanup(func() { nc.Close() })
+			go serve(nc, cfg)
 		}
 	}()
 	return ln.Addr().String()
+}
+
+// stuckServer is an SSH server that accepts a session and its command,
+// then reads nothing more: neither the command's end nor the session's
+// close ever get an answer, the case a session close alone cannot end.
+func stuckServer(t *testing.T, host, client *Key) string {
+	return testServer(t, host, client, func(nc net.Conn, cfg *ssh.ServerConfig) {
+		fc := &frozenConn{Conn: nc, frozen: make(chan struct{}), closed: make(chan struct{})}
+		t.Cleanup(func() { close(fc.closed) })
+		_, chans, reqs, err := ssh.NewServerConn(fc, cfg)
+		if err != nil {
+			return
+		}
+		go ssh.DiscardRequests(reqs)
+		for nch := range chans {
+			ch, creqs, err := nch.Accept()
+			if err != nil {
+				continue
+			}
+			go func() {
+				for r := range creqs {
+					// Accept exec, then nothing: no output,
+					// no exit status, no close.
+					if r.Type == "exec" {
+						fc.freeze()
+					}
+					r.Reply(r.Type == "exec", nil)
+				}
+				_ = ch
+			}()
+		}
+	})
 }
 
 func TestRunAbandonsAStuckSession(t *testing.T) {
@@ -179,5 +183,56 @@ func TestTransfersEndWhenNothingMoves(t *testing.T) {
 	err = within("the upload", func() error { return dialStuck().Upload(ctx, src, "/nonexistent/up") })
 	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrStalled) {
 		t.Errorf("upload past its deadline = %v, want the deadline", err)
+	}
+}
+
+// silentChannelServer answers the connection's keepalives but never a
+// channel open: a session's open waits for an answer that never comes.
+func silentChannelServer(t *testing.T, host, client *Key) string {
+	return testServer(t, host, client, func(nc net.Conn, cfg *ssh.ServerConfig) {
+		_, _, reqs, err := ssh.NewServerConn(nc, cfg)
+		if err != nil {
+			return
+		}
+		// Requests are answered; channels are never taken.
+		for r := range reqs {
+			r.Reply(true, nil)
+		}
+	})
+}
+
+// A session whose open the server never answers ends with its context,
+// for every way of opening one; the connection stays for other sessions.
+func TestSessionOpenHonoursContext(t *testing.T) {
+	client, host := keys(t)
+	addr := silentChannelServer(t, host, client)
+	opens := map[string]func(context.Context, *Conn) error{
+		"Run": func(ctx context.Context, c *Conn) error { return c.Run(ctx, "true", nil, nil, nil) },
+		"Stream": func(ctx context.Context, c *Conn) error {
+			_, err := c.Stream(ctx, "true")
+			return err
+		},
+		"Shell": func(ctx context.Context, c *Conn) error { return c.Shell(ctx, ShellOptions{Command: "true"}) },
+	}
+	for name, open := range opens {
+		t.Run(name, func(t *testing.T) {
+			c, err := Dial(context.Background(), Target{Addr: addr, Key: client, HostKey: host.Public})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- open(ctx, c) }()
+			select {
+			case err := <-done:
+				if !errors.Is(err, context.DeadlineExceeded) {
+					t.Fatalf("%s = %v, want the context's end", name, err)
+				}
+			case <-time.After(time.Minute):
+				t.Fatalf("%s stayed waiting for the session's open after its context ended", name)
+			}
+		})
 	}
 }
