@@ -368,12 +368,15 @@ func (r *Run) reconnect(ctx context.Context, cause error, enforce func() error) 
 }
 
 // watcher returns the connection's watcher, made on first use (ctx bounds
-// its start).
+// its start, and so does shortCommand: a pod whose sshd never answers the
+// session's open must not hold a Collect for ever).
 func (r *Run) watcher(ctx context.Context) (watcher, error) {
 	if r.watch == nil {
 		if r.conn == nil {
 			return nil, errors.New("guard: no connection to the pod")
 		}
+		ctx, cancel := context.WithTimeout(ctx, shortCommand)
+		defer cancel()
 		w, err := r.conn.Watch(ctx, r.rec.RunDir)
 		if err != nil {
 			return nil, err
