@@ -19,9 +19,11 @@ import (
 
 // resultNames are what Collect downloads from the run directory (those
 // that exist): the cancelled marker says why a job that has no exit code
-// ended, when it was lost with an earlier container; the bootstrap's log
-// lands next to the watchdog's, in .pod, outside the outputs.
-var resultNames = []string{jobctl.OutputsDir, jobctl.JobLog, watchdog.Log, bootstrap.Log, watchdog.ExitCode, watchdog.Cancelled, watchdog.SnapshotRequest}
+// ended, when it was lost with an earlier container, and ended_by which
+// rule of the watchdog went to end the pod (ReadEndedBy reads it there);
+// the bootstrap's log lands next to the watchdog's, in .pod, outside the
+// outputs.
+var resultNames = []string{jobctl.OutputsDir, jobctl.JobLog, watchdog.Log, bootstrap.Log, watchdog.ExitCode, watchdog.Cancelled, watchdog.SnapshotRequest, watchdog.EndedByFile}
 
 // growingNames are the logs among them, which a running job and its
 // watchdog append to (and a new container's bootstrap replaces) while
