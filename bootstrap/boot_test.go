@@ -797,8 +797,10 @@ func TestNoWatchdogStillDeletesThePod(t *testing.T) {
 					exit = "exit 0"
 				}
 				// runpodctl authenticates with the pod's RUNPOD_API_KEY, so it
-				// gets the environment as it is.
-				w.bin.Stub("runpodctl", `echo "$*" >> `+shellQuote(w.calls("runpodctl"))+"\n"+exit)
+				// gets the environment as it is, and is pointed at the pod's
+				// own API: its built-in hosts are Runpod's retired REST v1
+				// or GraphQL, and under an emulator they are another machine.
+				w.bin.Stub("runpodctl", `echo "$* api=$RUNPOD_API_URL rest=$RUNPOD_REST_V2_URL gql=$RUNPOD_GRAPHQL_URL" >> `+shellQuote(w.calls("runpodctl"))+"\n"+exit)
 				full := []string{
 					"mount -t tmpfs -o size=4k tmpfs " + shellQuote(w.workdir),
 					"mount -t tmpfs -o size=4k tmpfs " + shellQuote(w.tmpdir),
@@ -817,12 +819,15 @@ func TestNoWatchdogStillDeletesThePod(t *testing.T) {
 				}
 				calls := readString(w.calls("runpodctl"))
 				deletes := apiCount(w.api, "DELETE", "/pods/"+w.podID, w.apiKey)
+				api := env[podenv.APIURLEnv]
+				want := "pod delete " + w.podID + " api=" + api + " rest=" + api + " gql=" + api + "/graphql\n"
 				if runpodctlWorks {
-					if want := "pod delete " + w.podID + "\n"; calls != want || deletes != 0 {
+					if calls != want || deletes != 0 {
 						t.Errorf("runpodctl calls %q (want %q), %d API DELETEs (want 0)", calls, want, deletes)
 					}
 				} else {
-					want := "pod delete " + w.podID + "\nremove pod " + w.podID + "\n"
+					// No `remove pod`: GraphQL, which a REST v2 API cannot
+					// answer.
 					if calls != want || deletes != 1 {
 						t.Errorf("runpodctl calls %q (want %q), %d API DELETEs (want 1)", calls, want, deletes)
 					}

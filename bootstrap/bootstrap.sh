@@ -69,19 +69,24 @@ unpack() {
 
 # no_watchdog WHY: the last resort when no watchdog can run: delete the pod
 # once with runpodctl, else with the API, then sleep so that the container
-# neither exits nor restarts into the same failure.
+# neither exits nor restarts into the same failure. runpodctl is pointed at
+# the pod's own API (the names it reads: see the watchdog's pod_ctl): its
+# built-in hosts are Runpod's retired REST v1 or GraphQL, and under an
+# emulator another machine; `remove pod` is GraphQL, which no REST v2 API
+# answers.
 no_watchdog() {
   say "$1: deleting pod ${RUNPOD_POD_ID:-?} without a watchdog"
+  api=${OVERBRAINER_API_URL:-https://api.runpod.io/v2}
   if [ -z "${RUNPOD_POD_ID:-}" ]; then
     say "RUNPOD_POD_ID is not set: cannot delete the pod"
   elif command -v runpodctl >/dev/null 2>&1 &&
-    { runpodctl pod delete "$RUNPOD_POD_ID" >&2 ||
-      runpodctl remove pod "$RUNPOD_POD_ID" >&2; }; then
+    RUNPOD_API_URL=$api RUNPOD_REST_V2_URL=$api RUNPOD_GRAPHQL_URL=$api/graphql APIURL=$api/graphql \
+      runpodctl pod delete "$RUNPOD_POD_ID" >&2; then
     say "pod deleted with runpodctl"
   else
     code=$(feed "Authorization: Bearer ${RUNPOD_API_KEY:-}" |
       curl -s -o /dev/null -w '%{http_code}' --max-time 30 -H @- -X DELETE \
-        "${OVERBRAINER_API_URL:-https://api.runpod.io/v2}/pods/$RUNPOD_POD_ID" 2>/dev/null)
+        "$api/pods/$RUNPOD_POD_ID" 2>/dev/null)
     say "DELETE answered ${code:-000}"
   fi
   while :; do sleep 3600; done
