@@ -31,7 +31,7 @@ func TestDoctorNamesEachDifference(t *testing.T) {
 		{name: "pod key DELETE 403", drift: runpodtest.Drift{PodKeyDelete: 403}, fail: doctor.CheckPodDelete},
 		{name: "pod key DELETE 404", drift: runpodtest.Drift{PodKeyDelete: 404}, fail: doctor.CheckPodDelete},
 		{name: "dashed placeholder unresolved", drift: runpodtest.Drift{DashUnresolved: true}, fail: doctor.CheckPodReady},
-		{name: "413 below 100 KB", drift: runpodtest.Drift{MaxCreateBody: 40000}, fail: doctor.CheckPodBody},
+		{name: "413 below 100 KB", drift: runpodtest.Drift{MaxCreateBody: 10000}, fail: doctor.CheckPodBody},
 		{name: "whole number as 50.0", drift: runpodtest.Drift{WholeAsFraction: true}, noPod: true, fail: doctor.CheckGPUTypes},
 		{name: "unknown member", drift: runpodtest.Drift{UnknownMember: "spendLimit"}, noPod: true, warn: doctor.CheckGPUTypes},
 		{name: "missing member", drift: runpodtest.Drift{MissingMember: "maxCount"}, noPod: true, fail: doctor.CheckGPUTypes},

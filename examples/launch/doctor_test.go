@@ -191,7 +191,7 @@ func TestDoctorInterrupted(t *testing.T) {
 // limit.
 func TestRunWarnsAfterAFailedDoctor(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, runpodtest.WithDrift(runpodtest.Drift{MaxCreateBody: 40000}))
+	w := newWorld(t, runpodtest.WithDrift(runpodtest.Drift{MaxCreateBody: 10000}))
 	const warning = "warning: launch doctor found"
 	before := w.run(args([]string{"run"}, fast, demo(1))...)
 	if strings.Contains(before.stderr.String(), warning) {
