@@ -64,7 +64,9 @@ func TestListPodsOddPods(t *testing.T) {
 		}
 		got = append(got, s)
 	}
-	want := "p2:overbrainer-b:EXITED:unreadable p3:::unreadable :::unreadable :overbrainer-d:RUNNING:unreadable p5:overbrainer-c:RUNNING p1:overbrainer-a:RUNNING"
+	// Unreadable pods first, in the reverse of the API's order (which
+	// lists newest first), then oldest first by createdAt.
+	want := ":overbrainer-d:RUNNING:unreadable :::unreadable p3:::unreadable p2:overbrainer-b:EXITED:unreadable p5:overbrainer-c:RUNNING p1:overbrainer-a:RUNNING"
 	if strings.Join(got, " ") != want {
 		t.Errorf("listed %q\nwant   %q", strings.Join(got, " "), want)
 	}
@@ -73,8 +75,9 @@ func TestListPodsOddPods(t *testing.T) {
 		t.Errorf("p1 read as %+v", p1)
 	}
 	var re *runpod.PodReadError
-	if !errors.As(pods[0].Unreadable, &re) || !strings.Contains(re.Error(), "pod p2 could not be read") {
-		t.Errorf("p2's error: %v", pods[0].Unreadable)
+	p2 := pods[3]
+	if !errors.As(p2.Unreadable, &re) || !strings.Contains(re.Error(), "pod p2 could not be read") {
+		t.Errorf("p2's error: %v", p2.Unreadable)
 	}
 
 	byName, err := c.ListPods(context.Background(), runpod.ListPodsOptions{Name: "overbrainer-b"})
