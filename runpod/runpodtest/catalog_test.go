@@ -134,9 +134,11 @@ func TestCreateRefusals(t *testing.T) {
 	if _, err := c.CreatePod(ctx, gpuReq("h", "NVIDIA H100 80GB HBM3")); !errors.Is(err, runpod.ErrNoCapacity) {
 		t.Errorf("H100: %v", err)
 	}
-	// A 400 that is not about capacity is our mistake: stop.
+	// A 400 that is not about capacity (a type this cloud does not
+	// offer) is reported as itself, never as no capacity; as the
+	// document says of a 400 without errors, the next candidate is tried.
 	_, err := c.CreatePod(ctx, runpod.CreatePodRequest{Name: "c", Image: "x", GPUTypeID: "NVIDIA H100 80GB HBM3", Cloud: runpod.CommunityCloud})
-	if errors.Is(err, runpod.ErrNoCapacity) || runpod.ClassifyCreate(err) != runpod.CreateStop {
+	if errors.Is(err, runpod.ErrNoCapacity) || runpod.ClassifyCreate(err) != runpod.CreateNextType {
 		t.Errorf("not in community: %v", err)
 	}
 	if len(srv.Pods()) != 0 {
