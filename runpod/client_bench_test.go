@@ -34,6 +34,10 @@ const benchServerEnv = "OVERBRAINER_BENCH_RUNPOD_SERVER"
 const (
 	benchKey   = "rpa_BENCHKEY_not_a_real_key"
 	benchPodID = "benchpod123"
+	// benchGoneID is a pod the bench server has deleted: its DELETE
+	// answers 204 and its GET 404, so that DeletePod's confirming GET
+	// finds it gone.
+	benchGoneID = "benchgone456"
 )
 
 func init() {
@@ -79,6 +83,8 @@ func serveBench() {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		switch {
+		case r.URL.Path == "/v2/pods/"+benchGoneID && r.Method == http.MethodDelete:
+			w.WriteHeader(http.StatusNoContent)
 		case r.URL.Path != path || r.Header.Get("Authorization") != "Bearer "+benchKey:
 			w.Header().Set("Content-Type", "application/problem+json")
 			w.WriteHeader(http.StatusNotFound)
@@ -223,16 +229,21 @@ func BenchmarkDeletePod(b *testing.B) {
 		c := benchClient(b, url)
 		b.ReportAllocs()
 		for b.Loop() {
-			if r, err := c.DeletePod(ctx, benchPodID); err != nil || r != runpod.Deleted {
+			if r, err := c.DeletePod(ctx, benchGoneID); err != nil || r != runpod.Deleted {
 				b.Fatalf("DeletePod: %v %v", r, err)
 			}
 		}
 	})
+	// Bare net/http makes the same two calls: the DELETE and the GET that
+	// confirms it.
 	b.Run("bare", func(b *testing.B) {
 		hc := &http.Client{Transport: newTransport(), Timeout: 30 * time.Second}
 		b.ReportAllocs()
 		for b.Loop() {
-			if err := bare(ctx, hc, http.MethodDelete, url+"/v2/pods/"+benchPodID, http.StatusNoContent, nil); err != nil {
+			if err := bare(ctx, hc, http.MethodDelete, url+"/v2/pods/"+benchGoneID, http.StatusNoContent, nil); err != nil {
+				b.Fatal(err)
+			}
+			if err := bare(ctx, hc, http.MethodGet, url+"/v2/pods/"+benchGoneID, http.StatusNotFound, nil); err != nil {
 				b.Fatal(err)
 			}
 		}
