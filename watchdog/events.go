@@ -120,6 +120,11 @@ func ParseLine(line string) (Event, error) {
 	bad := func(why string) (Event, error) {
 		return Event{}, fmt.Errorf("%w: %s: %q", ErrMalformed, why, clip(line))
 	}
+	// One line: a line break inside would end a field's value where its
+	// String, read again, no longer does.
+	if strings.ContainsAny(line, "\r\n") {
+		return bad("more than one line")
+	}
 	ts, rest, _ := strings.Cut(line, " ")
 	if ts == "" || len(ts) > 18 || strings.Trim(ts, "0123456789") != "" {
 		return bad("no unix time")

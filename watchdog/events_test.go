@@ -113,6 +113,7 @@ func FuzzParseLine(f *testing.F) {
 		"1 a msg=",
 		"1800000000 start a=1  b=2",
 		"",
+		"0 0 0=\n ",
 	} {
 		f.Add(s)
 	}
