@@ -47,6 +47,10 @@ var script = sync.OnceValue(func() string {
 	plain, packed := split()
 	var b strings.Builder
 	b.WriteString(shscript.Compact(plain))
+	// The host key leaves the environment before any program runs (the
+	// unpacking's base64 and gzip would inherit it): bootstrap_main takes
+	// it from the unexported variable.
+	b.WriteString("unset host_key_b64\nhost_key_b64=${OVERBRAINER_HOST_KEY:-}\nunset OVERBRAINER_HOST_KEY\n")
 	// Unset first: a variable the container's environment exports would
 	// stay exported, and reach every program and the job's environment.
 	b.WriteString("unset WATCHDOG_PACKED BOOTSTRAP_FUNCTIONS\n")

@@ -641,7 +641,9 @@ bootstrap_main() {
   trap '' PIPE
   umask 022
   # The host key goes into an unexported variable: no child ever sees it.
-  host_key_b64=${OVERBRAINER_HOST_KEY:-}
+  # The command's first lines moved it there already, before the
+  # unpacking ran a program; a caller of bootstrap_main alone has it here.
+  [ -z "${OVERBRAINER_HOST_KEY+set}" ] || host_key_b64=$OVERBRAINER_HOST_KEY
   unset OVERBRAINER_HOST_KEY
   ETC=/etc/overbrainer
   JOB_ENV=$ETC/job.env

@@ -302,3 +302,43 @@ func TestShtestReadsTheEmbeddedFunctions(t *testing.T) {
 		t.Fatal("shtest.BootstrapFunctions differs from the embedded bootstrap.sh")
 	}
 }
+
+// The host key never reaches a program the command runs before
+// bootstrap_main, under every shell: the unpacking's base64 and gzip run
+// with an environment that no longer holds it. (The chaos suite's /proc
+// sampling once found it in a gzip's environment.)
+func TestUnpackingNeverSeesTheHostKey(t *testing.T) {
+	script, ok := strings.CutSuffix(bootstrap.Script(), "\nbootstrap_main\n")
+	if !ok {
+		t.Fatal("the command does not end with bootstrap_main")
+	}
+	script += "\nwrite_watchdog \"$1/watchdog.sh\" || exit 3\n"
+	const secret = "c2VjcmV0LWhvc3Qta2V5LWJhc2U2NA=="
+	for _, shell := range shtest.Names {
+		t.Run(shell, func(t *testing.T) {
+			sh, _ := shtest.Lookup(shell)
+			bin := shtest.NewBin(t)
+			dir := t.TempDir()
+			envs := filepath.Join(dir, "envs")
+			for _, name := range []string{"base64", "gzip"} {
+				real, err := exec.LookPath(name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				bin.Stub(name, "env >> "+shellQuote(envs)+"\nexec "+shellQuote(real)+` "$@"`)
+			}
+			res := shtest.Run(t, sh, script, shtest.Opts{Bin: bin, Args: []string{dir},
+				Env: map[string]string{podenv.HostKeyEnv: secret}})
+			if res.Code != 0 {
+				t.Fatalf("exit %d: %s", res.Code, res.Stderr)
+			}
+			got := readString(envs)
+			if !strings.Contains(got, "PATH=") {
+				t.Fatalf("the stubs recorded no environment: %q", got)
+			}
+			if strings.Contains(got, secret) {
+				t.Errorf("the host key reached base64 or gzip's environment")
+			}
+		})
+	}
+}
