@@ -2,7 +2,7 @@ package guard
 
 import (
 	"context"
-	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
+	"github.com/overbrainer/overbrainer-go/internal/testkit/checkedfake"
 	"math"
 	"slices"
 	"testing"

@@ -3,7 +3,7 @@ package guard_test
 import (
 	"context"
 	"errors"
-	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
+	"github.com/overbrainer/overbrainer-go/internal/testkit/checkedfake"
 	"io"
 	"os"
 	"path/filepath"

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
+	"github.com/overbrainer/overbrainer-go/internal/testkit/checkedfake"
 	"os"
 	"path/filepath"
 	"slices"

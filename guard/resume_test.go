@@ -5,7 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
-	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
+	"github.com/overbrainer/overbrainer-go/internal/testkit/checkedfake"
 	"os"
 	"path/filepath"
 	"slices"

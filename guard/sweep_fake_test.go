@@ -3,7 +3,7 @@ package guard
 import (
 	"context"
 	"errors"
-	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
+	"github.com/overbrainer/overbrainer-go/internal/testkit/checkedfake"
 	"sync"
 	"testing"
 	"time"

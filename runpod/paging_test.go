@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
+	"github.com/overbrainer/overbrainer-go/internal/testkit/checkedfake"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )

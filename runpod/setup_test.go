@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/overbrainer/overbrainer-go/internal/openapicheck"
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
+	"github.com/overbrainer/overbrainer-go/internal/testkit/openapicheck"
 	"io"
 	"log/slog"
 	"net/http"
@@ -171,7 +171,7 @@ func (fs *fakeServer) checkNoLeak(what, s string) {
 }
 
 // checkAgainst validates every exchange against Runpod's OpenAPI document
-// with a well-kept validator (internal/openapicheck): the path, method,
+// with a well-kept validator (internal/testkit/openapicheck): the path, method,
 // query and headers, the request body, and every 2xx answer the fixture
 // gave (status and body), and checks that the key goes as a Bearer token and
 // never in the URL.

@@ -1,7 +1,7 @@
 package runpod
 
 // This file loads Runpod's OpenAPI document for its examples and its
-// operations; internal/openapicheck validates requests and answers
+// operations; internal/testkit/openapicheck validates requests and answers
 // against it, so the client cannot drift from the real API.
 
 import (
@@ -15,7 +15,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/overbrainer/overbrainer-go/internal/openapicheck"
+	"github.com/overbrainer/overbrainer-go/internal/testkit/openapicheck"
 )
 
 // specPaths are where the OpenAPI document is: Runpod's newer (2026-09)

@@ -3,7 +3,7 @@ package main_test
 import (
 	"context"
 	"fmt"
-	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
+	"github.com/overbrainer/overbrainer-go/internal/testkit/checkedfake"
 	"math"
 	"os"
 	"path/filepath"

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/examples/launch/internal/state"
-	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
+	"github.com/overbrainer/overbrainer-go/internal/testkit/checkedfake"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
 
@@ -55,7 +55,7 @@ func needPods(t *testing.T) {
 }
 
 // world is one test's fake Runpod, every exchange of which is held to
-// the OpenAPI document (internal/checkedfake), and state directory.
+// the OpenAPI document (internal/testkit/checkedfake), and state directory.
 type world struct {
 	t        *testing.T
 	srv      *runpodtest.Server

@@ -2,15 +2,15 @@ package main_test
 
 import (
 	"context"
-	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
+	"github.com/overbrainer/overbrainer-go/internal/testkit/checkedfake"
 	"path/filepath"
 	"regexp"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/overbrainer/overbrainer-go/internal/scrape"
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
+	"github.com/overbrainer/overbrainer-go/internal/testkit/scrape"
 	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"

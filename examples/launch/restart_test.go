@@ -2,7 +2,7 @@ package main_test
 
 import (
 	"context"
-	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
+	"github.com/overbrainer/overbrainer-go/internal/testkit/checkedfake"
 	"os"
 	"path/filepath"
 	"strings"

@@ -2,7 +2,7 @@ package guardmetrics_test
 
 import (
 	"context"
-	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
+	"github.com/overbrainer/overbrainer-go/internal/testkit/checkedfake"
 	"math"
 	"net/http/httptest"
 	"testing"
@@ -13,7 +13,7 @@ import (
 
 	"github.com/overbrainer/overbrainer-go/guard"
 	"github.com/overbrainer/overbrainer-go/guard/guardmetrics"
-	"github.com/overbrainer/overbrainer-go/internal/scrape"
+	"github.com/overbrainer/overbrainer-go/internal/testkit/scrape"
 	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/overbrainer/overbrainer-go/internal/modroot"
+	"github.com/overbrainer/overbrainer-go/internal/testkit/modroot"
 )
 
 // BootstrapFunctions is the bootstrap's shell functions (bootstrap.sh as

@@ -47,4 +47,8 @@
 //
 // Polling. [Eventually] and [WaitFile] poll with a deadline instead of
 // sleeping and asserting, which keeps tests robust on a loaded machine.
+//
+// Shtest is a test kit, like those under internal/testkit: only tests
+// import it. It stays at internal/shtest because the design card places
+// it there.
 package shtest

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/overbrainer/overbrainer-go/internal/openapicheck"
+	"github.com/overbrainer/overbrainer-go/internal/testkit/openapicheck"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )

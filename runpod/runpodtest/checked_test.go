@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/overbrainer/overbrainer-go/internal/openapicheck"
+	"github.com/overbrainer/overbrainer-go/internal/testkit/openapicheck"
 )
 
 // checked holds every request the fake receives and every answer it gives
@@ -14,7 +14,7 @@ func checked(t openapicheck.Reporter) Option {
 }
 
 // newTestServer is NewTestServer with checked on: what
-// internal/checkedfake.NewTestServer is to the other packages' tests (this
+// internal/testkit/checkedfake.NewTestServer is to the other packages' tests (this
 // package's own tests cannot import it, since it imports this package; the
 // external tests here use it).
 func newTestServer(t TB, opts ...Option) *Server {
@@ -23,7 +23,7 @@ func newTestServer(t TB, opts ...Option) *Server {
 }
 
 // newTestServer's check reports to the test a request that the fake takes
-// but the document refuses (internal/checkedfake's tests prove that such a
+// but the document refuses (internal/testkit/checkedfake's tests prove that such a
 // report fails a real test).
 func TestNewTestServerChecksTheDocument(t *testing.T) {
 	rec := &recordingTB{TB: t}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/overbrainer/overbrainer-go/internal/openapicheck"
+	"github.com/overbrainer/overbrainer-go/internal/testkit/openapicheck"
 )
 
 // GET /v2/pods lists newest first, as the document says, across pages:

@@ -46,7 +46,7 @@ func defaultConfig() config {
 
 // WithMiddleware wraps the fake's handler in m, outermost last given: a
 // test can check every request and answer, for example against Runpod's
-// OpenAPI document (this module's tests do, with internal/checkedfake).
+// OpenAPI document (this module's tests do, with internal/testkit/checkedfake).
 // The fake itself stays free of any such checker.
 func WithMiddleware(m func(http.Handler) http.Handler) Option {
 	return func(c *config) { c.middleware = append(c.middleware, m) }

@@ -4,11 +4,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/overbrainer/overbrainer-go/internal/openapicheck"
+	"github.com/overbrainer/overbrainer-go/internal/testkit/openapicheck"
 )
 
 // checkSchema checks a JSON document against the named schema of the
-// OpenAPI document's components.schemas (with internal/openapicheck, a
+// OpenAPI document's components.schemas (with internal/testkit/openapicheck, a
 // JSON Schema 2020-12 validator) and fails the test with every violation.
 func checkSchema(t testing.TB, name string, body []byte) {
 	t.Helper()

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
+	"github.com/overbrainer/overbrainer-go/internal/testkit/checkedfake"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
 

@@ -2,7 +2,7 @@ package sweepmetrics_test
 
 import (
 	"context"
-	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
+	"github.com/overbrainer/overbrainer-go/internal/testkit/checkedfake"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/overbrainer/overbrainer-go/internal/scrape"
+	"github.com/overbrainer/overbrainer-go/internal/testkit/scrape"
 	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"

@@ -30,7 +30,7 @@ import (
 	"github.com/pb33f/libopenapi-validator/schema_validation"
 	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
 
-	"github.com/overbrainer/overbrainer-go/internal/modroot"
+	"github.com/overbrainer/overbrainer-go/internal/testkit/modroot"
 )
 
 // DocPath is the document's path in the module's source tree, which the

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/overbrainer/overbrainer-go/internal/checkedfake"
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
+	"github.com/overbrainer/overbrainer-go/internal/testkit/checkedfake"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/overbrainer/overbrainer-go/internal/modroot"
+	"github.com/overbrainer/overbrainer-go/internal/testkit/modroot"
 )
 
 func TestDirIsTheModulesRoot(t *testing.T) {
@@ -17,8 +17,8 @@ func TestDirIsTheModulesRoot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// This package's directory is internal/modroot under the root.
-	if want := filepath.Dir(filepath.Dir(wd)); dir != want {
+	// This package's directory is internal/testkit/modroot under the root.
+	if want := filepath.Dir(filepath.Dir(filepath.Dir(wd))); dir != want {
 		t.Errorf("Dir() = %q, want %q", dir, want)
 	}
 }

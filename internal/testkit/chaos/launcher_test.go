@@ -63,7 +63,7 @@ func launcherBinary(t testing.TB, mutant string) string {
 // buildLauncher builds the launcher without mutant into buildDir.
 func buildLauncher(t testing.TB, mutant string) (string, error) {
 	t.Helper()
-	root, err := filepath.Abs("../..")
+	root, err := filepath.Abs("../../..")
 	if err != nil {
 		return "", err
 	}

@@ -1,8 +1,8 @@
 // Package checkedfake starts the fake Runpod for a test with every request
 // it receives and every answer it gives held to Runpod's OpenAPI document
-// (internal/openapicheck's Middleware): an exchange off the document fails
-// the test that made it, whether the test sent it, the code under test did,
-// or a pod did (its watchdog's own calls).
+// (internal/testkit/openapicheck's Middleware): an exchange off the
+// document fails the test that made it, whether the test sent it, the code
+// under test did, or a pod did (its watchdog's own calls).
 //
 // Every test that builds a fake outside package runpodtest builds it here,
 // so that validation is on by default. Package runpodtest's own tests
@@ -14,7 +14,7 @@ package checkedfake
 import (
 	"testing"
 
-	"github.com/overbrainer/overbrainer-go/internal/openapicheck"
+	"github.com/overbrainer/overbrainer-go/internal/testkit/openapicheck"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
