@@ -312,3 +312,13 @@ func (e Event) waitingText() string {
 }
 
 func roundSecond(d time.Duration) string { return d.Round(time.Second).String() }
+
+// Progress says e repeats (a look, output, a lease renewal, a transfer's
+// count): a program printing lines rather than redrawing one may skip it.
+func (e Event) Progress() bool {
+	switch e.Kind {
+	case EventWaiting, EventTransfer, EventOutput, EventLeaseRenewed:
+		return true
+	}
+	return false
+}

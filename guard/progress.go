@@ -57,16 +57,6 @@ func (r *Run) transfer(stage Stage, move func(podssh.Progress) error) error {
 	}
 }
 
-// Progress says e repeats (a look, output, a lease renewal, a transfer's
-// count): a program printing lines rather than redrawing one may skip it.
-func (e Event) Progress() bool {
-	switch e.Kind {
-	case EventWaiting, EventTransfer, EventOutput, EventLeaseRenewed:
-		return true
-	}
-	return false
-}
-
 // waiting tells a look at a pod on its way to running the job that found
 // it not there yet: what is waited for, with the time since the create
 // call and the cost so far.

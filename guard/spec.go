@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/overbrainer/overbrainer-go/internal/jobctl"
 	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
 )
@@ -273,6 +274,34 @@ func unjoin(err error) []error {
 	}
 	if err != nil {
 		return []error{err}
+	}
+	return nil
+}
+
+// CheckSecretName refuses a name Job.Secrets may not use: one that is not a
+// variable name, is the shell's own, or starts with OVERBRAINER_ or RUNPOD_.
+func CheckSecretName(name string) error {
+	if err := jobctl.CheckEnvName(name); err != nil {
+		return errors.New(strings.TrimPrefix(err.Error(), "jobctl: "))
+	}
+	return nil
+}
+
+// checkRegistryAuth refuses a registry credential id that could not be
+// one of Runpod's: ids are short runs of letters, digits, '-' and '_'.
+func checkRegistryAuth(id string) error {
+	if id == "" {
+		return nil
+	}
+	if len(id) > 64 {
+		return fmt.Errorf("%d characters, more than 64", len(id))
+	}
+	for _, c := range id {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_':
+		default:
+			return fmt.Errorf("%q is not an id of letters, digits, '-' and '_' (see launch registries)", id)
+		}
 	}
 	return nil
 }

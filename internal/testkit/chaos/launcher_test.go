@@ -140,7 +140,7 @@ const deleteCall = ".DeletePod("
 // go. The statement becomes one that reports the pod as not deleted, on
 // the same line.
 var clientMutations = []sourceMutation{
-	{"guard/collect.go", "res, err := r.api.DeletePod(ctx, r.rec.PodID)", "res, err := runpod.NotDeleted, error(nil) // chaos mutant: the client leaves its pod"},
+	{"guard/remove.go", "res, err := r.api.DeletePod(ctx, r.rec.PodID)", "res, err := runpod.NotDeleted, error(nil) // chaos mutant: the client leaves its pod"},
 }
 
 // checkDeleteCallers fails the test when a file of clientPkgs other than

@@ -1,188 +1,19 @@
 package guard
 
 import (
-	"archive/tar"
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/internal/costplan"
 	"github.com/overbrainer/overbrainer-go/internal/jobctl"
 	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/podssh"
-	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
-
-// Start uploads the job and starts it in its own process group, unless it
-// was started already (nil then). A zero job is the Spec's (or Record's), a
-// job with only Secrets takes the rest from there, and a job without secrets
-// gets the Spec's or WithSecrets'. A job whose run directory a restart lost
-// is not started again (ErrJobLost). Failures, and an ended ctx, end as
-// Launch's.
-func (r *Run) Start(ctx context.Context, job Job) error {
-	if job.Dir == "" && job.Command == "" {
-		job.Dir, job.Command, job.ResumeFrom = r.rec.JobDir, r.rec.Command, r.rec.ResumeFrom
-	}
-	if len(job.Secrets) == 0 {
-		// Spec.Job's secrets (or WithSecrets'), which no Record holds.
-		job.Secrets = r.cfg.secrets
-	}
-	if errs := job.check("Job.", r.rec.Results); len(errs) > 0 {
-		return errors.Join(errs...)
-	}
-	if job.ResumeFrom != "" {
-		// A link to the directory goes up as the directory it names.
-		if dir, err := filepath.EvalSymlinks(job.ResumeFrom); err == nil {
-			job.ResumeFrom = dir
-		}
-	}
-	if r.last.Started() {
-		return nil
-	}
-	if !r.rec.JobStarted.IsZero() {
-		r.runDirLost = true
-		return fmt.Errorf("%w: its run directory %s went with the pod's container", ErrJobLost, r.rec.RunDir)
-	}
-	r.rec.JobDir, r.rec.Command, r.rec.ResumeFrom = job.Dir, job.Command, job.ResumeFrom
-	if s := job.secrets(); len(s) > 0 {
-		// For the start on a new pod, should the run recover.
-		r.cfg.secrets = s
-	}
-	if err := r.start(ctx, job); err != nil {
-		switch {
-		case ctx.Err() == nil:
-			r.fail(ctx, err)
-		case !r.cfg.detachOnCancel:
-			// No job runs yet: left to its watchdog, the pod would bill
-			// its boot grace for nothing.
-			r.rec.Note = "interrupted before the job started"
-			r.teardown(PhaseFailed)
-		}
-		return err
-	}
-	return nil
-}
-
-func (r *Run) start(ctx context.Context, job Job) error {
-	if err := r.liveConn(ctx); err != nil {
-		return err
-	}
-	if r.rec.MaxCostUSD > 0 {
-		if err := r.planCost(ctx); err != nil {
-			return err
-		}
-	}
-	if err := r.upload(ctx, job); err != nil {
-		return err
-	}
-	secrets := job.secrets()
-	red := r.redacting()
-	for _, v := range secrets {
-		red.addSecret(v)
-	}
-	in, err := jobctl.JobInput(r.rec.jobDefaults(), secrets)
-	if err != nil {
-		return fmt.Errorf("the job's environment: %w", err)
-	}
-	defer r.holdLease(ctx)()
-	sctx, cancel := context.WithTimeout(ctx, shortCommand)
-	defer cancel()
-	out, err := r.conn.Output(sctx, jobctl.StartCommand(r.rec.RunDir, podenv.JobEnv), in)
-	var ce *podssh.CommandError
-	if errors.As(err, &ce) && ce.Status == jobctl.StartAlreadyStarted {
-		r.emit(Event{Kind: EventJobStarted, Already: true, Command: job.Command})
-	} else if err != nil {
-		return fmt.Errorf("starting the job: %w", err)
-	} else {
-		pid, _ := strconv.Atoi(jobctl.LastLine(out))
-		r.emit(Event{Kind: EventJobStarted, PID: pid, Command: job.Command})
-	}
-	r.rec.JobStarted = r.now()
-	r.rec.Phase = PhaseRunning
-	// A recovery is over once the new pod's job runs.
-	r.rec.Recovery.Replacing = ""
-	r.save()
-	return nil
-}
-
-// upload sends the job's directory, the outputs it resumes from and its
-// command in one tar stream, telling its progress.
-func (r *Run) upload(ctx context.Context, job Job) error {
-	defer r.holdLease(ctx)()
-	command := []byte(job.Command + "\n")
-	total := int64(len(command))
-	for _, dir := range []string{job.Dir, job.ResumeFrom} {
-		if dir != "" {
-			_, n, err := podssh.TreeSize(dir)
-			if err != nil {
-				return fmt.Errorf("uploading the job: %w", err)
-			}
-			total += n
-		}
-	}
-	err := r.transfer(StageUpload, func(progress podssh.Progress) error {
-		c := &podssh.Counter{Total: total, Progress: progress}
-		return r.conn.UploadTar(ctx, r.rec.RunDir, func(tw *tar.Writer) error {
-			if err := c.AddTree(tw, job.Dir, jobctl.JobDir+"/"); err != nil {
-				return err
-			}
-			if job.ResumeFrom != "" {
-				if err := c.AddTree(tw, job.ResumeFrom, jobctl.OutputsDir+"/"); err != nil {
-					return err
-				}
-			}
-			return c.AddFile(tw, jobctl.CommandFile, command, 0o644)
-		})
-	})
-	if err != nil {
-		return fmt.Errorf("uploading the job: %w", err)
-	}
-	r.emit(Event{Kind: EventUploaded, Dir: job.Dir, Remote: jobctl.RunFile(r.rec.RunDir, jobctl.JobDir)})
-	if job.ResumeFrom != "" {
-		r.resumeEvent(job.ResumeFrom)
-	}
-	return nil
-}
-
-// planCost writes .pod/snapshot_at and .pod/cost_cap_at on the pod's clock.
-func (r *Run) planCost(ctx context.Context) error {
-	if r.rec.CostPerHr <= 0 {
-		perHr, err := r.api.PodCostPerHour(ctx, r.rec.PodID)
-		if err != nil {
-			return fmt.Errorf("reading the pod's price for the cost cap: %w", err)
-		}
-		r.rec.CostPerHr = perHr
-	}
-	// A look carries the pod's clock; its round trip bounds the error.
-	sent := r.now()
-	st, _, err := r.poll(ctx, false)
-	received := r.now()
-	if err != nil {
-		return fmt.Errorf("reading the pod's clock: %w", err)
-	}
-	offset := costplan.ClockOffset(sent, received, st.PodNow)
-	plan, err := costplan.CostCap(r.rec.BillingStart, r.rec.CostPerHr, r.rec.budget(), r.rec.EffectiveRules().SnapshotLead, offset)
-	if err != nil {
-		return err
-	}
-	if err := r.put(ctx, watchdog.SnapshotAt, strconv.FormatInt(plan.SnapshotAt, 10)); err != nil {
-		return err
-	}
-	if err := r.put(ctx, watchdog.CostCapAt, strconv.FormatInt(plan.CostCapAt, 10)); err != nil {
-		return err
-	}
-	local := func(podUnix int64) time.Time { return time.Unix(podUnix, 0).Add(-offset) }
-	r.emit(Event{Kind: EventCostPlan, MaxCostUSD: r.rec.MaxCostUSD, CostPerHr: r.rec.CostPerHr,
-		SnapshotAt: local(plan.SnapshotAt), CostCapAt: local(plan.CostCapAt), ClockOffset: offset})
-	r.save()
-	return nil
-}
 
 // Look is one look at the job, without renewing the lease.
 func (r *Run) Look(ctx context.Context) (JobState, error) {
@@ -538,90 +369,29 @@ func (r *Run) endOf(st jobctl.State) End {
 	return e
 }
 
-// Filling warnings start at fillFirst percent of the volume's usable part
-// and come again every fillStep.
-const (
-	fillFirst = 85
-	fillStep  = 5
-)
-
-// volumePercent is how full a volume of sizeGB holding usedKiB is, in
-// percent of its usable part (as the watchdog counts it).
-func volumePercent(sizeGB int, usedKiB int64) int {
-	if sizeGB <= 0 {
-		return 0
-	}
-	return int(float64(usedKiB) * 1024 * 100 / (costplan.VolumeUsable * float64(sizeGB) * 1e9))
+// JobState is what one look at the pod saw of the job and its watchdog.
+type JobState struct {
+	PID          int                     // the job's process group, 0 before it started
+	ExitCode     int                     // -1 until the job wrote one
+	Alive        bool                    // its process group exists (false for a lost job)
+	Cancelled    bool                    // marked cancelled, with the marker's word:
+	CancelReason string                  // empty when none
+	LogSize      int64                   // job.log's size at the look
+	PodNow       int64                   // the pod's clock, Unix seconds
+	Request      watchdog.SnapshotReason // pending, if any: any word, since the job can write it
+	DuKiB        int64                   // the watchdog's last measure of the network volume, -1: none
+	Verdict      watchdog.Verdict        // zero until the watchdog wrote one
+	DeleteReason watchdog.DeleteReason   // the rule the watchdog is deleting the pod by, if any
+	Delete       watchdog.DeleteState    // the watchdog's delete right, and its last delete no GET confirmed
+	Progress     string                  // the last line of $OVERBRAINER_PROGRESS, cleaned, at most 256 bytes
+	Moved        int64                   // the pod's time of the watchdog's last look that saw the job move, 0: none
 }
 
-// tellFilling warns at fillFirst percent, then at each fillStep more: a
-// network volume bills every month, whether a pod runs or not.
-func (r *Run) tellFilling(usedKiB int64) {
-	pct := volumePercent(r.rec.VolumeGB, usedKiB)
-	if pct < fillFirst {
-		return
-	}
-	step := fillFirst + (pct-fillFirst)/fillStep*fillStep
-	if step <= r.filledWarned {
-		return
-	}
-	r.filledWarned = step
-	r.emit(Event{Kind: EventVolumeFilling, VolumeID: r.rec.NetworkVolumeID, FromGB: r.rec.VolumeGB,
-		ToGB: r.rec.MaxVolumeGB, UsedBytes: usedKiB * 1024, Percent: step})
-}
+// Started says the job started.
+func (s JobState) Started() bool { return jobctl.State(s).Started() }
 
-// growVolume grows the network volume when it is GrowAt full, up to the
-// run's MaxVolumeGB, and tells the watchdog its new size. A volume that
-// may not grow, or whose growth failed, asks the job for a disk snapshot
-// at once: a checkpoint now beats a job ended by a full disk.
-func (r *Run) growVolume(ctx context.Context, st jobctl.State) {
-	newGB, grow := costplan.Grow(r.rec.VolumeGB, st.DuKiB)
-	if !grow {
-		return
-	}
-	limit := min(r.rec.MaxVolumeGB, runpod.MaxVolumeGB)
-	var why error
-	switch {
-	case r.rec.MaxVolumeGB <= 0:
-		why = errors.New("it may not grow (no largest size was set)")
-	case r.rec.VolumeGB >= limit:
-		why = fmt.Errorf("it is %d GB, the largest it may grow to", r.rec.VolumeGB)
-	default:
-		if err := r.growTo(ctx, min(newGB, limit), st.DuKiB); err != nil {
-			why = fmt.Errorf("growing it failed: %w", err)
-		}
-	}
-	if why == nil || r.diskAsked {
-		// Told once: the job has its request.
-		return
-	}
-	then := "a snapshot is requested already"
-	if st.Request == "" {
-		if err := r.put(ctx, watchdog.SnapshotRequest, string(watchdog.ReasonDisk)); err != nil {
-			// Tried again at the next measure.
-			r.warn(fmt.Errorf("network volume %s is full and %w; asking the job for a disk snapshot: %w", r.rec.NetworkVolumeID, why, err))
-			return
-		}
-		then = "the job is asked for a disk snapshot"
-	}
-	r.diskAsked = true
-	r.warn(fmt.Errorf("network volume %s is full (%d%% of its usable part) and %w: %s", r.rec.NetworkVolumeID,
-		volumePercent(r.rec.VolumeGB, st.DuKiB), why, then))
-}
+// Ended says the job exited, was cancelled or lost, or its process is gone.
+func (s JobState) Ended() bool { return jobctl.State(s).Ended() }
 
-// growTo grows the network volume to newGB and tells the watchdog.
-func (r *Run) growTo(ctx context.Context, newGB int, usedKiB int64) error {
-	v, err := r.api.GrowNetworkVolume(ctx, r.rec.NetworkVolumeID, newGB)
-	if err != nil {
-		return err
-	}
-	if err := r.put(ctx, watchdog.VolumeGB, strconv.Itoa(v.SizeGB)); err != nil {
-		return err
-	}
-	r.emit(Event{Kind: EventVolumeGrown, VolumeID: r.rec.NetworkVolumeID, FromGB: r.rec.VolumeGB, ToGB: v.SizeGB, UsedBytes: usedKiB * 1024})
-	r.rec.VolumeGB = v.SizeGB
-	// A bigger volume is less full: its warnings start again.
-	r.filledWarned = 0
-	r.save()
-	return nil
-}
+// Lost says the job died without an exit code, with a restarted container.
+func (s JobState) Lost() bool { return jobctl.State(s).Lost() }

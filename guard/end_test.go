@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"strings"
 	"testing"
 	"time"
 
@@ -252,75 +251,6 @@ func TestACollectedRunEndsDone(t *testing.T) {
 			t.Errorf("saved phase %s, note %q", got.Phase, got.Note)
 		}
 	})
-}
-
-// A delete is confirmed by the API: the run waits, on its clock, until the
-// pod is gone from GET and from the list, up to a minute, and else says
-// plainly that the delete is not confirmed and how to check.
-func TestADeleteIsConfirmed(t *testing.T) {
-	t.Run("gone after a while", func(t *testing.T) {
-		h := newHarness(t, look{st: ready})
-		h.api.lingers = 2
-		r, err := h.launch(context.Background(), h.spec())
-		if err != nil {
-			t.Fatal(err)
-		}
-		before, at := len(h.api.methods()), h.clk.Now()
-		if res, err := r.Delete(context.Background()); err != nil || res != runpod.Deleted {
-			t.Fatalf("Delete = %v, %v", res, err)
-		}
-		want := []string{"DeletePod", "GetPod", "GetPod", "GetPod", "ListPods", "DeleteSecret"}
-		if diff := cmp.Diff(want, h.api.methods()[before:]); diff != "" {
-			t.Errorf("API calls of the Delete (-want +got):\n%s", diff)
-		}
-		if waited := h.clk.Now().Sub(at); waited < 2*confirmEvery || waited > time.Minute {
-			t.Errorf("waited %s for the pod to go", waited)
-		}
-	})
-	t.Run("never gone", func(t *testing.T) {
-		h := newHarness(t, look{st: ready})
-		h.api.lingers = -1
-		r, err := h.launch(context.Background(), h.spec())
-		if err != nil {
-			t.Fatal(err)
-		}
-		at := h.clk.Now()
-		res, err := r.Delete(context.Background())
-		var ue *DeleteUnconfirmedError
-		if !errors.Is(err, ErrDeleteUnconfirmed) || !errors.As(err, &ue) || res != runpod.Deleted {
-			t.Fatalf("Delete = %v, %v, want an unconfirmed delete", res, err)
-		}
-		if waited := h.clk.Now().Sub(at); waited < time.Minute || waited > 2*time.Minute {
-			t.Errorf("gave up after %s, want about a minute", waited)
-		}
-		es := h.eventsOf(EventDeleted)
-		if len(es) != 1 || !errors.Is(es[0].Err, ErrDeleteUnconfirmed) {
-			t.Fatalf("deleted events %v", es)
-		}
-		for _, want := range []string{"NOT confirmed", "GET still shows it RUNNING", "GET /v2/pods/" + fakePodID, "console"} {
-			if !strings.Contains(es[0].String(), want) {
-				t.Errorf("the event %q does not say %q", es[0], want)
-			}
-		}
-	})
-}
-
-// A single 404 is looked at again before the run is called gone: an API
-// that loses a pod for a moment does not end a run whose pod still runs.
-func TestASingle404IsLookedAtAgain(t *testing.T) {
-	h := newHarness(t)
-	h.pod.looks = []look{{st: ready}, {st: running, out: "a"},
-		{err: io.ErrUnexpectedEOF, do: func() { h.api.mu.Lock(); h.api.notFound = 2; h.api.mu.Unlock() }},
-		{st: exited(0), out: "b"}}
-	r := h.mustStart(h.spec())
-	var out strings.Builder
-	end, err := r.Follow(context.Background(), &out)
-	if err != nil || !end.OK() || out.String() != "ab" {
-		t.Fatalf("Follow = %+v, %v (output %q), want the job's end after a reconnect", end, err, out.String())
-	}
-	if n := h.api.count("DeletePod"); n != 0 {
-		t.Errorf("%d pod deletes", n)
-	}
 }
 
 // A Start whose context ends before the job was started deletes the pod,
