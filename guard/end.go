@@ -16,12 +16,12 @@ type How int
 
 // The ways a job ends.
 const (
-	Exited       How = iota + 1 // it wrote its exit code (End.ExitCode)
-	Killed                      // its process group is gone without an exit code
-	Cancelled                   // the cancelled marker says so
-	Lost                        // it died with a container Runpod restarted; its results so far are on the volume
-	RunDirLost                  // the restarted container's disk lost the run directory, job and outputs
-	NeverStarted                // no job was started
+	HowExited       How = iota + 1 // it wrote its exit code (End.ExitCode)
+	HowKilled                      // its process group is gone without an exit code
+	HowCancelled                   // the cancelled marker says so
+	HowLost                        // it died with a container Runpod restarted; its results so far are on the volume
+	HowRunDirLost                  // the restarted container's disk lost the run directory, job and outputs
+	HowNeverStarted                // no job was started
 )
 
 const lostJob = "job lost: the pod's container restarted (Runpod restarted it, or its host failed), which ended the job before it could write its exit code"
@@ -42,22 +42,22 @@ func (e End) Checkpointed() bool {
 }
 
 // OK says the job exited 0.
-func (e End) OK() bool { return e.How == Exited && e.ExitCode == 0 }
+func (e End) OK() bool { return e.How == HowExited && e.ExitCode == 0 }
 
 // String says how the job ended, as one line.
 func (e End) String() string {
 	switch e.How {
-	case Exited:
+	case HowExited:
 		return fmt.Sprintf("job ended: exit code %d", e.ExitCode)
-	case Killed:
+	case HowKilled:
 		return "job ended without an exit code (killed)"
-	case Cancelled:
+	case HowCancelled:
 		return "job ended: cancelled"
-	case Lost:
+	case HowLost:
 		return lostJob + "; collecting its results so far"
-	case RunDirLost:
+	case HowRunDirLost:
 		return fmt.Sprintf("%s, and its run directory %s went with it (no volume kept it): the output shown so far is all there is", lostJob, e.RunDir)
-	case NeverStarted:
+	case HowNeverStarted:
 		return "the job never started"
 	}
 	return "job state unknown"
@@ -68,11 +68,11 @@ func (e End) Err() error {
 	switch {
 	case e.OK():
 		return nil
-	case e.How == Exited:
+	case e.How == HowExited:
 		return &endError{fmt.Sprintf("the job failed with exit code %d", e.ExitCode), false}
-	case e.How == Lost || e.How == RunDirLost:
+	case e.How == HowLost || e.How == HowRunDirLost:
 		return &endError{"the job was lost when the pod's container restarted, before it could finish", true}
-	case e.How == NeverStarted:
+	case e.How == HowNeverStarted:
 		return &endError{"the job never ran", false}
 	}
 	return &endError{"the job ended without an exit code", false}

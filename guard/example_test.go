@@ -167,7 +167,7 @@ func ExampleEvent_String() {
 	for _, e := range []guard.Event{
 		{Kind: guard.EventVerdict, Verdict: watchdog.ParseVerdict("ready")},
 		{Kind: guard.EventJobStarted, PID: 42, Command: "sh train.sh"},
-		{Kind: guard.EventJobEnded, End: guard.End{How: guard.Exited, ExitCode: 0}},
+		{Kind: guard.EventJobEnded, End: guard.End{How: guard.HowExited, ExitCode: 0}},
 		{Kind: guard.EventDeleteReason, PodID: "abc123", DeleteReason: watchdog.DeleteRetrieved},
 		{Kind: guard.EventDeleted, PodID: "abc123", Result: runpod.Deleted},
 	} {

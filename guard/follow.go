@@ -64,7 +64,7 @@ func (r *Run) Follow(ctx context.Context, w io.Writer) (End, error) {
 		w = io.Discard
 	}
 	end, failed, err := r.followRecovering(ctx, w)
-	if err == nil && r.last.Request != "" && end.How != NeverStarted {
+	if err == nil && r.last.Request != "" && end.How != HowNeverStarted {
 		end.Requested, end.Proof = r.last.Request, r.readProof(ctx)
 	}
 	switch {
@@ -79,7 +79,7 @@ func (r *Run) Follow(ctx context.Context, w io.Writer) (End, error) {
 
 func (r *Run) follow(ctx context.Context, w io.Writer) (End, error) {
 	if !r.last.Started() && r.rec.JobStarted.IsZero() {
-		return End{How: NeverStarted, ExitCode: -1}, nil
+		return End{How: HowNeverStarted, ExitCode: -1}, nil
 	}
 	if err := r.liveConn(ctx); err != nil {
 		return End{}, err
@@ -354,17 +354,17 @@ func (r *Run) endOf(st jobctl.State) End {
 	e := End{ExitCode: st.ExitCode, RunDir: r.rec.RunDir}
 	switch {
 	case r.runDirLost:
-		e.How = RunDirLost
+		e.How = HowRunDirLost
 	case st.ExitCode >= 0:
-		e.How = Exited
+		e.How = HowExited
 	case st.Lost():
-		e.How = Lost
+		e.How = HowLost
 	case st.Cancelled:
-		e.How = Cancelled
+		e.How = HowCancelled
 	case st.Started():
-		e.How = Killed
+		e.How = HowKilled
 	default:
-		e.How = NeverStarted
+		e.How = HowNeverStarted
 	}
 	return e
 }

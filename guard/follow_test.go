@@ -83,7 +83,7 @@ func TestCycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (End{How: Exited, ExitCode: 0, RunDir: rec.RunDir}); end != want {
+	if want := (End{How: HowExited, ExitCode: 0, RunDir: rec.RunDir}); end != want {
 		t.Errorf("Follow = %+v, want %+v", end, want)
 	}
 	want := "epoch 1\n" + big + "epoch 2\ndone\n"
@@ -417,11 +417,11 @@ func TestFollowTellsHowTheJobEnded(t *testing.T) {
 		want End
 		lost bool
 	}{
-		{"run directory lost", ready, End{How: RunDirLost, ExitCode: -1}, true},
-		{"lost with its container", lost, End{How: Lost, ExitCode: -1}, true},
-		{"cancelled", cancelled, End{How: Cancelled, ExitCode: -1}, false},
-		{"killed", killed, End{How: Killed, ExitCode: -1}, false},
-		{"exited", exited(3), End{How: Exited, ExitCode: 3}, false},
+		{"run directory lost", ready, End{How: HowRunDirLost, ExitCode: -1}, true},
+		{"lost with its container", lost, End{How: HowLost, ExitCode: -1}, true},
+		{"cancelled", cancelled, End{How: HowCancelled, ExitCode: -1}, false},
+		{"killed", killed, End{How: HowKilled, ExitCode: -1}, false},
+		{"exited", exited(3), End{How: HowExited, ExitCode: 3}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, look{st: ready}, look{st: running, out: "x"}, look{st: tc.last})
@@ -441,7 +441,7 @@ func TestFollowTellsHowTheJobEnded(t *testing.T) {
 			if es := h.eventsOf(EventJobEnded); len(es) != 1 || es[0].End != tc.want {
 				t.Errorf("job ended events %+v", es)
 			}
-			if tc.want.How != RunDirLost {
+			if tc.want.How != HowRunDirLost {
 				return
 			}
 			if err := r.Start(ctx, Job{}); !errors.Is(err, ErrJobLost) {
@@ -459,7 +459,7 @@ func TestFollowWithoutAWriter(t *testing.T) {
 	h := newHarness(t, look{st: ready}, look{st: running, out: "x"}, look{st: exited(0)})
 	r := h.mustStart(h.spec())
 	end, err := r.Follow(context.Background(), nil)
-	if err != nil || end.How != Exited || end.ExitCode != 0 {
+	if err != nil || end.How != HowExited || end.ExitCode != 0 {
 		t.Fatalf("Follow(nil) = %+v, %v; want the job's exit 0", end, err)
 	}
 }

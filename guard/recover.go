@@ -43,7 +43,7 @@ func Recoverable(err error) bool {
 }
 
 // Recoverable says a new pod may resume the job, lost with its container.
-func (e End) Recoverable() bool { return e.How == Lost || e.How == RunDirLost }
+func (e End) Recoverable() bool { return e.How == HowLost || e.How == HowRunDirLost }
 
 // Relaunch makes the next pod of prev's run once its lost pod is confirmed
 // gone (see Recovery), as Launch does, within the run's deadline and cost
@@ -210,7 +210,7 @@ func (r *Run) mayRecover(ctx context.Context, end End, err error) bool {
 		return false
 	case err != nil:
 		return Recoverable(err)
-	case end.How == Exited && end.ExitCode != 0:
+	case end.How == HowExited && end.ExitCode != 0:
 		return st.OnError
 	}
 	return end.Recoverable()
@@ -225,7 +225,7 @@ func (r *Run) mayRecover(ctx context.Context, end End, err error) bool {
 // new pod whose bootstrap, verdict or start fails on its host counts as
 // one more recovery. On success r is the new pod's Run.
 func (r *Run) recover(ctx context.Context, end End, why error) error {
-	if end.How == Lost {
+	if end.How == HowLost {
 		// The volume kept the run directory: the job goes on there.
 		err := r.restartHere(ctx, why)
 		if err == nil || ctx.Err() != nil {
@@ -233,7 +233,7 @@ func (r *Run) recover(ctx context.Context, end End, why error) error {
 		}
 		r.warn(fmt.Errorf("the job cannot start again on pod %s (%w): a new pod takes it up", r.rec.PodID, err))
 	}
-	if dir := r.pullDir(); dir != "" && end.How != RunDirLost && r.rec.NetworkVolumeID == "" && r.answers(ctx) {
+	if dir := r.pullDir(); dir != "" && end.How != HowRunDirLost && r.rec.NetworkVolumeID == "" && r.answers(ctx) {
 		// The lost pod still answers with the job's newest outputs (a
 		// job that failed by itself, one lost with a container whose
 		// pod cannot go on): the next pod takes them up. On a network

@@ -361,7 +361,7 @@ func TestFollowNoRecoveryAfterStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	end, err := run.Follow(ctx, io.Discard)
-	if err != nil || end.How != guard.Exited || end.ExitCode != 3 {
+	if err != nil || end.How != guard.HowExited || end.ExitCode != 3 {
 		t.Fatalf("Follow: %v, %v; want the job's exit 3", end, err)
 	}
 	// Its proof for the request is read, but a job that failed did not

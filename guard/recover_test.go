@@ -179,8 +179,8 @@ func TestRecoverable(t *testing.T) {
 		{&PodGoneError{PodID: "p"}, false},
 		{&PodGoneError{PodID: "p", Status: runpod.StatusTerminated}, false},
 		{&VerdictError{Verdict: watchdog.ParseVerdict("failed probe")}, true},
-		{End{How: Lost, ExitCode: -1}.Err(), true},
-		{End{How: Exited, ExitCode: 1}.Err(), false},
+		{End{How: HowLost, ExitCode: -1}.Err(), true},
+		{End{How: HowExited, ExitCode: 1}.Err(), false},
 		{&EnforcedError{Reason: watchdog.DeleteReason("cost_cap")}, false},
 		{fmt.Errorf("%w: %w", context.Canceled, &PodGoneError{PodID: "p", Status: runpod.StatusExited}), false},
 		{errors.New("other"), false},
@@ -190,7 +190,7 @@ func TestRecoverable(t *testing.T) {
 			t.Errorf("Recoverable(%v) = %v, want %v", tc.err, got, tc.want)
 		}
 	}
-	if !(End{How: RunDirLost}).Recoverable() || (End{How: Exited}).Recoverable() || (End{How: Cancelled}).Recoverable() {
+	if !(End{How: HowRunDirLost}).Recoverable() || (End{How: HowExited}).Recoverable() || (End{How: HowCancelled}).Recoverable() {
 		t.Error("End.Recoverable")
 	}
 }

@@ -110,7 +110,7 @@ func TestShellSSHConfigAndCancel(t *testing.T) {
 		t.Fatalf("the state after the cancel: %+v, started %v, ended %v, lost %v", st, st.Started(), st.Ended(), st.Lost())
 	}
 	end, err := run.Follow(ctx, io.Discard)
-	if err != nil || end.How != guard.Cancelled {
+	if err != nil || end.How != guard.HowCancelled {
 		t.Fatalf("Follow after the cancel = %v, %v", end, err)
 	}
 	if res, err := run.Cancel(ctx); err != nil || res != guard.CancelEnded {

@@ -46,14 +46,14 @@ func TestEndCheckpointed(t *testing.T) {
 		end  guard.End
 		want bool
 	}{
-		{guard.End{How: guard.Exited, Requested: "stop", Proof: proof("stop")}, true},
-		{guard.End{How: guard.Exited, Requested: "cost", Proof: proof("snapshot cost")}, true},
-		{guard.End{How: guard.Exited, Requested: "stop", Proof: proof("periodic")}, false},
-		{guard.End{How: guard.Exited, Requested: "stop", Proof: proof("stopped")}, false},
-		{guard.End{How: guard.Exited, Requested: "stop"}, false},
-		{guard.End{How: guard.Exited, ExitCode: 1, Requested: "stop", Proof: proof("stop")}, false},
-		{guard.End{How: guard.Exited, Proof: proof("stop")}, false},
-		{guard.End{How: guard.Cancelled, ExitCode: -1, Requested: "stop", Proof: proof("stop")}, false},
+		{guard.End{How: guard.HowExited, Requested: "stop", Proof: proof("stop")}, true},
+		{guard.End{How: guard.HowExited, Requested: "cost", Proof: proof("snapshot cost")}, true},
+		{guard.End{How: guard.HowExited, Requested: "stop", Proof: proof("periodic")}, false},
+		{guard.End{How: guard.HowExited, Requested: "stop", Proof: proof("stopped")}, false},
+		{guard.End{How: guard.HowExited, Requested: "stop"}, false},
+		{guard.End{How: guard.HowExited, ExitCode: 1, Requested: "stop", Proof: proof("stop")}, false},
+		{guard.End{How: guard.HowExited, Proof: proof("stop")}, false},
+		{guard.End{How: guard.HowCancelled, ExitCode: -1, Requested: "stop", Proof: proof("stop")}, false},
 	} {
 		if got := tc.end.Checkpointed(); got != tc.want {
 			t.Errorf("%+v (proof %v): Checkpointed %v, want %v", tc.end, tc.end.Proof, got, tc.want)

@@ -287,11 +287,11 @@ func (d *driver) steps(ctx context.Context, attached bool) error {
 	case !st.Started() && !d.r.JobStarted.IsZero():
 		// Starting it now would run the job again from its beginning,
 		// its earlier output and checkpoints gone.
-		a.say("%s", guard.End{How: guard.RunDirLost, RunDir: d.r.RunDir})
-		return d.end(ctx, guard.End{How: guard.RunDirLost, ExitCode: -1})
+		a.say("%s", guard.End{How: guard.HowRunDirLost, RunDir: d.r.RunDir})
+		return d.end(ctx, guard.End{How: guard.HowRunDirLost, ExitCode: -1})
 	case !st.Started() && d.o.stop:
 		a.say("the job never started: nothing to checkpoint")
-		return d.end(ctx, guard.End{How: guard.NeverStarted, ExitCode: -1})
+		return d.end(ctx, guard.End{How: guard.HowNeverStarted, ExitCode: -1})
 	case !st.Started():
 		d.sayNearDeadline()
 		if err := run.Start(ctx, guard.Job{Dir: d.r.JobDir, Command: d.r.Command, Secrets: d.o.secrets, ResumeFrom: d.r.ResumeFrom}); err != nil {
@@ -367,7 +367,7 @@ func (d *driver) sayCheckpointed(end guard.End) {
 // sayEndedBy names the rule that ended a job which stopped at the
 // watchdog's snapshot request (the cost cap, the deadline, a full disk).
 func (d *driver) sayEndedBy(end guard.End) {
-	if end.How != guard.Exited {
+	if end.How != guard.HowExited {
 		return
 	}
 	switch d.asked {
