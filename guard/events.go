@@ -313,9 +313,10 @@ func (e Event) waitingText() string {
 
 func roundSecond(d time.Duration) string { return d.Round(time.Second).String() }
 
-// Progress says e repeats (a look, output, a lease renewal, a transfer's
-// count): a program printing lines rather than redrawing one may skip it.
-func (e Event) Progress() bool {
+// Repeats says e is one of a series that a program printing lines rather
+// than redrawing one may skip: a look, output, a lease renewal, a
+// transfer's count.
+func (e Event) Repeats() bool {
 	switch e.Kind {
 	case EventWaiting, EventTransfer, EventOutput, EventLeaseRenewed:
 		return true

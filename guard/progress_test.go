@@ -33,7 +33,7 @@ func TestLongWaitsTellTimeAndCost(t *testing.T) {
 			}
 		}
 	}
-	if !h.eventsAt(EventWaiting, StageSSH)[0].Progress() || (Event{Kind: EventCost}).Progress() {
+	if !h.eventsAt(EventWaiting, StageSSH)[0].Repeats() || (Event{Kind: EventCost}).Repeats() {
 		t.Error("Progress is not true of the waits alone")
 	}
 	if s := h.eventsAt(EventWaiting, StageVerdict)[1].String(); !strings.Contains(s, "waiting for the watchdog's verdict | ") || !strings.Contains(s, " elapsed, ~$") {

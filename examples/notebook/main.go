@@ -73,10 +73,10 @@ func client() *runpod.Client {
 	return c
 }
 
-// say prints what the run does, but for its progress events (the looks,
+// say prints what the run does, but for the events that repeat (the looks,
 // the job's output, the transfers' counts): a cell's output is not redrawn.
 func say(e guard.Event) {
-	if !e.Progress() {
+	if !e.Repeats() {
 		fmt.Println("#", e)
 	}
 }
