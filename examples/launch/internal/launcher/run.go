@@ -78,6 +78,38 @@ func (s *secretFlag) Set(v string) error {
 	return nil
 }
 
+func (s *secretFlag) Append(v string) error { return s.Set(v) }
+
+func (s *secretFlag) Replace(vs []string) error {
+	*s = nil
+	return setEach(s.Set, vs)
+}
+
+// GetSlice is each secret as NAME, or NAME=VAR when they differ: names of
+// variables, never a value.
+func (s *secretFlag) GetSlice() []string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(*s)) {
+		if from := (*s)[name]; from != name {
+			name += "=" + from
+		}
+		out = append(out, name)
+	}
+	return out
+}
+
+func (s *secretFlag) pairs() {}
+
+// setEach sets each value in turn, stopping at the first refused.
+func setEach(set func(string) error, vs []string) error {
+	for _, v := range vs {
+		if err := set(v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // secretSources are the job's secrets, name to the launcher's variable,
 // --hf-token-env's HF_TOKEN among them.
 func (f *followFlags) secretSources() (map[string]string, error) {
@@ -175,6 +207,23 @@ func (e *envFlag) Set(v string) error {
 	return nil
 }
 
+func (e *envFlag) Append(v string) error { return e.Set(v) }
+
+func (e *envFlag) Replace(vs []string) error {
+	*e = nil
+	return setEach(e.Set, vs)
+}
+
+func (e *envFlag) GetSlice() []string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(*e)) {
+		out = append(out, name+"="+(*e)[name])
+	}
+	return out
+}
+
+func (e *envFlag) pairs() {}
+
 // stallFlag is --stall-after: a positive duration turns the stall rule
 // on; off or 0 leaves it off, the zero of podenv.Rules.StallAfter.
 type stallFlag struct{ d *time.Duration }
@@ -204,8 +253,9 @@ func (s stallFlag) Set(v string) error {
 	return nil
 }
 
+// register defines run's flags: the command line's, and the keys of a run
+// file (see runfile.go), in the order a printed run file shows them.
 func (f *runFlags) register(fs *flag.FlagSet) {
-	f.follow.register(fs)
 	fs.StringVar(&f.job, "job", "", "the job's directory, uploaded to the pod (default: the built-in demo job)")
 	fs.StringVar(&f.cmd, "cmd", "", "the job's command, run by sh in the job's directory (default with the demo: "+demo.Command+")")
 	fs.StringVar(&f.resumeFrom, "resume-from", "", "an earlier run whose collected outputs (its checkpoint) are uploaded into this job's outputs before it starts, so that it continues from there")
@@ -250,7 +300,9 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.podEnv, "pod-env", "NAME=VALUE added to the pod's env (repeatable; for tests)")
 	fs.Float64Var(&f.results.MaxGB, "max-results-gb", guard.DefaultMaxResultsGB, "the download of the results stops past this many GB, the pod (the only copy) left to its retrieve grace")
 	fs.BoolVar(&f.results.RequireOutputs, "require-outputs", false, "a job that leaves no file in its outputs directory fails the run (exit 1)")
-	fs.Func("exclude", "a base-name glob of files and directories left on the pod, not downloaded (repeatable; e.g. 'ckpt-*')", func(p string) error { f.results.Exclude = append(f.results.Exclude, p); return nil })
+	fs.StringArrayVar(&f.results.Exclude, "exclude", nil, "files and directories whose base name matches the glob `PATTERN` stay on the pod, not downloaded (repeatable; e.g. 'ckpt-*')")
+	f.follow.register(fs)
+	markPaths(fs, "job", "out")
 }
 
 func (f *runFlags) check() error {
@@ -305,11 +357,25 @@ Ctrl-C detaches (the pod goes on under its watchdog; "launch attach RUN"
 resumes) unless --down-on-interrupt; with the in-process local emulator
 the pod ends with the launcher.`)
 	f.register(fs)
+	var file string
+	var printOnly bool
+	fs.StringVarP(&file, "file", "f", "", "a YAML run file: each key one of these flags without --, e.g. max-hours: 6; flags given here win over it")
+	fs.BoolVar(&printOnly, "print", false, "print the run (the run file and the flags merged) as a run file, and create nothing")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usagef("run takes no arguments, only flags (got %q)", fs.Arg(0))
+	}
+	var rf *runFile
+	if file != "" {
+		var err error
+		if rf, err = readRunFile(fs, file); err != nil {
+			return err
+		}
+		if err := rf.apply(fs); err != nil {
+			return err
+		}
 	}
 	if err := f.check(); err != nil {
 		return err
@@ -321,6 +387,9 @@ the pod ends with the launcher.`)
 	secretEnv, err := f.follow.secretSources()
 	if err != nil {
 		return err
+	}
+	if printOnly {
+		return printRun(a.stdout, fs, rf)
 	}
 	secrets, err := a.secretValues(secretEnv)
 	if err != nil {
