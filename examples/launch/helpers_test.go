@@ -113,6 +113,14 @@ func newLocal(t *testing.T) *local {
 
 func (l *local) start(args ...string) *proc {
 	l.t.Helper()
+	cmd := l.command(args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return startProc(l.t, cmd, args)
+}
+
+// command is the launcher with args, without RUNPOD_API_KEY nor any
+// OVERBRAINER_ variable of the test's environment.
+func (l *local) command(args ...string) *exec.Cmd {
 	full := append([]string{"--state-dir", l.stateDir}, args...)
 	cmd := exec.Command(binary, full...)
 	for _, kv := range os.Environ() {
@@ -121,8 +129,7 @@ func (l *local) start(args ...string) *proc {
 		}
 	}
 	cmd.Env = append(cmd.Env, l.env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	return startProc(l.t, cmd, args)
+	return cmd
 }
 
 func (l *local) run(args ...string) *proc {
