@@ -214,7 +214,8 @@ holds the lease), at the cost cap, when the job never started, or once the
 results are collected or abandoned.
 
 Commands:
-  run            create a pod, run a job on it, follow it, collect, delete
+  run [-f FILE]  create a pod, run a job on it, follow it, collect, delete
+                 (FILE: a YAML run file of its flags, kept with your job)
   attach RUN     reconnect to a run's pod and resume following it
   stop RUN       ask the job for a checkpoint, wait for it, then collect
   cancel RUN     stop the job at once (no checkpoint), collect, delete
