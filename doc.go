@@ -27,7 +27,9 @@
 //     back to terminate and then stop, typed errors and careful retries.
 //   - runpod/runpodtest is an in-process fake of Runpod whose pod runner
 //     really runs a pod's command on this machine, for tests and for a first
-//     run without an account.
+//     run without an account; runpod/localpod is that runner's runtime (the
+//     pod's init, namespaces and root), which a program that runs local
+//     pods readies with localpod.PodInit.
 //
 // Package guard puts them together into a guarded run for any Go program:
 // it creates the pod, waits for the watchdog's verdict over SSH with the host

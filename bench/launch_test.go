@@ -16,6 +16,7 @@ import (
 
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
 	"github.com/overbrainer/overbrainer-go/runpod"
+	"github.com/overbrainer/overbrainer-go/runpod/localpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
 
@@ -62,7 +63,7 @@ func launcherBinary(b *testing.B) string {
 // runner cannot run pods, and returns the launcher.
 func needLauncher(b *testing.B) string {
 	b.Helper()
-	shtest.NeedPods(b, runpodtest.CheckPodRunner())
+	shtest.NeedPods(b, localpod.Check())
 	bin := launcherBinary(b)
 	if err := exec.Command(bin, "run", "-h").Run(); err != nil {
 		b.Skipf("%s has no run command (yet): %v", bin, err)

@@ -3,7 +3,6 @@ package bench_test
 import (
 	"context"
 	"fmt"
-	"github.com/overbrainer/overbrainer-go/internal/testkit/checkedfake"
 	"io"
 	"net/http"
 	"os"
@@ -16,8 +15,10 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/overbrainer/overbrainer-go/guard"
+	"github.com/overbrainer/overbrainer-go/internal/testkit/checkedfake"
 	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
+	"github.com/overbrainer/overbrainer-go/runpod/localpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
 
@@ -48,7 +49,7 @@ func BenchmarkLaunchesUnderQuota(b *testing.B) {
 		crowd = 200
 	}
 	crowd = envInt("OVERBRAINER_BENCH_CROWD", crowd)
-	if err := runpodtest.EnsurePodTools(func(string, ...any) {}, io.Discard); err != nil {
+	if err := localpod.EnsureTools(func(string, ...any) {}, io.Discard); err != nil {
 		b.Skipf("the pod runner cannot run pods here: %v", err)
 	}
 	for _, c := range []struct {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/overbrainer/overbrainer-go/doctor"
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
+	"github.com/overbrainer/overbrainer-go/runpod/localpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
 
@@ -19,7 +20,7 @@ func TestMain(m *testing.M) { runpodtest.Main(m) }
 // fails, nothing is left: NewTestServer fails a test that leaves a pod
 // billing, and the test a secret.
 func TestDoctorNamesEachDifference(t *testing.T) {
-	shtest.NeedPods(t, runpodtest.CheckPodRunner())
+	shtest.NeedPods(t, localpod.Check())
 	for _, tc := range []struct {
 		name  string
 		drift runpodtest.Drift

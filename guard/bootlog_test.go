@@ -3,7 +3,6 @@ package guard_test
 import (
 	"context"
 	"errors"
-	"github.com/overbrainer/overbrainer-go/internal/testkit/checkedfake"
 	"io"
 	"os"
 	"path/filepath"
@@ -14,8 +13,10 @@ import (
 	"github.com/overbrainer/overbrainer-go/bootstrap"
 	"github.com/overbrainer/overbrainer-go/guard"
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
+	"github.com/overbrainer/overbrainer-go/internal/testkit/checkedfake"
 	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
+	"github.com/overbrainer/overbrainer-go/runpod/localpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
@@ -85,7 +86,7 @@ func TestBootAndWatchdogLinesReachTheLogStreamAndCollect(t *testing.T) {
 // podRunner is an emulator that runs its pods' commands, and a client of it.
 func podRunner(t *testing.T) (*runpodtest.Server, *runpod.Client) {
 	t.Helper()
-	shtest.NeedPods(t, runpodtest.CheckPodRunner())
+	shtest.NeedPods(t, localpod.Check())
 	srv := runpodtest.NewTestServer(t, runpodtest.WithPodRunner())
 	api := checkedfake.Client(t, srv)
 	return srv, api

@@ -17,6 +17,7 @@ import (
 	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/podssh"
 	"github.com/overbrainer/overbrainer-go/runpod"
+	"github.com/overbrainer/overbrainer-go/runpod/localpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
@@ -253,7 +254,7 @@ while :; do i=$((i + 1)); echo "line $i"; sleep 0.002; done
 // in dir.
 func emulatorJob(t *testing.T, script string) (api *runpod.Client, dir, job string) {
 	t.Helper()
-	shtest.NeedPods(t, runpodtest.CheckPodRunner())
+	shtest.NeedPods(t, localpod.Check())
 	shtest.NeedTool(t, "sha256sum")
 	api = emulatorAPI(t, runpodtest.WithPodRunner())
 	dir = t.TempDir()

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
-	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
+	"github.com/overbrainer/overbrainer-go/runpod/localpod"
 )
 
 // userMain is a program of another module: the whole cycle of a guarded
@@ -31,12 +31,13 @@ import (
 	"github.com/overbrainer/overbrainer-go/guard"
 	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
+	"github.com/overbrainer/overbrainer-go/runpod/localpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
 
 func main() {
 	// The emulator's pods are this program, re-executed as their init.
-	runpodtest.PodInit()
+	localpod.PodInit()
 	srv := runpodtest.NewServer(runpodtest.WithPodRunner())
 	err := cycle(srv)
 	for _, p := range srv.Pods() {
@@ -91,7 +92,7 @@ func cycle(srv *runpodtest.Server) error {
 // the local emulator with the exported packages alone (Go refuses the
 // internal ones there). The build uses the local module cache only.
 func TestAProgramOfAnotherModule(t *testing.T) {
-	shtest.NeedPods(t, runpodtest.CheckPodRunner())
+	shtest.NeedPods(t, localpod.Check())
 	checkout, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)

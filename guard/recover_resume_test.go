@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
-	"github.com/overbrainer/overbrainer-go/internal/testkit/checkedfake"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,8 +14,10 @@ import (
 
 	"github.com/overbrainer/overbrainer-go/internal/jobctl"
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
+	"github.com/overbrainer/overbrainer-go/internal/testkit/checkedfake"
 	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
+	"github.com/overbrainer/overbrainer-go/runpod/localpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
 
@@ -77,7 +78,7 @@ func checkGrowth(t *testing.T, what string, events []Event, moved, total int64) 
 // collection brings them back with the new ones; the upload and the
 // download tell growing counts that end at the bytes that moved.
 func TestResumeFromUploadsTheOutputsFirst(t *testing.T) {
-	shtest.NeedPods(t, runpodtest.CheckPodRunner())
+	shtest.NeedPods(t, localpod.Check())
 	shtest.NeedTool(t, "sha256sum")
 	api := emulatorAPI(t, runpodtest.WithPodRunner())
 	dir := t.TempDir()

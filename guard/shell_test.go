@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/overbrainer/overbrainer-go/internal/testkit/checkedfake"
 	"io"
 	"os"
 	"os/exec"
@@ -16,8 +15,10 @@ import (
 	"github.com/overbrainer/overbrainer-go/guard"
 	"github.com/overbrainer/overbrainer-go/internal/jobctl"
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
+	"github.com/overbrainer/overbrainer-go/internal/testkit/checkedfake"
 	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/podssh"
+	"github.com/overbrainer/overbrainer-go/runpod/localpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
 
@@ -27,7 +28,7 @@ import (
 // refusal of another host key), then a cancel of the running job, whose
 // results so far are collected before the pod is deleted.
 func TestShellSSHConfigAndCancel(t *testing.T) {
-	shtest.NeedPods(t, runpodtest.CheckPodRunner())
+	shtest.NeedPods(t, localpod.Check())
 	sshBin := shtest.NeedTool(t, "ssh")
 	srv := runpodtest.NewTestServer(t, runpodtest.WithPodRunner())
 	api := checkedfake.Client(t, srv)

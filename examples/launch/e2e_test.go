@@ -3,7 +3,6 @@ package main_test
 import (
 	"context"
 	"fmt"
-	"github.com/overbrainer/overbrainer-go/internal/testkit/checkedfake"
 	"math"
 	"os"
 	"path/filepath"
@@ -19,8 +18,10 @@ import (
 
 	"github.com/overbrainer/overbrainer-go/examples/launch/internal/state"
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
+	"github.com/overbrainer/overbrainer-go/internal/testkit/checkedfake"
 	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
+	"github.com/overbrainer/overbrainer-go/runpod/localpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
 
@@ -93,7 +94,7 @@ func TestRunDemo(t *testing.T) {
 func TestRunOnAnImageWhoseEntrypointIgnoresItsArguments(t *testing.T) {
 	t.Parallel()
 	const image = "example/server-ignores-args:1"
-	w := newWorld(t, runpodtest.WithImage(image, runpodtest.Image{
+	w := newWorld(t, runpodtest.WithImage(image, localpod.Image{
 		Entrypoint: []string{"/usr/local/bin/serve"},
 		Cmd:        []string{"--port", "8000"},
 		Files:      map[string]string{"/usr/local/bin/serve": "#!/bin/sh\necho image server starting\nexec sleep 100000\n"},

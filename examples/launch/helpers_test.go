@@ -16,6 +16,7 @@ import (
 	"github.com/overbrainer/overbrainer-go/examples/launch/internal/state"
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
 	"github.com/overbrainer/overbrainer-go/internal/testkit/checkedfake"
+	"github.com/overbrainer/overbrainer-go/runpod/localpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
 
@@ -27,7 +28,7 @@ var binary string
 // at GOMAXPROCS (2) at a time a 2-core machine spent 11 minutes of CI
 // waiting on them; at 8, under 4, for the same CPU.
 func TestMain(m *testing.M) {
-	runpodtest.PodInit()
+	localpod.PodInit()
 	shtest.DefaultParallel(8)
 	dir, err := os.MkdirTemp("", "launch-bin-")
 	if err != nil {
@@ -51,7 +52,7 @@ func TestMain(m *testing.M) {
 // cannot run pods here.
 func needPods(t *testing.T) {
 	t.Helper()
-	shtest.NeedPods(t, runpodtest.CheckPodRunner())
+	shtest.NeedPods(t, localpod.Check())
 }
 
 // world is one test's fake Runpod, every exchange of which is held to

@@ -46,21 +46,38 @@ func TestTheLauncherImportsOnlyPublicPackages(t *testing.T) {
 	}
 }
 
-// The binary links no test framework, though it embeds the emulator: not
-// testing, nor the OpenAPI checks the tests wrap the emulator in.
+// The binary links no test framework, though it embeds the emulator and
+// the local pod runtime: not testing, nor a test kit of internal/testkit
+// (the OpenAPI checks the tests wrap the emulator in among them).
 func TestTheLauncherLinksNoTesting(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", ".").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
 	deps := strings.Fields(string(out))
-	if !slices.Contains(deps, "github.com/overbrainer/overbrainer-go/guard") {
-		t.Fatalf("go list -deps lists no guard: %v", deps)
+	for _, want := range []string{"guard", "runpod/localpod", "runpod/runpodtest"} {
+		if !slices.Contains(deps, "github.com/overbrainer/overbrainer-go/"+want) {
+			t.Fatalf("go list -deps lists no %s: %v", want, deps)
+		}
 	}
+	for _, dep := range testOnly(deps) {
+		t.Errorf("the launcher links %s, which is for tests", dep)
+	}
+	// The check finds what it is for.
+	planted := []string{"fmt", "testing", "github.com/overbrainer/overbrainer-go/internal/testkit/checkedfake", "github.com/pb33f/libopenapi"}
+	if got := testOnly(planted); !slices.Equal(got, planted[1:]) {
+		t.Errorf("testOnly(%q) = %q", planted, got)
+	}
+}
+
+// testOnly lists the packages of deps that only tests may link.
+func testOnly(deps []string) []string {
+	var bad []string
 	for _, dep := range deps {
 		if dep == "testing" || strings.HasPrefix(dep, "github.com/pb33f/") ||
 			strings.Contains(dep, "/internal/testkit/") {
-			t.Errorf("the launcher links %s, which is for tests", dep)
+			bad = append(bad, dep)
 		}
 	}
+	return bad
 }

@@ -10,14 +10,14 @@
 package main
 
 import (
-	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 	"os"
 
 	"github.com/overbrainer/overbrainer-go/examples/launch/internal/launcher"
+	"github.com/overbrainer/overbrainer-go/runpod/localpod"
 )
 
 func main() {
 	// --local runs pods: each is this binary, re-executed as its init.
-	runpodtest.PodInit()
+	localpod.PodInit()
 	os.Exit(launcher.Main(os.Args[1:], os.Stdout, os.Stderr))
 }

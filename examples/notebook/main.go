@@ -12,6 +12,7 @@ import (
 	"github.com/overbrainer/overbrainer-go/guard"
 	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
+	"github.com/overbrainer/overbrainer-go/runpod/localpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
 
@@ -39,9 +40,9 @@ var (
 // Record file alone, as if it were a program of its own.
 func main() {
 	// The emulator's pods are this binary, re-executed as their init.
-	runpodtest.PodInit()
+	localpod.PodInit()
 	if apiKey == "" {
-		check(runpodtest.CheckPodRunner())
+		check(localpod.Check())
 		srv := runpodtest.NewServer(runpodtest.WithPodRunner())
 		stop = srv.Close
 		apiKey, apiURL = srv.APIKey(), srv.BaseURL()

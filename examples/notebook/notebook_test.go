@@ -20,6 +20,7 @@ import (
 	"github.com/overbrainer/overbrainer-go/guard"
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
 	"github.com/overbrainer/overbrainer-go/podenv"
+	"github.com/overbrainer/overbrainer-go/runpod/localpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
 
@@ -114,7 +115,7 @@ func TestLinesOfCode(t *testing.T) {
 // needPods skips (or fails with REQUIRE_SHELLS=1) where pods cannot run.
 func needPods(t *testing.T) {
 	t.Helper()
-	shtest.NeedPods(t, runpodtest.CheckPodRunner())
+	shtest.NeedPods(t, localpod.Check())
 }
 
 // runNotebook builds the notebook and runs it in a fresh directory, with

@@ -139,10 +139,9 @@ func ForShells(t *testing.T, names []string, fn func(t *testing.T, sh Shell)) {
 	}
 }
 
-// NeedPods skips the test, or fails it when REQUIRE_SHELLS=1, where the pod
-// runner of runpod/runpodtest cannot run pods: runnerErr is what
-// runpodtest.CheckPodRunner returned (shtest cannot call it: runpodtest's
-// own tests import shtest), and the tools of a pod's bootstrap (bash, sshd,
+// NeedPods skips the test, or fails it when REQUIRE_SHELLS=1, where this
+// machine cannot run local pods (runpod/localpod): runnerErr is what
+// localpod.Check returned, and the tools of a pod's bootstrap (bash, sshd,
 // curl, setsid, tar) must be installed.
 func NeedPods(t testing.TB, runnerErr error) {
 	t.Helper()

@@ -781,7 +781,7 @@ func (s *Server) CrashPod(id string) error {
 	if proc == nil {
 		return fmt.Errorf("runpodtest: pod %q has not started its command yet", id)
 	}
-	proc.kill()
+	proc.Kill()
 	return nil
 }
 

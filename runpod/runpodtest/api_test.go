@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/overbrainer/overbrainer-go/runpod"
 )
 
 // call makes one API call with key (none when empty) and returns the status,
@@ -107,7 +109,7 @@ func gpuPodBody(name string) map[string]any {
 		"gpu":   map[string]any{"id": gpu4090, "count": 1},
 		"ports": []string{"22/tcp"},
 		"env":   map[string]string{"A": "1", "HOST_KEY": "{{ RUNPOD_SECRET_hk }}"},
-		"args":  QuoteArgs([]string{"sleep", "infinity"}),
+		"args":  runpod.QuoteArgs([]string{"sleep", "infinity"}),
 	}
 }
 

@@ -21,7 +21,7 @@
 //
 //	func TestMain(m *testing.M) { runpodtest.Main(m) }
 //
-// and a program calls PodInit first in main.
+// and a program calls localpod.PodInit first in main.
 //
 // # The API
 //
@@ -124,7 +124,7 @@
 // With WithPodRunner, creating a pod runs its command here, as the pod
 // would. The command is the create's, given as entrypoint and cmd arrays or
 // as args (a shell string, split into words with POSIX shell quoting by
-// SplitArgs and used as CMD, or a JSON {"entrypoint", "cmd"} object),
+// localpod.SplitArgs and used as CMD, or a JSON {"entrypoint", "cmd"} object),
 // combined with the ENTRYPOINT and CMD of the pod's image by Docker's
 // rules: an entrypoint replaces the image's ENTRYPOINT and drops its CMD;
 // otherwise the image's ENTRYPOINT runs with the create's cmd (or the
@@ -132,12 +132,13 @@
 // Runpod. The fake knows an image only when a test names it (WithImage,
 // Server.AddImage: its ENTRYPOINT, CMD, ENV and files); any other image
 // has none of them, so the create must give the whole command.
-// RunpodPyTorchImage stands in for Runpod's images (NVIDIA's entrypoint,
-// Runpod's /start.sh).
-// Pod.Argv shows what ran. That command runs, as the container's main
-// process, by an init of
+// localpod.RunpodPyTorchImage stands in for Runpod's images (NVIDIA's
+// entrypoint, Runpod's /start.sh).
+// Pod.Argv shows what ran. That command runs (package localpod runs it,
+// which the launcher's --local links without this fake's tests), as the
+// container's main process, by an init of
 // the fake's own (this binary, re-executed: its main, or its TestMain,
-// calls PodInit first) that is PID 1 of new mount,
+// calls localpod.PodInit first) that is PID 1 of new mount,
 // PID, UTS (its hostname is RUNPOD_POD_HOSTNAME) and IPC namespaces, in a
 // process group of its own. The command runs as root with Docker's default
 // capabilities only (what a Runpod container has: no CAP_SYS_ADMIN, so no
@@ -198,7 +199,7 @@
 // everything in the namespace (sshd too), and return once it is all gone.
 // If the test process dies, the kernel kills its pods (Pdeathsig).
 //
-// The runner needs root on Linux (CheckPodRunner says so; a pod created
+// The runner needs root on Linux (localpod.Check says so; a pod created
 // without it goes to ERROR with that reason). Without WithPodRunner, pods
 // are API state only, and ExitPod plays a command that ends.
 //

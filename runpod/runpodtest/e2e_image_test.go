@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/podenv"
+	"github.com/overbrainer/overbrainer-go/runpod/localpod"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
@@ -24,7 +25,7 @@ const (
 
 func entrypointImages() []Option {
 	return []Option{
-		WithImage(serverImage, Image{
+		WithImage(serverImage, localpod.Image{
 			Entrypoint: []string{"/usr/local/bin/serve"},
 			Cmd:        []string{"--port", "8000"},
 			Files: map[string]string{"/usr/local/bin/serve": `#!/bin/sh
@@ -32,7 +33,7 @@ echo "image server starting, ignoring $# arguments: $1 $2"
 exec sleep 100000
 `},
 		}),
-		WithImage(cudaImage, RunpodPyTorchImage()),
+		WithImage(cudaImage, localpod.RunpodPyTorchImage()),
 	}
 }
 

@@ -27,6 +27,7 @@ import (
 
 	"github.com/overbrainer/overbrainer-go/bootstrap"
 	"github.com/overbrainer/overbrainer-go/podenv"
+	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
@@ -153,7 +154,7 @@ func startRun(t *testing.T, o e2eOptions) *e2eRun {
 		body["image"] = o.image
 	}
 	if o.asCMD {
-		body["args"] = QuoteArgs(bootstrap.Command())
+		body["args"] = runpod.QuoteArgs(bootstrap.Command())
 	} else {
 		body["entrypoint"], body["cmd"] = bootstrap.Entrypoint(), bootstrap.Cmd()
 	}

@@ -6,6 +6,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/overbrainer/overbrainer-go/runpod"
+	"github.com/overbrainer/overbrainer-go/runpod/localpod"
 )
 
 // Images as the tests and the emulator use them: one whose ENTRYPOINT
@@ -19,11 +22,11 @@ const (
 
 func testImages() []Option {
 	return []Option{
-		WithImage(ignoringImage, Image{
+		WithImage(ignoringImage, localpod.Image{
 			Entrypoint: []string{"/bin/sh", "-c", `echo "image entrypoint ran, ignoring: $0 $*"; exit 3`},
 			Cmd:        []string{"/start.sh"},
 		}),
-		WithImage(execingImage, Image{
+		WithImage(execingImage, localpod.Image{
 			Entrypoint: []string{"/opt/image/entrypoint.sh"},
 			Cmd:        []string{"sh", "-c", "echo image cmd ran"},
 			Env:        map[string]string{"FROM_IMAGE": "image", "OVERRIDDEN": "image"},
@@ -54,7 +57,7 @@ func TestPodRunnerCombinesTheImageWithTheCreate(t *testing.T) {
 		{"image pair", execingImage, nil,
 			[]string{"/opt/image/entrypoint.sh", "sh", "-c", "echo image cmd ran"},
 			[]string{"image entrypoint: sh -c echo image cmd ran\n", "image cmd ran\n"}, nil},
-		{"args behind the entrypoint", execingImage, map[string]any{"args": QuoteArgs([]string{"sh", "-c", probe})},
+		{"args behind the entrypoint", execingImage, map[string]any{"args": runpod.QuoteArgs([]string{"sh", "-c", probe})},
 			[]string{"/opt/image/entrypoint.sh", "sh", "-c", probe},
 			[]string{"mine: setup=done from=image over=pod\n"}, []string{"image cmd ran"}},
 		{"cmd behind the entrypoint", execingImage, map[string]any{"cmd": []string{"sh", "-c", probe}},
@@ -63,7 +66,7 @@ func TestPodRunnerCombinesTheImageWithTheCreate(t *testing.T) {
 		{"entrypoint bypasses it", execingImage, map[string]any{"entrypoint": []string{"sh", "-c"}, "cmd": []string{probe}},
 			[]string{"sh", "-c", probe},
 			[]string{"mine: setup=none from=image over=pod\n"}, []string{"image entrypoint", "image cmd ran"}},
-		{"args swallowed", ignoringImage, map[string]any{"args": QuoteArgs([]string{"sh", "-c", probe})},
+		{"args swallowed", ignoringImage, map[string]any{"args": runpod.QuoteArgs([]string{"sh", "-c", probe})},
 			[]string{"/bin/sh", "-c", `echo "image entrypoint ran, ignoring: $0 $*"; exit 3`, "sh", "-c", probe},
 			[]string{"image entrypoint ran, ignoring: sh -c " + probe + "\n"}, []string{"setup=none", "setup=done"}},
 		{"entrypoint not swallowed", ignoringImage, map[string]any{"entrypoint": []string{"sh", "-c", probe}},

@@ -8,12 +8,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/overbrainer/overbrainer-go/runpod/localpod"
 )
 
 // TestMain fails the run when goroutines outlive the tests: every server is
 // closed by then, so whatever still runs leaked from the fake.
 func TestMain(m *testing.M) {
-	PodInit()
+	localpod.PodInit()
 	if os.Getenv(leaveBehindEnv) == "1" {
 		leaveBehind()
 	}
@@ -35,7 +37,8 @@ func leakedGoroutines() string {
 		buf = buf[:runtime.Stack(buf, true)]
 		var leaked []string
 		for _, g := range strings.Split(string(buf), "\n\n") {
-			if strings.Contains(g, "runpodtest.") && !strings.Contains(g, "leakedGoroutines") && !strings.Contains(g, "TestMain") {
+			fake := strings.Contains(g, "runpodtest.") || strings.Contains(g, "localpod.")
+			if fake && !strings.Contains(g, "leakedGoroutines") && !strings.Contains(g, "TestMain") {
 				leaked = append(leaked, g)
 			}
 		}

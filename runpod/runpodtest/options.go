@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/overbrainer/overbrainer-go/runpod/localpod"
 )
 
 // Option configures a Server.
@@ -28,7 +30,7 @@ type config struct {
 	restartDelay   time.Duration
 	goneAfter      time.Duration
 	hidden         []string
-	images         map[string]Image // guarded by Server.mu once serving
+	images         map[string]localpod.Image // guarded by Server.mu once serving
 	middleware     []func(http.Handler) http.Handler
 	drift          Drift
 }
@@ -71,9 +73,10 @@ func WithAPIKey(key string) Option { return func(c *config) { c.apiKey = key } }
 func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
 
 // WithPodRunner makes every created pod really run its command on this
-// machine (see the package doc). It needs root on Linux, and a binary
-// that calls PodInit first; without them, a created pod goes to ERROR with
-// the reason (see CheckPodRunner and PodInit).
+// machine, with package localpod (see the package doc). It needs root on
+// Linux, and a binary that calls localpod.PodInit first (a test binary:
+// Main); without them, a created pod goes to ERROR with the reason (see
+// localpod.Check and localpod.PodInit).
 func WithPodRunner() Option { return func(c *config) { c.runner = true } }
 
 // WithGPUTypes replaces the GPU catalog, and so the prices pods are billed

@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/overbrainer/overbrainer-go/runpod/localpod"
 )
 
 // Pod statuses, as Runpod names them.
@@ -103,8 +105,8 @@ type pod struct {
 	entrypoint     []string
 	cmd            []string
 	words          []string
-	img            Image    // the image as the fake knew it at the create
-	argv           []string // what the runner last started
+	img            localpod.Image // the image as the fake knew it at the create
+	argv           []string       // what the runner last started
 	disk           int
 	env            map[string]string
 	ports          []string

@@ -2,7 +2,6 @@ package runpodtest
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -16,28 +15,17 @@ import (
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/podenv"
+	"github.com/overbrainer/overbrainer-go/runpod/localpod"
 )
 
 // The pod runner: with WithPodRunner, each created pod's command really runs
-// here, in namespaces of its own (runner_linux.go). This file is the part
-// that does not depend on the platform.
+// here, in namespaces of its own (package localpod runs it). This file
+// drives a pod's runs from the fake's state: when one starts, what the pod
+// shows meanwhile, and what its end makes of the pod.
 
-// ErrPodRunnerNeedsRoot is what CheckPodRunner returns, and what a pod's
-// Error starts with, when the pod runner cannot run pods on this machine.
-var ErrPodRunnerNeedsRoot = errors.New("runpodtest: the pod runner needs root on Linux: " +
-	"each pod runs in its own mount, PID, UTS and IPC namespaces, over a private overlay of /, " +
-	"so that it never changes the host (run the tests as root, e.g. in a container or with sudo -E go test)")
-
-// podProcess is a started pod: its namespace's init and everything under it.
-type podProcess interface {
-	// terminate asks the pod to stop, as docker stop does (SIGTERM).
-	terminate()
-	// kill kills every process of the pod at once.
-	kill()
-	// wait returns the command's exit status once every process of the
-	// pod is gone.
-	wait() int
-}
+// checkPodRunner is localpod.Check, a variable so that a test run as root
+// can see what a user without root gets.
+var checkPodRunner = localpod.Check
 
 // launch is one run of a pod's command, from its start (after the
 // provisioning delay) to the end of every process it made.
@@ -51,7 +39,7 @@ type launch struct {
 	// termPending records a stop that came while starting: the run sends
 	// the SIGTERM as soon as it has proc.
 	termPending bool
-	proc        podProcess
+	proc        localpod.Process
 	cancel      chan struct{} // closed by kill: stop waiting to start
 	done        chan struct{} // closed once nothing of the run is left
 	// delay is the wait before the run starts anything: the provisioning
@@ -68,7 +56,7 @@ func (l *launch) kill() {
 	proc := l.proc
 	l.mu.Unlock()
 	if proc != nil {
-		proc.kill()
+		proc.Kill()
 	}
 }
 
@@ -89,7 +77,7 @@ func (l *launch) stop(grace time.Duration) {
 		return
 	}
 	if proc != nil {
-		proc.terminate()
+		proc.Terminate()
 	}
 	t := time.NewTimer(grace)
 	defer t.Stop()
@@ -132,7 +120,7 @@ func (s *Server) runLaunch(p *pod, l *launch) {
 		s.mu.Unlock()
 		return
 	}
-	spec, err := s.podSpecLocked(p)
+	spec, sshPort, err := s.podSpecLocked(p)
 	if err != nil {
 		s.failLaunchLocked(p, l, err)
 		s.mu.Unlock()
@@ -142,8 +130,8 @@ func (s *Server) runLaunch(p *pod, l *launch) {
 	// show it for longer, see setSSHPort), and the probe's socket keeps
 	// the port bound until the pod's init lets go of it, or the run ends
 	// before it started anything.
-	defer spec.portHold.Close()
-	port := spec.sshPort
+	defer spec.PortHold.Close()
+	port := sshPort
 	releasePortOnce := func() {
 		if port != 0 {
 			releasePort(port)
@@ -151,7 +139,7 @@ func (s *Server) runLaunch(p *pod, l *launch) {
 		}
 	}
 	defer releasePortOnce()
-	p.setSSHPort(spec.sshPort)
+	p.setSSHPort(sshPort)
 	l.mu.Lock()
 	if l.killed {
 		l.mu.Unlock()
@@ -162,7 +150,7 @@ func (s *Server) runLaunch(p *pod, l *launch) {
 	l.mu.Unlock()
 	s.mu.Unlock()
 
-	proc, err := startPodProcess(spec, p.log)
+	proc, err := localpod.Start(spec, p.log)
 	if err == nil && s.podStarted != nil {
 		s.podStarted(l)
 	}
@@ -180,8 +168,8 @@ func (s *Server) runLaunch(p *pod, l *launch) {
 	l.mu.Unlock()
 	if killed || p.terminating || (p.launch != l && p.dying != l) {
 		s.mu.Unlock()
-		proc.kill()
-		proc.wait()
+		proc.Kill()
+		proc.Wait()
 		return
 	}
 	// The command runs: so does the pod, even when a stop is ending this
@@ -199,10 +187,10 @@ func (s *Server) runLaunch(p *pod, l *launch) {
 		// The stop came while the pod started, before proc was known;
 		// the command may well have written its log already. It gets
 		// its SIGTERM now, and the stop's grace runs on.
-		proc.terminate()
+		proc.Terminate()
 	}
 	exited := make(chan int, 1)
-	go func() { exited <- proc.wait() }()
+	go func() { exited <- proc.Wait() }()
 	var code int
 	if d := s.cfg.startingDelay; d > 0 {
 		t := time.NewTimer(d)
@@ -264,39 +252,6 @@ func (s *Server) failLaunchLocked(p *pod, l *launch, err error) {
 	s.notifyLocked()
 }
 
-// podSpec is everything needed to start a pod's processes.
-type podSpec struct {
-	podID   string
-	words   []string          // the container's argv: ENTRYPOINT then CMD
-	files   map[string]string // the image's files: path -> executable content
-	env     []string          // NAME=value, secrets resolved
-	nsDir   string            // host directory the pod's private root is built on
-	diskGB  int
-	mounts  []podMount // in mounting order, parents first
-	sshPort int
-	// hostname is the pod's (RUNPOD_POD_HOSTNAME); hidden lists the host
-	// directories it gets an empty tmpfs over (the fake's own, and
-	// WithHiddenDirs').
-	hostname string
-	hidden   []string
-	// portHold keeps sshPort bound until the pod's init closes it, just
-	// before it runs the command (see reservePort). The run closes its
-	// own copy.
-	portHold *os.File
-}
-
-// podMount is one mount inside the pod's root: a bind of a host directory,
-// or a fresh tmpfs when Source is empty.
-type podMount struct {
-	Source string `json:"source,omitempty"`
-	Target string `json:"target"`
-	Mode   uint32 `json:"mode,omitempty"`
-}
-
-// podBasePath is the PATH of a pod whose env sets none, as an image's
-// would.
-const podBasePath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-
 var placeholderRE = regexp.MustCompile(`\{\{\s*RUNPOD_SECRET_([a-zA-Z_][a-zA-Z0-9_.\-/]*)\s*\}\}`)
 
 // resolveLocked replaces the {{ RUNPOD_SECRET_name }} placeholders of value
@@ -316,49 +271,50 @@ func (s *Server) resolveLocked(value string) string {
 	})
 }
 
-// podSpecLocked builds how the pod runs. s.mu must be held.
-func (s *Server) podSpecLocked(p *pod) (_ *podSpec, err error) {
-	if err := CheckPodRunner(); err != nil {
-		return nil, err
+// podSpecLocked builds how the pod runs, with the port its sshd gets,
+// reserved (see reservePort). s.mu must be held.
+func (s *Server) podSpecLocked(p *pod) (_ *localpod.Spec, sshPort int, err error) {
+	if err := checkPodRunner(); err != nil {
+		return nil, 0, err
 	}
 	if len(p.entrypoint)+len(p.cmd) == 0 && strings.TrimSpace(p.args) != "" {
 		// A shell string that did not split into words.
-		if _, err := SplitArgs(p.args); err != nil {
-			return nil, err
+		if _, err := localpod.SplitArgs(p.args); err != nil {
+			return nil, 0, err
 		}
 	}
-	words, err := containerArgv(p.img, p.entrypoint, p.cmd)
+	words, err := localpod.ContainerArgv(p.img, p.entrypoint, p.cmd)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	for file := range p.img.Files {
 		if !path.IsAbs(file) || path.Clean(file) != file || file == "/" {
-			return nil, fmt.Errorf("runpodtest: image file %q is not a clean absolute path", file)
+			return nil, 0, fmt.Errorf("runpodtest: image file %q is not a clean absolute path", file)
 		}
 	}
 	p.argv = words
-	spec := &podSpec{podID: p.id, words: words, diskGB: p.disk, files: p.img.Files}
-	if spec.sshPort, spec.portHold, err = reservePort(); err != nil {
-		return nil, err
+	spec := &localpod.Spec{PodID: p.id, Argv: words, DiskGB: p.disk, Files: p.img.Files}
+	if sshPort, spec.PortHold, err = reservePort(); err != nil {
+		return nil, 0, err
 	}
 	defer func() {
 		if err != nil {
-			spec.portHold.Close()
-			releasePort(spec.sshPort)
+			spec.PortHold.Close()
+			releasePort(sshPort)
 		}
 	}()
 
-	env := map[string]string{"PATH": podBasePath, "HOME": "/root"}
+	env := map[string]string{"PATH": localpod.BasePath, "HOME": "/root"}
 	// The image's ENV, then the pod's over it, as Docker merges them.
 	maps.Copy(env, p.img.Env)
 	for k, v := range p.env {
 		env[k] = s.resolveLocked(v)
 	}
-	port := strconv.Itoa(spec.sshPort)
+	port := strconv.Itoa(sshPort)
 	env["RUNPOD_POD_ID"] = p.id
 	env["RUNPOD_API_KEY"] = p.key
-	spec.hostname = p.id + "-runpodtest"
-	env["RUNPOD_POD_HOSTNAME"] = spec.hostname
+	spec.Hostname = p.id + "-runpodtest"
+	env["RUNPOD_POD_HOSTNAME"] = spec.Hostname
 	env["RUNPOD_PUBLIC_IP"] = "127.0.0.1"
 	env["RUNPOD_TCP_PORT_22"] = port
 	env["RUNPOD_DC_ID"] = p.dataCenter
@@ -370,8 +326,8 @@ func (s *Server) podSpecLocked(p *pod) (_ *podSpec, err error) {
 	// The pod shares the host's network: its sshd listens on loopback only,
 	// so a local pod is never reachable from another machine.
 	env["OVERBRAINER_SSH_LISTEN"] = "127.0.0.1"
-	if err := fallbackStaysLocal(env, p.img.Files); err != nil {
-		return nil, err
+	if err := localpod.CheckFallbacks(env, p.img.Files); err != nil {
+		return nil, 0, err
 	}
 	names := make([]string, 0, len(env))
 	for k := range env {
@@ -379,29 +335,29 @@ func (s *Server) podSpecLocked(p *pod) (_ *podSpec, err error) {
 	}
 	sort.Strings(names)
 	for _, k := range names {
-		spec.env = append(spec.env, k+"="+env[k])
+		spec.Env = append(spec.Env, k+"="+env[k])
 	}
 
 	podDir := path.Join(s.tmp, "pods", p.id)
-	spec.nsDir = path.Join(podDir, "ns")
-	if err := os.MkdirAll(spec.nsDir, 0o700); err != nil {
-		return nil, fmt.Errorf("runpodtest: %w", err)
+	spec.Dir = path.Join(podDir, "ns")
+	if err := os.MkdirAll(spec.Dir, 0o700); err != nil {
+		return nil, 0, fmt.Errorf("runpodtest: %w", err)
 	}
 	var volumes []string
 	if p.persistentGB > 0 {
 		dir := path.Join(podDir, "persistent")
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("runpodtest: %w", err)
+			return nil, 0, fmt.Errorf("runpodtest: %w", err)
 		}
-		spec.mounts = append(spec.mounts, podMount{Source: dir, Target: p.persistentPath})
+		spec.Mounts = append(spec.Mounts, localpod.Mount{Source: dir, Target: p.persistentPath})
 		volumes = append(volumes, p.persistentPath)
 	}
 	if p.netVolID != "" {
 		v, ok := s.volumes[p.netVolID]
 		if !ok {
-			return nil, fmt.Errorf("runpodtest: network volume %s is gone", p.netVolID)
+			return nil, 0, fmt.Errorf("runpodtest: network volume %s is gone", p.netVolID)
 		}
-		spec.mounts = append(spec.mounts, podMount{Source: v.Dir, Target: p.netVolPath})
+		spec.Mounts = append(spec.Mounts, localpod.Mount{Source: v.Dir, Target: p.netVolPath})
 		volumes = append(volumes, p.netVolPath)
 	}
 	// Private, empty directories over what the bootstrap writes, so that
@@ -415,22 +371,22 @@ func (s *Server) podSpecLocked(p *pod) (_ *podSpec, err error) {
 			if dir == "/root" {
 				mode = 0o700
 			}
-			spec.mounts = append(spec.mounts, podMount{Target: dir, Mode: mode})
+			spec.Mounts = append(spec.Mounts, localpod.Mount{Target: dir, Mode: mode})
 			fresh = append(fresh, dir)
 		}
 	}
 	if wd := p.env[podenv.WorkdirEnv]; wd != "" {
 		wd = path.Clean(wd)
 		if !path.IsAbs(wd) || wd == "/" {
-			return nil, fmt.Errorf("runpodtest: %s %q must be an absolute directory other than /", podenv.WorkdirEnv, wd)
+			return nil, 0, fmt.Errorf("runpodtest: %s %q must be an absolute directory other than /", podenv.WorkdirEnv, wd)
 		}
 		if !underAny(wd, fresh) {
-			spec.mounts = append(spec.mounts, podMount{Target: wd, Mode: 0o755})
+			spec.Mounts = append(spec.Mounts, localpod.Mount{Target: wd, Mode: 0o755})
 		}
 	}
-	for _, m := range spec.mounts {
+	for _, m := range spec.Mounts {
 		if m.Target == "/" || !path.IsAbs(m.Target) {
-			return nil, fmt.Errorf("runpodtest: cannot mount over %q in a pod", m.Target)
+			return nil, 0, fmt.Errorf("runpodtest: cannot mount over %q in a pod", m.Target)
 		}
 	}
 	// The fake's directory holds every pod's disk and volumes, and a
@@ -438,8 +394,8 @@ func (s *Server) podSpecLocked(p *pod) (_ *podSpec, err error) {
 	// local-server: a pod sees none of them. A directory that holds one
 	// of the pod's own mountpoints (or PATH) stays, as hiding it would
 	// hide what the pod needs.
-	targets := strings.Split(podBasePath, ":")
-	for _, m := range spec.mounts {
+	targets := strings.Split(localpod.BasePath, ":")
+	for _, m := range spec.Mounts {
 		targets = append(targets, m.Target)
 	}
 	for _, dir := range append([]string{s.tmp}, s.cfg.hidden...) {
@@ -447,14 +403,14 @@ func (s *Server) podSpecLocked(p *pod) (_ *podSpec, err error) {
 		if !path.IsAbs(dir) || dir == "/" || slices.ContainsFunc(targets, func(t string) bool { return hasPrefixPath(t, dir) }) {
 			continue
 		}
-		spec.hidden = append(spec.hidden, dir)
+		spec.Hidden = append(spec.Hidden, dir)
 	}
 	// Parents before children, so that a volume inside the workdir stays
 	// visible above the workdir's tmpfs.
-	sort.SliceStable(spec.mounts, func(i, j int) bool {
-		return strings.Count(spec.mounts[i].Target, "/") < strings.Count(spec.mounts[j].Target, "/")
+	sort.SliceStable(spec.Mounts, func(i, j int) bool {
+		return strings.Count(spec.Mounts[i].Target, "/") < strings.Count(spec.Mounts[j].Target, "/")
 	})
-	return spec, nil
+	return spec, sshPort, nil
 }
 
 // underAny reports whether p is one of dirs or lies under one.

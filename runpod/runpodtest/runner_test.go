@@ -24,13 +24,15 @@ import (
 
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
 	"github.com/overbrainer/overbrainer-go/podenv"
+	"github.com/overbrainer/overbrainer-go/runpod"
+	"github.com/overbrainer/overbrainer-go/runpod/localpod"
 )
 
 // requireRunner skips a test that needs the pod runner where it cannot run,
 // and fails it instead when CI says the runner must be there.
 func requireRunner(t *testing.T) {
 	t.Helper()
-	if err := CheckPodRunner(); err != nil {
+	if err := localpod.Check(); err != nil {
 		if os.Getenv("REQUIRE_SHELLS") == "1" || os.Getenv("REQUIRE_POD_RUNNER") == "1" {
 			t.Fatalf("%v (REQUIRE_SHELLS or REQUIRE_POD_RUNNER is set)", err)
 		}
@@ -137,7 +139,7 @@ func shPod(name, script string, env map[string]string) map[string]any {
 		"image": "runpod/base:local",
 		"gpu":   map[string]any{"id": gpu4090},
 		"ports": []string{"22/tcp"},
-		"args":  QuoteArgs([]string{"sh", "-c", script}),
+		"args":  runpod.QuoteArgs([]string{"sh", "-c", script}),
 	}
 	if env != nil { // the document has no null env
 		body["env"] = env
@@ -352,7 +354,7 @@ func TestPodRunnerCommandEndsAndFailures(t *testing.T) {
 	}
 
 	missing := shPod("missing", "", nil)
-	missing["args"] = QuoteArgs([]string{"no-such-command-here"})
+	missing["args"] = runpod.QuoteArgs([]string{"no-such-command-here"})
 	empty := shPod("empty", "", nil)
 	empty["args"] = ""
 	badQuote := shPod("bad quote", "", nil)
@@ -371,14 +373,12 @@ func TestPodRunnerCommandEndsAndFailures(t *testing.T) {
 	mustCall(t, srv, srv.APIKey(), "DELETE", "/v2/pods/"+exits.ID, nil, 204)
 }
 
-// Without root, a pod says why it cannot run.
+// Without root, a pod says why it cannot run (localpod's tests hold
+// localpod.Check to what it says without root).
 func TestPodRunnerWithoutRootSaysSo(t *testing.T) {
-	saved := geteuid
-	geteuid = func() int { return 1000 }
-	t.Cleanup(func() { geteuid = saved })
-	if err := CheckPodRunner(); err != ErrPodRunnerNeedsRoot {
-		t.Fatalf("CheckPodRunner() = %v", err)
-	}
+	saved := checkPodRunner
+	checkPodRunner = func() error { return localpod.ErrNeedsRoot }
+	t.Cleanup(func() { checkPodRunner = saved })
 	srv := newTestServer(t, WithPodRunner())
 	created := createPod(t, srv, shPod("rootless", "true", nil))
 	p, err := srv.WaitStatus(waitCtx(t), created.ID, StatusError)
@@ -663,25 +663,6 @@ func TestPodRunnerCommandListensOnItsPort(t *testing.T) {
 		t.Errorf("exited pod shows port %d; %d reserved: %v", exited.SSHPort, port, portReserved(port))
 	}
 	mustCall(t, srv, srv.APIKey(), "DELETE", "/v2/pods/"+p.ID, nil, http.StatusNoContent)
-}
-
-// A binary that did not call PodInit would run its own main (a test
-// binary, its tests) as the pod's init: the runner starts no pod then, and
-// the pod's error says what to call.
-func TestPodRunnerWithoutPodInitSaysSo(t *testing.T) {
-	requireRunner(t)
-	podInitCalled.Store(false)
-	t.Cleanup(func() { podInitCalled.Store(true) })
-	srv := newTestServer(t, WithPodRunner())
-	created := createPod(t, srv, shPod("noinit", "true", nil))
-	p, err := srv.WaitStatus(waitCtx(t), created.ID, StatusError)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(p.Error, "runpodtest.PodInit") {
-		t.Errorf("error %q", p.Error)
-	}
-	mustCall(t, srv, srv.APIKey(), "DELETE", "/v2/pods/"+created.ID, nil, 204)
 }
 
 // Two DELETEs of one pod at once (two sweepers that judged it together):

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
-	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
+	"github.com/overbrainer/overbrainer-go/runpod/localpod"
 )
 
 var builds struct {
@@ -189,7 +189,7 @@ func (m sourceMutation) apply(t testing.TB, src string) string {
 // run pods on this machine.
 func needPods(t *testing.T) {
 	t.Helper()
-	shtest.NeedPods(t, runpodtest.CheckPodRunner())
+	shtest.NeedPods(t, localpod.Check())
 }
 
 // launcher is one launch process, driven as a user would drive it.

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
-	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
+	"github.com/overbrainer/overbrainer-go/runpod/localpod"
 )
 
 // Most of the suite waits on sleeping shells and pods, not on the CPU: run
@@ -19,7 +19,7 @@ import (
 // carry). The load tests run alone, before the rest; every test that runs
 // pods is parallel, and holds a pod slot (podSlots) while they run.
 func TestMain(m *testing.M) {
-	runpodtest.PodInit()
+	localpod.PodInit()
 	shtest.DefaultParallel(matrixParallel)
 	var err error
 	if buildDir, err = os.MkdirTemp("", "chaos-bin-"); err != nil {

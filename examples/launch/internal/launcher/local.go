@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/overbrainer/overbrainer-go/guard"
+	"github.com/overbrainer/overbrainer-go/runpod/localpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
 
@@ -21,7 +22,7 @@ type localEmulator struct {
 // installs missing tools when it can (root with apt-get): a fresh Debian
 // machine then runs the quick start as it is.
 func (a *app) checkLocal() error {
-	if err := runpodtest.EnsurePodTools(a.say, a.stderr); err != nil {
+	if err := localpod.EnsureTools(a.say, a.stderr); err != nil {
 		return fmt.Errorf("--local: %w", err)
 	}
 	return nil
@@ -111,7 +112,7 @@ func localOptions(a *app) ([]runpodtest.Option, error) {
 	}
 	return []runpodtest.Option{
 		runpodtest.WithPodRunner(), runpodtest.WithHiddenDirs(a.store.Dir),
-		runpodtest.WithImage(guard.DefaultImage, runpodtest.RunpodPyTorchImage()),
+		runpodtest.WithImage(guard.DefaultImage, localpod.RunpodPyTorchImage()),
 		runpodtest.WithDrift(drift),
 	}, nil
 }

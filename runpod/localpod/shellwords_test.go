@@ -1,4 +1,4 @@
-package runpodtest
+package localpod
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/overbrainer/overbrainer-go/runpod"
 )
 
 var splitCases = []struct {
@@ -136,10 +138,10 @@ func TestQuoteArgsRoundTrip(t *testing.T) {
 		for j := range words {
 			words[j] = randomWord(r)
 		}
-		args := QuoteArgs(words)
+		args := runpod.QuoteArgs(words)
 		got, err := SplitArgs(args)
 		if err != nil {
-			t.Fatalf("SplitArgs(QuoteArgs(%q)): %v", words, err)
+			t.Fatalf("SplitArgs(runpod.QuoteArgs(%q)): %v", words, err)
 		}
 		if diff := cmp.Diff(words, got); diff != "" {
 			t.Fatalf("round trip of %q (-want +got):\n%s", words, diff)
@@ -147,7 +149,7 @@ func TestQuoteArgsRoundTrip(t *testing.T) {
 		if i < 30 && len(sh) > 0 {
 			shell := sh[i%len(sh)]
 			if want := shellWords(t, shell, args); !cmp.Equal(want, words) {
-				t.Errorf("%v reads QuoteArgs(%q) as %q", shell, words, want)
+				t.Errorf("%v reads runpod.QuoteArgs(%q) as %q", shell, words, want)
 			}
 		}
 	}
@@ -162,7 +164,7 @@ func FuzzSplitArgs(f *testing.F) {
 		if err != nil {
 			return
 		}
-		again, err := SplitArgs(QuoteArgs(words))
+		again, err := SplitArgs(runpod.QuoteArgs(words))
 		if err != nil || !cmp.Equal(words, again) && len(words) > 0 {
 			t.Errorf("%q: %q, then %q (%v)", s, words, again, err)
 		}

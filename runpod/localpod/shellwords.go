@@ -1,4 +1,4 @@
-package runpodtest
+package localpod
 
 import (
 	"errors"
@@ -33,7 +33,7 @@ func SplitArgs(s string) ([]string, error) {
 			}
 		case '\\':
 			if i+1 >= len(s) {
-				return nil, errors.New("runpodtest: args end with a lone backslash")
+				return nil, errors.New("localpod: args end with a lone backslash")
 			}
 			i++
 			if s[i] == '\n' { // line continuation: both characters vanish
@@ -44,7 +44,7 @@ func SplitArgs(s string) ([]string, error) {
 		case '\'':
 			end := strings.IndexByte(s[i+1:], '\'')
 			if end < 0 {
-				return nil, fmt.Errorf("runpodtest: args have an unterminated single quote at byte %d", i)
+				return nil, fmt.Errorf("localpod: args have an unterminated single quote at byte %d", i)
 			}
 			word.WriteString(s[i+1 : i+1+end])
 			i += end + 1
@@ -65,7 +65,7 @@ func SplitArgs(s string) ([]string, error) {
 				word.WriteByte(s[i])
 			}
 			if i >= len(s) {
-				return nil, fmt.Errorf("runpodtest: args have an unterminated double quote at byte %d", start)
+				return nil, fmt.Errorf("localpod: args have an unterminated double quote at byte %d", start)
 			}
 			inWord = true
 		default:
@@ -77,21 +77,4 @@ func SplitArgs(s string) ([]string, error) {
 		words = append(words, word.String())
 	}
 	return words, nil
-}
-
-// QuoteArgs renders words as one `args` string, each word in single quotes
-// and each quote inside as the four characters quote, backslash, quote,
-// quote: the rendering SplitArgs undoes, and the one our client uses. Tests
-// use it to build create requests without the client package.
-func QuoteArgs(words []string) string {
-	var b strings.Builder
-	for i, w := range words {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteByte('\'')
-		b.WriteString(strings.ReplaceAll(w, "'", `'\''`))
-		b.WriteByte('\'')
-	}
-	return b.String()
 }

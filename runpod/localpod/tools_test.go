@@ -1,4 +1,4 @@
-package runpodtest
+package localpod
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 // A machine without the local pods' tools gets them installed when it can,
 // and a clear message naming the packages when it cannot.
 func TestCheckLocalInstallsMissingTools(t *testing.T) {
-	if err := CheckPodRunner(); err != nil {
+	if err := Check(); err != nil {
 		t.Skip("the pod runner's own check fails first here:", err)
 	}
 	var stderr bytes.Buffer
@@ -26,7 +26,7 @@ func TestCheckLocalInstallsMissingTools(t *testing.T) {
 	var installed [][]string
 	tc := toolCheck{look: look, install: func(pkgs []string) error {
 		installed = append(installed, pkgs)
-		for _, t := range PodTools {
+		for _, t := range Tools {
 			if slices.Contains(pkgs, t.Package) {
 				have[t.Name] = true
 			}

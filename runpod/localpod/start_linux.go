@@ -1,6 +1,6 @@
 //go:build linux
 
-package runpodtest
+package localpod
 
 import (
 	"encoding/json"
@@ -15,12 +15,12 @@ import (
 	"syscall"
 )
 
-// initEnvVar marks the process the runner starts as a pod's init: this same
+// initEnvVar marks the process Start starts as a pod's init: this same
 // binary, re-executed, which builds the pod's root and runs its command
 // (podinit_linux.go).
 const initEnvVar = "RUNPODTEST_POD_INIT"
 
-// initConfig is what the runner sends a pod's init on its fd 3. It carries
+// initConfig is what Start sends a pod's init on its fd 3. It carries
 // the pod's env, secrets included, so it travels through a pipe: never a
 // command line, an env var of the init, or a file.
 type initConfig struct {
@@ -31,7 +31,7 @@ type initConfig struct {
 	Env    []string          `json:"env"`
 	NSDir  string            `json:"nsDir"`
 	DiskGB int               `json:"diskGB"`
-	Mounts []podMount        `json:"mounts"`
+	Mounts []Mount           `json:"mounts"`
 	// Hostname is the pod's, set in its own UTS namespace.
 	Hostname string `json:"hostname,omitempty"`
 	// Hidden are host directories the pod must not see: each gets an
@@ -52,12 +52,12 @@ type initStatus struct {
 	Error string `json:"error,omitempty"`
 }
 
-// CheckPodRunner returns nil when this machine can run pods (WithPodRunner),
-// and ErrPodRunnerNeedsRoot otherwise. Tests that need the runner call it to
-// skip (or fail) with that reason.
-func CheckPodRunner() error {
+// Check returns nil when this machine can run local pods, and
+// ErrNeedsRoot otherwise. Tests that need pods call it to skip (or fail)
+// with that reason.
+func Check() error {
 	if geteuid() != 0 {
-		return ErrPodRunnerNeedsRoot
+		return ErrNeedsRoot
 	}
 	return nil
 }
@@ -75,31 +75,36 @@ type linuxPod struct {
 	code int
 }
 
-func startPodProcess(spec *podSpec, out io.Writer) (podProcess, error) {
-	podID := spec.podID
+// Start runs the pod's command as spec says: an init of its own (this
+// binary, re-executed: see PodInit) builds the pod's root in new mount,
+// PID, UTS and IPC namespaces and runs the command there, its output (and
+// the init's) to out. It returns once the command runs, or why it could
+// not start it.
+func Start(spec *Spec, out io.Writer) (Process, error) {
+	podID := spec.PodID
 	if !podInitCalled.Load() {
 		return nil, errNoPodInit
 	}
-	if strings.ContainsAny(spec.nsDir, ",:\\") {
-		return nil, fmt.Errorf("runpodtest: the fake's directory %q holds a character overlayfs options cannot carry", spec.nsDir)
+	if strings.ContainsAny(spec.Dir, ",:\\") {
+		return nil, fmt.Errorf("localpod: the pod's directory %q holds a character overlayfs options cannot carry", spec.Dir)
 	}
 	payload, err := json.Marshal(initConfig{
-		Words:     spec.words,
-		Files:     spec.files,
-		Env:       spec.env,
-		NSDir:     spec.nsDir,
-		DiskGB:    spec.diskGB,
-		Mounts:    spec.mounts,
-		Hostname:  spec.hostname,
-		Hidden:    spec.hidden,
-		HoldsPort: spec.portHold != nil,
+		Words:     spec.Argv,
+		Files:     spec.Files,
+		Env:       spec.Env,
+		NSDir:     spec.Dir,
+		DiskGB:    spec.DiskGB,
+		Mounts:    spec.Mounts,
+		Hostname:  spec.Hostname,
+		Hidden:    spec.Hidden,
+		HoldsPort: spec.PortHold != nil,
 	})
 	if err != nil {
 		return nil, err
 	}
 	lp := &linuxPod{done: make(chan struct{})}
 	started := make(chan error, 1)
-	go lp.run(podID, payload, spec.portHold, out, started)
+	go lp.run(podID, payload, spec.PortHold, out, started)
 	if err := <-started; err != nil {
 		return nil, err
 	}
@@ -156,7 +161,7 @@ func (lp *linuxPod) run(podID string, payload []byte, portHold *os.File, out io.
 	if err != nil {
 		cfgW.Close()
 		stR.Close()
-		started <- fmt.Errorf("runpodtest: start the pod's init: %w", err)
+		started <- fmt.Errorf("localpod: start the pod's init: %w", err)
 		return
 	}
 	lp.mu.Lock()
@@ -168,14 +173,14 @@ func (lp *linuxPod) run(podID string, payload []byte, portHold *os.File, out io.
 	stR.Close()
 	var st initStatus
 	if json.Unmarshal(raw, &st) != nil || !st.OK {
-		lp.kill()
+		lp.Kill()
 		waitErr := cmd.Wait()
 		lp.markGone()
 		msg := st.Error
 		if msg == "" {
 			msg = fmt.Sprintf("the pod's init ended before it started the command (%v)", waitErr)
 		}
-		started <- errors.New("runpodtest: " + msg)
+		started <- errors.New("localpod: " + msg)
 		return
 	}
 	started <- nil
@@ -213,10 +218,10 @@ func (lp *linuxPod) signal(sig syscall.Signal, group bool) {
 	_ = lp.cmd.Process.Signal(sig)
 }
 
-func (lp *linuxPod) terminate() { lp.signal(syscall.SIGTERM, false) }
-func (lp *linuxPod) kill()      { lp.signal(syscall.SIGKILL, true) }
+func (lp *linuxPod) Terminate() { lp.signal(syscall.SIGTERM, false) }
+func (lp *linuxPod) Kill()      { lp.signal(syscall.SIGKILL, true) }
 
-func (lp *linuxPod) wait() int {
+func (lp *linuxPod) Wait() int {
 	<-lp.done
 	return lp.code
 }

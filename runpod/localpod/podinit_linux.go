@@ -1,6 +1,6 @@
 //go:build linux
 
-package runpodtest
+package localpod
 
 import (
 	"encoding/json"
@@ -215,7 +215,7 @@ func lookPath(name string, env []string) (string, error) {
 	if strings.Contains(name, "/") {
 		return name, nil
 	}
-	dirs := podBasePath
+	dirs := BasePath
 	for _, kv := range env {
 		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
 			dirs = v

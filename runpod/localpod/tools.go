@@ -1,4 +1,4 @@
-package runpodtest
+package localpod
 
 import (
 	"fmt"
@@ -8,13 +8,13 @@ import (
 	"strings"
 )
 
-// PodTool is a program the pod runner's pods need on this machine, and the
-// Debian package that has it.
-type PodTool struct{ Name, Package string }
+// Tool is a program local pods need on this machine, and the Debian
+// package that has it.
+type Tool struct{ Name, Package string }
 
-// PodTools are the programs a local pod runs: the bootstrap, sshd, the
+// Tools are the programs a local pod runs: the bootstrap, sshd, the
 // watchdog's curl, the job's setsid and the transfers' tar.
-var PodTools = []PodTool{
+var Tools = []Tool{
 	{"bash", "bash"}, {"sshd", "openssh-server"}, {"curl", "curl"},
 	{"setsid", "util-linux"}, {"tar", "tar"},
 }
@@ -60,7 +60,7 @@ func systemTools(out io.Writer) toolCheck {
 // token (and whose proxy or apt settings are not ours to pass on).
 func aptEnv() []string {
 	return []string{
-		"PATH=" + podBasePath,
+		"PATH=" + BasePath,
 		"HOME=/root",
 		"LANG=C.UTF-8",
 		"DEBIAN_FRONTEND=noninteractive",
@@ -69,7 +69,7 @@ func aptEnv() []string {
 
 // missing lists the tools not found and their packages.
 func (tc toolCheck) missing() (names, pkgs []string) {
-	for _, t := range PodTools {
+	for _, t := range Tools {
 		if !tc.look(t.Name) {
 			names = append(names, t.Name)
 			pkgs = append(pkgs, t.Package)
@@ -78,12 +78,12 @@ func (tc toolCheck) missing() (names, pkgs []string) {
 	return names, pkgs
 }
 
-// EnsurePodTools says what stops the pod runner from running pods here,
-// and installs the missing PodTools when it can (as root, with apt-get),
-// so that a fresh Debian machine runs local pods as it is. say tells what
-// it installs; apt-get's own output goes to out.
-func EnsurePodTools(say func(format string, args ...any), out io.Writer) error {
-	if err := CheckPodRunner(); err != nil {
+// EnsureTools says what stops this machine from running local pods, and
+// installs the missing Tools when it can (as root, with apt-get), so that
+// a fresh Debian machine runs local pods as it is. say tells what it
+// installs; apt-get's own output goes to out.
+func EnsureTools(say func(format string, args ...any), out io.Writer) error {
+	if err := Check(); err != nil {
 		return err
 	}
 	return systemTools(out).ensure(say)
