@@ -2,9 +2,13 @@ package runpodtest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -144,7 +148,11 @@ func bearer(r *http.Request) string {
 	return ""
 }
 
-// route serves the API behind the faults.
+// route serves the API behind the faults. What every path shares comes
+// first, in this order: a path off /v2 answers 404, a request without a
+// valid key 401, a path the document lacks 404, a method its path lacks
+// 405 (apiPaths, the document's table). The operation then goes to its
+// handler through s.api, net/http patterns behind podScope.
 func (s *Server) route(w http.ResponseWriter, r *http.Request, caller string) {
 	path := r.URL.Path
 	if path != "/v2" && !strings.HasPrefix(path, "/v2/") {
@@ -171,117 +179,119 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, caller string) {
 		methodNotAllowed(w, strings.Join(methods, ", "))
 		return
 	}
-	// A pod's own key reaches only its own pod: read, delete, act on it.
-	podScoped := caller != CallerAccount
-	switch {
-	case len(parts) == 1 && parts[0] == "pods":
-		if podScoped {
-			writeProblem(w, http.StatusForbidden, "access denied")
-			return
-		}
-		switch r.Method {
-		case http.MethodGet:
-			s.listPods(w, r)
-		case http.MethodPost:
-			s.createPod(w, r)
-		default:
-			notImplemented(w, r)
-		}
-	case len(parts) == 2 && parts[0] == "pods":
-		if podScoped && parts[1] != caller {
-			writeProblem(w, http.StatusForbidden, "access denied")
-			return
-		}
-		switch r.Method {
-		case http.MethodGet:
-			s.getPod(w, parts[1])
-		case http.MethodDelete:
-			s.deletePod(w, parts[1])
-		default:
-			notImplemented(w, r)
-		}
-	case len(parts) == 3 && parts[0] == "pods" && parts[2] == "action":
-		if podScoped && parts[1] != caller {
-			writeProblem(w, http.StatusForbidden, "access denied")
-			return
-		}
-		s.podAction(w, r, parts[1])
-	case len(parts) == 3 && parts[0] == "pods" && parts[2] == "logs":
-		if podScoped && parts[1] != caller {
-			writeProblem(w, http.StatusForbidden, "access denied")
-			return
-		}
-		s.podLogs(w, r, parts[1])
-	case podScoped:
-		// Secrets too: the fake assumes a pod's key cannot see them.
-		writeProblem(w, http.StatusForbidden, "access denied")
-	case len(parts) == 2 && parts[0] == "account" && parts[1] == "secrets":
-		switch r.Method {
-		case http.MethodGet:
-			s.listSecrets(w, r)
-		case http.MethodPost:
-			s.createSecret(w, r)
-		default:
-			notImplemented(w, r)
-		}
-	case len(parts) == 3 && parts[0] == "account" && parts[1] == "secrets":
-		switch r.Method {
-		case http.MethodGet:
-			s.getSecret(w, parts[2])
-		case http.MethodPatch:
-			s.patchSecret(w, r, parts[2])
-		case http.MethodDelete:
-			s.deleteSecret(w, parts[2])
-		default:
-			notImplemented(w, r)
-		}
-	case len(parts) == 1 && parts[0] == "network-volumes":
-		switch r.Method {
-		case http.MethodGet:
-			s.listNetworkVolumes(w)
-		case http.MethodPost:
-			s.createNetworkVolume(w, r)
-		default:
-			notImplemented(w, r)
-		}
-	case len(parts) == 2 && parts[0] == "catalog" && parts[1] == "datacenters":
-		s.listDataCenters(w, r)
-	case len(parts) == 2 && parts[0] == "network-volumes":
-		switch r.Method {
-		case http.MethodGet:
-			s.getNetworkVolume(w, parts[1])
-		case http.MethodPatch:
-			s.patchNetworkVolume(w, r, parts[1])
-		case http.MethodDelete:
-			s.deleteNetworkVolume(w, parts[1])
-		default:
-			notImplemented(w, r)
-		}
-	case len(parts) == 2 && parts[0] == "billing" && parts[1] == "pods":
-		s.podBilling(w, r)
-	case len(parts) == 1 && parts[0] == "registries" && r.Method == http.MethodGet:
-		s.listRegistries(w)
-	case len(parts) == 2 && parts[0] == "catalog" && parts[1] == "gpus":
-		s.listGPUTypesQuery(w, r)
-	case len(parts) == 3 && parts[0] == "catalog" && parts[1] == "gpus":
-		s.getGPUType(w, r, parts[2])
-	case len(parts) == 3 && parts[0] == "catalog" && parts[1] == "datacenters":
-		s.getDataCenter(w, r, parts[2])
-	case len(parts) == 2 && parts[0] == "catalog" && parts[1] == "cpus":
-		s.listCPUTypes(w, r)
-	case len(parts) == 3 && parts[0] == "catalog" && parts[1] == "cpus":
-		s.getCPUType(w, r, parts[2])
-	default:
-		// What the document has and the fake does not serve: doc.go's
-		// list.
-		notImplemented(w, r)
+	s.api.ServeHTTP(w, apiRequest(r, parts, caller))
+}
+
+// routed is what route tells the API's handlers of a request besides the
+// request itself: whose key made it (CallerAccount or a pod id) and its
+// path as it came.
+type routed struct{ caller, path string }
+
+type routedKey struct{}
+
+func routedOf(r *http.Request) routed {
+	v, _ := r.Context().Value(routedKey{}).(routed)
+	return v
+}
+
+// apiRequest is r as the API's mux reads it: the document's path that
+// parts names, in canonical form, each segment escaped (dots too) so that
+// the mux takes a segment such as ".." for the id it is here, neither
+// cleaning nor redirecting the path.
+func apiRequest(r *http.Request, parts []string, caller string) *http.Request {
+	escaped := make([]string, len(parts))
+	for i, p := range parts {
+		escaped[i] = strings.ReplaceAll(url.PathEscape(p), ".", "%2E")
 	}
+	r2 := r.WithContext(context.WithValue(r.Context(), routedKey{}, routed{caller: caller, path: r.URL.Path}))
+	u := *r.URL
+	u.Path = "/v2/" + strings.Join(parts, "/")
+	u.RawPath = "/v2/" + strings.Join(escaped, "/")
+	r2.URL = &u
+	return r2
+}
+
+// newAPI routes each operation of the document: those the fake serves to
+// their handlers, every other one to notImplemented (doc.go lists them),
+// each behind podScope.
+func (s *Server) newAPI() *http.ServeMux {
+	id := func(h func(http.ResponseWriter, string)) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) { h(w, r.PathValue("id")) }
+	}
+	withID := func(h func(http.ResponseWriter, *http.Request, string)) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) { h(w, r, r.PathValue("id")) }
+	}
+	noRequest := func(h func(http.ResponseWriter)) http.HandlerFunc {
+		return func(w http.ResponseWriter, _ *http.Request) { h(w) }
+	}
+	served := map[string]http.HandlerFunc{
+		"GET /v2/pods":                     s.listPods,
+		"POST /v2/pods":                    s.createPod,
+		"GET /v2/pods/{id}":                id(s.getPod),
+		"DELETE /v2/pods/{id}":             id(s.deletePod),
+		"POST /v2/pods/{id}/action":        withID(s.podAction),
+		"GET /v2/pods/{id}/logs":           withID(s.podLogs),
+		"GET /v2/account/secrets":          s.listSecrets,
+		"POST /v2/account/secrets":         s.createSecret,
+		"GET /v2/account/secrets/{id}":     id(s.getSecret),
+		"PATCH /v2/account/secrets/{id}":   withID(s.patchSecret),
+		"DELETE /v2/account/secrets/{id}":  id(s.deleteSecret),
+		"GET /v2/network-volumes":          noRequest(s.listNetworkVolumes),
+		"POST /v2/network-volumes":         s.createNetworkVolume,
+		"GET /v2/network-volumes/{id}":     id(s.getNetworkVolume),
+		"PATCH /v2/network-volumes/{id}":   withID(s.patchNetworkVolume),
+		"DELETE /v2/network-volumes/{id}":  id(s.deleteNetworkVolume),
+		"GET /v2/billing/pods":             s.podBilling,
+		"GET /v2/registries":               noRequest(s.listRegistries),
+		"GET /v2/catalog/gpus":             s.listGPUTypesQuery,
+		"GET /v2/catalog/gpus/{id}":        withID(s.getGPUType),
+		"GET /v2/catalog/cpus":             s.listCPUTypes,
+		"GET /v2/catalog/cpus/{id}":        withID(s.getCPUType),
+		"GET /v2/catalog/datacenters":      s.listDataCenters,
+		"GET /v2/catalog/datacenters/{id}": withID(s.getDataCenter),
+	}
+	mux := http.NewServeMux()
+	for _, p := range apiPaths {
+		for _, method := range p.methods {
+			pattern := method + " " + p.path
+			h, ok := served[pattern]
+			if !ok {
+				h = notImplemented
+			}
+			delete(served, pattern)
+			mux.Handle(pattern, podScope(h))
+		}
+	}
+	if len(served) > 0 {
+		panic(fmt.Sprintf("runpodtest: %v are served but not in apiPaths", slices.Sorted(maps.Keys(served))))
+	}
+	return mux
+}
+
+// podScope lets a pod's own key reach its own pod only: read it, delete it,
+// act on it, read its log. Anything else answers it 403, secrets included
+// (the fake assumes a pod's key cannot see them). The account key reaches
+// everything.
+func podScope(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if caller := routedOf(r).caller; caller != CallerAccount && !ownPod(r, caller) {
+			writeProblem(w, http.StatusForbidden, "access denied")
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// ownPod says whether r's operation is on the pod id, or under it.
+func ownPod(r *http.Request, id string) bool {
+	_, path, _ := strings.Cut(r.Pattern, " ")
+	return strings.HasPrefix(path, "/v2/pods/{id}") && r.PathValue("id") == id
 }
 
 // notImplemented answers an operation of the document that the fake does
 // not serve (doc.go lists them).
 func notImplemented(w http.ResponseWriter, r *http.Request) {
-	writeProblem(w, http.StatusNotImplemented, "runpodtest does not implement "+r.Method+" "+r.URL.Path)
+	writeProblem(w, http.StatusNotImplemented, "runpodtest does not implement "+r.Method+" "+routedOf(r).path)
 }
 
 // apiPaths is every path of Runpod's document (testdata/openapi_v2.json)

@@ -26,6 +26,7 @@ type Server struct {
 	URL string
 
 	hs      *httptest.Server
+	api     *http.ServeMux // the API's operations (see route)
 	cfg     config
 	tmp     string
 	closing chan struct{}
@@ -106,6 +107,7 @@ func NewServer(opts ...Option) *Server {
 	// Everything a handler may read is set before the server serves: a
 	// request from another process is not ordered after NewServer's
 	// writes (the race detector sees none of TCP's ordering).
+	s.api = s.newAPI()
 	var h http.Handler = http.HandlerFunc(s.serveHTTP)
 	if cfg.drift.rewrites() {
 		h = cfg.drift.driftAnswers(h)
