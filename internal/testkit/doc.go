@@ -11,8 +11,9 @@
 //     hostile input.
 //
 // No package that ships (a library package, or a program under examples/)
-// may import a package under testkit, in its non-test files: the testkit
-// kits link testing and the validator's dependencies. A package here may
-// import anything in the module. internal/shtest is a test kit too, but
-// stays where the design card places it.
+// may import a package under testkit, in its non-test files: the kits
+// link testing and the validator's dependencies. A package here may import
+// anything in the module. The module root's layers_test.go holds every
+// package to that, and to the floors of the layout. internal/shtest is a
+// test kit too, but stays where the design card places it.
 package testkit
