@@ -9,6 +9,7 @@ import (
 
 	"github.com/overbrainer/overbrainer-go/bootstrap"
 	"github.com/overbrainer/overbrainer-go/internal/jobctl"
+	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/podssh"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
@@ -37,11 +38,11 @@ type Results struct {
 func (s Results) check(prefix string) []error {
 	var errs []error
 	if math.IsNaN(s.MaxGB) || math.IsInf(s.MaxGB, 0) || s.MaxGB < 0 {
-		errs = append(errs, &FieldError{Field: prefix + "MaxGB", Reason: fmt.Sprintf("%v is not a positive size or 0", s.MaxGB)})
+		errs = append(errs, &podenv.FieldError{Field: prefix + "MaxGB", Reason: fmt.Sprintf("%v is not a positive size or 0", s.MaxGB)})
 	}
 	for _, p := range s.Exclude {
 		if p == "" || strings.ContainsAny(p, "/\n\x00") {
-			errs = append(errs, &FieldError{Field: prefix + "Exclude", Reason: fmt.Sprintf("%q is not a base-name glob (no /, no newline)", p)})
+			errs = append(errs, &podenv.FieldError{Field: prefix + "Exclude", Reason: fmt.Sprintf("%q is not a base-name glob (no /, no newline)", p)})
 		}
 	}
 	return errs

@@ -36,14 +36,6 @@ var (
 	ErrNoSnapshotProof = errors.New("guard: the outputs hold no snapshot proof")               // no SnapshotFile
 )
 
-// FieldError is a Spec, Job or Record field that cannot make a guarded run.
-type FieldError struct {
-	Field  string
-	Reason string
-}
-
-func (e *FieldError) Error() string { return "guard: " + e.Field + ": " + e.Reason }
-
 // PodGoneError says how the pod was found gone.
 type PodGoneError struct {
 	PodID        string

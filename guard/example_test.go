@@ -129,7 +129,7 @@ func ExampleAttach() {
 }
 
 // A Spec that cannot be armed fails before any pod exists, with a
-// *FieldError for each bad field.
+// *podenv.FieldError for each bad field.
 func ExampleLaunch_badSpec() {
 	srv := runpodtest.NewServer() // no pod runner: no pod is made
 	defer srv.Close()
@@ -139,15 +139,15 @@ func ExampleLaunch_badSpec() {
 	}
 	spec := guard.Spec{RunID: "my run", Job: guard.Job{Dir: "/nonexistent", Command: "python train.py"}}
 	_, err = guard.Launch(context.Background(), api, spec)
-	var fe *guard.FieldError
+	var fe *podenv.FieldError
 	fmt.Println(errors.As(err, &fe), fe.Field)
 	fmt.Println(err)
 	fmt.Println(len(srv.Pods()), "pods")
 	// Output:
 	// true Spec.RunID
-	// guard: Spec.RunID: "my run" is not a run id (1 to 64 of [A-Za-z0-9_-])
-	// guard: Spec.Job.Dir: /nonexistent is not a directory
-	// guard: Spec.Deadline: is not set, and Keep is not: without a deadline nothing would end a hung job
+	// Spec.RunID: "my run" is not a run id (1 to 64 of [A-Za-z0-9_-])
+	// Spec.Job.Dir: /nonexistent is not a directory
+	// Spec.Deadline: is not set, and Keep is not: without a deadline nothing would end a hung job
 	// 0 pods
 }
 

@@ -18,9 +18,9 @@ import (
 	"github.com/overbrainer/overbrainer-go/runpod"
 )
 
-// fields lists the Field of every *FieldError in err's tree.
+// fields lists the Field of every *podenv.FieldError in err's tree.
 func fields(err error) []string {
-	if fe, ok := err.(*FieldError); ok {
+	if fe, ok := err.(*podenv.FieldError); ok {
 		return []string{fe.Field}
 	}
 	var out []string

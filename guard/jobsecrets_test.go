@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/overbrainer/overbrainer-go/internal/jobctl"
+	"github.com/overbrainer/overbrainer-go/podenv"
 )
 
 // Job.Secrets travel on the start session's standard input, and nowhere
@@ -76,7 +77,7 @@ func TestJobSecretsRefused(t *testing.T) {
 	}
 	for _, name := range []string{"BAD-NAME", "PATH", "RUNPOD_API_KEY", "OVERBRAINER_X", "9LIVES"} {
 		err := r.Start(ctx, Job{Secrets: map[string]string{name: value}})
-		var fe *FieldError
+		var fe *podenv.FieldError
 		if !errors.As(err, &fe) || !strings.Contains(err.Error(), name) || strings.Contains(err.Error(), value) {
 			t.Errorf("secret %q: %v", name, err)
 		}

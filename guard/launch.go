@@ -21,14 +21,14 @@ import (
 
 // Launch makes the run's keys, secret and pod, and returns once the watchdog
 // is armed: from then on the watchdog alone ends the pod by its rules. A bad
-// Spec fails before any pod exists (*FieldError). GPU types are tried in
+// Spec fails before any pod exists (*podenv.FieldError). GPU types are tried in
 // order (Runpod does not fall back): one without capacity, refused for its
 // pool or whose pod did not come up gives way to the next; any other error
 // stops, so one launch never makes two pods. A later failure or an ended ctx
 // deletes the pod (see WithLeaveOnFailure, WithDetachOnCancel).
 func Launch(ctx context.Context, c *runpod.Client, spec Spec, opts ...Option) (*Run, error) {
 	if c == nil {
-		return nil, &FieldError{Field: "api", Reason: "is nil"}
+		return nil, &podenv.FieldError{Field: "api", Reason: "is nil"}
 	}
 	return launch(ctx, c, spec, opts...)
 }
@@ -71,7 +71,7 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 	}
 	r.cfg.pullFromRecovery(r.rec.Recovery.Recovery)
 	if ttl := spec.EffectiveRules().LeaseTTL; cfg.leaseEvery >= ttl {
-		return nil, &FieldError{Field: "WithLeaseEvery", Reason: fmt.Sprintf("%s is not shorter than the lease's lifetime (%s)", cfg.leaseEvery, ttl)}
+		return nil, &podenv.FieldError{Field: "WithLeaseEvery", Reason: fmt.Sprintf("%s is not shorter than the lease's lifetime (%s)", cfg.leaseEvery, ttl)}
 	}
 	settings := podenv.Settings{
 		RunID: spec.RunID, Workdir: spec.Workdir, Rules: spec.Rules, APIURL: spec.WatchdogAPIURL,
@@ -84,7 +84,7 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 	if spec.NetworkVolumeID != "" {
 		v, err := c.GetNetworkVolume(ctx, spec.NetworkVolumeID)
 		if err != nil {
-			return nil, &FieldError{Field: "Spec.NetworkVolumeID", Reason: fmt.Sprintf("network volume %s: %v", spec.NetworkVolumeID, err)}
+			return nil, &podenv.FieldError{Field: "Spec.NetworkVolumeID", Reason: fmt.Sprintf("network volume %s: %v", spec.NetworkVolumeID, err)}
 		}
 		settings.VolumeDir, settings.VolumeGB = spec.VolumePath, v.SizeGB
 		r.rec.NetworkVolumeID, r.rec.VolumeDir, r.rec.VolumeGB = spec.NetworkVolumeID, spec.VolumePath, v.SizeGB
@@ -124,7 +124,7 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 		// on the run directory is the run's, and takes the directory
 		// over from the lost pod (podenv's TakeOver).
 		if r.host, err = podssh.ParsePublicKey(kept.claim); err != nil {
-			return nil, &FieldError{Field: "Record.HostKey", Reason: err.Error()}
+			return nil, &podenv.FieldError{Field: "Record.HostKey", Reason: err.Error()}
 		}
 		settings.Claim, settings.TakeOver, r.rec.SecretID = kept.claim, true, kept.secretID
 	} else {
@@ -288,7 +288,7 @@ func (c config) check() error {
 		v    time.Duration
 	}{{"WithPoll", c.poll}, {"WithLeaseEvery", c.leaseEvery}, {"WithStartTimeout", c.startTimeout}, {"WithVerdictTimeout", c.verdictTimeout}} {
 		if d.v <= 0 {
-			errs = append(errs, &FieldError{Field: d.name, Reason: fmt.Sprintf("%s is not positive", d.v)})
+			errs = append(errs, &podenv.FieldError{Field: d.name, Reason: fmt.Sprintf("%s is not positive", d.v)})
 		}
 	}
 	return errors.Join(errs...)
@@ -299,10 +299,10 @@ func (c config) check() error {
 func checkPrice(ctx context.Context, c api, spec Spec, gpu string) error {
 	g, err := c.GetGPUType(ctx, gpu)
 	if err != nil {
-		return &FieldError{Field: "Spec.MaxCostUSD", Reason: fmt.Sprintf("the price of GPU type %q is unknown (%v): the cost cap could not be planned", gpu, err)}
+		return &podenv.FieldError{Field: "Spec.MaxCostUSD", Reason: fmt.Sprintf("the price of GPU type %q is unknown (%v): the cost cap could not be planned", gpu, err)}
 	}
 	if price, ok := g.PricePerHour(spec.Cloud, spec.GPUCount); !ok || !(price > 0) || math.IsInf(price, 0) {
-		return &FieldError{Field: "Spec.MaxCostUSD", Reason: fmt.Sprintf("GPU type %q has no price on the %s cloud: the cost cap could not be planned", gpu, spec.Cloud)}
+		return &podenv.FieldError{Field: "Spec.MaxCostUSD", Reason: fmt.Sprintf("GPU type %q has no price on the %s cloud: the cost cap could not be planned", gpu, spec.Cloud)}
 	}
 	return nil
 }
@@ -361,7 +361,7 @@ func (r *Run) createFailed(ctx context.Context, err error) error {
 // (ErrHostKeyMismatch). When ctx ends, the pod stays.
 func Attach(ctx context.Context, c *runpod.Client, rec Record, opts ...Option) (*Run, error) {
 	if c == nil {
-		return nil, &FieldError{Field: "api", Reason: "is nil"}
+		return nil, &podenv.FieldError{Field: "api", Reason: "is nil"}
 	}
 	return attach(ctx, c, rec, opts...)
 }
@@ -391,10 +391,10 @@ func attach(ctx context.Context, c api, rec Record, opts ...Option) (*Run, error
 	r.rec.Poll, r.rec.LeaseEvery = cfg.poll, cfg.leaseEvery
 	var err error
 	if r.key, err = podssh.ParseKey([]byte(rec.ClientKey)); err != nil {
-		return nil, &FieldError{Field: "Record.ClientKey", Reason: err.Error()}
+		return nil, &podenv.FieldError{Field: "Record.ClientKey", Reason: err.Error()}
 	}
 	if r.host, err = podssh.ParsePublicKey(rec.HostKey); err != nil {
-		return nil, &FieldError{Field: "Record.HostKey", Reason: err.Error()}
+		return nil, &podenv.FieldError{Field: "Record.HostKey", Reason: err.Error()}
 	}
 	adopted := false
 	if rec.Recovery.Replacing != "" {

@@ -230,7 +230,7 @@ func planGPUsFrom(ctx context.Context, list func(context.Context, GPUFilter) ([]
 	}
 	if volDC != "" {
 		if len(dcs) > 0 && !slices.Contains(dcs, volDC) {
-			return nil, &FieldError{Field: "Spec.DataCenters", Reason: fmt.Sprintf("%s conflicts with network volume %s, which is in %s: a pod mounts a network volume only in its data center",
+			return nil, &podenv.FieldError{Field: "Spec.DataCenters", Reason: fmt.Sprintf("%s conflicts with network volume %s, which is in %s: a pod mounts a network volume only in its data center",
 				strings.Join(dcs, ","), spec.NetworkVolumeID, volDC)}
 		}
 		dcs, autoDC = []string{volDC}, false

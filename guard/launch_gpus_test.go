@@ -276,7 +276,7 @@ func TestDataCenterConflictRefused(t *testing.T) {
 	spec := f.spec(t, a5000)
 	spec.NetworkVolumeID, spec.DataCenters = v.ID, []string{"DC-A"}
 	err := f.launch(t, spec)
-	var fe *guard.FieldError
+	var fe *podenv.FieldError
 	if !errors.As(err, &fe) || fe.Field != "Spec.DataCenters" || !strings.Contains(err.Error(), "DC-B") {
 		t.Errorf("err %v", err)
 	}
@@ -369,7 +369,7 @@ func TestGPUSpecRefused(t *testing.T) {
 		spec := f.spec(t)
 		tc.edit(&spec)
 		err := f.launch(t, spec)
-		var fe *guard.FieldError
+		var fe *podenv.FieldError
 		if !errors.As(err, &fe) || !strings.Contains(err.Error(), tc.field) {
 			t.Errorf("%s: err %v", tc.field, err)
 		}

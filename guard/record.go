@@ -136,7 +136,7 @@ func writePrivate(file string, b []byte) error {
 func (r Record) check() error {
 	var errs []error
 	bad := func(field, format string, args ...any) {
-		errs = append(errs, &FieldError{Field: "Record." + field, Reason: fmt.Sprintf(format, args...)})
+		errs = append(errs, &podenv.FieldError{Field: "Record." + field, Reason: fmt.Sprintf(format, args...)})
 	}
 	if err := CheckRunID(r.ID); err != nil {
 		bad("ID", "%v", err)

@@ -51,7 +51,7 @@ func (e End) Recoverable() bool { return e.How == HowLost || e.How == HowRunDirL
 // ended.
 func Relaunch(ctx context.Context, c *runpod.Client, prev Record, spec Spec, why string, opts ...Option) (*Run, error) {
 	if c == nil {
-		return nil, &FieldError{Field: "api", Reason: "is nil"}
+		return nil, &podenv.FieldError{Field: "api", Reason: "is nil"}
 	}
 	return relaunch(ctx, c, prev, spec, why, opts...)
 }
@@ -465,7 +465,7 @@ func (j Job) checkResume(prefix string, maxBytes int64) []error {
 		return nil
 	}
 	bad := func(format string, args ...any) []error {
-		return []error{&FieldError{Field: prefix + "ResumeFrom", Reason: fmt.Sprintf(format, args...)}}
+		return []error{&podenv.FieldError{Field: prefix + "ResumeFrom", Reason: fmt.Sprintf(format, args...)}}
 	}
 	root, err := filepath.EvalSymlinks(j.ResumeFrom)
 	if err != nil {

@@ -181,7 +181,7 @@ func TestResumeFromIsChecked(t *testing.T) {
 				Results: Results{MaxGB: c.maxGB},
 			}
 			_, err := Launch(context.Background(), api, spec)
-			var fe *FieldError
+			var fe *podenv.FieldError
 			if !errors.As(err, &fe) || fe.Field != "Spec.Job.ResumeFrom" || !strings.Contains(fe.Reason, c.why) {
 				t.Fatalf("Launch: %v, want Spec.Job.ResumeFrom refused: %s", err, c.why)
 			}

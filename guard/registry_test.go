@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/overbrainer/overbrainer-go/guard"
+	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
 )
 
@@ -37,7 +37,7 @@ func TestSpecRegistryAuth(t *testing.T) {
 	}
 
 	spec.RegistryAuthID = "../registries"
-	var fe *guard.FieldError
+	var fe *podenv.FieldError
 	if err := f.launch(t, spec); !errors.As(err, &fe) || fe.Field != "Spec.RegistryAuthID" {
 		t.Errorf("malformed registry id: %v", err)
 	}

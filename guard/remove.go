@@ -148,7 +148,7 @@ func remove(ctx context.Context, c api, rec Record, opts ...Option) (Record, run
 		o(&cfg)
 	}
 	if err := CheckRunID(rec.ID); err != nil {
-		return rec, runpod.NotDeleted, &FieldError{Field: "Record.ID", Reason: err.Error()}
+		return rec, runpod.NotDeleted, &podenv.FieldError{Field: "Record.ID", Reason: err.Error()}
 	}
 	if rec.PodName == "" {
 		rec.PodName = podenv.PodName(rec.ID)

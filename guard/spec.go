@@ -84,7 +84,7 @@ type Job struct {
 func (j Job) check(prefix string, results Results) []error {
 	var errs []error
 	bad := func(field, format string, args ...any) {
-		errs = append(errs, &FieldError{Field: prefix + field, Reason: fmt.Sprintf(format, args...)})
+		errs = append(errs, &podenv.FieldError{Field: prefix + field, Reason: fmt.Sprintf(format, args...)})
 	}
 	if j.Dir == "" {
 		bad("Dir", "is empty")
@@ -152,7 +152,7 @@ func (s Spec) withDefaults() Spec {
 func (s Spec) check(now time.Time) error {
 	var errs []error
 	bad := func(field, format string, args ...any) {
-		errs = append(errs, &FieldError{Field: "Spec." + field, Reason: fmt.Sprintf(format, args...)})
+		errs = append(errs, &podenv.FieldError{Field: "Spec." + field, Reason: fmt.Sprintf(format, args...)})
 	}
 	if err := CheckRunID(s.RunID); err != nil {
 		bad("RunID", "%v", err)

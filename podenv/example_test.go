@@ -57,8 +57,8 @@ func ExampleSettings_Validate() {
 	}
 	fmt.Println(s.Validate())
 	// Output:
-	// podenv: Settings.RunID: "my run" is not 1 to 64 of [A-Za-z0-9_-]
-	// podenv: Settings.AuthorizedKey: key type "ssh-dss" is not one of ssh-ed25519, ecdsa-sha2-nistp256, ecdsa-sha2-nistp384, ecdsa-sha2-nistp521, sk-ssh-ed25519@openssh.com, sk-ecdsa-sha2-nistp256@openssh.com, ssh-rsa
+	// Settings.RunID: "my run" is not 1 to 64 of [A-Za-z0-9_-]
+	// Settings.AuthorizedKey: key type "ssh-dss" is not one of ssh-ed25519, ecdsa-sha2-nistp256, ecdsa-sha2-nistp384, ecdsa-sha2-nistp521, sk-ssh-ed25519@openssh.com, sk-ecdsa-sha2-nistp256@openssh.com, ssh-rsa
 }
 
 func ExampleAuthorizedKeyTypes() {

@@ -271,7 +271,7 @@ func TestRefusedKeys(t *testing.T) {
 			s.AuthorizedKey = c.line
 			err := s.Validate()
 			var fe *podenv.FieldError
-			if !errors.As(err, &fe) || fe.Field != "AuthorizedKey" {
+			if !errors.As(err, &fe) || fe.Field != "Settings.AuthorizedKey" {
 				t.Fatalf("Validate() = %v, want an AuthorizedKey error", err)
 			}
 			if !strings.Contains(err.Error(), c.why) {
@@ -298,7 +298,7 @@ func TestClaimIsAnEd25519Key(t *testing.T) {
 			continue
 		}
 		var fe *podenv.FieldError
-		if !errors.As(err, &fe) || fe.Field != "Claim" || !strings.Contains(err.Error(), "is not one of ssh-ed25519") {
+		if !errors.As(err, &fe) || fe.Field != "Settings.Claim" || !strings.Contains(err.Error(), "is not one of ssh-ed25519") {
 			t.Errorf("%s claim: Validate() = %v, want a Claim error", k.pub.Type(), err)
 		}
 	}

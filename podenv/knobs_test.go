@@ -98,7 +98,7 @@ func TestHardDeadlineAndCostReachTheEnv(t *testing.T) {
 		s := seedSettings()
 		c.edit(&s)
 		var fe *podenv.FieldError
-		if err := s.Validate(); !errors.As(err, &fe) || fe.Field != c.field {
+		if err := s.Validate(); !errors.As(err, &fe) || fe.Field != "Settings."+c.field {
 			t.Errorf("%s: Validate() = %v, want a FieldError on %s", c.name, err, c.field)
 		}
 	}

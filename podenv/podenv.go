@@ -161,23 +161,23 @@ type Settings struct {
 	Rules
 }
 
-// FieldError reports a Settings field that cannot make a working pod. It
-// never quotes key material.
+// FieldError reports a field or an argument that cannot be used, named as
+// its caller knows it: Settings.RunID (Rules.CheckRules: the Rules field
+// alone), Spec.RunID in guard, Policy.Margin in sweep; guard and sweep
+// return it too. It never quotes key material.
 type FieldError struct {
 	Field  string
 	Reason string
 }
 
-func (e *FieldError) Error() string {
-	return "podenv: Settings." + e.Field + ": " + e.Reason
-}
+func (e *FieldError) Error() string { return e.Field + ": " + e.Reason }
 
 // Validate reports every invalid field, joined; nil when the settings can
 // build a pod.
 func (s Settings) Validate() error {
 	var errs []error
 	bad := func(field, format string, args ...any) {
-		errs = append(errs, &FieldError{Field: field, Reason: fmt.Sprintf(format, args...)})
+		errs = append(errs, &FieldError{Field: "Settings." + field, Reason: fmt.Sprintf(format, args...)})
 	}
 	for _, f := range []struct{ name, value string }{
 		{"RunID", s.RunID}, {"Workdir", s.Workdir}, {"VolumeDir", s.VolumeDir},
@@ -208,7 +208,13 @@ func (s Settings) Validate() error {
 	}
 	// The rules' errors, as the fields' own: Settings holds them.
 	if err := s.CheckRules(); err != nil {
-		errs = append(errs, err.(interface{ Unwrap() []error }).Unwrap()...)
+		for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+			if fe := (*FieldError)(nil); errors.As(e, &fe) {
+				bad(fe.Field, "%s", fe.Reason)
+			} else {
+				errs = append(errs, e)
+			}
+		}
 	}
 	if s.VolumeDir != "" && !path.IsAbs(s.VolumeDir) {
 		bad("VolumeDir", "%q is not an absolute path", s.VolumeDir)

@@ -225,7 +225,7 @@ func TestBadSettingsNameTheField(t *testing.T) {
 				t.Errorf("Env() returned a map with its error")
 			}
 			var fe *podenv.FieldError
-			if !errors.As(err, &fe) || fe.Field != tc.field {
+			if !errors.As(err, &fe) || fe.Field != "Settings."+tc.field {
 				t.Errorf("error %q does not name field %s", err, tc.field)
 			}
 			if !strings.Contains(err.Error(), "Settings."+tc.field) {
@@ -248,7 +248,7 @@ func TestEveryBadFieldIsReported(t *testing.T) {
 			fields = append(fields, fe.Field)
 		}
 	}
-	want := []string{"RunID", "Workdir", "BootGrace", "AuthorizedKey", "Claim"}
+	want := []string{"Settings.RunID", "Settings.Workdir", "Settings.BootGrace", "Settings.AuthorizedKey", "Settings.Claim"}
 	if diff := cmp.Diff(want, fields); diff != "" {
 		t.Errorf("fields (-want +got):\n%s", diff)
 	}

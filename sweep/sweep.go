@@ -57,14 +57,6 @@ type Policy struct {
 	Now func() time.Time
 }
 
-// FieldError reports a Policy field or an argument that cannot be used.
-type FieldError struct {
-	Field  string
-	Reason string
-}
-
-func (e *FieldError) Error() string { return "sweep: " + e.Field + ": " + e.Reason }
-
 // Validate refuses negative graces and margins, naming the field.
 func (p Policy) Validate() error {
 	var errs []error
@@ -73,7 +65,7 @@ func (p Policy) Validate() error {
 		d    time.Duration
 	}{{"ExitedGrace", p.ExitedGrace}, {"Margin", p.Margin}, {"SecretGrace", p.SecretGrace}} {
 		if f.d < 0 {
-			errs = append(errs, &FieldError{Field: "Policy." + f.name, Reason: fmt.Sprintf("%s is negative", f.d)})
+			errs = append(errs, &podenv.FieldError{Field: "Policy." + f.name, Reason: fmt.Sprintf("%s is negative", f.d)})
 		}
 	}
 	return errors.Join(errs...)
@@ -222,7 +214,7 @@ const MinPeriod = time.Minute
 // test likes), and a negative one.
 func CheckPeriod(every time.Duration, baseURL string) error {
 	if every < 0 {
-		return &FieldError{Field: "every", Reason: fmt.Sprintf("%s is negative", every)}
+		return &podenv.FieldError{Field: "every", Reason: fmt.Sprintf("%s is negative", every)}
 	}
 	if every == 0 || every >= MinPeriod {
 		return nil
@@ -232,7 +224,7 @@ func CheckPeriod(every time.Duration, baseURL string) error {
 			return nil
 		}
 	}
-	return &FieldError{Field: "every", Reason: fmt.Sprintf("%s is under %s against %s: each pass lists the whole account", every, MinPeriod, baseURL)}
+	return &podenv.FieldError{Field: "every", Reason: fmt.Sprintf("%s is under %s against %s: each pass lists the whole account", every, MinPeriod, baseURL)}
 }
 
 // Every sweeps now and then every period until ctx ends, handing each
@@ -243,7 +235,7 @@ func Every(ctx context.Context, c API, p Policy, every time.Duration, each func(
 		return err
 	}
 	if every <= 0 {
-		return &FieldError{Field: "every", Reason: fmt.Sprintf("%s is not positive", every)}
+		return &podenv.FieldError{Field: "every", Reason: fmt.Sprintf("%s is not positive", every)}
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()

@@ -324,7 +324,7 @@ func TestSweepSecretNeededByItsRun(t *testing.T) {
 }
 
 func TestSweepPolicyRefusesNegatives(t *testing.T) {
-	var fe *FieldError
+	var fe *podenv.FieldError
 	_, err := Once(context.Background(), &sweepFake{}, Policy{Margin: -time.Second})
 	if !errors.As(err, &fe) || fe.Field != "Policy.Margin" {
 		t.Errorf("Sweep with a negative margin: %v", err)
