@@ -33,24 +33,45 @@ func Launch(ctx context.Context, c *runpod.Client, spec Spec, opts ...Option) (*
 	return launch(ctx, c, spec, opts...)
 }
 
-func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error) {
+// Check reports what Launch would refuse of spec and opts before any call
+// to the API: each bad field or option a *podenv.FieldError, joined. The
+// look-ups Launch makes (a network volume, the GPU types and their
+// prices) may refuse more.
+func Check(spec Spec, opts ...Option) error {
+	_, _, _, err := prepare(spec, opts)
+	return err
+}
+
+// prepare applies opts and the Spec's defaults, and checks both.
+func prepare(spec Spec, opts []Option) (Spec, config, time.Time, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
 		o(&cfg)
 	}
 	if err := cfg.check(); err != nil {
-		return nil, err
+		return spec, cfg, time.Time{}, err
 	}
 	now := cfg.clock.Now()
 	if spec.RunID == "" {
 		id, err := NewRunID(now)
 		if err != nil {
-			return nil, err
+			return spec, cfg, now, err
 		}
 		spec.RunID = id
 	}
 	spec = spec.withDefaults()
 	if err := spec.check(now); err != nil {
+		return spec, cfg, now, err
+	}
+	if ttl := spec.EffectiveRules().LeaseTTL; cfg.leaseEvery >= ttl {
+		return spec, cfg, now, &podenv.FieldError{Field: "WithLeaseEvery", Reason: fmt.Sprintf("%s is not shorter than the lease's lifetime (%s)", cfg.leaseEvery, ttl)}
+	}
+	return spec, cfg, now, nil
+}
+
+func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error) {
+	spec, cfg, now, err := prepare(spec, opts)
+	if err != nil {
 		return nil, err
 	}
 	r := &Run{api: c, cfg: cfg}
@@ -70,9 +91,6 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 		r.rec.Recovery = recoveryOf(spec)
 	}
 	r.cfg.pullFromRecovery(r.rec.Recovery.Recovery)
-	if ttl := spec.EffectiveRules().LeaseTTL; cfg.leaseEvery >= ttl {
-		return nil, &podenv.FieldError{Field: "WithLeaseEvery", Reason: fmt.Sprintf("%s is not shorter than the lease's lifetime (%s)", cfg.leaseEvery, ttl)}
-	}
 	settings := podenv.Settings{
 		RunID: spec.RunID, Workdir: spec.Workdir, Rules: spec.Rules, APIURL: spec.WatchdogAPIURL,
 		PodVolumeGB: spec.VolumeGB,

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"math"
 	"os"
-	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -309,40 +308,21 @@ func (f *runFlags) check() error {
 	if err := f.follow.check(); err != nil {
 		return err
 	}
+	// What guard checks of the spec, checkSpec has it say by flag; but
+	// guard reads a zero as its default, which these flags' zero is not.
 	switch {
+	case f.gpuCount == 0:
+		return usagef("--gpu-count must be at least 1")
+	case f.cloud == "":
+		return usagef("--cloud is SECURE or COMMUNITY, not %q", f.cloud)
+	case f.volumePath == "":
+		return usagef("--volume-path must be absolute")
 	case f.job != "" && f.cmd == "":
 		return usagef("--job needs --cmd, the command that runs the job")
-	case f.gpuCount < 1:
-		return usagef("--gpu-count must be at least 1")
-	case f.cloud != string(runpod.SecureCloud) && f.cloud != string(runpod.CommunityCloud):
-		return usagef("--cloud is SECURE or COMMUNITY, not %q", f.cloud)
-	case f.volumeGB < 0 || f.diskGB < 0:
-		return usagef("sizes cannot be negative")
-	case f.volumeGB > 0 && f.networkVolume != "":
-		return usagef("--volume-gb and --network-volume exclude each other")
-	case !path.IsAbs(f.volumePath):
-		return usagef("--volume-path must be absolute")
-	case f.workdir != "" && !path.IsAbs(f.workdir):
-		return usagef("--workdir must be absolute")
 	case math.IsNaN(f.maxHours) || f.maxHours < 0 || f.maxHours > 24*365:
 		return usagef("--max-hours must be between 0 and a year")
-	case f.maxHours == 0 && !f.rules.Keep:
-		return usagef("--max-hours 0 (no deadline) needs --keep-pod: without a deadline nothing would end a hung job")
-	case f.keepIdle < 0:
-		return usagef("--keep-idle cannot be negative")
 	case f.keepIdle != podenv.DefaultKeepIdle && !f.rules.Keep:
 		return usagef("--keep-idle needs --keep-pod: only a kept pod waits for its idle bound")
-	case f.waitForGPU < 0 || f.pullEvery < 0 || f.recoverN < 0:
-		return usagef("--wait-for-gpu, --pull-every and --recover cannot be negative")
-	case math.IsNaN(f.rules.MaxCostUSD) || f.rules.MaxCostUSD < 0:
-		return usagef("--max-cost-usd cannot be negative")
-	case f.poll <= 0 || f.leaseEvery <= 0 || f.rules.SnapshotLead < 0:
-		return usagef("--poll and --lease-every must be positive")
-	case f.rules.MinGPUUtil < 0 || f.rules.MinGPUUtil > 100:
-		return usagef("--min-gpu-util is a percentage, 0 to 100")
-	}
-	if ttl := f.rules.EffectiveRules().LeaseTTL; f.leaseEvery >= ttl {
-		return usagef("--lease-every (%s) must be shorter than the lease's TTL (%s)", f.leaseEvery, ttl)
 	}
 	return nil
 }
@@ -444,6 +424,11 @@ the pod ends with the launcher.`)
 			return err
 		}
 	}
+	spec.Job.Secrets = secrets
+	spec.Recover = guard.Recovery{Times: f.recoverN, OnError: f.recoverOnError, PullEvery: f.pullEvery, PullDir: a.pullDir(id)}
+	if err := f.checkSpec(spec); err != nil {
+		return err
+	}
 	r.JobDir, r.Command, r.ResumeFrom = spec.Job.Dir, spec.Job.Command, spec.Job.ResumeFrom
 	if err := a.store.Create(r); err != nil {
 		return err
@@ -462,8 +447,6 @@ the pod ends with the launcher.`)
 	if spec.Job.ResumeFrom != "" {
 		a.say("resuming from %s", resumeText(spec.Job.ResumeFrom))
 	}
-	spec.Job.Secrets = secrets
-	spec.Recover = guard.Recovery{Times: f.recoverN, OnError: f.recoverOnError, PullEvery: f.pullEvery, PullDir: a.pullDir(id)}
 	return a.launch(ctx, r, spec, followOpts{followFlags: f.follow, secrets: secrets, poll: f.poll, leaseEvery: f.leaseEvery})
 }
 
