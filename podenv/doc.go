@@ -28,4 +28,13 @@
 // job that has not moved for [StallWarnAfter] is only told). With step
 // and total, it is what the launcher reads the pace from to warn of a
 // deadline or a cost cap too near for the steps left.
+//
+// The rules' arithmetic is here too, written once for every reader (the
+// watchdog's shell arithmetic is held to it by a differential test): a
+// zero's reading ([Rules.EffectiveRules], [Rules.Extension]: a zero
+// MaxExtension is DefaultMaxExtension, a HardDeadline none), the hard end
+// ([Rules.HardEnd]: the deadline plus its extension), the cost cap's
+// instant from a billing start, a price and what earlier pods spent
+// ([Rules.CapAt]) and the snapshot before it ([Rules.CostAskAt]), and the
+// money left ([Rules.MoneyLeft]).
 package podenv
