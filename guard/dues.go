@@ -50,20 +50,36 @@ func (r Record) Dues() []Due {
 	}
 	if !r.Keep && !r.Deadline.IsZero() {
 		dues = append(dues, Due{Rule: watchdog.DeleteDeadline, At: r.Deadline})
-		if ext := extensionOf(r.MaxExtension, r.HardDeadline); ext > 0 {
-			dues = append(dues, Due{Rule: watchdog.DeleteMaxExtension, At: r.Deadline.Add(ext)})
+		if r.Extension() > 0 {
+			dues = append(dues, Due{Rule: watchdog.DeleteMaxExtension, At: r.HardEnd()})
 		}
 	}
-	if !r.Keep && r.MaxCostUSD > 0 && r.CostPerHr > 0 && !r.BillingStart.IsZero() {
-		if plan, err := costplan.CostCap(r.BillingStart, r.CostPerHr, r.budget(), r.SnapshotLead, 0); err == nil {
-			dues = append(dues, Due{Rule: watchdog.DeleteCostCap, At: time.Unix(plan.CostCapAt, 0)})
-		}
+	if _, capAt := r.costPlan(); !r.Keep && !capAt.IsZero() {
+		dues = append(dues, Due{Rule: watchdog.DeleteCostCap, At: capAt})
 	}
 	sort.SliceStable(dues, func(i, j int) bool {
 		a, b := dues[i].At, dues[j].At
 		return !a.IsZero() && (b.IsZero() || a.Before(b))
 	})
 	return dues
+}
+
+// costPlan is when the cost cap asks the job for a snapshot and when it
+// deletes the pod, on this machine's clock: the plan the pod was given
+// (planCost), or, for a record that keeps none, the one its rules give at
+// its price; zero without a cap, a price or a billing start.
+func (r Record) costPlan() (snapshotAt, capAt time.Time) {
+	if r.MaxCostUSD <= 0 {
+		return time.Time{}, time.Time{}
+	}
+	if !r.CostCapAt.IsZero() {
+		return r.SnapshotAt, r.CostCapAt
+	}
+	plan, err := costplan.CostCap(r.Rules, r.BillingStart, r.CostPerHr, r.earlierCost(), 0)
+	if err != nil {
+		return time.Time{}, time.Time{}
+	}
+	return time.Unix(plan.SnapshotAt, 0), time.Unix(plan.CostCapAt, 0)
 }
 
 // DueBy returns the rules of Dues whose time had come by t: those that

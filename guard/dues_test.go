@@ -31,24 +31,24 @@ func TestDues(t *testing.T) {
 		rec  guard.Record
 		want []guard.Due
 	}{
-		{"not started", guard.Record{Rules: rules, BillingStart: start, CostPerHr: 2}, []guard.Due{
+		{"not started", guard.Record{Plan: podenv.Plan{Rules: rules}, BillingStart: start, CostPerHr: 2}, []guard.Due{
 			{Rule: watchdog.DeleteNeverStarted, At: start.Add(5 * time.Minute), After: 5 * time.Minute},
 			{Rule: watchdog.DeleteDeadline, At: start.Add(3 * time.Hour)},
 			{Rule: watchdog.DeleteMaxExtension, At: start.Add(4 * time.Hour)},
 			{Rule: watchdog.DeleteCostCap, At: start.Add(5 * time.Hour)},
 		}},
-		{"running", guard.Record{Rules: rules, BillingStart: start, JobStarted: job}, []guard.Due{
+		{"running", guard.Record{Plan: podenv.Plan{Rules: rules}, BillingStart: start, JobStarted: job}, []guard.Due{
 			{Rule: watchdog.DeleteStalled, At: job.Add(25 * time.Minute), After: 25 * time.Minute},
 			{Rule: watchdog.DeleteAbandoned, At: job.Add(90 * time.Minute), After: 90 * time.Minute},
 			{Rule: watchdog.DeleteDeadline, At: start.Add(3 * time.Hour)},
 			{Rule: watchdog.DeleteMaxExtension, At: start.Add(4 * time.Hour)},
 			// No price: no time for the cap.
 		}},
-		{"kept", guard.Record{Rules: podenv.Rules{Keep: true, KeepIdle: 20 * time.Second, MaxCostUSD: 10}, BillingStart: start, JobStarted: job, CostPerHr: 2}, []guard.Due{
+		{"kept", guard.Record{Plan: podenv.Plan{Rules: podenv.Rules{Keep: true, KeepIdle: 20 * time.Second, MaxCostUSD: 10}}, BillingStart: start, JobStarted: job, CostPerHr: 2}, []guard.Due{
 			{Rule: watchdog.DeleteKeptIdle, At: job.Add(20 * time.Second), After: 20 * time.Second},
 		}},
-		{"kept unbounded", guard.Record{Rules: podenv.Rules{Keep: true, KeepUnbounded: true}, BillingStart: start, JobStarted: job}, nil},
-		{"hard deadline", guard.Record{Rules: podenv.Rules{Deadline: start.Add(time.Hour), HardDeadline: true}, JobStarted: job}, []guard.Due{
+		{"kept unbounded", guard.Record{Plan: podenv.Plan{Rules: podenv.Rules{Keep: true, KeepUnbounded: true}}, BillingStart: start, JobStarted: job}, nil},
+		{"hard deadline", guard.Record{Plan: podenv.Plan{Rules: podenv.Rules{Deadline: start.Add(time.Hour), HardDeadline: true}}, JobStarted: job}, []guard.Due{
 			// The stall rule is off unless asked.
 			{Rule: watchdog.DeleteDeadline, At: start.Add(time.Hour)},
 			{Rule: watchdog.DeleteAbandoned, At: job.Add(podenv.DefaultRetrieveGrace), After: podenv.DefaultRetrieveGrace},

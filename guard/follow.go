@@ -1,7 +1,6 @@
 package guard
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/overbrainer/overbrainer-go/internal/costplan"
 	"github.com/overbrainer/overbrainer-go/internal/jobctl"
-	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/podssh"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
@@ -185,16 +183,12 @@ func (r *Run) enforce(ctx context.Context, st jobctl.State, leaseAt time.Time) e
 	}
 	rules := r.rec.EffectiveRules()
 	now, late := r.now(), rules.Interval+enforceMargin
-	if r.rec.MaxCostUSD > 0 && r.rec.CostPerHr > 0 {
-		plan, err := costplan.CostCap(r.rec.BillingStart, r.rec.CostPerHr, r.rec.budget(), rules.SnapshotLead, 0)
-		if err != nil {
-			return err
-		}
-		if capAt := time.Unix(plan.CostCapAt, 0); now.After(capAt.Add(late)) {
+	if snapAt, capAt := r.rec.costPlan(); !capAt.IsZero() {
+		if now.After(capAt.Add(late)) {
 			return &EnforcedError{Reason: watchdog.DeleteCostCap, Detail: fmt.Sprintf("the cost cap of %s was reached at %s (by this machine's clock)",
 				costplan.Money(r.rec.MaxCostUSD), capAt.Local().Format(time.TimeOnly))}
 		}
-		if snapAt := time.Unix(plan.SnapshotAt, 0); now.After(snapAt.Add(late)) && st.Request == "" && !r.costAsked && r.conn != nil {
+		if now.After(snapAt.Add(late)) && st.Request == "" && !r.costAsked && r.conn != nil {
 			// A failed write is tried again at the next look; while the
 			// follow reconnects (no connection), once SSH answers again.
 			if err := r.put(ctx, watchdog.SnapshotRequest, string(watchdog.ReasonCost)); err != nil {
@@ -215,9 +209,9 @@ func (r *Run) enforce(ctx context.Context, st jobctl.State, leaseAt time.Time) e
 	}
 	// The extension's end takes the pod whatever the lease, this client's
 	// own included: the backup of the watchdog's max_extension rule.
-	if ext := extensionOf(r.rec.MaxExtension, r.rec.HardDeadline); !r.rec.Deadline.IsZero() && now.After(r.rec.Deadline.Add(ext+late)) {
+	if end := r.rec.HardEnd(); !end.IsZero() && now.After(end.Add(late)) {
 		return &EnforcedError{Reason: watchdog.DeleteMaxExtension, Detail: fmt.Sprintf("the deadline %s plus its extension of %s passed",
-			r.rec.Deadline.Local().Format(time.DateTime), ext)}
+			r.rec.Deadline.Local().Format(time.DateTime), r.rec.Extension())}
 	}
 	return nil
 }
@@ -229,17 +223,13 @@ func (r *Run) hardEnd() (time.Time, watchdog.DeleteReason) {
 	if r.rec.Keep {
 		return time.Time{}, ""
 	}
-	var at time.Time
 	var rule watchdog.DeleteReason
-	if r.rec.MaxCostUSD > 0 && r.rec.CostPerHr > 0 {
-		if plan, err := costplan.CostCap(r.rec.BillingStart, r.rec.CostPerHr, r.rec.budget(), r.rec.SnapshotLead, 0); err == nil {
-			at, rule = time.Unix(plan.CostCapAt, 0), watchdog.DeleteCostCap
-		}
+	_, at := r.rec.costPlan()
+	if !at.IsZero() {
+		rule = watchdog.DeleteCostCap
 	}
-	if !r.rec.Deadline.IsZero() {
-		if end := r.rec.Deadline.Add(extensionOf(r.rec.MaxExtension, r.rec.HardDeadline)); at.IsZero() || end.Before(at) {
-			at, rule = end, watchdog.DeleteMaxExtension
-		}
+	if end := r.rec.HardEnd(); !end.IsZero() && (at.IsZero() || end.Before(at)) {
+		at, rule = end, watchdog.DeleteMaxExtension
 	}
 	return at, rule
 }
@@ -327,16 +317,6 @@ func (r *Run) goneAt(g *PodGoneError) time.Time {
 		return now
 	}
 	return at
-}
-
-// extensionOf is the extension a run was armed with: none for a hard
-// deadline; zero is a record of before the field, whose pod was armed with
-// the default of then (podenv.LegacyMaxExtension).
-func extensionOf(ext time.Duration, hard bool) time.Duration {
-	if hard {
-		return 0
-	}
-	return cmp.Or(ext, podenv.LegacyMaxExtension)
 }
 
 // enforceMargin is how much later than its watchdog a client enforces.

@@ -226,7 +226,7 @@ func TestStartPlansTheCostCap(t *testing.T) {
 			}
 			at := polls[1].At
 			offset := costplan.ClockOffset(at, at, podNow)
-			plan, err := costplan.CostCap(rec.BillingStart, tc.price, maxUSD, DefaultSnapshotLead, offset)
+			plan, err := costplan.CostCap(podenv.Rules{MaxCostUSD: maxUSD}, rec.BillingStart, tc.price, 0, offset)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -252,6 +252,11 @@ func TestStartPlansTheCostCap(t *testing.T) {
 			}
 			if rec.CostPerHr != tc.price {
 				t.Errorf("record's price %v, want %v", rec.CostPerHr, tc.price)
+			}
+			// The run keeps the plan it gave the pod, on this machine's
+			// clock.
+			if len(es) == 1 && (!rec.CostCapAt.Equal(es[0].CostCapAt) || !rec.SnapshotAt.Equal(es[0].SnapshotAt)) {
+				t.Errorf("record's plan %v, %v; the pod's %v, %v", rec.SnapshotAt, rec.CostCapAt, es[0].SnapshotAt, es[0].CostCapAt)
 			}
 		})
 	}

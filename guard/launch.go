@@ -83,7 +83,7 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 		ID: spec.RunID, APIURL: c.BaseURL(),
 		PodName: podenv.PodName(spec.RunID), SecretName: podenv.HostKeySecretName(spec.RunID),
 		JobDir: spec.Job.Dir, Command: spec.Job.Command, ResumeFrom: spec.Job.ResumeFrom,
-		Rules: spec.Rules, Poll: cfg.poll, LeaseEvery: cfg.leaseEvery,
+		Plan: podenv.Plan{Rules: spec.Rules}, Poll: cfg.poll, LeaseEvery: cfg.leaseEvery,
 		Results: spec.Results, Phase: PhaseCreating, Attempts: slices.Clone(cfg.prior),
 		Recovery: cfg.recovery, PodVolumeGB: spec.VolumeGB,
 	}
@@ -116,7 +116,7 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 			// tells a sweeper so: it counts its grace for a secret with
 			// no pod from the run's start, and would take the key from
 			// a run whose pod was lost past that grace.
-			until := spec.Deadline.Add(spec.EffectiveRules().MaxExtension)
+			until := spec.HardEnd()
 			if spec.DeadlineFromCreate {
 				until = until.Add(spec.CapacityWait)
 			}

@@ -145,13 +145,8 @@ func (r Record) costTo(t time.Time) float64 {
 	return costplan.Spent(r.CostPerHr, r.BillingStart, t) + r.earlierCost()
 }
 
-// budget is the cost cap left for the run's current pod; 0 is no cap.
-func (r Record) budget() float64 {
-	if r.MaxCostUSD <= 0 {
-		return 0
-	}
-	return r.MaxCostUSD - r.earlierCost()
-}
+// budget is the cost cap left for the run's current pod.
+func (r Record) budget() float64 { return r.MoneyLeft(r.earlierCost()) }
 
 // Outcome is how an Attempt ended.
 type Outcome string
@@ -354,7 +349,7 @@ func (r *Run) tryGPU(ctx context.Context, req runpod.CreatePodRequest, cand cand
 	}
 	req.GPUTypeID, req.DataCenterIDs = cand.gpu, cand.dcs
 	if r.rec.MaxCostUSD > 0 {
-		left := r.rec.budget()
+		left := r.rec.MoneyLeft(r.rec.earlierCost())
 		if left <= 0 {
 			return &createError{fmt.Errorf("%w: %s of %s went to pods that never came up (%s)",
 				ErrCapSpent, costplan.Money(r.rec.earlierCost()), costplan.Money(r.rec.MaxCostUSD), r.attemptsText())}

@@ -53,8 +53,9 @@ type Record struct {
 	Command    string `json:"command"`
 	ResumeFrom string `json:"resume_from,omitempty"`
 
-	// The rules as armed, for a follower to tell when the watchdog should act.
-	podenv.Rules
+	// The rules as armed, and the cost cap's instants the pod was given,
+	// for a follower to tell when the watchdog should act.
+	podenv.Plan
 	CostPerHr    float64   `json:"cost_per_hr,omitempty"`
 	GPU          string    `json:"gpu,omitempty"`          // the type the pod got
 	Attempts     []Attempt `json:"attempts,omitempty"`     // every try at a GPU type, in order

@@ -78,19 +78,19 @@ func TestOldRecordsLoad(t *testing.T) {
 		HostKey:   "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFaKCIGTAorZfRm38a9XqitAU3FLqS55pVZdcKm+u+LV",
 		ClientKey: "-----BEGIN OPENSSH PRIVATE KEY-----\nx\n-----END OPENSSH PRIVATE KEY-----\n",
 		RunDir:    "/workspace/overbrainer/20260301-120000-a1b2", JobDir: "/home/me/job", Command: "python train.py",
-		Rules: podenv.Rules{
+		Plan: podenv.Plan{Rules: podenv.Rules{
 			Deadline: time.Date(2026, 3, 1, 16, 0, 0, 0, time.UTC), MaxCostUSD: 12.5, Keep: true,
 			BootGrace: 30 * time.Minute, RetrieveGrace: time.Hour,
 			Interval: 90 * time.Second, LeaseTTL: 20 * time.Minute, SnapshotWait: 10 * time.Minute,
 			MaxExtension: 2 * time.Hour, SnapshotLead: 15 * time.Minute,
-		},
+		}},
 		CostPerHr: 0.69, GPU: "NVIDIA GeForce RTX 4090",
 		BillingStart: time.Date(2026, 3, 1, 12, 0, 1, 0, time.UTC),
 		Poll:         2 * time.Second, LeaseEvery: 5 * time.Minute,
 		Phase: guard.PhaseRunning, Verdict: "ready", LogOffset: 1234, ExitCode: &code,
 		JobStarted: time.Date(2026, 3, 1, 12, 3, 0, 0, time.UTC),
 	}, {
-		ID: "r2", Rules: podenv.Rules{HardDeadline: true}, Phase: guard.PhaseDetached,
+		ID: "r2", Plan: podenv.Plan{Rules: podenv.Rules{HardDeadline: true}}, Phase: guard.PhaseDetached,
 	}}
 	for i, old := range oldRecords {
 		file := filepath.Join(t.TempDir(), "run.json")

@@ -164,7 +164,7 @@ func (r *Run) planCost(ctx context.Context) error {
 		return fmt.Errorf("reading the pod's clock: %w", err)
 	}
 	offset := costplan.ClockOffset(sent, received, st.PodNow)
-	plan, err := costplan.CostCap(r.rec.BillingStart, r.rec.CostPerHr, r.rec.budget(), r.rec.EffectiveRules().SnapshotLead, offset)
+	plan, err := costplan.CostCap(r.rec.Rules, r.rec.BillingStart, r.rec.CostPerHr, r.rec.earlierCost(), offset)
 	if err != nil {
 		return err
 	}
@@ -174,9 +174,12 @@ func (r *Run) planCost(ctx context.Context) error {
 	if err := r.put(ctx, watchdog.CostCapAt, strconv.FormatInt(plan.CostCapAt, 10)); err != nil {
 		return err
 	}
+	// The run keeps the plan: its follower acts at the instants the pod
+	// was given.
 	local := func(podUnix int64) time.Time { return time.Unix(podUnix, 0).Add(-offset) }
+	r.rec.SnapshotAt, r.rec.CostCapAt = local(plan.SnapshotAt), local(plan.CostCapAt)
 	r.emit(Event{Kind: EventCostPlan, MaxCostUSD: r.rec.MaxCostUSD, CostPerHr: r.rec.CostPerHr,
-		SnapshotAt: local(plan.SnapshotAt), CostCapAt: local(plan.CostCapAt), ClockOffset: offset})
+		SnapshotAt: r.rec.SnapshotAt, CostCapAt: r.rec.CostCapAt, ClockOffset: offset})
 	r.save()
 	return nil
 }

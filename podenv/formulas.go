@@ -85,3 +85,17 @@ func (r Rules) CostAskAt(billingStart, capAt time.Time) time.Time {
 	}
 	return at
 }
+
+// Plan is a pod's rules with the cost cap's instants its client gave its
+// watchdog (.pod/snapshot_at and .pod/cost_cap_at, from CostAskAt and
+// CapAt), on the client's clock: a reader that keeps the plan (guard's
+// Record embeds it) acts at the instants the pod was given, rather than
+// recompute them from inputs that may have changed since. Its JSON is
+// flat, the rules' fields beside the instants.
+type Plan struct {
+	Rules
+	// SnapshotAt and CostCapAt are zero until the cap is planned, and
+	// without a cap.
+	SnapshotAt time.Time `json:"snapshot_at,omitzero"`
+	CostCapAt  time.Time `json:"cost_cap_at,omitzero"`
+}

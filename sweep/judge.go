@@ -186,25 +186,21 @@ func Judge(pod runpod.Pod, now time.Time, p Policy) Decision {
 				pod.Status, short(d.Age), limit))
 		}
 	}
-	// Times are summed in whole seconds from 1970, where no sum of the
-	// values Parse lets through overflows; past 2100 a time means never.
-	if !s.Deadline.IsZero() {
-		// Parse states the extension of every pod with a deadline (the
-		// legacy one for a contract-1 env without it).
-		ext := s.EffectiveRules().MaxExtension
-		end := s.Deadline.Unix() + int64(ext/time.Second) + int64(p.Margin/time.Second)
-		if end < never.Unix() && now.Unix() >= end {
-			return del(RuleDeadline, d.Age, time.Unix(end, 0).Sub(pod.CreatedAt), fmt.Sprintf("past its deadline %s plus its extension of %s and the margin",
-				s.Deadline.UTC().Format(time.RFC3339), ext))
+	// The rules' instants are podenv's, the watchdog's own; past 2100 a
+	// time means never. Parse states the extension of every pod with a
+	// deadline (the legacy one for a contract-1 env without it).
+	if end := s.HardEnd(); !end.IsZero() {
+		if end = end.Add(p.Margin); end.Before(never) && !now.Before(end) {
+			return del(RuleDeadline, d.Age, end.Sub(pod.CreatedAt), fmt.Sprintf("past its deadline %s plus its extension of %s and the margin",
+				s.Deadline.UTC().Format(time.RFC3339), s.Extension()))
 		}
 	}
-	if s.MaxCostUSD > 0 && pod.CostPerHr > 0 {
+	// The env's cap is what was left of the run's when the pod was made:
+	// the pod spends it from its creation.
+	if capAt := s.CapAt(pod.CreatedAt, pod.CostPerHr, 0); !capAt.IsZero() {
 		d.SpendUSD, d.CapUSD = pod.CostPerHr*d.Age.Hours(), s.MaxCostUSD
-		// The cap's time, in seconds of float64, is tested against 2100
-		// before it becomes a Duration, which it could overflow.
-		capSec := s.MaxCostUSD / pod.CostPerHr * 3600
-		if at := float64(pod.CreatedAt.Unix()) + capSec + p.Margin.Seconds(); at < float64(never.Unix()) {
-			limit := addSat(time.Duration(capSec*float64(time.Second)), p.Margin)
+		if at := capAt.Add(p.Margin); at.Before(never) {
+			limit := at.Sub(pod.CreatedAt)
 			if d.Age >= limit {
 				return del(RuleCostCap, d.Age, limit, fmt.Sprintf("spent %s at %s/h, past its cap of %s (and the margin)",
 					costplan.Money(d.SpendUSD), costplan.Money(pod.CostPerHr), costplan.Money(s.MaxCostUSD)))

@@ -82,7 +82,7 @@ func TestEndedByNamesTheRule(t *testing.T) {
 		ID: id, PodName: podenv.PodName(id), SecretName: podenv.HostKeySecretName(id), PodID: "gonepod1", APIURL: w.srv.BaseURL(), RunDir: "/workspace/run",
 		HostKey: host.AuthorizedKey("host"), ClientKey: guard.PEM(pem),
 		Phase: state.PhaseDetached, BillingStart: then, JobStarted: then,
-		Rules: podenv.Rules{RetrieveGrace: time.Minute, StallAfter: 10 * time.Minute},
+		Plan: podenv.Plan{Rules: podenv.Rules{RetrieveGrace: time.Minute, StallAfter: 10 * time.Minute}},
 	}, Created: then, OutDir: filepath.Join(st.RunPath(id), "results")}
 	if err := st.Create(r); err != nil {
 		t.Fatal(err)

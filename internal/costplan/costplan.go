@@ -5,59 +5,44 @@ import (
 	"fmt"
 	"math"
 	"time"
-)
 
-// SnapshotShare is the part of the cost cap after which the job is asked to
-// checkpoint and stop.
-const SnapshotShare = 0.95
+	"github.com/overbrainer/overbrainer-go/podenv"
+)
 
 // Plan holds the two instants the client writes for the watchdog, as Unix
 // seconds on the pod's clock.
 type Plan struct {
 	// SnapshotAt (.pod/snapshot_at) is when the watchdog asks the job for a
-	// snapshot: at SnapshotShare of the cap, or lead before the cap when
-	// that is sooner.
+	// snapshot (podenv's Rules.CostAskAt).
 	SnapshotAt int64
-	// CostCapAt (.pod/cost_cap_at) is when the money runs out: the watchdog
-	// deletes the pod then, whatever the lease.
+	// CostCapAt (.pod/cost_cap_at) is when the money runs out (podenv's
+	// Rules.CapAt): the watchdog deletes the pod then, whatever the lease.
 	CostCapAt int64
 }
 
-// CostCap plans a cost cap of maxUSD for a pod billed costPerHr USD an hour
-// since billingStart (the local clock). podOffset is the pod's clock minus
-// the local clock (see ClockOffset). Both instants are rounded down: early is
-// the safe side of a cap.
-func CostCap(billingStart time.Time, costPerHr, maxUSD float64, lead, podOffset time.Duration) (Plan, error) {
+// CostCap plans the cost cap of rules for a pod billed costPerHr USD an
+// hour since billingStart (the local clock), the run's earlier pods having
+// spent earlierUSD of it, by podenv's formulas. podOffset is the pod's
+// clock minus the local clock (see ClockOffset). Both instants are rounded
+// down: early is the safe side of a cap. A cap the earlier pods spent whole
+// is at billingStart.
+func CostCap(rules podenv.Rules, billingStart time.Time, costPerHr, earlierUSD float64, podOffset time.Duration) (Plan, error) {
+	left := rules.MoneyLeft(earlierUSD)
 	switch {
 	case !(costPerHr > 0) || math.IsInf(costPerHr, 0):
 		return Plan{}, fmt.Errorf("costplan: the pod's cost per hour is %v: a cost cap cannot be planned", costPerHr)
-	case !(maxUSD > 0) || math.IsInf(maxUSD, 0):
-		return Plan{}, fmt.Errorf("costplan: max cost %v USD is not positive", maxUSD)
-	case lead < 0:
+	case !(rules.MaxCostUSD > 0) || math.IsInf(left, 0):
+		return Plan{}, fmt.Errorf("costplan: max cost %v USD is not positive", rules.MaxCostUSD)
+	case billingStart.IsZero():
+		return Plan{}, errors.New("costplan: no billing start")
+	case rules.SnapshotLead < 0:
 		return Plan{}, errors.New("costplan: negative snapshot lead")
 	}
-	span := hours(maxUSD / costPerHr)
-	capAt := billingStart.Add(span)
-	snap := billingStart.Add(time.Duration(float64(span) * SnapshotShare))
-	if early := capAt.Add(-lead); early.Before(snap) {
-		snap = early
-	}
-	if snap.Before(billingStart) {
-		snap = billingStart
-	}
+	capAt := rules.CapAt(billingStart, costPerHr, earlierUSD)
 	return Plan{
-		SnapshotAt: podUnix(snap, podOffset),
+		SnapshotAt: podUnix(rules.CostAskAt(billingStart, capAt), podOffset),
 		CostCapAt:  podUnix(capAt, podOffset),
 	}, nil
-}
-
-// hours converts a float number of hours, saturating far in the future.
-func hours(h float64) time.Duration {
-	d := h * float64(time.Hour)
-	if d > float64(math.MaxInt64/2) {
-		return math.MaxInt64 / 2
-	}
-	return time.Duration(d)
 }
 
 func podUnix(t time.Time, offset time.Duration) int64 {

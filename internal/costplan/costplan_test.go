@@ -4,6 +4,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/overbrainer/overbrainer-go/podenv"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -23,10 +25,10 @@ func TestCostCap(t *testing.T) {
 		// The lead is longer than the whole span: snapshot at once.
 		{"at once", 1, 0.1, time.Hour, 0, 0, 6 * time.Minute},
 		// The pod's clock is 90 s ahead of ours.
-		{"offset", 2, 1, 0, 90 * time.Second, 90*time.Second + 28*time.Minute + 30*time.Second, 90*time.Second + 30*time.Minute},
+		{"offset", 2, 1, time.Second, 90 * time.Second, 90*time.Second + 28*time.Minute + 30*time.Second, 90*time.Second + 30*time.Minute},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			p, err := CostCap(t0, c.perHr, c.max, c.lead, c.offset)
+			p, err := CostCap(podenv.Rules{MaxCostUSD: c.max, SnapshotLead: c.lead}, t0, c.perHr, 0, c.offset)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -46,11 +48,11 @@ func TestCostCap(t *testing.T) {
 // late.
 func TestCostCapRoundsDown(t *testing.T) {
 	start := time.Unix(1000, int64(900*time.Millisecond))
-	p, err := CostCap(start, 3600, 1, 0, 0) // 1 s of money
+	p, err := CostCap(podenv.Rules{MaxCostUSD: 1, SnapshotLead: time.Second}, start, 1200, 0, 0) // 3 s of money
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.CostCapAt != 1001 || p.SnapshotAt != 1001 {
+	if p.CostCapAt != 1003 || p.SnapshotAt != 1002 {
 		t.Fatalf("%+v", p)
 	}
 	if got := podUnix(time.Unix(-5, 500), 0); got != -5 {
@@ -65,15 +67,21 @@ func TestCostCapRefusesNonsense(t *testing.T) {
 	for _, c := range []struct{ perHr, max float64 }{
 		{0, 1}, {-1, 1}, {math.NaN(), 1}, {math.Inf(1), 1}, {1, 0}, {1, -2}, {1, math.NaN()},
 	} {
-		if _, err := CostCap(t0, c.perHr, c.max, 0, 0); err == nil {
+		if _, err := CostCap(podenv.Rules{MaxCostUSD: c.max}, t0, c.perHr, 0, 0); err == nil {
 			t.Errorf("CostCap(%v, %v) accepted", c.perHr, c.max)
 		}
 	}
-	if _, err := CostCap(t0, 1, 1, -time.Second, 0); err == nil {
+	if p, err := CostCap(podenv.Rules{MaxCostUSD: 1}, t0, 1, 1.5, 0); err != nil || p.CostCapAt != t0.Unix() || p.SnapshotAt != t0.Unix() {
+		t.Errorf("a cap the earlier pods spent whole: %+v %v, want both at the start", p, err)
+	}
+	if _, err := CostCap(podenv.Rules{MaxCostUSD: 1}, time.Time{}, 1, 0, 0); err == nil {
+		t.Error("a cap without a billing start was planned")
+	}
+	if _, err := CostCap(podenv.Rules{MaxCostUSD: 1, SnapshotLead: -time.Second}, t0, 1, 0, 0); err == nil {
 		t.Error("negative lead accepted")
 	}
 	// A huge cap saturates rather than wrapping into the past.
-	p, err := CostCap(t0, 1e-9, 1e9, 0, 0)
+	p, err := CostCap(podenv.Rules{MaxCostUSD: 1e9}, t0, 1e-9, 0, 0)
 	if err != nil || p.CostCapAt < t0.Unix() {
 		t.Fatalf("%+v %v", p, err)
 	}

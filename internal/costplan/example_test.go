@@ -5,13 +5,14 @@ import (
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/internal/costplan"
+	"github.com/overbrainer/overbrainer-go/podenv"
 )
 
 // A $2 cap on a pod at $0.69 an hour, whose clock runs 3 s ahead: the job is
 // asked to checkpoint 15 minutes before the money runs out.
 func ExampleCostCap() {
 	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	p, err := costplan.CostCap(start, 0.69, 2, 15*time.Minute, 3*time.Second)
+	p, err := costplan.CostCap(podenv.Rules{MaxCostUSD: 2}, start, 0.69, 0, 3*time.Second)
 	if err != nil {
 		panic(err)
 	}

@@ -16,12 +16,12 @@ import (
 func TestGuaranteesNameEveryRule(t *testing.T) {
 	t.Parallel()
 	start := time.Now()
-	running := guard.Record{Rules: podenv.Rules{
+	running := guard.Record{Plan: podenv.Plan{Rules: podenv.Rules{
 		Deadline: start.Add(3 * time.Hour), MaxExtension: time.Hour, MaxCostUSD: 10,
 		RetrieveGrace: 90 * time.Minute, StallAfter: 20 * time.Minute, SnapshotWait: 5 * time.Minute,
-	}, BillingStart: start, JobStarted: start, CostPerHr: 2}
-	kept := guard.Record{Rules: podenv.Rules{Keep: true, KeepIdle: 20 * time.Second}, BillingStart: start, JobStarted: start, CostPerHr: 2}
-	booting := guard.Record{Rules: podenv.Rules{BootGrace: 7 * time.Minute}, BillingStart: start}
+	}}, BillingStart: start, JobStarted: start, CostPerHr: 2}
+	kept := guard.Record{Plan: podenv.Plan{Rules: podenv.Rules{Keep: true, KeepIdle: 20 * time.Second}}, BillingStart: start, JobStarted: start, CostPerHr: 2}
+	booting := guard.Record{Plan: podenv.Plan{Rules: podenv.Rules{BootGrace: 7 * time.Minute}}, BillingStart: start}
 	at := func(t time.Time) string { return t.Local().Format(time.DateTime) }
 	cases := []struct {
 		name string
@@ -62,7 +62,7 @@ func TestGoneTextDueRules(t *testing.T) {
 		due    bool
 	}{{"", true}, {runpod.StatusTerminated, true}, {runpod.StatusExited, false}, {runpod.StatusError, false}} {
 		r := &state.Run{Record: guard.Record{Phase: state.PhaseDetached, BillingStart: then, JobStarted: then,
-			Rules: podenv.Rules{RetrieveGrace: time.Minute}}}
+			Plan: podenv.Plan{Rules: podenv.Rules{RetrieveGrace: time.Minute}}}}
 		d := &driver{r: r}
 		got := d.goneText(&guard.PodGoneError{PodID: "p1", Status: c.status})
 		if has := strings.Contains(got, "these were due by then: abandoned ("); has != c.due || (len(r.DueWhenGone) > 0) != c.due {

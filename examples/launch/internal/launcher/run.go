@@ -167,8 +167,10 @@ type runFlags struct {
 	workdir             string
 	maxHours            float64
 	// rules are the run's rules and the watchdog's knobs, set by their
-	// flags but for Deadline (--max-hours) and HardDeadline (a zero
-	// --max-extension).
+	// flags but for Deadline (--max-hours) and HardDeadline: a zero
+	// --max-extension is the flag's word for a hard deadline (which
+	// podenv's Rules say with HardDeadline, a zero MaxExtension there
+	// being the default hour).
 	rules          podenv.Rules
 	keepIdle       time.Duration // KeepIdle, or KeepUnbounded when zero
 	waitForGPU     time.Duration
@@ -319,8 +321,8 @@ func (f *runFlags) check() error {
 		return usagef("--volume-path must be absolute")
 	case f.job != "" && f.cmd == "":
 		return usagef("--job needs --cmd, the command that runs the job")
-	case math.IsNaN(f.maxHours) || f.maxHours < 0 || f.maxHours > 24*365:
-		return usagef("--max-hours must be between 0 and a year")
+	case math.IsNaN(f.maxHours) || f.maxHours < 0 || f.maxHours > podenv.MaxDeadlineAhead.Hours():
+		return usagef("--max-hours must be between 0 and %g (a year)", podenv.MaxDeadlineAhead.Hours())
 	case f.keepIdle != podenv.DefaultKeepIdle && !f.rules.Keep:
 		return usagef("--keep-idle needs --keep-pod: only a kept pod waits for its idle bound")
 	}

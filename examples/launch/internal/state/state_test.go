@@ -44,7 +44,7 @@ func TestRunsArePrivate(t *testing.T) {
 		Record: guard.Record{
 			ID: id, PodName: "overbrainer-" + id, ClientKey: "-----BEGIN OPENSSH PRIVATE KEY-----\n",
 			HostKey: "ssh-ed25519 AAAA",
-			Rules:   podenv.Rules{Deadline: time.Unix(1700003600, 0).UTC()},
+			Plan:    podenv.Plan{Rules: podenv.Rules{Deadline: time.Unix(1700003600, 0).UTC()}},
 			Poll:    2 * time.Second, Phase: PhaseRunning, ExitCode: &code, LogOffset: 42,
 		},
 		Created: time.Unix(1700000000, 0).UTC(),
