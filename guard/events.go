@@ -110,8 +110,10 @@ const (
 // Event is one thing that happened in a run, for WithEvents; only the fields
 // its Kind names are set (see EventKind). EventPace: at PerStep a step (Step
 // of Steps) the job needs more than the deadline leaves (Need, Left) or the
-// cost cap (CostUSD at CostPerHr, MaxCostUSD), so Snapshot's bound will stop
-// it. EventStalled: with StallAfter, the lease lapses, a snapshot is asked
+// cost cap (CostUSD at CostPerHr, LeftUSD), so Snapshot's bound will stop
+// it. MaxCostUSD is always the run's whole cap, LeftUSD what is left of it
+// (podenv's Rules.MoneyLeft): for the pod in EventCostPlan, once the
+// earlier pods' spend is counted, and now in EventPace. EventStalled: with StallAfter, the lease lapses, a snapshot is asked
 // (unless Snapshot was, or MinGPUUtil) and the pod goes at Deadline (zero:
 // unknown); without, a warning each podenv.StallWarnAfter, nothing more.
 type Event struct {
@@ -130,7 +132,7 @@ type Event struct {
 	Next                  time.Duration // the wait until the next look
 	SnapshotAt, CostCapAt time.Time     // on this machine's clock
 	ClockOffset           time.Duration
-	MaxCostUSD            float64
+	MaxCostUSD, LeftUSD   float64
 	Dir, Remote           string
 	PID                   int
 	Command               string
@@ -269,7 +271,7 @@ func (e Event) String() string {
 	case EventPace:
 		if e.Snapshot == watchdog.ReasonCost {
 			return fmt.Sprintf("at %s a step (step %d of %d), the steps left need ~%s, more than the %s the cost cap leaves",
-				e.PerStep.Round(time.Millisecond), e.Step, e.Steps, costplan.Money(e.CostUSD), costplan.Money(e.MaxCostUSD))
+				e.PerStep.Round(time.Millisecond), e.Step, e.Steps, costplan.Money(e.CostUSD), costplan.Money(e.LeftUSD))
 		}
 		return fmt.Sprintf("at %s a step (step %d of %d), the steps left need %s, more than the %s until the deadline",
 			e.PerStep.Round(time.Millisecond), e.Step, e.Steps, roundSecond(e.Need), roundSecond(e.Left))

@@ -186,10 +186,12 @@ func (r *Run) paceCheck(st jobctl.State, m *movement) {
 	}
 	if !p.costSaid && r.rec.MaxCostUSD > 0 && r.rec.CostPerHr > 0 {
 		needUSD := need.Hours() * r.rec.CostPerHr
-		if left := r.rec.budget() - r.spent(); needUSD > left {
+		// spent holds the earlier pods' cost: it counts once.
+		if left := r.rec.MoneyLeft(r.spent()); needUSD > left {
 			p.costSaid = true
 			ev := base
-			ev.Snapshot, ev.CostUSD, ev.MaxCostUSD, ev.CostPerHr = watchdog.ReasonCost, needUSD, left, r.rec.CostPerHr
+			ev.Snapshot, ev.CostUSD, ev.CostPerHr = watchdog.ReasonCost, needUSD, r.rec.CostPerHr
+			ev.MaxCostUSD, ev.LeftUSD = r.rec.MaxCostUSD, left
 			r.emit(ev)
 		}
 	}

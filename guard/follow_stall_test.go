@@ -129,11 +129,7 @@ func TestPaceWarnings(t *testing.T) {
 		{"fast", 300, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			script := []look{{st: ready}}
-			for i := range 200 {
-				script = append(script, look{st: progressing(fmt.Sprintf("step=%d total=%d loss=0.9", i, tc.total)), out: "."})
-			}
-			h := newHarness(t, append(script, look{st: exited(0)})...)
+			h := newHarness(t, paceLooks(200, tc.total)...)
 			spec := h.spec()
 			spec.MaxCostUSD = 1
 			r := h.mustStart(spec)
@@ -158,8 +154,61 @@ func TestPaceWarnings(t *testing.T) {
 			if e := td[0]; e.PerStep != testPoll || e.Steps != 100000 || e.Need < 50*time.Hour || e.Left > 2*time.Hour {
 				t.Errorf("deadline pace %+v", e)
 			}
-			if e := tcost[0]; e.CostUSD < 30 || e.MaxCostUSD > 1 || e.CostPerHr != 0.69 {
+			if e := tcost[0]; e.CostUSD < 30 || e.MaxCostUSD != 1 || e.LeftUSD > 1 || e.CostPerHr != 0.69 {
 				t.Errorf("cost pace %+v", e)
+			}
+		})
+	}
+}
+
+// paceLooks is a job that makes steps 0 to n-1 of total, one a look
+// (with output), and exits.
+func paceLooks(n, total int) []look {
+	script := []look{{st: ready}}
+	for i := range n {
+		script = append(script, look{st: progressing(fmt.Sprintf("step=%d total=%d loss=0.9", i, total)), out: "."})
+	}
+	return append(script, look{st: exited(0)})
+}
+
+// The cost pace counts a recovered run's earlier pods once: of a $10 cap
+// whose lost pod cost $4, the new pod has $6 less what it spent, and a
+// job that needs $4 more at its pace is not warned (with the earlier
+// pods counted twice, it was: $2 looked left). One that needs $7 is.
+func TestPaceCountsEarlierPodsOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		total int // steps of 2 s at $0.69/h
+		warn  bool
+	}{
+		{"needs $4 of $6 left", 10600, false},
+		{"needs $7 of $6 left", 18400, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, paceLooks(40, tc.total)...)
+			spec := h.spec()
+			spec.MaxCostUSD = 10
+			lost := func(c *config) {
+				c.prior = []Attempt{{GPU: DefaultGPU, Outcome: OutcomeCreated, CostUSD: 4, Ended: "lost"}}
+			}
+			r := h.mustStart(spec, lost)
+			followScript(t, h, r)
+			var warned []Event
+			for _, e := range h.eventsOf(EventPace) {
+				if e.Snapshot == watchdog.ReasonCost {
+					warned = append(warned, e)
+				}
+			}
+			if got := len(warned) > 0; got != tc.warn {
+				t.Fatalf("cost pace warnings %+v, want one: %v", warned, tc.warn)
+			}
+			if !tc.warn {
+				return
+			}
+			// The cap whole, and what is left of it: $6 less the new pod's
+			// spend so far (a minute or so, about a cent).
+			if e := warned[0]; e.MaxCostUSD != 10 || e.LeftUSD > 6 || e.LeftUSD < 5.9 || e.CostUSD < 6 {
+				t.Errorf("cost pace %+v: cap %v, left %v, need %v", e, e.MaxCostUSD, e.LeftUSD, e.CostUSD)
 			}
 		})
 	}

@@ -145,9 +145,6 @@ func (r Record) costTo(t time.Time) float64 {
 	return costplan.Spent(r.CostPerHr, r.BillingStart, t) + r.earlierCost()
 }
 
-// budget is the cost cap left for the run's current pod.
-func (r Record) budget() float64 { return r.MoneyLeft(r.earlierCost()) }
-
 // Outcome is how an Attempt ended.
 type Outcome string
 

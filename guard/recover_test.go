@@ -84,8 +84,8 @@ func TestRelaunchOnePodAtATime(t *testing.T) {
 	if got, want := rec.Attempts[0].CostUSD, 0.69; got < want-0.01 || got > want+0.01 {
 		t.Errorf("the lost pod's cost %v, want ~%v (an hour at 0.69/h)", got, want)
 	}
-	if !rec.Deadline.Equal(prev.Deadline) || rec.ID != prev.ID || rec.budget() != 5-rec.Attempts[0].CostUSD {
-		t.Errorf("deadline %s id %s budget %v: want the run's across pods", rec.Deadline, rec.ID, rec.budget())
+	if !rec.Deadline.Equal(prev.Deadline) || rec.ID != prev.ID || rec.MoneyLeft(rec.earlierCost()) != 5-rec.Attempts[0].CostUSD {
+		t.Errorf("deadline %s id %s budget %v: want the run's across pods", rec.Deadline, rec.ID, rec.MoneyLeft(rec.earlierCost()))
 	}
 	if env := a.created[1].Env[podenv.MaxCostEnv]; env == "" || env == "5" {
 		t.Errorf("the new pod's cap in its env is %q, want what is left of 5", env)

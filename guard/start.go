@@ -178,7 +178,7 @@ func (r *Run) planCost(ctx context.Context) error {
 	// was given.
 	local := func(podUnix int64) time.Time { return time.Unix(podUnix, 0).Add(-offset) }
 	r.rec.SnapshotAt, r.rec.CostCapAt = local(plan.SnapshotAt), local(plan.CostCapAt)
-	r.emit(Event{Kind: EventCostPlan, MaxCostUSD: r.rec.MaxCostUSD, CostPerHr: r.rec.CostPerHr,
+	r.emit(Event{Kind: EventCostPlan, MaxCostUSD: r.rec.MaxCostUSD, LeftUSD: r.rec.MoneyLeft(r.rec.earlierCost()), CostPerHr: r.rec.CostPerHr,
 		SnapshotAt: r.rec.SnapshotAt, CostCapAt: r.rec.CostCapAt, ClockOffset: offset})
 	r.save()
 	return nil

@@ -162,7 +162,7 @@ func (d *driver) event(e guard.Event) {
 func (a *app) sayPace(e guard.Event) {
 	if e.Snapshot == watchdog.ReasonCost {
 		a.say("warning: at its pace (%s a step, step %d of %d) the job needs ~%s more at %s/h, but the cost cap leaves %s: it will be asked for a snapshot before it finishes (--max-cost-usd)",
-			e.PerStep.Round(time.Millisecond), e.Step, e.Steps, money(e.CostUSD), money(e.CostPerHr), money(e.MaxCostUSD))
+			e.PerStep.Round(time.Millisecond), e.Step, e.Steps, money(e.CostUSD), money(e.CostPerHr), money(e.LeftUSD))
 		return
 	}
 	a.say("warning: at its pace (%s a step, step %d of %d) the job needs %s more, but the deadline %s is %s away: it will be asked for a snapshot before it finishes (--max-hours)",
