@@ -290,7 +290,7 @@ func (r *Run) earlyResults(ctx context.Context, st jobctl.State) {
 func (r *Run) foreseenEnd(st jobctl.State, now time.Time) time.Time {
 	end, _ := r.hardEnd()
 	if st.Request == watchdog.ReasonStall && !r.rec.Keep {
-		stall := r.askedSeen.Add(r.rec.EffectiveRules().SnapshotWait - r.rec.Poll)
+		stall := r.rec.StallEnd(r.askedSeen.Add(-r.rec.Poll))
 		if stall.After(now) && (end.IsZero() || stall.Before(end)) {
 			end = stall
 		}

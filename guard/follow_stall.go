@@ -105,7 +105,7 @@ func (r *Run) stallDeleteAt(m *movement) time.Time {
 	if m.asked.IsZero() {
 		return time.Time{}
 	}
-	return m.asked.Add(r.rec.EffectiveRules().SnapshotWait)
+	return r.rec.StallEnd(m.asked)
 }
 
 // isStalled says the stall rule is on and the job has not moved for the

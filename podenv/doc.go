@@ -35,6 +35,7 @@
 // MaxExtension is DefaultMaxExtension, a HardDeadline none), the hard end
 // ([Rules.HardEnd]: the deadline plus its extension), the cost cap's
 // instant from a billing start, a price and what earlier pods spent
-// ([Rules.CapAt]) and the snapshot before it ([Rules.CostAskAt]), and the
-// money left ([Rules.MoneyLeft]).
+// ([Rules.CapAt]) and the snapshot before it ([Rules.CostAskAt]), the
+// money left ([Rules.MoneyLeft]), and a stalled job's end once its
+// snapshot was asked ([Rules.StallEnd]).
 package podenv

@@ -86,6 +86,13 @@ func (r Rules) CostAskAt(billingStart, capAt time.Time) time.Time {
 	return at
 }
 
+// StallEnd is when the watchdog deletes the pod of a stalled job (the
+// stall rule on: StallAfter) that has not moved since its stall snapshot
+// was asked at asked: a SnapshotWait later, in the pod's whole seconds.
+func (r Rules) StallEnd(asked time.Time) time.Time {
+	return asked.Add(time.Duration(seconds(r.EffectiveRules().SnapshotWait)) * time.Second)
+}
+
 // Plan is a pod's rules with the cost cap's instants its client gave its
 // watchdog (.pod/snapshot_at and .pod/cost_cap_at, from CostAskAt and
 // CapAt), on the client's clock: a reader that keeps the plan (guard's

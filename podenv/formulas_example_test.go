@@ -45,6 +45,14 @@ func ExampleRules_CapAt() {
 	// asked at: 15:45:00
 }
 
+// A stalled job asked for its snapshot at 12:00 that does not move: its
+// pod goes a SnapshotWait (here the default 15 minutes) later.
+func ExampleRules_StallEnd() {
+	asked := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	fmt.Println(podenv.Rules{StallAfter: time.Hour}.StallEnd(asked).Format(time.TimeOnly))
+	// Output: 12:15:00
+}
+
 // What is left of the cap once the run's pods spent part of it; more
 // than the cap spent leaves nothing, and no cap never runs out.
 func ExampleRules_MoneyLeft() {
