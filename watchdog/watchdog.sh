@@ -245,47 +245,76 @@ stop_relay() {
 }
 trap stop_relay EXIT
 
-setting OVERBRAINER_INTERVAL "${OVERBRAINER_INTERVAL:-}" 60 && INTERVAL=$number
-[ "$INTERVAL" -ge 1 ] || INTERVAL=1
-setting OVERBRAINER_PROBE_TRIES "${OVERBRAINER_PROBE_TRIES:-}" 5 && PROBE_TRIES=$number
-setting OVERBRAINER_PROBE_WAIT "${OVERBRAINER_PROBE_WAIT:-}" 10 && PROBE_WAIT=$number
-setting OVERBRAINER_BOOT_GRACE "${OVERBRAINER_BOOT_GRACE:-}" 1800 && BOOT_GRACE=$number
-setting OVERBRAINER_RETRIEVE_GRACE "${OVERBRAINER_RETRIEVE_GRACE:-}" 3600 && RETRIEVE_GRACE=$number
-setting OVERBRAINER_LEASE_TTL "${OVERBRAINER_LEASE_TTL:-}" 900 && LEASE_TTL=$number
-setting OVERBRAINER_SNAPSHOT_LEAD "${OVERBRAINER_SNAPSHOT_LEAD:-}" 900 && SNAPSHOT_LEAD=$number
-setting OVERBRAINER_SNAPSHOT_WAIT "${OVERBRAINER_SNAPSHOT_WAIT:-}" 900 && SNAPSHOT_WAIT=$number
-setting OVERBRAINER_MAX_EXTENSION "${OVERBRAINER_MAX_EXTENSION:-}" 3600 && MAX_EXTENSION=$number
-setting OVERBRAINER_CURL_TIMEOUT "${OVERBRAINER_CURL_TIMEOUT:-}" 10 && CURL_TIMEOUT=$number
-[ "$CURL_TIMEOUT" -ge 1 ] || CURL_TIMEOUT=1
-VOLUME_GB=
-number "${OVERBRAINER_VOLUME_GB:-}" && VOLUME_GB=$number
-
-# A kept pod's idle bound (kept_idle); 0 keeps it unbounded. Its pod
-# volume's size (0: none), which a stop keeps.
-setting OVERBRAINER_KEEP_IDLE "${OVERBRAINER_KEEP_IDLE:-}" 3600 && KEEP_IDLE=$number
-setting OVERBRAINER_POD_VOLUME_GB "${OVERBRAINER_POD_VOLUME_GB:-}" 0 && POD_VOLUME_GB=$number
-
 start=$(date +%s)
 number "$start" || number=0
 start=$number
 
-# A deadline that is set but unreadable fails closed: it counts as already
-# passed, so only a live client's lease keeps such a pod.
-DEADLINE=
-if [ -n "${OVERBRAINER_DEADLINE:-}" ]; then
-  if number "$OVERBRAINER_DEADLINE"; then
-    DEADLINE=$number
-  else
-    log "bad_setting name=OVERBRAINER_DEADLINE"
-    DEADLINE=$start
+# settings: reads the rules' settings from the environment, each through
+# setting (its default when unset, as podenv's Default constants say);
+# start is the watchdog's start, which an unreadable deadline falls back
+# to. It only assigns, so a test runs it as the watchdog does.
+settings() {
+  setting OVERBRAINER_INTERVAL "${OVERBRAINER_INTERVAL:-}" 60 && INTERVAL=$number
+  [ "$INTERVAL" -ge 1 ] || INTERVAL=1
+  setting OVERBRAINER_PROBE_TRIES "${OVERBRAINER_PROBE_TRIES:-}" 5 && PROBE_TRIES=$number
+  setting OVERBRAINER_PROBE_WAIT "${OVERBRAINER_PROBE_WAIT:-}" 10 && PROBE_WAIT=$number
+  setting OVERBRAINER_BOOT_GRACE "${OVERBRAINER_BOOT_GRACE:-}" 1800 && BOOT_GRACE=$number
+  setting OVERBRAINER_RETRIEVE_GRACE "${OVERBRAINER_RETRIEVE_GRACE:-}" 3600 && RETRIEVE_GRACE=$number
+  setting OVERBRAINER_LEASE_TTL "${OVERBRAINER_LEASE_TTL:-}" 900 && LEASE_TTL=$number
+  setting OVERBRAINER_SNAPSHOT_LEAD "${OVERBRAINER_SNAPSHOT_LEAD:-}" 900 && SNAPSHOT_LEAD=$number
+  setting OVERBRAINER_SNAPSHOT_WAIT "${OVERBRAINER_SNAPSHOT_WAIT:-}" 900 && SNAPSHOT_WAIT=$number
+  setting OVERBRAINER_MAX_EXTENSION "${OVERBRAINER_MAX_EXTENSION:-}" 3600 && MAX_EXTENSION=$number
+  setting OVERBRAINER_CURL_TIMEOUT "${OVERBRAINER_CURL_TIMEOUT:-}" 10 && CURL_TIMEOUT=$number
+  [ "$CURL_TIMEOUT" -ge 1 ] || CURL_TIMEOUT=1
+  VOLUME_GB=
+  number "${OVERBRAINER_VOLUME_GB:-}" && VOLUME_GB=$number
+
+  # A kept pod's idle bound (kept_idle); 0 keeps it unbounded. Its pod
+  # volume's size (0: none), which a stop keeps.
+  setting OVERBRAINER_KEEP_IDLE "${OVERBRAINER_KEEP_IDLE:-}" 3600 && KEEP_IDLE=$number
+  setting OVERBRAINER_POD_VOLUME_GB "${OVERBRAINER_POD_VOLUME_GB:-}" 0 && POD_VOLUME_GB=$number
+
+  # A deadline that is set but unreadable fails closed: it counts as already
+  # passed, so only a live client's lease keeps such a pod.
+  DEADLINE=
+  if [ -n "${OVERBRAINER_DEADLINE:-}" ]; then
+    if number "$OVERBRAINER_DEADLINE"; then
+      DEADLINE=$number
+    else
+      log "bad_setting name=OVERBRAINER_DEADLINE"
+      DEADLINE=$start
+    fi
   fi
-fi
+}
+settings
 
 # due T: remembers T as the next time the loop must look again, when it is
 # later than now ($n) and earlier than any other due time of this tick.
 due() {
   if [ "$1" -gt "$n" ] && { [ -z "$next" ] || [ "$1" -lt "$next" ]; }; then
     next=$1
+  fi
+}
+
+# span_end SINCE SPAN: succeeds once SPAN seconds have passed since SINCE
+# by now ($n); until then fails, with $span_end set to the time they will
+# have (SINCE plus SPAN: the deadline plus MAX_EXTENSION, a grace's end).
+# The elapsed time is compared with SPAN, never a sum with now, so the test
+# never wraps under mksh's 32 bits; a $span_end that wraps is only a due
+# time, which due ignores.
+span_end() {
+  span_end=$(($1 + $2))
+  [ $((n - $1)) -ge "$2" ]
+}
+
+# cost_ask_at: sets $cost_at to when the job is asked for the cost cap's
+# snapshot: .pod/snapshot_at ($snapshot_at), or SNAPSHOT_LEAD before
+# .pod/cost_cap_at ($cost_cap_at) when that is sooner; empty with neither.
+cost_ask_at() {
+  cost_at=$snapshot_at
+  if [ -n "$cost_cap_at" ]; then
+    lead_at=$((cost_cap_at - SNAPSHOT_LEAD))
+    if [ -z "$cost_at" ] || [ "$lead_at" -lt "$cost_at" ]; then cost_at=$lead_at; fi
   fi
 }
 
@@ -1404,10 +1433,10 @@ stall_check() {
     stall_asked=$n
     request_snapshot stall "still_s=$still" || :
   fi
-  if [ $((n - stall_asked)) -ge "$SNAPSHOT_WAIT" ]; then
+  if span_end "$stall_asked" "$SNAPSHOT_WAIT"; then
     stalled=1
   else
-    due $((stall_asked + SNAPSHOT_WAIT))
+    due "$span_end"
   fi
 }
 
@@ -1522,11 +1551,7 @@ while :; do
     if [ "$KEEP" != 1 ] && [ -z "$requested_at" ]; then
       pod_number snapshot_at
       [ -z "$number" ] || snapshot_at=$number
-      cost_at=$snapshot_at
-      if [ -n "$cost_cap_at" ]; then
-        lead_at=$((cost_cap_at - SNAPSHOT_LEAD))
-        if [ -z "$cost_at" ] || [ "$lead_at" -lt "$cost_at" ]; then cost_at=$lead_at; fi
-      fi
+      cost_ask_at
       if [ -n "$cost_at" ]; then
         if [ "$n" -ge "$cost_at" ]; then
           left=
@@ -1542,7 +1567,8 @@ while :; do
       # The extension's end takes the pod whatever the lease: the job is
       # asked SNAPSHOT_LEAD before, as for the cost cap.
       if [ -z "$requested_at" ] && [ -n "$DEADLINE" ]; then
-        ext_left=$((MAX_EXTENSION - (n - DEADLINE)))
+        span_end "$DEADLINE" "$MAX_EXTENSION"
+        ext_left=$((span_end - n))
         if [ "$ext_left" -le "$SNAPSHOT_LEAD" ]; then
           request_snapshot deadline "hard_in_min=$(((ext_left + 59) / 60))"
         else
@@ -1580,10 +1606,10 @@ while :; do
       # (a deadline plus it would wrap under mksh; a wrapped due time is
       # only ignored).
       if [ -z "$reason" ]; then
-        if [ $((n - DEADLINE)) -ge "$MAX_EXTENSION" ]; then
+        if span_end "$DEADLINE" "$MAX_EXTENSION"; then
           reason=max_extension
         else
-          due $((n + MAX_EXTENSION - (n - DEADLINE)))
+          due "$span_end"
         fi
       fi
     fi
@@ -1597,13 +1623,13 @@ while :; do
       # Elapsed time against the grace: a time plus a grace of up to
       # 2^31-1 s would wrap negative under mksh's 32 bits (a wrapped due
       # time is only ignored).
-      if [ $((n - ended_at)) -lt "$RETRIEVE_GRACE" ]; then
-        due $((ended_at + RETRIEVE_GRACE))
+      if ! span_end "$ended_at" "$RETRIEVE_GRACE"; then
+        due "$span_end"
       elif ! retrieval_held; then
         reason=abandoned
       fi
     elif [ "$started" = 0 ]; then
-      if [ $((n - start)) -ge "$BOOT_GRACE" ]; then reason=never_started; else due $((start + BOOT_GRACE)); fi
+      if span_end "$start" "$BOOT_GRACE"; then reason=never_started; else due "$span_end"; fi
     fi
   elif kept_idle; then
     reason=kept_idle
