@@ -82,6 +82,11 @@ func (r *Run) follow(ctx context.Context, w io.Writer) (End, error) {
 	if err := r.liveConn(ctx); err != nil {
 		return End{}, err
 	}
+	if r.rec.CostCapAt.IsZero() {
+		// A record saved without its cost plan keeps, from here, the one
+		// its rules give: each look reads it, none computes it again.
+		r.rec.SnapshotAt, r.rec.CostCapAt = r.rec.costPlan()
+	}
 	var lastLease, lastVolume time.Time
 	var moving movement
 	var announced watchdog.SnapshotReason

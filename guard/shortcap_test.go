@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/overbrainer/overbrainer-go/internal/costplan"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
@@ -131,4 +132,25 @@ func (h *harness) jump(to time.Time) {
 	h.clk.mu.Lock()
 	h.clk.now = to
 	h.clk.mu.Unlock()
+}
+
+// A record saved without its cost plan (before the Record kept one) gets
+// the one its rules give once its follow begins, and keeps it: the looks
+// read it rather than compute it again.
+func TestAFollowKeepsTheCostPlanOfARecordWithout(t *testing.T) {
+	h := newHarness(t, look{st: ready}, look{st: running}, look{st: running}, look{st: exited(0)})
+	spec := h.spec()
+	spec.MaxCostUSD = 2
+	r := h.mustStart(spec)
+	r.rec.SnapshotAt, r.rec.CostCapAt = time.Time{}, time.Time{}
+	want, err := costplan.CostCap(r.rec.Rules, r.rec.BillingStart, r.rec.CostPerHr, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Follow(context.Background(), io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if rec := r.Record(); rec.CostCapAt.Unix() != want.CostCapAt || rec.SnapshotAt.Unix() != want.SnapshotAt {
+		t.Errorf("the record's plan %v, %v; its rules give %d, %d", rec.SnapshotAt, rec.CostCapAt, want.SnapshotAt, want.CostCapAt)
+	}
 }
