@@ -371,6 +371,16 @@ the pod ends with the launcher.`)
 		return err
 	}
 	if printOnly {
+		// Checked as the run would be, so that a printed run file is one
+		// that launch run -f takes.
+		now := time.Now()
+		id, err := guard.NewRunID(now)
+		if err != nil {
+			return err
+		}
+		if err := f.checkSpec(f.spec(id, jobDir, now, a.apiURL)); err != nil {
+			return err
+		}
 		return printRun(a.stdout, fs, rf)
 	}
 	secrets, err := a.secretValues(secretEnv)
@@ -396,30 +406,11 @@ the pod ends with the launcher.`)
 	} else if r.OutDir, err = filepath.Abs(r.OutDir); err != nil {
 		return err
 	}
-	spec := guard.Spec{
-		RunID: id, Job: guard.Job{Dir: jobDir, Command: f.cmd},
-		Image: f.image, RegistryAuthID: f.registryAuth, GPUTypes: splitList(f.gpu), GPUCount: f.gpuCount, Cloud: runpod.CloudType(f.cloud),
-		MinVRAMGB: f.minVRAM, MaxPricePerGPU: f.maxPrice, DataCenters: splitList(f.dataCenter), MinCUDA: f.minCUDA,
-		DiskGB: f.diskGB, VolumeGB: f.volumeGB, NetworkVolumeID: f.networkVolume, MaxVolumeGB: f.maxVolGB, NoVolumeCaches: f.noVolumeCaches,
-		VolumePath: f.volumePath, Workdir: f.workdir,
-		Rules:          f.rules,
-		WatchdogAPIURL: a.apiURL, PodEnv: f.podEnv, Results: f.results,
-		CapacityWait: f.waitForGPU, DeadlineFromCreate: true,
-	}
-	spec.HardDeadline = spec.MaxExtension == 0
-	if spec.Keep {
-		spec.KeepIdle, spec.KeepUnbounded = f.keepIdle, f.keepIdle == 0
-	}
-	if f.maxHours > 0 {
-		spec.Deadline = now.Add(time.Duration(f.maxHours * float64(time.Hour))).Truncate(time.Second)
-	}
+	spec := f.spec(id, jobDir, now, a.apiURL)
 	if jobDir == "" {
 		// The demo job, written into the run's state directory so that an
 		// attach before the job started can still upload it.
-		spec.Job = guard.Job{Dir: filepath.Join(a.store.RunPath(id), "job"), Command: f.cmd}
-		if spec.Job.Command == "" {
-			spec.Job.Command = demo.Command
-		}
+		spec.Job.Dir = filepath.Join(a.store.RunPath(id), "job")
 	}
 	if f.resumeFrom != "" {
 		if spec.Job.ResumeFrom, err = a.resumeDir(f.resumeFrom); err != nil {
@@ -427,7 +418,7 @@ the pod ends with the launcher.`)
 		}
 	}
 	spec.Job.Secrets = secrets
-	spec.Recover = guard.Recovery{Times: f.recoverN, OnError: f.recoverOnError, PullEvery: f.pullEvery, PullDir: a.pullDir(id)}
+	spec.Recover.PullDir = a.pullDir(id)
 	if err := f.checkSpec(spec); err != nil {
 		return err
 	}
@@ -450,6 +441,33 @@ the pod ends with the launcher.`)
 		a.say("resuming from %s", resumeText(spec.Job.ResumeFrom))
 	}
 	return a.launch(ctx, r, spec, followOpts{followFlags: f.follow, secrets: secrets, poll: f.poll, leaseEvery: f.leaseEvery})
+}
+
+// spec is the guarded run these flags ask for, as run id would start it at
+// now; the job's secrets and the recovery's pull directory are the caller's.
+func (f *runFlags) spec(id, jobDir string, now time.Time, apiURL string) guard.Spec {
+	spec := guard.Spec{
+		RunID: id, Job: guard.Job{Dir: jobDir, Command: f.cmd},
+		Image: f.image, RegistryAuthID: f.registryAuth, GPUTypes: splitList(f.gpu), GPUCount: f.gpuCount, Cloud: runpod.CloudType(f.cloud),
+		MinVRAMGB: f.minVRAM, MaxPricePerGPU: f.maxPrice, DataCenters: splitList(f.dataCenter), MinCUDA: f.minCUDA,
+		DiskGB: f.diskGB, VolumeGB: f.volumeGB, NetworkVolumeID: f.networkVolume, MaxVolumeGB: f.maxVolGB, NoVolumeCaches: f.noVolumeCaches,
+		VolumePath: f.volumePath, Workdir: f.workdir,
+		Rules:          f.rules,
+		WatchdogAPIURL: apiURL, PodEnv: f.podEnv, Results: f.results,
+		CapacityWait: f.waitForGPU, DeadlineFromCreate: true,
+	}
+	spec.HardDeadline = spec.MaxExtension == 0
+	if spec.Keep {
+		spec.KeepIdle, spec.KeepUnbounded = f.keepIdle, f.keepIdle == 0
+	}
+	if f.maxHours > 0 {
+		spec.Deadline = now.Add(time.Duration(f.maxHours * float64(time.Hour))).Truncate(time.Second)
+	}
+	if jobDir == "" && spec.Job.Command == "" {
+		spec.Job.Command = demo.Command
+	}
+	spec.Recover = guard.Recovery{Times: f.recoverN, OnError: f.recoverOnError, PullEvery: f.pullEvery}
+	return spec
 }
 
 // resumeDir is the collected outputs of run id, for --resume-from; a run

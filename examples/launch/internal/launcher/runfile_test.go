@@ -54,7 +54,7 @@ func TestRunFileRefused(t *testing.T) {
 		{"twice", "cmd: a\nmax-hours: 1\ncmd: b\n", "run.yaml:3: cmd given twice (first at line 1)"},
 		{"not a mapping", "- cmd\n", "run.yaml:1: a run file is a mapping of run's flags"},
 		{"syntax", "cmd: [a\n", "run.yaml:1: did not find expected"},
-		{"checked after the merge", "max-hours: 0\n", "--max-hours 0 (no deadline) needs --keep-pod"},
+		{"checked after the merge", "max-hours: 0\n", "--max-hours: is not set, and Keep is not"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
