@@ -130,6 +130,8 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 	if err := checkPrices(ctx, c, spec, cands); err != nil {
 		return nil, err
 	}
+	worst := worstCase(ctx, c, spec, cands, settings.VolumeGB, now, nil)
+	r.rec.WorstCase = &worst
 	r.rec.RunDir = settings.RunDir()
 
 	if r.key, err = podssh.NewKey(); err != nil {

@@ -83,6 +83,10 @@ type Record struct {
 	Note         string                `json:"note,omitempty"`     // what ended the run, in words
 	Recovery     RecoveryState         `json:"recovery,omitzero"`
 	Bill         *Bill                 `json:"bill,omitempty"` // what Runpod billed: nil until ReadBill
+	// WorstCase is the most the run may cost by its rules, as Launch
+	// planned it before the create (see the function WorstCase; no
+	// sweeper's bound).
+	WorstCase *podenv.WorstCase `json:"worst_case,omitempty"`
 }
 
 // Save writes the record to file atomically, as JSON, mode 0600.

@@ -145,3 +145,16 @@ func addSat(a, b time.Duration) time.Duration {
 	}
 	return a + b
 }
+
+// Guarded is the larger of the Follow and Watchdog bounds: the most the
+// run may cost while one of its guards, on the pod or off it, works.
+// Unbounded when either is.
+func (w WorstCase) Guarded() Bound {
+	if w.Follow.Unbounded || w.Watchdog.Unbounded {
+		return Bound{Unbounded: true}
+	}
+	if w.Follow.For >= w.Watchdog.For {
+		return w.Follow
+	}
+	return w.Watchdog
+}
