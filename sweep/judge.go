@@ -87,6 +87,13 @@ type Decision struct {
 	// Kept says the pod is a kept one (--keep-pod): left whatever its
 	// state.
 	Kept bool `json:"kept,omitempty"`
+	// LeftUSD is what the pod may still spend by its own rules, from now
+	// to its worst case while its watchdog or a client works
+	// (podenv.WorstCase.Guarded): 0 for a pod that no longer runs (its
+	// storage bills apart). NoBound: its rules bound nothing (a kept
+	// pod running). See Report.Committed.
+	LeftUSD float64 `json:"left_usd,omitempty"`
+	NoBound bool    `json:"no_bound,omitempty"`
 	// Done says the delete was made (not on a dry run); Result and Err
 	// are its outcome.
 	Done   bool                `json:"done,omitempty"`
@@ -153,6 +160,10 @@ func Judge(pod runpod.Pod, now time.Time, p Policy) Decision {
 	}
 	s := env.Settings
 	d.Age = now.Sub(pod.CreatedAt) // Sub saturates
+	if pod.Status == runpod.StatusRunning || pod.Status == runpod.StatusProvisioning || pod.Status == runpod.StatusStarting {
+		left, ok := s.WorstCase(pod.CostPerHr, pod.CreatedAt, nil).Guarded().Left(pod.CostPerHr, pod.CreatedAt, now)
+		d.LeftUSD, d.NoBound = left, !ok
+	}
 	if s.Keep {
 		d.Kept = true
 		d.Why = fmt.Sprintf("kept (--keep-pod): left to its watchdog, which stops it (with a pod volume) or deletes it once unused for %s after its job ended (kept_idle), and to an explicit rm",

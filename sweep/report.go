@@ -48,6 +48,23 @@ type Report struct {
 	Pass Pass `json:"pass"`
 }
 
+// Committed is what the account's guarded pods may still spend by their
+// own rules, summed (Decision.LeftUSD), and the decisions of the pods
+// whose spend nothing bounds: a kept pod running (NoBound), one the sweep
+// could not judge. A pod this sweep deleted commits nothing more.
+func (r Report) Committed() (usd float64, unbounded []Decision) {
+	for _, d := range r.Decisions {
+		switch {
+		case d.Secret != "" || d.Deleted() || d.Rule == RuleUnmarked:
+		case d.NoBound || d.Rule == RuleCannotJudge:
+			unbounded = append(unbounded, d)
+		default:
+			usd += d.LeftUSD
+		}
+	}
+	return usd, unbounded
+}
+
 // Deleted counts the deletes made.
 func (r Report) Deleted() int {
 	n := 0

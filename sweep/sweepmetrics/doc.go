@@ -25,6 +25,8 @@
 //	overbrainer_sweep_cannot_judge_pods                pods the last pass could not judge (left, for a person)
 //	overbrainer_sweep_cannot_judge_secrets             host-key secrets the last pass could not judge (left, for a person)
 //	overbrainer_sweep_unmarked_pods                    overbrainer- pods without the run marker in the last pass
+//	overbrainer_sweep_committed_usd                    what the guarded pods may still spend by their own rules, summed (last pass)
+//	overbrainer_sweep_unbounded_pods                   guarded pods nothing bounds (kept and running, or not judged): not in that sum
 //	overbrainer_sweep_past_bound_usd_total{rule}       dollars deleted pods had billed past their rule's bound
 //	overbrainer_sweep_duration_seconds                 histogram of the passes' durations
 //	overbrainer_sweep_passes_total{result}             passes, by result (ok or error)

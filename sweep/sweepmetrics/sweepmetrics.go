@@ -15,6 +15,7 @@ type Metrics struct {
 	failures                   *prometheus.CounterVec
 	secretsDeleted             prometheus.Counter
 	cannotJudge, unmarked      prometheus.Gauge
+	committed, unbounded       prometheus.Gauge
 	cannotJudgeSecrets         prometheus.Gauge
 	duration                   prometheus.Histogram
 	passes                     *prometheus.CounterVec
@@ -44,6 +45,10 @@ func New(reg prometheus.Registerer) *Metrics {
 		cannotJudgeSecrets: prometheus.NewGauge(prometheus.GaugeOpts{Name: "overbrainer_sweep_cannot_judge_secrets",
 			Help: "Host-key secrets the last pass could not judge (how long their run needs them unknown): left for a person."}),
 		unmarked: prometheus.NewGauge(prometheus.GaugeOpts{Name: "overbrainer_sweep_unmarked_pods", Help: "Pods named like a guarded run's without its run marker, in the last pass: left."}),
+		committed: prometheus.NewGauge(prometheus.GaugeOpts{Name: "overbrainer_sweep_committed_usd",
+			Help: "What the account's guarded pods may still spend by their own rules (each one's worst case left), summed, in the last pass."}),
+		unbounded: prometheus.NewGauge(prometheus.GaugeOpts{Name: "overbrainer_sweep_unbounded_pods",
+			Help: "Guarded pods whose spend nothing bounds (kept and running, or not judged), in the last pass: not in the committed sum."}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "overbrainer_sweep_duration_seconds", Help: "How long a sweep pass took.",
 			Buckets: []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}}),
 		passes:      f("overbrainer_sweep_passes_total", "Sweep passes, by result (ok, error).", "result"),
@@ -65,7 +70,7 @@ func New(reg prometheus.Registerer) *Metrics {
 	for _, r := range []string{"ok", "error"} {
 		m.passes.WithLabelValues(r)
 	}
-	reg.MustRegister(m.judged, m.deleted, m.pastBound, m.failures, m.secretsDeleted, m.cannotJudge, m.unmarked,
+	reg.MustRegister(m.judged, m.deleted, m.pastBound, m.failures, m.secretsDeleted, m.cannotJudge, m.unmarked, m.committed, m.unbounded,
 		m.cannotJudgeSecrets, m.duration, m.passes, m.lastSuccess, m.requests, m.apiErrors, m.rateLimited)
 	return m
 }
@@ -115,6 +120,9 @@ func (m *Metrics) Observe(rep sweep.Report, err error) {
 			m.failures.WithLabelValues("pod").Inc()
 		}
 	}
+	usd, unbounded := rep.Committed()
+	m.committed.Set(usd)
+	m.unbounded.Set(float64(len(unbounded)))
 	m.cannotJudge.Set(float64(cannot))
 	m.unmarked.Set(float64(unmarked))
 	m.cannotJudgeSecrets.Set(float64(cannotSecrets))

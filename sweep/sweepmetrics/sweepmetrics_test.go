@@ -90,6 +90,8 @@ func TestMetricsOfAPass(t *testing.T) {
 		`overbrainer_sweep_pods_deleted_total{rule="exited"}`:      0,
 		`overbrainer_sweep_cannot_judge_pods`:                      1,
 		`overbrainer_sweep_unmarked_pods`:                          1,
+		`overbrainer_sweep_unbounded_pods`:                         1, // odd
+		`overbrainer_sweep_committed_usd`:                          0, // late is deleted
 		`overbrainer_sweep_delete_failures_total{kind="pod"}`:      0,
 		`overbrainer_sweep_passes_total{result="ok"}`:              1,
 		`overbrainer_sweep_passes_total{result="error"}`:           0,
