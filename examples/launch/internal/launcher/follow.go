@@ -29,6 +29,8 @@ type followOpts struct {
 	stopWait time.Duration
 	// poll and leaseEvery are run's; attach follows as its run did.
 	poll, leaseEvery time.Duration
+	// budget is run's --budget, checked again once the pod exists.
+	budget float64
 }
 
 // driver is one launcher command over a guarded run: it says what the run
@@ -264,7 +266,35 @@ func (a *app) launch(ctx context.Context, r *state.Run, spec guard.Spec, o follo
 	if err != nil {
 		return d.stopped(ctx, err)
 	}
+	if o.budget > 0 {
+		if err := d.recheckBudget(ctx); err != nil {
+			return err
+		}
+	}
 	return d.steps(ctx, false)
+}
+
+// recheckBudget deletes the run's new pod when, with the pods made before
+// it, it takes the account past --budget: another launcher passed the
+// same check at the same time. A reading that fails leaves the pod.
+func (d *driver) recheckBudget(ctx context.Context) error {
+	a, rec := d.a, d.run.Record()
+	over, sum, held, err := a.overBudget(ctx, d.o.budget, rec.PodID)
+	if err != nil {
+		a.say("budget: could not check it again now that the pod exists: %v (the pod stays)", err)
+		return nil
+	}
+	if !over {
+		return nil
+	}
+	a.say("budget: another launch took the account past --budget %s at the same time (%s committed with this run, held before it by %s): deleting this run's pod %s, the newer",
+		money(d.o.budget), money(sum), held, rec.PodID)
+	d.r.Note = "over --budget: its pod was the newer of two launches racing for it"
+	if _, err := d.run.Delete(ctx); err != nil {
+		return d.stopped(ctx, err)
+	}
+	d.run.Close()
+	return &exitError{code: ExitUsage, msg: fmt.Sprintf("budget: run %s refused after its create: its pod %s is deleted (confirmed); nothing of it runs", rec.ID, rec.PodID)}
 }
 
 // attach takes a run up again from its state and drives it to its end.

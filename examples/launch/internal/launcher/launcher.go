@@ -197,6 +197,7 @@ var commands = map[string]func(context.Context, *app, []string) error{
 	"logs":         cmdLogs,
 	"rm":           cmdRm,
 	"sweep":        cmdSweep,
+	"budget":       cmdBudget,
 	"local-server": cmdLocalServer,
 	"gpus":         cmdGPUs,
 	"datacenters":  cmdDataCenters,
@@ -226,6 +227,8 @@ Commands:
                  pods and secrets of runs this machine does not know)
   sweep          delete every abandoned overbrainer pod of the account,
                  judged from the API alone (for fleets: no local state)
+  budget         what the account's guarded runs may still spend at most,
+                 summed (run --budget refuses a run past a budget)
   local-server   keep a local Runpod emulator running for --local commands
                  from other terminals
   gpus           the GPU catalog with prices and live stock

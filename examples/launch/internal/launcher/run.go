@@ -182,6 +182,8 @@ type runFlags struct {
 	// podEnv adds variables to the pod's env (tests: OVERBRAINER_SSHD...).
 	podEnv  envFlag
 	results guard.Results
+	money   moneyFlags
+	dryRun  bool
 }
 
 // envFlag collects NAME=VALUE flags.
@@ -303,11 +305,15 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.results.RequireOutputs, "require-outputs", false, "a job that leaves no file in its outputs directory fails the run (exit 1)")
 	fs.StringArrayVar(&f.results.Exclude, "exclude", nil, "files and directories whose base name matches the glob `PATTERN` stay on the pod, not downloaded (repeatable; e.g. 'ckpt-*')")
 	f.follow.register(fs)
+	f.money.register(fs, true)
 	markPaths(fs, "job", "out")
 }
 
 func (f *runFlags) check() error {
 	if err := f.follow.check(); err != nil {
+		return err
+	}
+	if err := f.money.check(); err != nil {
 		return err
 	}
 	// What guard checks of the spec, checkSpec has it say by flag; but
@@ -343,11 +349,16 @@ the pod ends with the launcher.`)
 	var printOnly bool
 	fs.StringVarP(&file, "file", "f", "", "a YAML run file: each key one of these flags without --, e.g. max-hours: 6; flags given here win over it")
 	fs.BoolVar(&printOnly, "print", false, "print the run (the run file and the flags merged) as a run file, and create nothing")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "print what the run may cost at most (its worst cases) and create nothing")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usagef("run takes no arguments, only flags (got %q)", fs.Arg(0))
+	}
+	// The environment's values are defaults: a run file's win over them.
+	if err := f.money.fromEnv(a, fs); err != nil {
+		return err
 	}
 	var rf *runFile
 	if file != "" {
@@ -422,6 +433,21 @@ the pod ends with the launcher.`)
 	if err := f.checkSpec(spec); err != nil {
 		return err
 	}
+	// What the run may cost at most, before any money is spent.
+	worst, err := guard.WorstCase(ctx, a.api, spec, f.money.sweeper())
+	if err != nil {
+		return err
+	}
+	a.sayWorstCase(worst, spec.Keep)
+	if f.dryRun {
+		a.say("dry run: nothing created")
+		return nil
+	}
+	if f.money.budget > 0 {
+		if err := a.checkBudget(ctx, f.money.budget, worst); err != nil {
+			return err
+		}
+	}
 	r.JobDir, r.Command, r.ResumeFrom = spec.Job.Dir, spec.Job.Command, spec.Job.ResumeFrom
 	if err := a.store.Create(r); err != nil {
 		return err
@@ -440,7 +466,8 @@ the pod ends with the launcher.`)
 	if spec.Job.ResumeFrom != "" {
 		a.say("resuming from %s", resumeText(spec.Job.ResumeFrom))
 	}
-	return a.launch(ctx, r, spec, followOpts{followFlags: f.follow, secrets: secrets, poll: f.poll, leaseEvery: f.leaseEvery})
+	return a.launch(ctx, r, spec, followOpts{followFlags: f.follow, secrets: secrets, poll: f.poll, leaseEvery: f.leaseEvery,
+		budget: f.money.budget})
 }
 
 // spec is the guarded run these flags ask for, as run id would start it at

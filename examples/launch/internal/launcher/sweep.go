@@ -28,8 +28,13 @@ func cmdSweep(ctx context.Context, a *app, args []string) error {
 	metricsAddr := fs.String("metrics-addr", "", "with --every: serve Prometheus metrics at /metrics on this address (e.g. :9090; port 0 picks one, which is printed)")
 	p := &sweep.Policy{}
 	policyFlags(fs, p)
+	var m moneyFlags
+	m.register(fs, false)
 	if err := parse(fs, args); err != nil || fs.NArg() > 0 {
 		return cmp.Or(err, usagef("sweep takes no arguments"))
+	}
+	if err := cmp.Or(m.fromEnv(a, fs), m.check()); err != nil {
+		return err
 	}
 	// A sweep is for an account: without a key it would sweep an
 	// emulator started for it, which has nothing to sweep, and say
@@ -70,6 +75,7 @@ func cmdSweep(ctx context.Context, a *app, args []string) error {
 			a.say("sweep: %v", cmp.Or(err, werr))
 		}
 		failed = err != nil
+		a.sayOverBudget(rep, m.budget)
 	}
 	if *every == 0 {
 		each(sweep.Once(ctx, a.api, *p))

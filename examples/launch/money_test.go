@@ -1,0 +1,144 @@
+package main_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+)
+
+// creates counts the create calls the fake was sent.
+func (w *world) creates() int {
+	n := 0
+	for _, r := range w.srv.Requests() {
+		if r.Method == "POST" && r.Path == "/v2/pods" {
+			n++
+		}
+	}
+	return n
+}
+
+// short are the rules of a run whose worst case is a few cents: a
+// deadline of 6 minutes and a minute's extension.
+var short = []string{"--max-hours", "0.1", "--max-extension", "1m"}
+
+// run --dry-run prints the three bounds, in dollars and time, and creates
+// nothing; with a sweeper said to run (its env), the third has a figure.
+func TestDryRunPrintsTheWorstCase(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	p := w.run("run", "--dry-run")
+	if p.code != 0 {
+		t.Fatalf("exit %d", p.code)
+	}
+	out := p.stderr.String()
+	mustContain(t, "stderr", out, "worst case while this launcher follows: $", "worst case if this launcher dies: $",
+		"worst case if its watchdog dies too: unbounded: no sweeper", "dry run: nothing created")
+	// The default run: 4 h and an hour's extension, a tick (a minute)
+	// for the delete.
+	mustContain(t, "stderr", lineWith(out, "if this launcher dies"), " 5h1m0s ")
+	if n := w.creates(); n != 0 || len(w.srv.Secrets()) != 0 {
+		t.Errorf("a dry run made %d pods and %d secrets", n, len(w.srv.Secrets()))
+	}
+	w.env = []string{"OVERBRAINER_SWEEPER_EVERY=10m"}
+	p = w.run("run", "--dry-run")
+	// The sweeper's margin (5m) and period past the deadline's end.
+	mustContain(t, "stderr", lineWith(p.stderr.String(), "if its watchdog dies too"), "$", " 5h15m0s ")
+	if w.creates() != 0 {
+		t.Error("a dry run created a pod")
+	}
+}
+
+// --budget refuses a run that would take the account's committed money
+// past it, naming the run that holds it: exit 2, nothing created; launch
+// budget lists that run.
+func TestBudgetRefusesARunPastIt(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	first := w.start(args([]string{"run", "--down-on-interrupt"}, fast, short, demo(600))...)
+	first.waitOutput("step 2/600", patience)
+	held := w.onlyRun()
+
+	p := w.run(args([]string{"run", "--budget", "0.1"}, fast, short, demo(1))...)
+	if p.code != 2 {
+		t.Fatalf("exit %d, want 2", p.code)
+	}
+	mustContain(t, "stderr", p.stderr.String(), "past --budget $0.100", held.ID, "nothing created")
+	if n := w.creates(); n != 1 {
+		t.Errorf("%d pods created, want the first run's only", n)
+	}
+	b := w.run("budget", "--budget", "0.1")
+	if b.code != 0 {
+		t.Fatalf("budget exit %d", b.code)
+	}
+	mustContain(t, "budget", b.stdout.String(), held.ID, "committed: $")
+	// A sweeper given a budget says when the account passes it.
+	sw := w.run("sweep", "--dry-run", "--budget", "0.01")
+	mustContain(t, "sweep", sw.stderr.String(), "past --budget $0.010", held.ID)
+	// With the env instead of the flag, the same.
+	w.env = []string{"OVERBRAINER_BUDGET_USD=0.1"}
+	p = w.run(args([]string{"run"}, fast, short, demo(1))...)
+	if p.code != 2 || w.creates() != 1 {
+		t.Fatalf("exit %d with %d creates, want 2 and 1", p.code, w.creates())
+	}
+	first.signal(syscall.SIGINT)
+	first.wait(patience)
+	w.waitPodGone(held, patience)
+	w.assertClean()
+}
+
+// Two launchers racing for the last dollars both pass the check before
+// their creates (a proxy holds each create until both are sent): the
+// newer pod is deleted once it exists, its launcher exits 2 saying so,
+// and the older run goes on.
+func TestBudgetRace(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	target, err := url.Parse(w.srv.BaseURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The base URL's path is the API's prefix: the proxy forwards to
+	// its host and keeps the request's path.
+	target.Path = ""
+	fwd := httputil.NewSingleHostReverseProxy(target)
+	var mu sync.Mutex
+	held, both := 0, make(chan struct{})
+	proxy := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.Method == "POST" && strings.HasSuffix(r.URL.Path, "/pods") {
+			mu.Lock()
+			held++
+			if held == 2 {
+				close(both)
+			}
+			mu.Unlock()
+			select {
+			case <-both:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		fwd.ServeHTTP(rw, r)
+	}))
+	t.Cleanup(proxy.Close)
+	base := strings.Replace(w.srv.BaseURL(), target.Scheme+"://"+target.Host, proxy.URL, 1)
+	race := args([]string{"run", "--budget", "0.12", "--api-url", base}, fast, short, demo(3))
+	a, b := w.start(race...), w.start(race...)
+	ca, cb := a.wait(2*patience), b.wait(2*patience)
+	if ca+cb != 2 || (ca != 0 && cb != 0) {
+		t.Fatalf("exits %d and %d, want one 0 and one 2", ca, cb)
+	}
+	loser := a
+	if ca == 0 {
+		loser = b
+	}
+	mustContain(t, "loser", loser.stderr.String(), "took the account past --budget", "the newer", "is deleted (confirmed)")
+	if n := w.creates(); n != 2 {
+		t.Errorf("%d creates, want 2 (both passed the first check)", n)
+	}
+	w.assertClean()
+}
