@@ -20,7 +20,7 @@ import (
 // figure, without the sweeper, in Record.WorstCase.
 func WorstCase(ctx context.Context, c *runpod.Client, spec Spec, sw *podenv.Sweeper) (podenv.WorstCase, error) {
 	if c == nil {
-		return podenv.WorstCase{}, &FieldError{Field: "api", Reason: "is nil"}
+		return podenv.WorstCase{}, &podenv.FieldError{Field: "api", Reason: "is nil"}
 	}
 	spec = spec.withDefaults()
 	if err := spec.CheckRules(); err != nil {
@@ -31,7 +31,7 @@ func WorstCase(ctx context.Context, c *runpod.Client, spec Spec, sw *podenv.Swee
 	if spec.NetworkVolumeID != "" {
 		v, err := c.GetNetworkVolume(ctx, spec.NetworkVolumeID)
 		if err != nil {
-			return podenv.WorstCase{}, &FieldError{Field: "Spec.NetworkVolumeID", Reason: fmt.Sprintf("network volume %s: %v", spec.NetworkVolumeID, err)}
+			return podenv.WorstCase{}, &podenv.FieldError{Field: "Spec.NetworkVolumeID", Reason: fmt.Sprintf("network volume %s: %v", spec.NetworkVolumeID, err)}
 		}
 		volDC, volGB = v.DataCenterID, v.SizeGB
 	}
