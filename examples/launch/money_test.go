@@ -9,6 +9,9 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/overbrainer/overbrainer-go/examples/launch/internal/state"
+	"github.com/overbrainer/overbrainer-go/internal/costplan"
 )
 
 // creates counts the create calls the fake was sent.
@@ -140,5 +143,40 @@ func TestBudgetRace(t *testing.T) {
 	if n := w.creates(); n != 2 {
 		t.Errorf("%d creates, want 2 (both passed the first check)", n)
 	}
+	w.assertClean()
+}
+
+// ls shows per run its worst case beside the estimate and the bill, and
+// a bill above its worst case loudly, asking for a report.
+func TestLsShowsTheBillBesideTheBound(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	if p := w.run(args([]string{"run"}, fast, short, demo(1))...); p.code != 0 {
+		t.Fatalf("exit %d", p.code)
+	}
+	r := w.onlyRun()
+	if r.WorstCase == nil || r.WorstCase.Guarded().Unbounded {
+		t.Fatalf("the run kept no worst case: %+v", r.WorstCase)
+	}
+	ls := w.run("ls")
+	mustContain(t, "ls", ls.stdout.String(), "WORST CASE", "ESTIMATED", "BILLED")
+	mustContain(t, "ls", lineWith(ls.stdout.String(), r.ID), costplan.Money(r.WorstCase.Guarded().USD))
+	if strings.Contains(ls.stdout.String(), "report it") {
+		t.Errorf("a bill within its bound is flagged:\n%s", ls.stdout)
+	}
+	if r.Bill == nil || r.Bill.USD <= 0 {
+		t.Fatalf("no bill read: %+v", r.Bill)
+	}
+	// A bound the bill passed (here, one made smaller than the bill).
+	r.WorstCase.Follow.USD, r.WorstCase.Watchdog.USD = r.Bill.USD/2, r.Bill.USD/2
+	st, err := state.Open(w.stateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Save(r); err != nil {
+		t.Fatal(err)
+	}
+	ls = w.run("ls")
+	mustContain(t, "ls", ls.stdout.String(), "ABOVE ITS WORST CASE", "please report it", r.ID)
 	w.assertClean()
 }

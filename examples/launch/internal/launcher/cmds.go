@@ -160,7 +160,9 @@ func cmdStop(ctx context.Context, a *app, args []string) error {
 }
 
 func cmdLs(ctx context.Context, a *app, args []string) error {
-	fs := a.newFlags("ls", "", `Lists this machine's runs with their pods (status, age, estimated cost
+	fs := a.newFlags("ls", "", `Lists this machine's runs with their pods (status, age, the worst case
+planned before the create (the most the run may cost while its watchdog or
+its launcher works; a bill above it is flagged, to be reported), estimated cost
 (price x time; for a stopped pod with a pod volume, such as a kept pod its
 watchdog stopped, its storage by the month), what Runpod billed once the pods are gone, the last watchdog
 verdict seen, the rule by which the watchdog was seen deleting the pod,
@@ -193,7 +195,8 @@ run knows (orphans: "launch rm --all-orphans" removes them).`)
 	}
 	now := time.Now()
 	tw := tabwriter.NewWriter(a.stdout, 2, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tPHASE\tPOD\tSTATUS\tAGE\tESTIMATED\tBILLED\tVERDICT\tDELETE REASON")
+	fmt.Fprintln(tw, "RUN\tPHASE\tPOD\tSTATUS\tAGE\tWORST CASE\tESTIMATED\tBILLED\tVERDICT\tDELETE REASON")
+	var overBound []string
 	var settling, anyDue bool
 	var reasons []watchdog.DeleteReason
 	for _, r := range runs {
@@ -230,7 +233,12 @@ run knows (orphans: "launch rm --all-orphans" removes them).`)
 		if status == "gone" {
 			end = endOf(r, cmp.Or(r.Ended, now))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Phase, podID, status, age, cost, billed, dash(r.Verdict), end.column())
+		worst, over := worstText(r.Record)
+		if over != "" {
+			billed += " (!)"
+			overBound = append(overBound, over)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Phase, podID, status, age, worst, cost, billed, dash(r.Verdict), end.column())
 		for _, reason := range append([]watchdog.DeleteReason{end.rule}, end.due...) {
 			if reason != "" && !slices.Contains(reasons, reason) {
 				reasons = append(reasons, reason)
@@ -261,7 +269,7 @@ run knows (orphans: "launch rm --all-orphans" removes them).`)
 			name = p.Name
 		}
 		cost := cmp.Or(stoppedStorage(p, 0), money(p.CostPerHr)+"/h")
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", dash(name), phase, dash(p.ID), dash(statusText(p.Status)), age, cost, "-", "-", "-")
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", dash(name), phase, dash(p.ID), dash(statusText(p.Status)), age, "-", cost, "-", "-", "-")
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -272,6 +280,11 @@ run knows (orphans: "launch rm --all-orphans" removes them).`)
 			if _, err := fmt.Fprintf(a.stdout, "%s failed: %s\n", r.ID, termtext.Escape(r.Note, false)); err != nil {
 				return err
 			}
+		}
+	}
+	for _, o := range overBound {
+		if _, err := fmt.Fprintln(a.stdout, o); err != nil {
+			return err
 		}
 	}
 	if settling {

@@ -12,6 +12,7 @@ import (
 
 	flag "github.com/spf13/pflag"
 
+	"github.com/overbrainer/overbrainer-go/guard"
 	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/sweep"
 )
@@ -273,3 +274,25 @@ func (a *app) sayOverBudget(rep sweep.Report, budget float64) {
 	a.say("sweep: the account's guarded pods may still spend %s (and %d nothing bounds), past --budget %s: held by %s",
 		money(usd), len(unbounded), money(budget), holders(holding(rep)))
 }
+
+// worstText is the WORST CASE column of a run (the larger of its bounds
+// while its watchdog or this launcher works), and, when Runpod billed it
+// more than that, the loud line that says so: the bound failed.
+func worstText(r guard.Record) (col, over string) {
+	if r.WorstCase == nil {
+		return "-", ""
+	}
+	b := r.WorstCase.Guarded()
+	if b.Unbounded {
+		return "unbounded", ""
+	}
+	col = money(b.USD)
+	if r.Bill != nil && r.Bill.USD > b.USD {
+		over = fmt.Sprintf("RUN %s BILLED %s, ABOVE ITS WORST CASE OF %s: a bug of ours or a change of Runpod's; please report it (%s), with \"launch ls\" and the run's state directory",
+			r.ID, money(r.Bill.USD), money(b.USD), reportURL)
+	}
+	return col, over
+}
+
+// reportURL is where a bill above its worst case is reported.
+const reportURL = "https://github.com/overbrainer/overbrainer-go/issues"
