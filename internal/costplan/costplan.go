@@ -108,13 +108,32 @@ func Grow(sizeGB int, usedKiB int64) (newGB int, grow bool) {
 // Money formats USD for a person, with enough digits for the cents of a
 // short run.
 func Money(usd float64) string {
+	return fmt.Sprintf("$%.*f", moneyDigits(usd), usd)
+}
+
+// MoneyUp is Money rounded up at its last digit, for a bound: the figure
+// shown is never below the bound.
+func MoneyUp(usd float64) string {
+	if usd == 0 {
+		return Money(0)
+	}
+	n := moneyDigits(usd)
+	scale := math.Pow10(n)
+	// The epsilon keeps a float's noise past an exact figure from
+	// rounding it up a digit.
+	up := math.Ceil(usd*scale-1e-9) / scale
+	return fmt.Sprintf("$%.*f", moneyDigits(up), up)
+}
+
+// moneyDigits is how many decimals Money gives usd.
+func moneyDigits(usd float64) int {
 	switch {
 	case usd == 0:
-		return "$0"
+		return 0
 	case usd < 0.01:
-		return fmt.Sprintf("$%.4f", usd)
+		return 4
 	case usd < 10:
-		return fmt.Sprintf("$%.3f", usd)
+		return 3
 	}
-	return fmt.Sprintf("$%.2f", usd)
+	return 2
 }

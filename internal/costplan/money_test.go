@@ -9,3 +9,12 @@ func TestMoney(t *testing.T) {
 		}
 	}
 }
+
+func TestMoneyUp(t *testing.T) {
+	for usd, want := range map[float64]string{0: "$0", 0.00341: "$0.0035", 0.0863: "$0.087", 0.69: "$0.690",
+		0.009999: "$0.010", 9.9991: "$10.00", 12.501: "$12.51", 0.1 + 0.2: "$0.300"} {
+		if got := MoneyUp(usd); got != want {
+			t.Errorf("MoneyUp(%v) = %q, want %q", usd, got, want)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/overbrainer/overbrainer-go/guard"
+	"github.com/overbrainer/overbrainer-go/internal/costplan"
 	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/sweep"
 )
@@ -101,7 +102,7 @@ func boundText(b podenv.Bound, perHr float64) string {
 	if perHr <= 0 {
 		return fmt.Sprintf("for up to %s at the pod's price (unknown now)", d)
 	}
-	return fmt.Sprintf("%s for up to %s at %s/h", money(b.USD), d, money(perHr))
+	return fmt.Sprintf("%s for up to %s at %s/h", costplan.MoneyUp(b.USD), d, money(perHr))
 }
 
 // sayWorstCase prints the run's worst case, one line per bound, before
