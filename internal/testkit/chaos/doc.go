@@ -14,7 +14,10 @@
 //     connection); cells tried, pods left running (must be 0), the worst
 //     delay past the rule's bound, the dollars billed past it; and the
 //     same matrix run without each cell's rule, with how many of those
-//     kept their pod past the bound (must be all);
+//     kept their pod past the bound (must be all); and each cell's bill
+//     (the fake's, over its pods) against the worst case its launcher
+//     printed before the create: the largest ratio of bill to bound and
+//     the cells billed past it (must be 0);
 //   - load: 50 pods created at once through 20% of 429 answers (requests
 //     sent, total wait), and 50 watchdogs on one machine whose cost caps
 //     all fire on time (worst delay);

@@ -110,6 +110,9 @@ type cell struct {
 	secretsLeft int
 	// tries counts the runs of a kill cell (see killTries).
 	tries int
+	// bill is what the fake billed the cell's pods, bound the worst case
+	// the launcher printed before its create (checkBill).
+	bill, bound float64
 }
 
 // killTries bounds the runs of a kill cell whose kill landed past its step.
@@ -296,6 +299,8 @@ func printMatrix(t *testing.T, cells []*cell) {
 	record(t, "fault matrix", "pods left running", "%d", left)
 	record(t, "fault matrix", "worst delay past the bound", "%s (%s)", seconds(max(worst, 0)), worstCell)
 	record(t, "fault matrix", "dollars billed past the bound", "$%.6f", usd)
+	ratio, ratioCell, pastWorst := billRatios(cells)
+	record(t, "fault matrix", "largest bill / worst case printed before the create", "%.4f (%s); cells billed past it: %d (must be 0)", ratio, ratioCell, pastWorst)
 	record(t, "fault matrix", "secrets left after rm --all-orphans", "%d", secretsLeft)
 	record(t, "fault matrix", "cells run without their rule", "%d of %d kept their pod past the bound (so each cell fails without its rule)", kept, mutants)
 }
@@ -616,6 +621,7 @@ func runCell(t *testing.T, c *cell, sec *secretSet) (again bool) {
 		e.checkMutant(pod, killedAt, l)
 	default:
 		e.checkDeleted(pod, began, killedAt, l)
+		e.checkBill(l)
 	}
 	e.cleanUp(l)
 	return false
