@@ -17,7 +17,8 @@
 //     kept their pod past the bound (must be all); and each cell's bill
 //     (the fake's, over its pods) against the worst case its launcher
 //     printed before the create: the largest ratio of bill to bound and
-//     the cells billed past it (must be 0);
+//     the cells billed past it (must be 0), and the same over every cell
+//     of the suite (each cell's clean-up holds its bill to its bound);
 //   - load: 50 pods created at once through 20% of 429 answers (requests
 //     sent, total wait), and 50 watchdogs on one machine whose cost caps
 //     all fire on time (worst delay);

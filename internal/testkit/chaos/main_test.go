@@ -28,6 +28,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	os.RemoveAll(buildDir)
+	recordBills()
 	printFigures(os.Stdout)
 	os.Exit(code)
 }

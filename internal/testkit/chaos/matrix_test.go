@@ -621,7 +621,6 @@ func runCell(t *testing.T, c *cell, sec *secretSet) (again bool) {
 		e.checkMutant(pod, killedAt, l)
 	default:
 		e.checkDeleted(pod, began, killedAt, l)
-		e.checkBill(l)
 	}
 	e.cleanUp(l)
 	return false
@@ -962,6 +961,9 @@ func (e *env) cleanUp(l *launcher) {
 	for _, s := range e.srv.Secrets() {
 		e.c.secretsLeft++
 		t.Errorf("secret %s left after rm --all-orphans", s.Name)
+	}
+	if e.c.mutant == "" { // a mutant keeps its pod past its bound
+		e.checkBill(l)
 	}
 	name := e.c.name()
 	e.sec.scanTree(t, name+": the network volume", e.vol.Dir)
