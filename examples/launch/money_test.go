@@ -180,3 +180,22 @@ func TestLsShowsTheBillBesideTheBound(t *testing.T) {
 	mustContain(t, "ls", ls.stdout.String(), "ABOVE ITS WORST CASE", "please report it", r.ID)
 	w.assertClean()
 }
+
+// A worst case that cannot be planned (a network volume that does not
+// exist) does not stop the launch, which fails as it did, its run saved
+// as failed; a dry run, which needs the figure, stops there.
+func TestAWorstCaseThatCannotBePlanned(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	p := w.run("run", "--network-volume", "nonesuch")
+	if p.code != 1 {
+		t.Fatalf("exit %d, want 1", p.code)
+	}
+	mustContain(t, "stderr", p.stderr.String(), "worst case: cannot be planned")
+	if r := w.onlyRun(); r.Phase != state.PhaseFailed {
+		t.Errorf("run %s: phase %s, want failed", r.ID, r.Phase)
+	}
+	if p := w.run("run", "--dry-run", "--network-volume", "nonesuch"); p.code != 1 {
+		t.Errorf("dry run: exit %d, want 1", p.code)
+	}
+}

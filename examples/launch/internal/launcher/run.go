@@ -434,11 +434,18 @@ the pod ends with the launcher.`)
 		return err
 	}
 	// What the run may cost at most, before any money is spent.
+	// One that cannot be planned (a GPU type that does not exist) fails
+	// the launch below all the same, saved as a failed run, unless there
+	// is nothing to launch or a budget to keep.
 	worst, err := guard.WorstCase(ctx, a.api, spec, f.money.sweeper())
-	if err != nil {
-		return err
+	switch {
+	case err != nil && (f.dryRun || f.money.budget > 0):
+		return fmt.Errorf("planning the run's worst case: %w", err)
+	case err != nil:
+		a.say("worst case: cannot be planned: %v", err)
+	default:
+		a.sayWorstCase(worst, spec.Keep)
 	}
-	a.sayWorstCase(worst, spec.Keep)
 	if f.dryRun {
 		a.say("dry run: nothing created")
 		return nil
