@@ -9,6 +9,7 @@ import (
 
 	"github.com/overbrainer/overbrainer-go/internal/costplan"
 	"github.com/overbrainer/overbrainer-go/internal/jobctl"
+	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/podssh"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
@@ -325,7 +326,8 @@ func (r *Run) goneAt(g *PodGoneError) time.Time {
 }
 
 // enforceMargin is how much later than its watchdog a client enforces.
-const enforceMargin = 30 * time.Second
+// It is the podenv.FollowMargin a run's worst case counts with.
+const enforceMargin = podenv.FollowMargin
 
 func maxTime(a, b time.Time) time.Time {
 	if a.After(b) {
