@@ -50,7 +50,8 @@ func readmeSample(t *testing.T, marker string) string {
 
 // sampleRules normalise what differs from one run to the next, in the
 // README's sample and in a real run alike: run ids, the pod's id, times,
-// ports, process groups, the amounts of the cost and billed lines and the
+// ports, process groups, the amounts of the cost, billed and worst case
+// lines (a worst case counts from a second that varies) and the
 // run's duration in the first, and the results' byte count (their logs
 // hold times). Prices, file counts, steps and every word stay as they
 // are. Each replacement is a regexp template.
@@ -62,7 +63,7 @@ var sampleRules = []struct {
 	{regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?`), "TIME"},
 	{regexp.MustCompile(`127\.0\.0\.1:\d+`), "127.0.0.1:PORT"},
 	{regexp.MustCompile(`process group \d+`), "process group N"},
-	{regexp.MustCompile(`(cost: ~|billed: )\$[0-9.]+`), "${1}$$AMOUNT"},
+	{regexp.MustCompile(`(cost: ~|billed: |worst case [a-z ]+: )\$[0-9.]+`), "${1}$$AMOUNT"},
 	{regexp.MustCompile(` x [0-9hms.]+ from the create call`), " x DURATION from the create call"},
 	{regexp.MustCompile(`, \d+ bytes\)`), ", N bytes)"},
 }
