@@ -5,6 +5,8 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -87,6 +89,16 @@ func TestBudgetRefusesARunPastIt(t *testing.T) {
 	p = w.run(args([]string{"run"}, fast, short, demo(1))...)
 	if p.code != 2 || w.creates() != 1 {
 		t.Fatalf("exit %d with %d creates, want 2 and 1", p.code, w.creates())
+	}
+	// A run file's budget wins over the environment's.
+	file := filepath.Join(t.TempDir(), "run.yaml")
+	if err := os.WriteFile(file, []byte("budget: 0.1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w.env = []string{"OVERBRAINER_BUDGET_USD=100"}
+	p = w.run(args([]string{"run", "-f", file}, fast, short, demo(1))...)
+	if p.code != 2 || w.creates() != 1 {
+		t.Fatalf("run file: exit %d with %d creates, want 2 and 1", p.code, w.creates())
 	}
 	first.signal(syscall.SIGINT)
 	first.wait(patience)
