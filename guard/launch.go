@@ -130,8 +130,10 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 	if err := checkPrices(ctx, c, spec, cands); err != nil {
 		return nil, err
 	}
-	worst := worstCase(ctx, c, spec, cands, settings.VolumeGB, now, nil)
-	r.rec.WorstCase = &worst
+	if r.rec.WorstCase = cfg.worst; r.rec.WorstCase == nil {
+		worst := worstCase(ctx, c, spec, cands, settings.VolumeGB, now, nil)
+		r.rec.WorstCase = &worst
+	}
 	r.rec.RunDir = settings.RunDir()
 
 	if r.key, err = podssh.NewKey(); err != nil {

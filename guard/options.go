@@ -5,6 +5,8 @@ import (
 	"io"
 	"log/slog"
 	"time"
+
+	"github.com/overbrainer/overbrainer-go/podenv"
 )
 
 // Option configures Launch and Attach.
@@ -26,6 +28,9 @@ type config struct {
 	// pods, for Relaunch.
 	pull  *puller
 	prior []Attempt
+	// worst is the run's worst case, planned before its first pod: a
+	// Relaunch keeps it.
+	worst *podenv.WorstCase
 	// recovery is the run's recovery state, for Relaunch; secrets the
 	// job's, for its start on a new pod (WithSecrets, Start).
 	recovery RecoveryState

@@ -108,7 +108,7 @@ func relaunch(ctx context.Context, c api, prev Record, spec Spec, why string, op
 	spec.KeepIdle, spec.KeepUnbounded = prev.KeepIdle, prev.KeepUnbounded
 	spec.DeadlineFromCreate = false
 	recovery := prev.Recovery
-	return launch(ctx, c, spec, append(opts, func(c *config) { c.prior, c.recovery, c.keptHost = attempts, recovery, kept })...)
+	return launch(ctx, c, spec, append(opts, func(c *config) { c.prior, c.recovery, c.keptHost, c.worst = attempts, recovery, kept, prev.WorstCase })...)
 }
 
 // keptHost is the run's host key, public half and secret, that the next

@@ -90,6 +90,11 @@ func TestRelaunchOnePodAtATime(t *testing.T) {
 	if env := a.created[1].Env[podenv.MaxCostEnv]; env == "" || env == "5" {
 		t.Errorf("the new pod's cap in its env is %q, want what is left of 5", env)
 	}
+	// The run's worst case is the one planned before its first pod: the
+	// bill of all its pods is held to it.
+	if rec.WorstCase == nil || prev.WorstCase == nil || *rec.WorstCase != *prev.WorstCase {
+		t.Errorf("worst case %+v after the recovery, want the run's %+v", rec.WorstCase, prev.WorstCase)
+	}
 }
 
 // TestRelaunchOnVolumeTakesOver: the next pod of a run on a network
