@@ -14,6 +14,7 @@ import (
 
 	"github.com/overbrainer/overbrainer-go/examples/launch/internal/state"
 	"github.com/overbrainer/overbrainer-go/internal/costplan"
+	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
 
 // creates counts the create calls the fake was sent.
@@ -210,4 +211,17 @@ func TestAWorstCaseThatCannotBePlanned(t *testing.T) {
 	if p := w.run("run", "--dry-run", "--network-volume", "nonesuch"); p.code != 1 {
 		t.Errorf("dry run: exit %d, want 1", p.code)
 	}
+}
+
+// The committed sum needs the pods' listing alone: launch budget reads it
+// when the secrets' listing fails.
+func TestBudgetWithoutTheSecretsListing(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.srv.Fail("GET", "/v2/account/secrets", runpodtest.Fault{Status: http.StatusInternalServerError, Times: -1})
+	p := w.run("budget", "--budget", "1")
+	if p.code != 0 {
+		t.Fatalf("exit %d, want 0", p.code)
+	}
+	mustContain(t, "budget", p.stdout.String(), "committed: $0", "$1.000 left")
 }
