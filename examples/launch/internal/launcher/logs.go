@@ -142,5 +142,9 @@ it, where that is known.`)
 		a.say("pod %s is gone: %s", r.PodID, why)
 		return nil
 	}
+	if ctx.Err() != nil {
+		// Ctrl-C is how a follow ends: the user asked, nothing failed.
+		return &exitError{code: ExitInterrupted}
+	}
 	return err
 }
