@@ -388,13 +388,18 @@ func (r *Run) watcher(ctx context.Context) (watcher, error) {
 
 // poll is one look at the run over SSH.
 func (r *Run) poll(ctx context.Context, touch bool) (jobctl.State, []byte, error) {
+	return r.pollAt(ctx, r.rec.LogOffset, touch)
+}
+
+// pollAt is poll with the job's output read from offset.
+func (r *Run) pollAt(ctx context.Context, offset int64, touch bool) (jobctl.State, []byte, error) {
 	w, err := r.watcher(ctx)
 	if err != nil {
 		return jobctl.State{}, nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, shortCommand)
 	defer cancel()
-	st, b, err := w.Poll(ctx, r.rec.LogOffset, touch, maxChunk)
+	st, b, err := w.Poll(ctx, offset, touch, maxChunk)
 	if err != nil {
 		w.Close()
 		r.watch = nil

@@ -82,7 +82,7 @@ func TestFlagsAfterTheRunID(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(st.RunPath(r.ID), "pod.log"), []byte(log.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	logs := w.run("logs", r.ID, "--tail", "5")
+	logs := w.run("logs", r.ID, "--pod", "--tail", "5")
 	if logs.code != 0 {
 		t.Fatalf("logs RUN --tail 5: exit %d", logs.code)
 	}

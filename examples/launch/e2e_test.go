@@ -306,9 +306,26 @@ func TestDetachLsStop(t *testing.T) {
 		}
 	}
 
+	// logs shows the job's output, live from the pod while it runs; with
+	// --follow until the job ends.
+	lg := w.run("logs", r.ID, "--tail", "2")
+	if lg.code != 0 || strings.Count(lg.stdout.String(), "\n") != 2 || !strings.Contains(lg.stdout.String(), "/600 loss") {
+		t.Fatalf("logs RUN --tail 2: exit %d\n%s\n%s", lg.code, lg.stdout, lg.stderr)
+	}
+	followed := w.start("logs", r.ID, "--follow", "--tail", "1")
+
 	s := w.run("stop", r.ID, "--wait", "3m") // the README's order: flags after the run
 	if s.code != 0 {
 		t.Fatalf("stop exit %d", s.code)
+	}
+	if code := followed.wait(patience); code != 0 {
+		t.Fatalf("logs --follow: exit %d at the job's end", code)
+	}
+	mustContain(t, "logs --follow", followed.stdout.String(), "snapshot requested (stop): checkpointing and stopping")
+	// Once collected, the downloaded copy.
+	lg = w.run("logs", r.ID, "--tail", "1")
+	if lg.code != 0 || !strings.HasPrefix(lg.stdout.String(), "checkpoint: step ") || lg.stdout.String() != lastLine(followed.stdout.String())+"\n" {
+		t.Errorf("logs RUN after the stop: exit %d\n%s\n%s", lg.code, lg.stdout, lg.stderr)
 	}
 	mustContain(t, "stop stdout", s.stdout.String(), "snapshot requested (stop): checkpointing and stopping")
 	mustContain(t, "stop stderr", s.stderr.String(), "snapshot requested (stop)", "results downloaded", "cost: ~$",
@@ -636,7 +653,7 @@ func TestFailuresDeleteThePod(t *testing.T) {
 				if len(printed) == 0 {
 					t.Fatal("the pod printed nothing")
 				}
-				logs := w.run("logs", "--tail", "0", r.ID)
+				logs := w.run("logs", "--pod", "--tail", "0", r.ID)
 				if logs.code != 0 {
 					t.Fatalf("logs: exit %d: %s", logs.code, logs.stderr.String())
 				}

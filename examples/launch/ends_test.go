@@ -102,7 +102,7 @@ func TestEndedByNamesTheRule(t *testing.T) {
 	}
 	mustContain(t, "ls", ls.stdout.String(), "stalled: the job stalled")
 
-	logs := w.run("logs", id)
+	logs := w.run("logs", id, "--pod")
 	mustContain(t, "logs stderr", logs.stderr.String(), "pod gonepod1 is gone: its watchdog deleted it (stalled): the job did not move")
 
 	at := w.run("attach", id)

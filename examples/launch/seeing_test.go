@@ -29,7 +29,7 @@ func TestLogsFollowInterruptedExits130(t *testing.T) {
 	t.Parallel()
 	w := newAPIWorld(t)
 	r, _ := w.seedRun("20260101-000000-cccc")
-	p := w.start("logs", r.ID, "--follow")
+	p := w.start("logs", r.ID, "--pod", "--follow")
 	w.waitRequest("GET", "/logs", patience)
 	p.signal(syscall.SIGINT)
 	if code := p.wait(patience); code != 130 {
@@ -38,4 +38,10 @@ func TestLogsFollowInterruptedExits130(t *testing.T) {
 	if strings.Contains(p.stderr.String(), "context canceled") {
 		t.Errorf("logs --follow after Ctrl-C says it as an error:\n%s", p.stderr)
 	}
+}
+
+// lastLine is s's last line, without its newline.
+func lastLine(s string) string {
+	s = strings.TrimSuffix(s, "\n")
+	return s[strings.LastIndex(s, "\n")+1:]
 }

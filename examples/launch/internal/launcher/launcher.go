@@ -222,7 +222,8 @@ Commands:
   cancel RUN     stop the job at once (no checkpoint), collect, delete
   ssh RUN        a shell or a command on the run's pod (-- CMD ARG...)
   ls             list the runs and their pods
-  logs RUN       show the run's pod log (--follow: stream it from Runpod)
+  logs RUN       show the job's output (--follow: until it ends; --pod: the
+                 pod's setup and watchdog log)
   rm RUN         delete a run's pod and secret (rm --all-orphans: the
                  pods and secrets of runs this machine does not know)
   sweep          delete every abandoned overbrainer pod of the account,
