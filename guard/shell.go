@@ -11,6 +11,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/overbrainer/overbrainer-go/internal/jobctl"
+	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/podssh"
 )
 
@@ -22,9 +24,12 @@ type shellConn interface {
 	Shell(ctx context.Context, o podssh.ShellOptions) error
 }
 
-// Shell opens the login shell, or opts.Command, as root on the pod (a PTY if
-// opts.Term); a non-zero exit is a *podssh.CommandError. It renews no lease,
-// but is use of a kept pod whose job ended.
+// Shell opens the user's shell, or runs opts.Command with it, as root on
+// the pod (a PTY if opts.Term), in the job's surroundings: the run
+// directory, the job's variables ($OVERBRAINER_RUN_DIR,
+// $OVERBRAINER_OUTPUTS, the pod's environment), never its secrets. A
+// non-zero exit is a *podssh.CommandError. It renews no lease, but is use
+// of a kept pod whose job ended.
 func (r *Run) Shell(ctx context.Context, opts ShellOptions) error {
 	if err := r.liveConn(ctx); err != nil {
 		return err
@@ -33,6 +38,7 @@ func (r *Run) Shell(ctx context.Context, opts ShellOptions) error {
 	if !ok {
 		return errors.New("guard: this connection cannot open a shell")
 	}
+	opts.Command = jobctl.SessionCommand(r.rec.RunDir, podenv.JobEnv, opts.Command)
 	return sc.Shell(ctx, opts)
 }
 

@@ -42,7 +42,8 @@ func TestShellSSHConfigAndCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	spec := guard.Spec{Job: guard.Job{Dir: job, Command: "sh train.sh"}, Rules: podenv.Rules{Deadline: time.Now().Add(time.Hour)}}
+	spec := guard.Spec{Job: guard.Job{Dir: job, Command: "sh train.sh", Secrets: map[string]string{"API_TOKEN": "tok_NotInASession_42"}},
+		Rules: podenv.Rules{Deadline: time.Now().Add(time.Hour)}}
 	launched, err := guard.Launch(ctx, api, spec, guard.WithPoll(200*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -63,6 +64,14 @@ func TestShellSSHConfigAndCancel(t *testing.T) {
 	var ce *podssh.CommandError
 	if !errors.As(err, &ce) || ce.Status != 3 || out.String() != "ok\n" || errb.String() != "oops\n" {
 		t.Fatalf("Shell = %v; stdout %q, stderr %q: want exit 3, ok and oops apart", err, out.String(), errb.String())
+	}
+	// A session is in the run directory with the job's variables, not
+	// its secrets.
+	out.Reset()
+	err = run.Shell(ctx, guard.ShellOptions{Command: `echo "$(pwd) $OVERBRAINER_RUN_DIR $OVERBRAINER_OUTPUTS ${API_TOKEN-none}"`, Stdout: &out, Stderr: &errb})
+	rd := run.Record().RunDir
+	if want := rd + " " + rd + " " + rd + "/outputs none\n"; err != nil || out.String() != want {
+		t.Errorf("Shell in the job's surroundings: %v, %q, want %q", err, out.String(), want)
 	}
 
 	cfg, err := run.WriteSSHConfig(ctx, filepath.Join(dir, "ssh"))

@@ -42,6 +42,10 @@ func TestSSHThenCancel(t *testing.T) {
 	if three := w.run("ssh", r.ID, "--", "sh", "-c", "echo \"$0\"; exit 3", "it's"); three.code != 3 || three.stdout.String() != "it's\n" {
 		t.Fatalf("ssh -- sh -c 'exit 3': exit %d, stdout %q, want 3", three.code, three.stdout)
 	}
+	// A session starts in the run directory, with the job's variables.
+	if here := w.run("ssh", r.ID, "--", "sh", "-c", `echo "$PWD $OVERBRAINER_OUTPUTS"`); here.stdout.String() != r.RunDir+" "+r.RunDir+"/outputs\n" {
+		t.Errorf("ssh -- echo $PWD $OVERBRAINER_OUTPUTS: %q, want the run directory and its outputs", here.stdout)
+	}
 	openssh := exec.Command(shtest.NeedTool(t, "ssh"), "-F", config, "-o", "BatchMode=yes", r.PodName, "cat", r.RunDir+"/job.pid")
 	if out, err := openssh.CombinedOutput(); err != nil || strings.TrimSpace(string(out)) == "" {
 		t.Fatalf("ssh -F %s %s: %v\n%s", config, r.PodName, err, out)

@@ -22,6 +22,9 @@ var startScript string
 //go:embed watch.sh
 var watchScript string
 
+//go:embed session.sh
+var sessionScript string
+
 // Files of the run directory that the job scripts use besides the watchdog
 // package's: the job's command, its uploaded directory, its outputs (what
 // the client downloads) and its log.
@@ -53,6 +56,16 @@ func StartCommand(runDir, jobEnv string) string {
 // results were collected).
 func RestartCommand(runDir, jobEnv string) string {
 	return podssh.Command(startProgram(), runDir, jobEnv, "restart")
+}
+
+// SessionCommand is the command line of a user's session on the pod (an
+// interactive shell for an empty command): in the run directory runDir,
+// with jobEnv sourced and the job's variables set, never its secrets.
+func SessionCommand(runDir, jobEnv, command string) string {
+	if command == "" {
+		return podssh.Command(sessionScript, runDir, jobEnv)
+	}
+	return podssh.Command(sessionScript, runDir, jobEnv, command)
 }
 
 // startProgram is start.sh as the pod runs it: after a line that hands it

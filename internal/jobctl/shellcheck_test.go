@@ -11,7 +11,7 @@ import (
 // accepts.
 func TestShellcheck(t *testing.T) {
 	bin := shtest.NeedTool(t, "shellcheck")
-	out, err := exec.Command(bin, "-s", "sh", "start.sh", "watch.sh", "cancel.sh", "../../examples/launch/demo/train.sh").CombinedOutput()
+	out, err := exec.Command(bin, "-s", "sh", "start.sh", "watch.sh", "cancel.sh", "session.sh", "../../examples/launch/demo/train.sh").CombinedOutput()
 	if err != nil {
 		t.Fatalf("shellcheck: %v\n%s", err, out)
 	}

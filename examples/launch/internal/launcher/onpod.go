@@ -16,7 +16,10 @@ import (
 func cmdSSH(ctx context.Context, a *app, args []string) error {
 	fs := a.newFlags("ssh", "RUN [-- COMMAND [ARG...]]", `Opens a shell on the run's pod (host key pinned) on a terminal that follows
 this one's size, or runs COMMAND, each word as it is, and exits with its
-status. Prints the ssh -F line of the OpenSSH files it writes in the state.`)
+status. It starts in the run directory with the job's variables
+($OVERBRAINER_RUN_DIR, $OVERBRAINER_OUTPUTS, the pod's environment), never
+its secrets. Prints the ssh -F line of the OpenSSH files it writes in the
+state.`)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
