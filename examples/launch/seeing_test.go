@@ -1,10 +1,14 @@
 package main_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/overbrainer/overbrainer-go/examples/launch/internal/state"
 )
 
 // waitRequest waits until the fake has been asked for a path ending so.
@@ -44,4 +48,27 @@ func TestLogsFollowInterruptedExits130(t *testing.T) {
 func lastLine(s string) string {
 	s = strings.TrimSuffix(s, "\n")
 	return s[strings.LastIndex(s, "\n")+1:]
+}
+
+// What logs --pod prints of the watchdog's lines reads its times as
+// RFC 3339; the kept copy is printed, not rewritten.
+func TestLogsPodReadsWatchdogTimes(t *testing.T) {
+	t.Parallel()
+	w := newAPIWorld(t)
+	r, _ := w.seedRun("20260101-000000-dddd")
+	st, err := state.Open(w.stateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := "2026-01-01T00:00:01Z container 1767225600 start deadline=1767229200 interval=60\n" +
+		"2026-01-01T00:00:02Z container overbrainer bootstrap: 1767225600 stays\n"
+	if err := os.WriteFile(filepath.Join(st.RunPath(r.ID), "pod.log"), []byte(kept), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logs := w.run("logs", r.ID, "--pod")
+	want := "2026-01-01T00:00:01Z container 2026-01-01T00:00:00Z start deadline=2026-01-01T01:00:00Z interval=60\n" +
+		"2026-01-01T00:00:02Z container overbrainer bootstrap: 1767225600 stays\n"
+	if logs.code != 0 || logs.stdout.String() != want {
+		t.Errorf("logs --pod: exit %d\n%s\nwant\n%s", logs.code, logs.stdout, want)
+	}
 }

@@ -185,7 +185,7 @@ func (d *driver) sayFailure(e guard.Event) {
 		if d.r.Verdict == "" {
 			// It died before its SSH answered: its log says why.
 			for _, l := range a.lastLines(d.r.ID, 10) {
-				a.say("pod log: %s", termtext.Escape(l, false))
+				a.say("pod log: %s", podLine(l))
 			}
 		}
 	case errors.As(e.Err, &verdict):

@@ -19,6 +19,7 @@ import (
 	"github.com/overbrainer/overbrainer-go/internal/jobctl"
 	"github.com/overbrainer/overbrainer-go/internal/termtext"
 	"github.com/overbrainer/overbrainer-go/runpod"
+	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
 // The run's copy of its pod's log (guard.WithPodLog), capped: a pod that
@@ -78,6 +79,15 @@ func (a *app) lastLines(id string, n int) []string {
 	}
 	defer f.Close()
 	return tailLines(f, n)
+}
+
+// podLine is a line of the run's pod.log ("TIME SOURCE TEXT") as it is
+// printed: escaped, the times of a watchdog line in RFC 3339.
+func podLine(l string) string {
+	if f := strings.SplitN(l, " ", 3); len(f) == 3 {
+		l = f[0] + " " + f[1] + " " + watchdog.Readable(f[2])
+	}
+	return termtext.Escape(l, false)
 }
 
 // tailLines returns the last n lines of r.
@@ -236,7 +246,7 @@ func (a *app) savedJobLog(r *state.Run, file string, n int, follow bool) error {
 // podLogs shows the run's pod.log, then with follow the pod's log stream.
 func (a *app) podLogs(ctx context.Context, r *state.Run, n int, follow bool, source string) error {
 	for _, l := range a.lastLines(r.ID, n) {
-		fmt.Fprintln(a.stdout, termtext.Escape(l, false))
+		fmt.Fprintln(a.stdout, podLine(l))
 	}
 	if !follow {
 		// The kept log stops at the detach: what ended the pod since, where known.
@@ -250,7 +260,7 @@ func (a *app) podLogs(ctx context.Context, r *state.Run, n int, follow bool, sou
 	}
 	opts := runpod.LogOptions{Source: runpod.LogSource(source), NoBackfill: true}
 	err := a.api.StreamPodLogs(ctx, r.PodID, opts, func(l runpod.LogLine) error {
-		_, err := fmt.Fprintf(a.stdout, "%s %s %s\n", l.Time.UTC().Format("2006-01-02T15:04:05Z"), l.Source, termtext.Escape(l.Line, false))
+		_, err := fmt.Fprintf(a.stdout, "%s %s %s\n", l.Time.UTC().Format(time.RFC3339), l.Source, termtext.Escape(watchdog.Readable(l.Line), false))
 		return err
 	})
 	if err == nil || errors.Is(err, runpod.ErrNotFound) {
