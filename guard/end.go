@@ -171,9 +171,13 @@ func (r *Run) fail(ctx context.Context, err error) (left bool) {
 		return true
 	case errors.As(err, &gone) && stillBills(gone.Status):
 		// An EXITED or ERROR pod bills for its disk and its watchdog no
-		// longer runs: nothing but this client would delete it.
+		// longer runs: nothing but this client would delete it. Its
+		// log, read before the delete, says why it died (the Record's
+		// note stays a line).
+		note := err.Error()
+		gone.PodLog = r.lastPodLog(ctx)
 		r.emit(Event{Kind: EventFailed, Err: err, Then: ThenDelete})
-		r.rec.Note = err.Error()
+		r.rec.Note = note
 		r.teardown(r.endPhase(PhaseFailed))
 		return false
 	case errors.As(err, &gone):

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/bootstrap"
@@ -43,6 +44,10 @@ type PodGoneError struct {
 	DeleteReason watchdog.DeleteReason // the rule its watchdog was seen deleting it by
 	Due          watchdog.DeleteReason // a lease-proof rule whose time had come: the likely one
 	Detail       string                // what the client was doing
+	// PodLog is the last lines of the log of a pod that died (EXITED or
+	// ERROR), one a line, as Runpod's log stream had them, secrets
+	// [REDACTED]: what its setup printed before it died says why.
+	PodLog string
 }
 
 func (e *PodGoneError) Error() string {
@@ -58,6 +63,12 @@ func (e *PodGoneError) Error() string {
 		s += fmt.Sprintf("; its watchdog was deleting it (%s)", termtext.Escape(string(e.DeleteReason), false))
 	case e.Due != "":
 		s += fmt.Sprintf("; the time of its watchdog's %s rule had come", e.Due)
+	}
+	if e.PodLog != "" {
+		s += "; the last lines of its log:"
+		for _, l := range strings.Split(e.PodLog, "\n") {
+			s += "\n  " + termtext.Escape(watchdog.Readable(l), false)
+		}
 	}
 	return s
 }

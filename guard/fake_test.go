@@ -418,6 +418,8 @@ type fakeAPI struct {
 	secrets   map[string]string
 	// secretDescs holds each created secret's description.
 	secretDescs map[string]string
+	// podLog is the pod's log, as StreamPodLogs serves it.
+	podLog []string
 }
 
 const (
@@ -468,9 +470,17 @@ func (a *fakeAPI) setStatus(s runpod.PodStatus, gone bool) {
 
 func (a *fakeAPI) BaseURL() string { return "https://api.fake/v2" }
 
-// StreamPodLogs: the fake's pods have no log; WithPodLog is tested on the
+// StreamPodLogs plays podLog, then ends; WithPodLog is tested on the
 // emulator (podlog_test.go).
-func (a *fakeAPI) StreamPodLogs(context.Context, string, runpod.LogOptions, func(runpod.LogLine) error) error {
+func (a *fakeAPI) StreamPodLogs(_ context.Context, _ string, _ runpod.LogOptions, fn func(runpod.LogLine) error) error {
+	a.mu.Lock()
+	lines := slices.Clone(a.podLog)
+	a.mu.Unlock()
+	for _, l := range lines {
+		if err := fn(runpod.LogLine{Line: l}); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/runpod"
@@ -76,4 +77,28 @@ func (r *Run) stopPodLog() {
 	r.plog.cancel()
 	<-r.plog.done
 	r.plog = nil
+}
+
+// deadPodLogLines is how many of a dead pod's last log lines its
+// PodGoneError carries.
+const deadPodLogLines = 10
+
+// lastPodLog reads the last lines of the pod's log from Runpod's log
+// stream, secrets [REDACTED]. The stream stays open while the pod exists:
+// it is read until no line came for half a second, 5 s at most.
+func (r *Run) lastPodLog(ctx context.Context) string {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	quiet := time.AfterFunc(time.Second, cancel)
+	defer quiet.Stop()
+	red := r.redacting()
+	var lines []string
+	_ = r.api.StreamPodLogs(ctx, r.rec.PodID, runpod.LogOptions{Tail: deadPodLogLines}, func(l runpod.LogLine) error {
+		quiet.Reset(500 * time.Millisecond)
+		if lines = append(lines, red.redact(l.Line)); len(lines) > deadPodLogLines {
+			lines = lines[1:]
+		}
+		return nil
+	})
+	return strings.Join(lines, "\n")
 }

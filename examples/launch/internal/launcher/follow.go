@@ -182,7 +182,13 @@ func (d *driver) sayFailure(e guard.Event) {
 		a.say("%s: the results downloaded while the job ran (in %s) are all there is", d.goneText(gone), d.r.OutDir)
 	case errors.As(e.Err, &gone):
 		a.say("%s: the job's results were not collected", d.goneText(gone))
-		if d.r.Verdict == "" {
+		switch {
+		case gone.PodLog != "":
+			// It died: the last lines of its log say why.
+			for l := range strings.SplitSeq(gone.PodLog, "\n") {
+				a.say("pod log: %s", termtext.Escape(watchdog.Readable(l), false))
+			}
+		case d.r.Verdict == "":
 			// It died before its SSH answered: its log says why.
 			for _, l := range a.lastLines(d.r.ID, 10) {
 				a.say("pod log: %s", podLine(l))
@@ -212,7 +218,9 @@ func (d *driver) sayFailure(e guard.Event) {
 // the one seen, else the one the run directory's copy here names, else
 // the rules whose time had come (saved with the run, for ls).
 func (d *driver) goneText(g *guard.PodGoneError) string {
-	s := g.Error()
+	bare := *g
+	bare.PodLog = "" // said line by line after
+	s := bare.Error()
 	if rule := g.Rule(); rule != "" {
 		return s + ": " + rule.Explain()
 	}
