@@ -14,18 +14,40 @@ import (
 	"github.com/overbrainer/overbrainer-go/guard"
 	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
+	"github.com/overbrainer/overbrainer-go/runpod/localpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
 // The whole cycle on the local emulator, whose pods really run here (as
-// root): launch, start, follow, collect, delete. On Runpod, api is
+// root, with sshd and curl): launch, start, follow, collect, delete. The
+// emulator runs each pod's init as this very program, so a program of
+// its own calls localpod.PodInit first thing in main, as here (a test
+// binary: runpodtest.Main in TestMain). On Runpod, api is
 // runpod.New(os.Getenv("RUNPOD_API_KEY")) and the rest is the same.
 func ExampleLaunch() {
-	api, dir, done := emulator()
-	defer done()
-	job := writeJob(dir, "echo step 1; echo model > \"$OVERBRAINER_OUTPUTS/model\"; echo training done")
-	results := filepath.Join(dir, "results")
+	localpod.PodInit() // first in main: it returns at once but in a pod
+	srv := runpodtest.NewServer(runpodtest.WithPodRunner())
+	defer srv.Close()
+	api, err := runpod.New(srv.APIKey(), runpod.WithBaseURL(srv.BaseURL()))
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	// The job: a directory uploaded to the pod, and the command run there.
+	dir, err := os.MkdirTemp("", "example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	job, results := filepath.Join(dir, "job"), filepath.Join(dir, "results")
+	script := "echo step 1; echo model > \"$OVERBRAINER_OUTPUTS/model\"; echo training done\n"
+	if err := os.Mkdir(job, 0o755); err != nil {
+		log.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(job, "train.sh"), []byte(script), 0o644); err != nil {
+		log.Fatal(err)
+	}
 
 	// The first event of each main kind, in the order the run meets them.
 	seen := map[guard.EventKind]bool{}
