@@ -223,7 +223,7 @@ func (e Event) String() string {
 	case EventJobEnded:
 		return e.End.String()
 	case EventCollected:
-		s := fmt.Sprintf("results downloaded to %s (%d files, %d bytes)", e.Dir, e.Files, e.Bytes)
+		s := fmt.Sprintf("results downloaded to %s (%s, %s)", e.Dir, termtext.Count(int64(e.Files), "file", "files"), termtext.Count(e.Bytes, "byte", "bytes"))
 		if len(e.Skipped) > 0 {
 			s += "; skipped (links and special files): " + strings.Join(e.Skipped, ", ")
 		}
@@ -258,7 +258,7 @@ func (e Event) String() string {
 		}
 		return "GPU type " + e.Attempt.String()
 	case EventPulled:
-		return fmt.Sprintf("pulled the outputs so far to %s (%d files, %s)", e.Dir, e.Files, termtext.ByteSize(e.Bytes))
+		return fmt.Sprintf("pulled the outputs so far to %s (%s, %s)", e.Dir, termtext.Count(int64(e.Files), "file", "files"), termtext.ByteSize(e.Bytes))
 	case EventStalled:
 		s := fmt.Sprintf("the job has not moved for %s", roundSecond(e.Elapsed))
 		if e.ProgressLine != "" {
@@ -276,7 +276,7 @@ func (e Event) String() string {
 		return fmt.Sprintf("at %s a step (step %d of %d), the steps left need %s, more than the %s until the deadline",
 			e.PerStep.Round(time.Millisecond), e.Step, e.Steps, roundSecond(e.Need), roundSecond(e.Left))
 	case EventResumed:
-		s := fmt.Sprintf("resuming from %s: %d files (%s) uploaded to %s", e.Dir, e.Files, termtext.ByteSize(e.Bytes), e.Remote)
+		s := fmt.Sprintf("resuming from %s: %s (%s) uploaded to %s", e.Dir, termtext.Count(int64(e.Files), "file", "files"), termtext.ByteSize(e.Bytes), e.Remote)
 		if e.Proof != nil {
 			s += "; the checkpoint of " + e.Proof.String()
 		}

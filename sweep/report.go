@@ -107,6 +107,6 @@ func (r Report) Write(w io.Writer, asJSON, all bool, err error) error {
 	if asJSON {
 		return nil
 	}
-	_, werr := fmt.Fprintf(w, "sweep: %d pods, %d secrets, %d deleted\n", r.Pods, r.Secrets, r.Deleted())
+	_, werr := fmt.Fprintf(w, "sweep: %s, %s, %d deleted\n", termtext.Count(int64(r.Pods), "pod", "pods"), termtext.Count(int64(r.Secrets), "secret", "secrets"), r.Deleted())
 	return werr
 }

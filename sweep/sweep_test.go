@@ -456,3 +456,14 @@ func TestReportSaysCannotJudge(t *testing.T) {
 		t.Errorf("the report holds an escape byte: %q", out)
 	}
 }
+
+// The total says one pod and one secret in the singular.
+func TestReportTotalCountsInWords(t *testing.T) {
+	var b strings.Builder
+	if err := (Report{Pods: 1, Secrets: 1}).Write(&b, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if want := "sweep: 1 pod, 1 secret, 0 deleted\n"; b.String() != want {
+		t.Errorf("Write: %q, want %q", b.String(), want)
+	}
+}

@@ -102,3 +102,12 @@ func ByteSize(n int64) string {
 	}
 	return fmt.Sprintf("%.1f %cB", float64(n)/float64(div), "kMGTPE"[exp])
 }
+
+// Count is n and the noun for it: one for 1, else many ("1 file",
+// "2 files", "0 files").
+func Count(n int64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}

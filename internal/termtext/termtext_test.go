@@ -75,3 +75,11 @@ func TestByteSize(t *testing.T) {
 		}
 	}
 }
+
+func TestCount(t *testing.T) {
+	for n, want := range map[int64]string{0: "0 files", 1: "1 file", 2: "2 files"} {
+		if got := Count(n, "file", "files"); got != want {
+			t.Errorf("Count(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

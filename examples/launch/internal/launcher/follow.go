@@ -138,7 +138,7 @@ func (d *driver) event(e guard.Event) {
 		a.sayPace(e)
 	case guard.EventCollected:
 		d.early = !d.run.Ended() && !d.run.State().Ended()
-		a.say("results downloaded to %s (%d files, %d bytes)", e.Dir, e.Files, e.Bytes)
+		a.say("results downloaded to %s (%s, %s)", e.Dir, termtext.Count(int64(e.Files), "file", "files"), termtext.Count(e.Bytes, "byte", "bytes"))
 		a.listOutputs(filepath.Join(e.Dir, guard.OutputsDir))
 		if len(e.Skipped) > 0 {
 			a.say("skipped (links and special files): %s", strings.Join(e.Skipped, ", "))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/overbrainer/overbrainer-go/guard"
+	"github.com/overbrainer/overbrainer-go/internal/termtext"
 	"github.com/overbrainer/overbrainer-go/runpod/localpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
@@ -54,7 +55,7 @@ func (l *localEmulator) close(a *app) {
 		return
 	}
 	if n := len(l.srv.Billing()); n > 0 {
-		a.say("the local emulator ends with this launcher: its %d pod(s) are terminated now", n)
+		a.say("the local emulator ends with this launcher: its %s terminated now", termtext.Count(int64(n), "pod is", "pods are"))
 	}
 	l.srv.Close()
 }
@@ -95,7 +96,7 @@ terminates every pod of the emulator.`)
 		return err
 	}
 	if n := len(srv.Billing()); n > 0 {
-		a.say("terminating %d pod(s)", n)
+		a.say("terminating %s", termtext.Count(int64(n), "pod", "pods"))
 	}
 	return nil
 }
