@@ -129,6 +129,7 @@ func TestBadCommandLineExitsTwo(t *testing.T) {
 		{[]string{"run", "--poll", "0"}, "usage: launch run [flags]", "--poll: 0s is not positive"},
 		{[]string{"run", "--lease-every", "1h"}, "usage: launch run [flags]", "--lease-every: 1h0m0s is not shorter than the lease's lifetime"},
 		{[]string{"gpus", "extra"}, "usage: launch gpus [flags]", "takes no arguments"},
+		{[]string{"run", "--cmd", ""}, "usage: launch run [flags]", "--cmd is empty"},
 		{[]string{"nonesuch"}, "usage: launch [global flags] COMMAND", `unknown command "nonesuch"`},
 	} {
 		p := w.run(c.args...)

@@ -398,6 +398,9 @@ the pod ends with the launcher.`)
 	if err != nil {
 		return err
 	}
+	if fs.Changed("cmd") && strings.TrimSpace(f.cmd) == "" {
+		return usagef("--cmd is empty: give the job's command (or leave --cmd out for the demo job)")
+	}
 	if err := a.open(ctx); err != nil {
 		return err
 	}
