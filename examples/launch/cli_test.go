@@ -156,9 +156,10 @@ func TestBadCommandLineExitsTwo(t *testing.T) {
 func TestLsShowsARunThatFailedBeforeItsPod(t *testing.T) {
 	t.Parallel()
 	w := newAPIWorld(t)
-	p := w.run("run", "--gpu", "NVIDIA Nonesuch 9000")
+	w.srv.Fail("POST", "/v2/pods", runpodtest.Fault{Status: 400, Detail: "no GPU", Times: -1})
+	p := w.run("run")
 	if p.code != 1 {
-		t.Fatalf("run with an unknown GPU type: exit %d, want 1", p.code)
+		t.Fatalf("run whose create is refused: exit %d, want 1", p.code)
 	}
 	r := w.onlyRun()
 	if r.Phase != state.PhaseFailed || r.PodID != "" || r.Note == "" {
@@ -169,5 +170,29 @@ func TestLsShowsARunThatFailedBeforeItsPod(t *testing.T) {
 	mustContain(t, "ls", ls.stdout.String(), r.ID+" failed: ")
 	if len(w.srv.Pods()) != 0 {
 		t.Fatalf("pods: %v", w.srv.Pods())
+	}
+}
+
+// A --gpu id the catalog does not have is refused before any create,
+// naming the flag and some ids that are, once.
+func TestUnknownGPUIsRefusedByName(t *testing.T) {
+	t.Parallel()
+	w := newAPIWorld(t)
+	p := w.run("run", "--gpu", guard.DefaultGPU+",NVIDIA Nonesuch 9000")
+	if p.code != 2 {
+		t.Fatalf("run --gpu with an unknown id: exit %d, want 2\n%s", p.code, p.stderr)
+	}
+	says := `--gpu "NVIDIA Nonesuch 9000" is not a GPU type id of the catalog; some that are: `
+	mustContain(t, "stderr", p.stderr.String(), says, guard.DefaultGPU, "launch gpus")
+	if n := strings.Count(p.stderr.String(), "Nonesuch"); n != 1 {
+		t.Errorf("the unknown id is said %d times, want once:\n%s", n, p.stderr)
+	}
+	for _, r := range w.srv.Requests() {
+		if r.Method == "POST" {
+			t.Errorf("%s %s made for a run with an unknown GPU", r.Method, r.Path)
+		}
+	}
+	if len(w.runs()) != 0 {
+		t.Errorf("a run was recorded: %v", w.runs())
 	}
 }

@@ -1,8 +1,10 @@
 package launcher
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -128,4 +130,45 @@ func cmdRegistries(ctx context.Context, a *app, args []string) error {
 	}
 	a.table("no registry credentials", "ID\tNAME", rows)
 	return nil
+}
+
+// checkGPUFlag refuses a --gpu id that the catalog does not have, with a
+// few that it has: the create would only be refused. A catalog that
+// cannot be read checks nothing (the create will say).
+func (a *app) checkGPUFlag(ctx context.Context, ids []string) error {
+	if len(ids) == 1 && ids[0] == guard.AutoGPU {
+		return nil
+	}
+	types, err := a.api.ListGPUTypes(ctx)
+	if err != nil {
+		return nil
+	}
+	known := make([]string, 0, len(types))
+	for _, g := range types {
+		known = append(known, g.ID)
+	}
+	for _, id := range ids {
+		if !slices.Contains(known, id) {
+			return usagef("--gpu %q is not a GPU type id of the catalog; some that are: %s (\"launch gpus\" lists them all)",
+				id, strings.Join(likeGPU(id, known, 5), ", "))
+		}
+	}
+	return nil
+}
+
+// likeGPU is the n ids of known that share the most words with id.
+func likeGPU(id string, known []string, n int) []string {
+	words := strings.Fields(strings.ToLower(id))
+	shared := func(k string) int {
+		c := 0
+		for _, w := range strings.Fields(strings.ToLower(k)) {
+			if slices.Contains(words, w) {
+				c++
+			}
+		}
+		return c
+	}
+	like := slices.Clone(known)
+	slices.SortStableFunc(like, func(x, y string) int { return cmp.Compare(shared(y), shared(x)) })
+	return like[:min(n, len(like))]
 }

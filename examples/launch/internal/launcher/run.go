@@ -404,6 +404,9 @@ the pod ends with the launcher.`)
 	if err := a.open(ctx); err != nil {
 		return err
 	}
+	if err := a.checkGPUFlag(ctx, splitList(f.gpu)); err != nil {
+		return err
+	}
 	a.doctorWarning(a.apiKey())
 
 	now := time.Now()
