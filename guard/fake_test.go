@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -177,6 +178,9 @@ type fakePod struct {
 	downloaded  podssh.Extracted
 	downloadErr error
 	onDownload  func()
+	// putErrs fail the next marker writes, in order, each killing its
+	// connection (fakeConn.dead).
+	putErrs []error
 	// downloadErrs fail the next downloads, in order; downloads are the
 	// requests seen.
 	downloadErrs []error
@@ -248,6 +252,7 @@ type fakeConn struct {
 	pod  *fakePod
 	once sync.Once
 	done chan struct{}
+	dead atomic.Bool // sessions fail, though done is not closed
 }
 
 var errConnClosed = errors.New("fake: connection closed")
@@ -271,6 +276,9 @@ func (c *fakeConn) closed() bool {
 func (c *fakeConn) Watch(_ context.Context, runDir string) (watcher, error) {
 	if c.closed() {
 		return nil, errConnClosed
+	}
+	if c.dead.Load() {
+		return nil, errors.New("podssh: new session: EOF")
 	}
 	return &fakeWatcher{c: c}, nil
 }
@@ -381,7 +389,20 @@ func (w *fakeWatcher) Put(ctx context.Context, name, value string) error {
 	if err := w.usable(ctx); err != nil {
 		return err
 	}
-	return w.c.pod.put(name, value)
+	p := w.c.pod
+	p.mu.Lock()
+	var err error
+	if len(p.putErrs) > 0 {
+		err, p.putErrs = p.putErrs[0], p.putErrs[1:]
+	}
+	p.mu.Unlock()
+	if err != nil {
+		// The connection died under the session; its end is not seen
+		// yet, and every new session on it fails.
+		w.c.dead.Store(true)
+		return err
+	}
+	return p.put(name, value)
 }
 
 func (w *fakeWatcher) Close() {

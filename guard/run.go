@@ -441,13 +441,20 @@ func (r *Run) noteDeleteReason(reason watchdog.DeleteReason) {
 }
 
 // put replaces one of the client's pod files with value, through the
-// watcher. A write replaces the file whole, so it is tried a second time
-// on a fresh watch session when the first one broke.
+// watcher. A write replaces the file whole, so it is tried up to three
+// times: on a fresh watch session, and a new connection, when one broke.
 func (r *Run) put(ctx context.Context, name, value string) error {
 	var err error
-	for try := 0; try < 2 && ctx.Err() == nil; try++ {
+	for try := 0; try < 3 && ctx.Err() == nil; try++ {
 		if err = r.putOnce(ctx, name, value); err == nil {
 			return nil
+		}
+		var ce *podssh.CommandError
+		if !errors.As(err, &ce) {
+			// The connection may be dead before its end shows (a new
+			// session then fails "EOF"): the next try dials again. A
+			// missed retrieved marker keeps the pod its retrieve grace.
+			r.dropConn()
 		}
 	}
 	if err == nil {
