@@ -12,6 +12,7 @@ import (
 
 	"github.com/overbrainer/overbrainer-go/examples/launch/internal/state"
 	"github.com/overbrainer/overbrainer-go/guard"
+	"github.com/overbrainer/overbrainer-go/internal/costplan"
 	"github.com/overbrainer/overbrainer-go/internal/termtext"
 	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
@@ -507,8 +508,22 @@ func (d *driver) printCost() {
 	if r.Local {
 		where = "the local emulator's"
 	}
-	d.a.say("cost: ~%s (%s/h x %s from the create call to the delete; an estimate from %s price, the bill is authoritative)",
-		money(r.CostUSD), money(r.CostPerHr), since(r.Ended.Sub(r.BillingStart)), where)
+	// After a recovery the total holds the lost pods' cost too: each part
+	// is said, so that the arithmetic shown adds up.
+	this, lost := costplan.Spent(r.CostPerHr, r.BillingStart, r.Ended), 0
+	for _, at := range r.Attempts {
+		if at.CostUSD > 0 {
+			lost++
+		}
+	}
+	if lost > 0 {
+		d.a.say("cost: ~%s (this pod ~%s: %s/h x %s from its create call to its delete; the %s before it ~%s; an estimate from %s price, the bill is authoritative)",
+			money(r.CostUSD), money(this), money(r.CostPerHr), since(r.Ended.Sub(r.BillingStart)),
+			termtext.Count(int64(lost), "lost pod", "lost pods"), money(r.CostUSD-this), where)
+	} else {
+		d.a.say("cost: ~%s (%s/h x %s from the create call to the delete; an estimate from %s price, the bill is authoritative)",
+			money(r.CostUSD), money(r.CostPerHr), since(r.Ended.Sub(r.BillingStart)), where)
+	}
 	switch b := r.Bill; {
 	case b == nil || len(b.Pods) == 0:
 		d.a.say("billed: not yet known (Runpod bills later than a pod runs); \"launch ls\" reads it")
