@@ -99,7 +99,8 @@ func (r *Run) collect(ctx context.Context, dir string) (Collected, error) {
 	// the caller's delete fail. It is the last thing Collect does, so that
 	// a Delete right after it is not raced by the watchdog for longer than
 	// it must be.
-	if err := r.put(ctx, watchdog.Retrieved, ""); err != nil {
+	if err := r.put(ctx, watchdog.Retrieved, ""); err != nil && !r.podGone(ctx) {
+		// A pod gone meanwhile is the marker at work, or gone anyway.
 		r.warn(err)
 	}
 	if r.rec.Results.RequireOutputs && got.Outputs == 0 {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"testing"
 
+	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
@@ -14,14 +15,7 @@ import (
 // marker keeps the pod for its whole retrieve grace. The write is tried
 // again on a new connection.
 func TestRetrievedMarkerSurvivesADeadConnection(t *testing.T) {
-	h := newHarness(t, look{st: ready}, look{st: exited(0), out: "done\n"})
-	r := h.mustStart(h.spec())
-	if _, err := r.Follow(context.Background(), io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	h.pod.mu.Lock()
-	h.pod.putErrs = []error{errors.New("ssh: session broke")}
-	h.pod.mu.Unlock()
+	h, r := markerBreaks(t)
 	dials := h.dialCount()
 	if _, err := r.Collect(context.Background(), t.TempDir()); err != nil {
 		t.Fatal(err)
@@ -39,4 +33,36 @@ func TestRetrievedMarkerSurvivesADeadConnection(t *testing.T) {
 	for _, e := range h.eventsOf(EventWarning) {
 		t.Errorf("warning: %v", e.Err)
 	}
+}
+
+// A retrieved marker whose write broke because the watchdog took the pod
+// at once (the marker got there) is no failure: nothing is said, and no
+// new connection is tried to a pod that is gone.
+func TestRetrievedMarkerOfAPodTakenAtOnce(t *testing.T) {
+	h, r := markerBreaks(t)
+	h.api.setStatus(runpod.StatusTerminated, true)
+	dials := h.dialCount()
+	if _, err := r.Collect(context.Background(), t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	if h.dialCount() != dials {
+		t.Errorf("a new connection was tried to a pod that is gone")
+	}
+	for _, e := range h.eventsOf(EventWarning) {
+		t.Errorf("warning: %v", e.Err)
+	}
+}
+
+// markerBreaks is a run whose job ended, followed to its end, whose next
+// marker write breaks its connection.
+func markerBreaks(t *testing.T) (*harness, *Run) {
+	h := newHarness(t, look{st: ready}, look{st: exited(0), out: "done\n"})
+	r := h.mustStart(h.spec())
+	if _, err := r.Follow(context.Background(), io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	h.pod.mu.Lock()
+	h.pod.putErrs = []error{errors.New("ssh: session broke")}
+	h.pod.mu.Unlock()
+	return h, r
 }

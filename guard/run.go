@@ -451,10 +451,16 @@ func (r *Run) put(ctx context.Context, name, value string) error {
 		}
 		var ce *podssh.CommandError
 		if !errors.As(err, &ce) {
-			// The connection may be dead before its end shows (a new
-			// session then fails "EOF"): the next try dials again. A
-			// missed retrieved marker keeps the pod its retrieve grace.
+			// The connection broke under the write. The pod may be gone
+			// (its watchdog takes it at once on a retrieved marker that
+			// got there): that ends the tries. Else the connection may
+			// be dead before its end shows (a new session then fails
+			// "EOF"): the next try dials again, since a missed retrieved
+			// marker keeps the pod for its retrieve grace.
 			r.dropConn()
+			if r.cfg.clock.Sleep(ctx, time.Second) != nil || r.podGone(ctx) {
+				break
+			}
 		}
 	}
 	if err == nil {
