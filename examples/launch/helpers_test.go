@@ -236,13 +236,19 @@ func (w *world) run(args ...string) *proc {
 // runs reads the state directory's runs.
 func (w *world) runs() []*state.Run {
 	w.t.Helper()
-	st, err := state.Open(w.stateDir)
+	return readRuns(w.t, w.stateDir)
+}
+
+// readRuns reads a state directory's runs.
+func readRuns(t *testing.T, dir string) []*state.Run {
+	t.Helper()
+	st, err := state.Open(dir)
 	if err != nil {
-		w.t.Fatal(err)
+		t.Fatal(err)
 	}
 	runs, err := st.List()
 	if err != nil {
-		w.t.Fatal(err)
+		t.Fatal(err)
 	}
 	return runs
 }

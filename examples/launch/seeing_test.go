@@ -72,3 +72,33 @@ func TestLogsPodReadsWatchdogTimes(t *testing.T) {
 		t.Errorf("logs --pod: exit %d\n%s\nwant\n%s", logs.code, logs.stdout, want)
 	}
 }
+
+// runs reads the local state directory's runs.
+func (l *local) runs() []*state.Run {
+	l.t.Helper()
+	return readRuns(l.t, l.stateDir)
+}
+
+// The bill an in-process emulator gave a run at its end stays the run's:
+// a later ls, whose emulator is another that never knew the pod, reads
+// nothing over it.
+func TestLocalRunKeepsItsBill(t *testing.T) {
+	t.Parallel()
+	l := newLocal(t)
+	if p := l.run(args([]string{"run"}, fast, demo(1))...); p.code != 0 {
+		t.Fatalf("run: exit %d\n%s", p.code, p.stderr)
+	}
+	runs := l.runs()
+	if len(runs) != 1 || runs[0].Bill == nil || len(runs[0].Bill.Pods) == 0 {
+		t.Fatalf("the run's bill was not recorded at its end: %+v", runs)
+	}
+	r := runs[0]
+	ls := l.run("--local", "ls")
+	line := lineWith(ls.stdout.String(), r.ID)
+	if strings.Contains(line, "pending") || strings.Contains(line, "+") {
+		t.Errorf("ls line %q: the recorded bill is taken for one to come", line)
+	}
+	if after := l.runs()[0]; after.Bill == nil || after.Bill.USD != r.Bill.USD || len(after.Bill.Pods) != len(r.Bill.Pods) {
+		t.Errorf("ls replaced the recorded bill %+v with %+v", r.Bill, after.Bill)
+	}
+}

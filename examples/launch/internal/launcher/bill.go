@@ -12,9 +12,9 @@ import (
 const billNote = "billed: what Runpod's billing says so far; \"pending\" (none yet) and a trailing \"+\" (it may grow) are read again by ls until an hour after the run ended"
 
 // billedText is the BILLED column of a run, and whether it may still
-// change.
-func billedText(r guard.Record) (string, bool) {
-	due := r.BillDue()
+// change; final says it cannot (its emulator ended).
+func billedText(r guard.Record, final bool) (string, bool) {
+	due := r.BillDue() && !final
 	switch {
 	case (r.Bill == nil || len(r.Bill.Pods) == 0) && due:
 		return "pending", true
@@ -31,7 +31,9 @@ func billedText(r guard.Record) (string, bool) {
 // to it; a failed read leaves the run as it was.
 func (a *app) readBills(ctx context.Context, runs []*state.Run) {
 	for i, r := range runs {
-		if !r.BillDue() {
+		if !r.BillDue() || a.emulatorGone(r) {
+			// An ended emulator's bill is the one it gave: another
+			// emulator knows nothing of the pod.
 			continue
 		}
 		lock, err := a.store.TryLock(r.ID)

@@ -227,7 +227,7 @@ run knows (orphans: "launch rm --all-orphans" removes them).`)
 		if podID == "" {
 			podID = "-"
 		}
-		billed, more := billedText(r.Record)
+		billed, more := billedText(r.Record, a.emulatorGone(r))
 		settling = settling || more
 		end := podEnd{rule: r.DeleteReason}
 		if status == "gone" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/overbrainer/overbrainer-go/examples/launch/internal/state"
 	"github.com/overbrainer/overbrainer-go/guard"
 	"github.com/overbrainer/overbrainer-go/internal/termtext"
 	"github.com/overbrainer/overbrainer-go/runpod/localpod"
@@ -62,6 +63,13 @@ func (l *localEmulator) close(a *app) {
 
 // inProcess says the pods die with this process: detaching is impossible.
 func (a *app) inProcess() bool { return a.local != nil && !a.local.shared }
+
+// emulatorGone says run r lived in a local emulator that has ended (an
+// in-process one, or a local-server since stopped): this launcher talks to
+// another. The run's pod ended with it, and nothing more of it is billed.
+func (a *app) emulatorGone(r *state.Run) bool {
+	return r.Local && a.local != nil && r.APIURL != "" && r.APIURL != a.apiURL
+}
 
 func cmdLocalServer(ctx context.Context, a *app, args []string) error {
 	fs := a.newFlags("local-server", "", `Keeps a local Runpod emulator (with its pod runner) running in the
