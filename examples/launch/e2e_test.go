@@ -798,15 +798,7 @@ func TestLocalRun(t *testing.T) {
 func TestLocalServerDetachAndStop(t *testing.T) {
 	t.Parallel()
 	l := newLocal(t)
-	srv := l.start("local-server")
-	srv.waitOutput("local Runpod emulator at", patience)
-
-	p := l.start(args([]string{"--local", "run"}, fast, demo(600))...)
-	p.waitOutput("step 1/600", patience)
-	p.signal(syscall.SIGINT)
-	if code := p.wait(patience); code != 130 {
-		t.Fatalf("exit %d after Ctrl-C", code)
-	}
+	srv, p := l.detachedInServer()
 	mustContain(t, "stderr", p.stderr.String(), "using the local-server", "detached from pod")
 	id := strings.Fields(lineWith(p.stderr.String(), "launch: run "))[2]
 

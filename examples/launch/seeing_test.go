@@ -102,3 +102,46 @@ func TestLocalRunKeepsItsBill(t *testing.T) {
 		t.Errorf("ls replaced the recorded bill %+v with %+v", r.Bill, after.Bill)
 	}
 }
+
+// A run detached in a local-server that was then stopped is said to have
+// lived in an emulator that ended (not an in-process one), and rm clears
+// it.
+func TestRunOfAStoppedLocalServer(t *testing.T) {
+	t.Parallel()
+	l := newLocal(t)
+	srv, _ := l.detachedInServer()
+	srv.signal(syscall.SIGINT)
+	if code := srv.wait(patience); code != 0 {
+		t.Fatalf("local-server: exit %d", code)
+	}
+	id := l.runs()[0].ID
+
+	at := l.run("--local", "attach", id)
+	if at.code != 1 || strings.Contains(at.stderr.String(), "in-process local emulator") {
+		t.Errorf("attach: exit %d, want 1 and no in-process emulator blamed\n%s", at.code, at.stderr)
+	}
+	mustContain(t, "attach stderr", at.stderr.String(), "lived in a local emulator that has ended", "launch rm "+id)
+	rm := l.run("--local", "rm", id)
+	if rm.code != 0 {
+		t.Fatalf("rm: exit %d\n%s", rm.code, rm.stderr)
+	}
+	if r := l.runs()[0]; r.Phase != state.PhaseRemoved {
+		t.Errorf("phase %s after rm, want removed", r.Phase)
+	}
+}
+
+// detachedInServer starts a local-server and a --local run of the demo in
+// it, detached by Ctrl-C once it made a step: the server, and the run's
+// launcher (exited).
+func (l *local) detachedInServer() (srv, run *proc) {
+	l.t.Helper()
+	srv = l.start("local-server")
+	srv.waitOutput("local Runpod emulator at", patience)
+	run = l.start(args([]string{"--local", "run"}, fast, demo(600))...)
+	run.waitOutput("step 1/600", patience)
+	run.signal(syscall.SIGINT)
+	if code := run.wait(patience); code != 130 {
+		l.t.Fatalf("run: exit %d after Ctrl-C", code)
+	}
+	return srv, run
+}

@@ -30,9 +30,9 @@ func (a *app) loadRun(id string) (*state.Run, error) {
 	if r.Local && a.local == nil {
 		return nil, fmt.Errorf("run %s lives in the local emulator: use --local", id)
 	}
-	if r.Local && a.inProcess() {
-		return nil, fmt.Errorf("run %s lived in an in-process local emulator, which ended with its launcher (its pod is gone); "+
-			"runs started while \"launch local-server\" runs can be attached", id)
+	if a.emulatorGone(r) {
+		return nil, fmt.Errorf("run %s lived in a local emulator that has ended (an in-process one ends with its launcher, a local-server with its Ctrl-C), "+
+			"and its pod with it: \"launch rm %s\" clears it; runs started while \"launch local-server\" runs can be attached", id, id)
 	}
 	if !r.Local && r.APIURL != "" && r.APIURL != a.apiURL {
 		return nil, fmt.Errorf("run %s was created at %s, but this launcher talks to %s", id, r.APIURL, a.apiURL)
@@ -374,7 +374,10 @@ running (one killed before it cleaned up).`)
 }
 
 func (a *app) rmRun(ctx context.Context, id string, force bool) error {
-	r, err := a.loadRun(id)
+	r, err := a.store.Load(id)
+	if err == nil && !a.emulatorGone(r) {
+		r, err = a.loadRun(id)
+	}
 	if err != nil {
 		return err
 	}
@@ -383,6 +386,15 @@ func (a *app) rmRun(ctx context.Context, id string, force bool) error {
 		return err
 	}
 	defer lock.Unlock()
+	if a.emulatorGone(r) {
+		// Its pod and secret ended with their emulator: nothing to delete.
+		r.Phase, r.Note = state.PhaseRemoved, "its local emulator ended"
+		if err := a.store.Save(r); err != nil {
+			return err
+		}
+		a.say("run %s: its local emulator has ended, and its pod with it: removed", id)
+		return nil
+	}
 	err = a.remove(ctx, r, force)
 	if errors.Is(err, guard.ErrNotCollected) {
 		err = fmt.Errorf("%w: use \"launch stop %s\" (checkpoint, collect, delete) or \"launch attach %s\"; --force deletes it with its results", err, id, id)
