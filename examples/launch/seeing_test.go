@@ -145,3 +145,22 @@ func (l *local) detachedInServer() (srv, run *proc) {
 	}
 	return srv, run
 }
+
+// local-server --lose-after loses each run's first pod, so that recovery
+// can be tried locally, as the README shows.
+func TestLocalServerLosesAPodForRecovery(t *testing.T) {
+	t.Parallel()
+	l := newLocal(t)
+	srv := l.start("local-server", "--lose-after", "8s")
+	srv.waitOutput("local Runpod emulator at", patience)
+	p := l.run(args([]string{"--local", "run", "--recover", "1", "--pull-every", "2s"}, fast, demo(20))...)
+	if p.code != 0 {
+		t.Fatalf("run: exit %d\n%s", p.code, p.stderr)
+	}
+	mustContain(t, "run stderr", p.stderr.String(), "recovering (1 of 1)")
+	mustContain(t, "run stdout", p.stdout.String(), "training done")
+	mustContain(t, "local-server stderr", srv.stderr.String(), "on purpose: its host failed (--lose-after)")
+	if n := strings.Count(srv.stderr.String(), "on purpose"); n != 1 {
+		t.Errorf("%d pods lost, want the run's first only", n)
+	}
+}

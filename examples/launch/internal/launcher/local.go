@@ -3,6 +3,7 @@ package launcher
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/overbrainer/overbrainer-go/examples/launch/internal/state"
 	"github.com/overbrainer/overbrainer-go/guard"
@@ -75,12 +76,22 @@ func cmdLocalServer(ctx context.Context, a *app, args []string) error {
 	fs := a.newFlags("local-server", "", `Keeps a local Runpod emulator (with its pod runner) running in the
 foreground, so that "launch --local" commands in other terminals share it:
 a run can then be detached with Ctrl-C and resumed with attach. Ctrl-C here
-terminates every pod of the emulator.`)
+terminates every pod of the emulator.
+
+--lose-after D loses each run's first pod D after it runs, as Runpod may
+(its host fails: EXITED, its disk gone; or --lose-by restart: its
+container restarts for maintenance), so that "run --recover" can be tried
+here.`)
+	loseAfter := fs.Duration("lose-after", 0, "lose each run's first pod this long after it runs (0: never), to try --recover")
+	loseBy := fs.String("lose-by", "host", "how --lose-after loses a pod: host (its machine fails) or restart (its container restarts)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usagef("local-server takes no arguments")
+	}
+	if *loseAfter < 0 || (*loseBy != "host" && *loseBy != "restart") {
+		return usagef("--lose-after cannot be negative, and --lose-by is host or restart")
 	}
 	a.g.local = true
 	if err := a.openStore(); err != nil {
@@ -100,6 +111,10 @@ terminates every pod of the emulator.`)
 	defer srv.Close()
 	a.say("local Runpod emulator at %s; state in %s", srv.URL, a.store.Dir)
 	a.say("run \"launch --local run\" in another terminal; Ctrl-C here ends the emulator and its pods")
+	if *loseAfter > 0 {
+		a.say("each run's first pod is lost %s after it runs (--lose-after, by %s)", *loseAfter, *loseBy)
+		go a.losePods(ctx, srv, *loseAfter, *loseBy == "restart")
+	}
 	if err := runpodtest.ServeShared(ctx, a.store.Dir, srv); err != nil {
 		return err
 	}
@@ -129,3 +144,35 @@ func localOptions(a *app) ([]runpodtest.Option, error) {
 // EnvLocalDrift makes the local emulator differ from Runpod's text (see
 // localOptions).
 const EnvLocalDrift = "OVERBRAINER_LOCAL_DRIFT"
+
+// losePods loses each run's first pod (the first of its name) after it
+// has run for after: its host fails, or its container restarts.
+func (a *app) losePods(ctx context.Context, srv *runpodtest.Server, after time.Duration, restart bool) {
+	lost := map[string]bool{}
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		for _, p := range srv.Pods() {
+			if lost[p.Name] || p.Status != runpodtest.StatusRunning || srv.Now().Sub(p.StartedAt) < after {
+				continue
+			}
+			lost[p.Name] = true
+			how, err := "its host failed", error(nil)
+			if restart {
+				how, err = "its container restarted", srv.RestartForMaintenance(p.ID)
+			} else {
+				err = srv.FailHost(p.ID)
+			}
+			if err != nil {
+				a.say("--lose-after: pod %s: %v", p.ID, err)
+				continue
+			}
+			a.say("lost pod %s (%s) on purpose: %s (--lose-after)", p.ID, p.Name, how)
+		}
+	}
+}
