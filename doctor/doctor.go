@@ -52,6 +52,7 @@ const (
 	CheckRegistries = "key: registries"
 	CheckVolumes    = "key: network volumes"
 	CheckBilling    = "key: billing"
+	CheckOpenAPI    = "api: OpenAPI text as ours"
 	CheckSecretMake = "secret: create (dashed name, description)"
 	CheckSecretRead = "secret: read back byte for byte"
 	CheckSecretEdit = "secret: update"
@@ -88,6 +89,9 @@ type Report struct {
 	// cost (price × the time from its create to its delete).
 	CostPerHr   float64 `json:"cost_per_hr,omitempty"`
 	EstimateUSD float64 `json:"estimate_usd"`
+	// APIChanges are how the live OpenAPI text differs from ours, for the
+	// operations this SDK calls (CheckOpenAPI).
+	APIChanges []APIChange `json:"api_changes,omitempty"`
 	// Interrupted says ctx was cancelled before every check ran: those
 	// not run are skipped.
 	Interrupted bool `json:"interrupted,omitempty"`
@@ -178,6 +182,7 @@ func Run(ctx context.Context, o Options) (rep Report) {
 		rep = d.rep
 	}()
 	d.account(ctx)
+	d.openAPI(ctx)
 	d.secret(ctx)
 	if o.NoPod {
 		for _, n := range []string{CheckPodBody, CheckPodReady, CheckPodFields, CheckPodDelete, CheckPodGone} {

@@ -25,17 +25,17 @@ func TestDoctorNamesEachDifference(t *testing.T) {
 		name  string
 		drift runpodtest.Drift
 		noPod bool
-		fail  string // the check that fails; "" none
-		warn  string // the check that warns; "" none
+		fail  []string // the checks that fail (among others); none: no check fails
+		warn  []string // the checks that warn (among others)
 	}{
 		{name: "none"},
-		{name: "pod key DELETE 403", drift: runpodtest.Drift{PodKeyDelete: 403}, fail: doctor.CheckPodDelete},
-		{name: "pod key DELETE 404", drift: runpodtest.Drift{PodKeyDelete: 404}, fail: doctor.CheckPodDelete},
-		{name: "dashed placeholder unresolved", drift: runpodtest.Drift{DashUnresolved: true}, fail: doctor.CheckPodReady},
-		{name: "413 below 100 KB", drift: runpodtest.Drift{MaxCreateBody: 10000}, fail: doctor.CheckPodBody},
-		{name: "whole number as 50.0", drift: runpodtest.Drift{WholeAsFraction: true}, noPod: true, fail: doctor.CheckGPUTypes},
-		{name: "unknown member", drift: runpodtest.Drift{UnknownMember: "spendLimit"}, noPod: true, warn: doctor.CheckGPUTypes},
-		{name: "missing member", drift: runpodtest.Drift{MissingMember: "maxCount"}, noPod: true, fail: doctor.CheckGPUTypes},
+		{name: "pod key DELETE 403", drift: runpodtest.Drift{PodKeyDelete: 403}, fail: []string{doctor.CheckPodDelete}},
+		{name: "pod key DELETE 404", drift: runpodtest.Drift{PodKeyDelete: 404}, fail: []string{doctor.CheckPodDelete}},
+		{name: "dashed placeholder unresolved", drift: runpodtest.Drift{DashUnresolved: true}, fail: []string{doctor.CheckPodReady}},
+		{name: "413 below 100 KB", drift: runpodtest.Drift{MaxCreateBody: 10000}, fail: []string{doctor.CheckPodBody}},
+		{name: "whole number as 50.0", drift: runpodtest.Drift{WholeAsFraction: true}, noPod: true, fail: []string{doctor.CheckGPUTypes}},
+		{name: "unknown member", drift: runpodtest.Drift{UnknownMember: "spendLimit"}, noPod: true, warn: []string{doctor.CheckGPUTypes, doctor.CheckOpenAPI}},
+		{name: "missing member", drift: runpodtest.Drift{MissingMember: "maxCount"}, noPod: true, fail: []string{doctor.CheckGPUTypes, doctor.CheckOpenAPI}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -54,17 +54,21 @@ func TestDoctorNamesEachDifference(t *testing.T) {
 				}
 				t.Logf("%s: %s (%s)", c.Name, c.Result, c.Detail)
 			}
-			if tc.fail == "" && len(failed) > 0 {
+			if len(tc.fail) == 0 && len(failed) > 0 {
 				t.Errorf("failed %q, want none", failed)
 			}
-			if tc.fail != "" && !slices.Contains(failed, tc.fail) {
-				t.Errorf("failed %q, want %q among them", failed, tc.fail)
+			for _, f := range tc.fail {
+				if !slices.Contains(failed, f) {
+					t.Errorf("failed %q, want %q among them", failed, f)
+				}
 			}
-			if tc.warn == "" && tc.fail == "" && len(warned) > 0 {
+			if len(tc.warn) == 0 && len(tc.fail) == 0 && len(warned) > 0 {
 				t.Errorf("warned %q, want none", warned)
 			}
-			if tc.warn != "" && !slices.Contains(warned, tc.warn) {
-				t.Errorf("warned %q, want %q among them", warned, tc.warn)
+			for _, w := range tc.warn {
+				if !slices.Contains(warned, w) {
+					t.Errorf("warned %q, want %q among them", warned, w)
+				}
 			}
 			if c, _ := rep.Check(doctor.CheckCleanup); c.Result != doctor.ResultOK {
 				t.Errorf("cleanup: %s (%s)", c.Result, c.Detail)

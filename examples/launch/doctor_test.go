@@ -15,7 +15,7 @@ import (
 
 // allChecks are the checks a doctor with a pod makes, in order.
 var allChecks = []string{
-	doctor.CheckPods, doctor.CheckGPUTypes, doctor.CheckSecrets, doctor.CheckRegistries, doctor.CheckVolumes, doctor.CheckBilling,
+	doctor.CheckPods, doctor.CheckGPUTypes, doctor.CheckSecrets, doctor.CheckRegistries, doctor.CheckVolumes, doctor.CheckBilling, doctor.CheckOpenAPI,
 	doctor.CheckSecretMake, doctor.CheckSecretRead, doctor.CheckSecretEdit, doctor.CheckSecretGone,
 	doctor.CheckPodBody, doctor.CheckPodReady, doctor.CheckPodFields, doctor.CheckPodDelete, doctor.CheckPodGone,
 	doctor.CheckCleanup,

@@ -60,6 +60,7 @@
 //	GET    /v2/billing/pods          ListPodBillingResponse: each pod's Bill cut into the query's
 //	                                 buckets (UTC), lagging by WithBillingDelay
 //	GET    /v2/registries            ListRegistriesResponse (AddRegistry adds one)
+//	GET    /v2/openapi.json          the document itself, as Runpod serves its own
 //
 // A path the document does not have answers 404, a method its path lacks
 // 405 (with Allow), and the document's other operations 501 (see What
@@ -99,7 +100,7 @@
 // its answer (Lost). WithDrift makes the fake differ from its document the
 // ways the live API may (a pod key's delete refused, a dashed placeholder
 // unresolved, a lower 413 limit, 50 written 50.0, a member added or
-// missing).
+// missing: in its answers and in the document it serves alike).
 //
 // A pod goes PROVISIONING → STARTING (for WithStartingDelay, without
 // runtime or ports; default 0) → RUNNING → EXITED (stopped) → STARTING and

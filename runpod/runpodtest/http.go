@@ -167,6 +167,10 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, caller string) {
 		}
 		return
 	}
+	if path == "/v2/openapi.json" && r.Method == http.MethodGet {
+		serveDocument(w)
+		return
+	}
 	parts := strings.Split(strings.Trim(strings.TrimPrefix(path, "/v2"), "/"), "/")
 	methods, ok := documented(parts)
 	if !ok {

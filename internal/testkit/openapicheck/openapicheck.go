@@ -98,6 +98,10 @@ func Exchange(method, path, rawQuery string, reqHeader http.Header, reqBody []by
 	if i := strings.Index(path, "/v2/"); i > 0 {
 		path = path[i:]
 	}
+	if path == "/v2/openapi.json" {
+		// The document itself, which it does not describe.
+		return nil
+	}
 	target := "https://api.runpod.io" + path
 	if rawQuery != "" {
 		target += "?" + rawQuery
