@@ -137,6 +137,9 @@ type Options struct {
 	Timeout time.Duration
 	// NoPod skips the pod's checks (the account ones alone cost nothing).
 	NoPod bool
+	// AccountOnly makes the read-only checks alone: the key's lists and
+	// the live OpenAPI text (what the launcher runs once per key).
+	AccountOnly bool
 	// BootGrace and Interval are the test pod watchdog's: the pod is never
 	// given a job, so the watchdog deletes it a BootGrace after its boot
 	// (defaults 1m and 5s).
@@ -183,6 +186,9 @@ func Run(ctx context.Context, o Options) (rep Report) {
 	}()
 	d.account(ctx)
 	d.openAPI(ctx)
+	if o.AccountOnly {
+		return d.rep
+	}
 	d.secret(ctx)
 	if o.NoPod {
 		for _, n := range []string{CheckPodBody, CheckPodReady, CheckPodFields, CheckPodDelete, CheckPodGone} {

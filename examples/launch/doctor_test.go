@@ -3,12 +3,15 @@ package main_test
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/overbrainer/overbrainer-go/doctor"
+	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/runpod/runpodtest"
 )
@@ -203,5 +206,102 @@ func TestRunWarnsAfterAFailedDoctor(t *testing.T) {
 	}
 	after := w.run(args([]string{"run"}, fast, demo(1))...)
 	mustContain(t, "run's stderr", lineWith(after.stderr.String(), warning), doctor.CheckPodBody)
+	w.assertClean()
+}
+
+// accountCheck and doctorWarning are what run says when it checks the
+// key's account, and when a check runs rely on failed.
+const (
+	accountCheck  = "checking what runs rely on with this key"
+	doctorWarning = "warning: launch doctor found"
+)
+
+// openAPIFetches counts the doctor's reads of the fake's OpenAPI text:
+// one per account check.
+func openAPIFetches(srv *runpodtest.Server) int {
+	n := 0
+	for _, r := range srv.Requests() {
+		if r.Method == "GET" && r.Path == "/v2/openapi.json" {
+			n++
+		}
+	}
+	return n
+}
+
+// run checks the key's account before its first create, once: the next
+// run reads the report kept under a hash of the key (never the key),
+// and a report of another SDK version is checked again.
+func TestRunChecksTheAccountOncePerKey(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.env = []string{"OVERBRAINER_ACCOUNT_CHECK=on"}
+	first := w.run(args([]string{"run"}, fast, demo(1))...)
+	if first.code != 0 {
+		t.Fatalf("first run: exit %d\n%s", first.code, first.stderr)
+	}
+	mustContain(t, "first run's stderr", first.stderr.String(), accountCheck)
+	if strings.Contains(first.stderr.String(), doctorWarning) {
+		t.Errorf("a warning from a passing check:\n%s", first.stderr)
+	}
+	if n := openAPIFetches(w.srv); n != 1 {
+		t.Errorf("first run: %d account checks, want 1", n)
+	}
+	second := w.run(args([]string{"run"}, fast, demo(1))...)
+	if second.code != 0 {
+		t.Fatalf("second run: exit %d\n%s", second.code, second.stderr)
+	}
+	if strings.Contains(second.stderr.String(), accountCheck) || openAPIFetches(w.srv) != 1 {
+		t.Errorf("second run checked again (%d checks):\n%s", openAPIFetches(w.srv), second.stderr)
+	}
+	files, _ := filepath.Glob(filepath.Join(w.stateDir, "doctor", "*"))
+	if len(files) != 1 {
+		t.Fatalf("kept reports: %q, want one", files)
+	}
+	w.assertPrivate(w.srv.APIKey())
+	var kept map[string]any
+	b, err := os.ReadFile(files[0])
+	if err == nil {
+		err = json.Unmarshal(b, &kept)
+	}
+	if err != nil || kept["version"] != podenv.Version {
+		t.Fatalf("kept report: version %v, want %s (%v)", kept["version"], podenv.Version, err)
+	}
+	kept["version"] = "v0.0.1-older"
+	if b, err = json.Marshal(kept); err != nil || os.WriteFile(files[0], b, 0o600) != nil {
+		t.Fatal(err)
+	}
+	third := w.run(args([]string{"run"}, fast, demo(1))...)
+	if third.code != 0 {
+		t.Fatalf("third run: exit %d\n%s", third.code, third.stderr)
+	}
+	mustContain(t, "stderr of a run after an SDK change", third.stderr.String(), accountCheck)
+	if n := openAPIFetches(w.srv); n != 2 {
+		t.Errorf("after an SDK change: %d account checks, want 2", n)
+	}
+	w.assertClean()
+}
+
+// Where the API has drifted from what runs rely on (here, the GPU types'
+// "community" member gone), run's account check warns, naming the checks,
+// before its create; the run still goes on. The fake is not held to the
+// document: its answers are off it on purpose.
+func TestRunWarnsOfDriftBeforeItsCreate(t *testing.T) {
+	t.Parallel()
+	needPods(t)
+	srv := runpodtest.NewTestServer(t, runpodtest.WithPodRunner(), runpodtest.WithDrift(runpodtest.Drift{MissingMember: "community"}))
+	w := &world{t: t, srv: srv, stateDir: filepath.Join(t.TempDir(), "state"), env: []string{"OVERBRAINER_ACCOUNT_CHECK=on"}}
+	p := w.run(args([]string{"run"}, fast, demo(1))...)
+	if p.code != 0 {
+		t.Fatalf("run: exit %d\n%s", p.code, p.stderr)
+	}
+	stderr := p.stderr.String()
+	warn, create := strings.Index(stderr, doctorWarning), strings.Index(stderr, "(state in ")
+	if warn < 0 || create < 0 || warn > create {
+		t.Fatalf("want the warning before the create:\n%s", stderr)
+	}
+	mustContain(t, "the warning", lineWith(stderr, doctorWarning), doctor.CheckGPUTypes, doctor.CheckOpenAPI)
+	if n := len(srv.Pods()); n != 1 {
+		t.Errorf("%d pods made, want 1", n)
+	}
 	w.assertClean()
 }

@@ -92,7 +92,8 @@ func (w *world) command(args ...string) *exec.Cmd {
 	name, rest := args[0], args[1:]
 	full := append([]string{name, "--state-dir", w.stateDir, "--api-url", w.srv.BaseURL()}, rest...)
 	cmd := exec.Command(binary, full...)
-	cmd.Env = append(os.Environ(), "RUNPOD_API_KEY="+w.srv.APIKey())
+	// run's account check only where a test asks for it (its env).
+	cmd.Env = append(os.Environ(), "RUNPOD_API_KEY="+w.srv.APIKey(), "OVERBRAINER_ACCOUNT_CHECK=off")
 	cmd.Env = append(cmd.Env, w.env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	return cmd
@@ -129,6 +130,7 @@ func (l *local) command(args ...string) *exec.Cmd {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
+	cmd.Env = append(cmd.Env, "OVERBRAINER_ACCOUNT_CHECK=off")
 	cmd.Env = append(cmd.Env, l.env...)
 	return cmd
 }

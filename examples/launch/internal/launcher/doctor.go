@@ -20,7 +20,8 @@ import (
 func cmdDoctor(ctx context.Context, a *app, args []string) error {
 	fs := a.newFlags("doctor", "", `Proves, in at most --timeout and a few cents, what runs rely on: the key
 lists pods, GPU types, secrets, registries, network volumes and billing, each
-decoded by this SDK (a member it does not know is drift: a warning); a
+decoded by this SDK (a member it does not know is drift: a warning); the
+API's live OpenAPI text holds what this SDK calls as our copy does; a
 secret named as a run's host key (a dash in it) with a description comes
 back byte for byte, is updated and deleted; and a pod of the cheapest GPU in
 stock, made as run makes one (the real bootstrap, watchdog and env), comes
@@ -47,12 +48,9 @@ when every check passed (warnings do not fail), 1 naming those that failed.`)
 	if err := a.open(ctx); err != nil {
 		return err
 	}
-	o := doctor.Options{
-		BaseURL: a.apiURL, Transport: a.transport, UserAgent: userAgent, Logger: a.logger,
-		Timeout: *timeout, NoPod: *noPod, BootGrace: *bootGrace, Interval: *interval, PodEnv: podEnv,
-		Progress: func(c doctor.Check) { a.say("%s: %s", c.Name, c.Result) },
-	}
-	o.Key = a.apiKey()
+	o := a.doctorOptions()
+	o.Timeout, o.NoPod, o.BootGrace, o.Interval, o.PodEnv = *timeout, *noPod, *bootGrace, *interval, podEnv
+	o.Progress = func(c doctor.Check) { a.say("%s: %s", c.Name, c.Result) }
 	if a.local != nil {
 		if o.BootGrace == 0 {
 			o.BootGrace = 15 * time.Second
@@ -156,19 +154,57 @@ func (a *app) saveDoctor(key string, rep doctor.Report) error {
 	return os.Rename(tmp, file)
 }
 
-// doctorWarning warns before a create when launch doctor, the last time
-// it ran with this key and this SDK's version against this API, found
-// something a run relies on failing.
-func (a *app) doctorWarning(key string) {
+// doctorOptions are the doctor's options for the launcher's client.
+func (a *app) doctorOptions() doctor.Options {
+	return doctor.Options{Key: a.apiKey(), BaseURL: a.apiURL, Transport: a.transport, UserAgent: userAgent, Logger: a.logger}
+}
+
+// loadDoctor is the last report kept for key, when it is this SDK
+// version's against this API.
+func (a *app) loadDoctor(key string) (doctor.Report, bool) {
 	b, err := os.ReadFile(a.doctorFile(key))
 	if err != nil {
-		return
+		return doctor.Report{}, false
 	}
 	var s savedDoctor
 	if json.Unmarshal(b, &s) != nil || s.Version != podenv.Version || s.Report.APIURL != a.apiURL {
-		return
+		return doctor.Report{}, false
 	}
-	if names := failedNames(s.Report); len(names) > 0 {
+	return s.Report, true
+}
+
+// EnvAccountCheck, set to "off", keeps run from checking the key's
+// account before its first create (the check is otherwise made once per
+// key and SDK version).
+const EnvAccountCheck = "OVERBRAINER_ACCOUNT_CHECK"
+
+// accountCheckTimeout bounds run's account check.
+const accountCheckTimeout = 30 * time.Second
+
+// accountCheck warns before a create when the doctor found, with this
+// key, something runs rely on failing. It reads the last report kept for
+// the key (launch doctor's, or its own); without one for this SDK version
+// and API it first makes the doctor's read-only checks (the key's lists,
+// the live OpenAPI text) and keeps them. The in-process emulator, new
+// each time, is not checked.
+func (a *app) accountCheck(ctx context.Context) {
+	key := a.apiKey()
+	rep, ok := a.loadDoctor(key)
+	if !ok {
+		if a.inProcess() || a.getenv(EnvAccountCheck) == "off" {
+			return
+		}
+		a.say("checking what runs rely on with this key (once per key and SDK version; launch doctor checks all)")
+		o := a.doctorOptions()
+		o.AccountOnly, o.Timeout = true, accountCheckTimeout
+		if rep = doctor.Run(ctx, o); ctx.Err() != nil {
+			return
+		}
+		if err := a.saveDoctor(key, rep); err != nil {
+			a.say("keeping the account check: %v", err)
+		}
+	}
+	if names := failedNames(rep); len(names) > 0 {
 		a.say("warning: launch doctor found, with this key, what runs rely on failing: %s (launch doctor checks again)", strings.Join(names, "; "))
 	}
 }

@@ -343,7 +343,10 @@ results, deletes the pod and the secret, and prints what it cost. Ctrl-C
 before the job started deletes the pod (unless --detach); once it runs,
 Ctrl-C detaches (the pod goes on under its watchdog; "launch attach RUN"
 resumes) unless --down-on-interrupt; with the in-process local emulator
-the pod ends with the launcher.`)
+the pod ends with the launcher. Before its create it warns when launch
+doctor found, with this key, something runs rely on failing; without a
+report for the key and this version, it first makes the doctor's
+read-only checks and keeps them (`+EnvAccountCheck+`=off skips them).`)
 	f.register(fs)
 	var file string
 	var printOnly bool
@@ -407,7 +410,7 @@ the pod ends with the launcher.`)
 	if err := a.checkGPUFlag(ctx, splitList(f.gpu)); err != nil {
 		return err
 	}
-	a.doctorWarning(a.apiKey())
+	a.accountCheck(ctx)
 
 	now := time.Now()
 	id, err := guard.NewRunID(now)
