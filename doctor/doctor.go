@@ -89,6 +89,9 @@ type Report struct {
 	// cost (price × the time from its create to its delete).
 	CostPerHr   float64 `json:"cost_per_hr,omitempty"`
 	EstimateUSD float64 `json:"estimate_usd"`
+	// BilledUSD is what Runpod billed the pod, read once it is gone; nil
+	// while Runpod has not billed it (its billing lags) or could not say.
+	BilledUSD *float64 `json:"billed_usd"`
 	// APIChanges are how the live OpenAPI text differs from ours, for the
 	// operations this SDK calls (CheckOpenAPI).
 	APIChanges []APIChange `json:"api_changes,omitempty"`
@@ -181,6 +184,7 @@ func Run(ctx context.Context, o Options) (rep Report) {
 	// Deferred: a panic in a check still removes what was made.
 	defer func() {
 		d.cleanup()
+		d.bill()
 		d.rep.Elapsed = time.Since(start)
 		rep = d.rep
 	}()

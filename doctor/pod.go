@@ -248,6 +248,26 @@ func (l *logCodes) get() []int {
 	return slices.Clone(l.codes)
 }
 
+// billTimeout bounds the read of the pod's bill.
+const billTimeout = 30 * time.Second
+
+// bill reads what Runpod billed the test pod, once, with a context of its
+// own; a pod Runpod has not billed yet leaves BilledUSD nil.
+func (d *doc) bill() {
+	d.mu.Lock()
+	rec := d.podRec
+	d.mu.Unlock()
+	if rec == nil || rec.PodID == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), billTimeout)
+	defer cancel()
+	b, err := guard.ReadBill(ctx, d.c, *rec, time.Now())
+	if err == nil && len(b.Pods) > 0 {
+		d.rep.BilledUSD = &b.USD
+	}
+}
+
 // cleanup removes whatever Run made and is still there, with a context of
 // its own, and confirms it gone with the account key.
 func (d *doc) cleanup() {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/overbrainer/overbrainer-go/doctor"
 	"github.com/overbrainer/overbrainer-go/podenv"
@@ -52,6 +53,15 @@ func readReport(t *testing.T, p *proc, warn ...string) doctor.Report {
 	return rep
 }
 
+// billed checks that the report holds the pod's bill (the emulator bills
+// at once unless told to lag).
+func billed(t *testing.T, rep doctor.Report) {
+	t.Helper()
+	if rep.BilledUSD == nil || *rep.BilledUSD <= 0 {
+		t.Errorf("report without the pod's bill: %v", rep.BilledUSD)
+	}
+}
+
 // noSecrets checks that the doctor's output holds neither the key, nor a
 // private key, nor the values of the secrets it made.
 func noSecrets(t *testing.T, p *proc, key string) {
@@ -72,7 +82,7 @@ func TestDoctorLocal(t *testing.T) {
 	if p.code != 0 {
 		t.Fatalf("doctor --local: exit %d\n%s", p.code, p.stderr)
 	}
-	readReport(t, p)
+	billed(t, readReport(t, p))
 }
 
 // launch --local doctor against a local-server leaves its emulator with
@@ -88,7 +98,7 @@ func TestDoctorLocalServerLeavesNothing(t *testing.T) {
 		t.Fatalf("doctor --local: exit %d\n%s", p.code, p.stderr)
 	}
 	mustContain(t, "stderr", p.stderr.String(), "using the local-server")
-	readReport(t, p, doctor.CheckPodDelete)
+	billed(t, readReport(t, p, doctor.CheckPodDelete))
 	info, ok := runpodtest.FindShared(l.stateDir)
 	if !ok {
 		t.Fatal("the local-server is gone")
@@ -125,6 +135,7 @@ func TestDoctorLeavesNothing(t *testing.T) {
 		t.Fatalf("doctor: exit %d\n%s", p.code, p.stderr)
 	}
 	rep := readReport(t, p, doctor.CheckPodDelete)
+	billed(t, rep)
 	noSecrets(t, p, w.srv.APIKey())
 	if n := len(w.srv.Pods()); n != 1 {
 		t.Errorf("%d pods made, want 1", n)
@@ -138,6 +149,24 @@ func TestDoctorLeavesNothing(t *testing.T) {
 	if len(codes) == 0 || codes[0] != 204 {
 		t.Errorf("the pod's own key's deletes: %v, want a 204 first", codes)
 	}
+	w.assertClean()
+}
+
+// Before Runpod bills the pod, --json says so (billed_usd null) beside
+// the estimate, and the table says it is not billed yet.
+func TestDoctorNotBilledYet(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, runpodtest.WithBillingDelay(time.Hour))
+	p := w.run("doctor", "--json", "--boot-grace", "15s", "--watchdog-interval", "1s")
+	if p.code != 0 {
+		t.Fatalf("doctor: exit %d\n%s", p.code, p.stderr)
+	}
+	rep := readReport(t, p, doctor.CheckPodDelete)
+	if rep.BilledUSD != nil {
+		t.Errorf("billed %v before Runpod billed the pod", *rep.BilledUSD)
+	}
+	mustContain(t, "--json", p.stdout.String(), `"billed_usd": null`, `"estimate_usd": `)
+	noSecrets(t, p, w.srv.APIKey())
 	w.assertClean()
 }
 
@@ -186,6 +215,7 @@ func TestDoctorInterrupted(t *testing.T) {
 	noSecrets(t, p, w.srv.APIKey())
 	mustContain(t, "cleanup", lineWith(p.stdout.String(), doctor.CheckCleanup), " ok ")
 	mustContain(t, "pod's delete", lineWith(p.stdout.String(), doctor.CheckPodDelete), " skipped ", "interrupted")
+	mustContain(t, "cost", lineWith(p.stdout.String(), "estimated cost"), "billed $")
 	w.assertClean()
 }
 

@@ -107,7 +107,11 @@ func (a *app) printDoctor(rep doctor.Report) {
 			runpod.MaxCreatePodBody-rep.CreateBodyBytes, runpod.MaxCreatePodBody)
 	}
 	if rep.PodID != "" {
-		fmt.Fprintf(a.stdout, "pod %s (%s at %s/h): estimated cost %s\n", rep.PodID, rep.GPU, money(rep.CostPerHr), money(rep.EstimateUSD))
+		billed := "not billed yet (Runpod bills with a lag: its console shows the pod's bill later)"
+		if rep.BilledUSD != nil {
+			billed = "billed " + money(*rep.BilledUSD)
+		}
+		fmt.Fprintf(a.stdout, "pod %s (%s at %s/h): estimated cost %s, %s\n", rep.PodID, rep.GPU, money(rep.CostPerHr), money(rep.EstimateUSD), billed)
 	}
 	verdict := "every check passed"
 	if !rep.OK() {
