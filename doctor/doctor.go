@@ -224,6 +224,17 @@ func (d *doc) add(name string, r Result, detail, meaning string) {
 	}
 }
 
+// failed adds the check as failed with err, or as skipped when err is
+// ctx's interruption (Ctrl-C), which proves nothing about the account.
+func (d *doc) failed(ctx context.Context, name string, err error, meaning string) {
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		d.rep.Interrupted = true
+		d.add(name, ResultSkipped, "interrupted: "+err.Error(), "not proven")
+		return
+	}
+	d.add(name, ResultFail, err.Error(), meaning)
+}
+
 // account lists what the key must read, each decoded by the client and its
 // answer held to the fields the client reads.
 func (d *doc) account(ctx context.Context) {
@@ -256,7 +267,7 @@ func (d *doc) account(ctx context.Context) {
 	for _, l := range lists {
 		n, err := l.list()
 		if err != nil {
-			d.add(l.name, ResultFail, err.Error(), l.meaning+": it fails")
+			d.failed(ctx, l.name, err, l.meaning+": it fails")
 			continue
 		}
 		res, detail := d.fields(l.path)
@@ -296,7 +307,7 @@ func (d *doc) secret(ctx context.Context) {
 	desc := podenv.HostKeySecretDescription(id, time.Now().Add(time.Hour).Truncate(time.Second))
 	s, err := d.c.CreateSecretWithDescription(ctx, name, "doctor-value-1", desc)
 	if err != nil {
-		d.add(CheckSecretMake, ResultFail, err.Error(), meaning+": no run can start")
+		d.failed(ctx, CheckSecretMake, err, meaning+": no run can start")
 		for _, n := range []string{CheckSecretRead, CheckSecretEdit, CheckSecretGone} {
 			d.add(n, ResultSkipped, "no secret", "")
 		}
@@ -310,7 +321,7 @@ func (d *doc) secret(ctx context.Context) {
 	got, err := d.c.FindSecret(ctx, name)
 	switch {
 	case err != nil:
-		d.add(CheckSecretRead, ResultFail, err.Error(), "a run's secret cannot be found again by its name")
+		d.failed(ctx, CheckSecretRead, err, "a run's secret cannot be found again by its name")
 	case got.Name != name || got.Description != desc:
 		d.add(CheckSecretRead, ResultFail, fmt.Sprintf("name %q, description %q: want %q, %q", got.Name, got.Description, name, desc),
 			"the sweeper cannot tell how long a run needs its secret: it leaves such secrets")
@@ -320,16 +331,20 @@ func (d *doc) secret(ctx context.Context) {
 	}
 
 	if _, err := d.c.UpdateSecretValue(ctx, s.ID, "doctor-value-2"); err != nil {
-		d.add(CheckSecretEdit, ResultFail, err.Error(), "a recovered run cannot rotate its secret")
+		d.failed(ctx, CheckSecretEdit, err, "a recovered run cannot rotate its secret")
 	} else {
 		d.add(CheckSecretEdit, ResultOK, "value replaced", "a secret's value can be rotated")
 	}
 
 	if err := d.c.DeleteSecret(ctx, s.ID); err != nil {
-		d.add(CheckSecretGone, ResultFail, err.Error(), "runs would leave their secrets behind")
+		d.failed(ctx, CheckSecretGone, err, "runs would leave their secrets behind")
 		return
 	}
 	if _, err := d.c.FindSecret(ctx, name); !errors.Is(err, runpod.ErrNotFound) {
+		if err != nil && ctx.Err() != nil {
+			d.failed(ctx, CheckSecretGone, err, "")
+			return
+		}
 		d.add(CheckSecretGone, ResultFail, fmt.Sprintf("still listed after its delete (%v)", err), "runs would leave their secrets behind")
 		return
 	}

@@ -2,7 +2,9 @@ package doctor_test
 
 import (
 	"context"
+	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,5 +79,54 @@ func TestDoctorNamesEachDifference(t *testing.T) {
 				t.Errorf("%d secrets left", len(s))
 			}
 		})
+		// Ctrl-C mid-way, once the pod (or, without one, the secret) is
+		// made: what was made is removed all the same, and the checks
+		// the interrupt kept from ending are skipped, never failed.
+		t.Run(tc.name+", interrupted", func(t *testing.T) {
+			t.Parallel()
+			srv := runpodtest.NewTestServer(t, runpodtest.WithPodRunner(), runpodtest.WithDrift(tc.drift))
+			made := "/v2/pods"
+			if tc.noPod {
+				made = "/v2/account/secrets"
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			rep := doctor.Run(ctx, doctor.Options{
+				Key: srv.APIKey(), BaseURL: srv.BaseURL(), NoPod: tc.noPod, Timeout: time.Minute,
+				BootGrace: 15 * time.Second, Interval: time.Second, DeleteCodes: srv.DeleteStatuses,
+				Transport: cancelAfter{http.MethodPost, made, cancel},
+			})
+			if !rep.Interrupted {
+				t.Errorf("not interrupted: %+v", rep.Checks)
+			}
+			for _, c := range rep.Checks {
+				if c.Result == doctor.ResultFail && strings.Contains(c.Detail, context.Canceled.Error()) {
+					t.Errorf("%s failed for the interrupt: %s", c.Name, c.Detail)
+				}
+			}
+			if c, _ := rep.Check(doctor.CheckCleanup); c.Result != doctor.ResultOK {
+				t.Errorf("cleanup: %s (%s)", c.Result, c.Detail)
+			}
+			if p := srv.Billing(); len(p) > 0 {
+				t.Errorf("%d pods left billing", len(p))
+			}
+			if s := srv.Secrets(); len(s) > 0 {
+				t.Errorf("%d secrets left", len(s))
+			}
+		})
 	}
+}
+
+// cancelAfter cancels once the answer to a method on path came back.
+type cancelAfter struct {
+	method, path string
+	cancel       context.CancelFunc
+}
+
+func (c cancelAfter) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if req.Method == c.method && req.URL.Path == c.path {
+		c.cancel()
+	}
+	return resp, err
 }

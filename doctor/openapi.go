@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -290,6 +291,9 @@ func (d *doc) openAPI(ctx context.Context) {
 	switch {
 	case status == http.StatusNotFound:
 		d.add(CheckOpenAPI, ResultSkipped, "no OpenAPI text at "+url, "not compared: the checks above prove what runs call")
+		return
+	case err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled):
+		d.failed(ctx, CheckOpenAPI, err, "")
 		return
 	case err != nil:
 		d.add(CheckOpenAPI, ResultWarn, fmt.Sprintf("%s: %v", url, err), "not compared: the checks above prove what runs call")

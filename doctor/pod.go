@@ -92,7 +92,7 @@ func (d *doc) pod(ctx context.Context) {
 		"the secret placeholder resolved: the pod proved the host key the run made")
 
 	if _, err := d.c.GetPod(ctx, rec.PodID); err != nil {
-		d.add(CheckPodFields, ResultFail, err.Error(), "runs cannot read their pod")
+		d.failed(ctx, CheckPodFields, err, "runs cannot read their pod")
 	} else {
 		res, detail := d.fields("/pods/" + rec.PodID)
 		d.add(CheckPodFields, res, "GET /pods/"+rec.PodID+" decoded"+detail, "runs read their pod's status, price and ports")
