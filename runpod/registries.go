@@ -15,16 +15,5 @@ type Registry struct {
 
 // ListRegistries returns the account's container registry credentials.
 func (c *Client) ListRegistries(ctx context.Context) ([]Registry, error) {
-	r := &call{method: http.MethodGet, path: "/registries"}
-	resp, err := c.do(ctx, r, true)
-	if err != nil {
-		return nil, err
-	}
-	var out struct {
-		Registries []Registry `json:"registries"`
-	}
-	if err := decode(r, resp, &out); err != nil {
-		return nil, err
-	}
-	return out.Registries, nil
+	return getList[Registry](ctx, c, &call{method: http.MethodGet, path: "/registries"}, "registries")
 }

@@ -193,17 +193,7 @@ func (c *Client) ListDataCenters(ctx context.Context, gpus bool) ([]DataCenter, 
 	if gpus {
 		r.query = url.Values{"include": {"GPU_AVAILABILITY"}}
 	}
-	resp, err := c.do(ctx, r, true)
-	if err != nil {
-		return nil, err
-	}
-	var out struct {
-		DataCenters []DataCenter `json:"dataCenters"`
-	}
-	if err := decode(r, resp, &out); err != nil {
-		return nil, err
-	}
-	return out.DataCenters, nil
+	return getList[DataCenter](ctx, c, r, "dataCenters")
 }
 
 // capacityText starts Runpod's 400 for a GPU type with no free machine

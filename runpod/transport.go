@@ -312,6 +312,26 @@ func decode(r *call, resp response, out any) error {
 	return nil
 }
 
+// getList makes the GET r, whose JSON answer lists its items in member.
+func getList[T any](ctx context.Context, c *Client, r *call, member string) ([]T, error) {
+	resp, err := c.do(ctx, r, true)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]json.RawMessage
+	if err := decode(r, resp, &out); err != nil {
+		return nil, err
+	}
+	var items []T
+	if raw, ok := out[member]; ok {
+		resp.body = raw
+		if err := decode(r, resp, &items); err != nil {
+			return nil, err
+		}
+	}
+	return items, nil
+}
+
 // scrub replaces the API key and the given secrets in s, in their raw and
 // their JSON-escaped forms.
 func (c *Client) scrub(s string, secrets ...string) string {

@@ -66,18 +66,7 @@ func (c *Client) GrowNetworkVolume(ctx context.Context, id string, sizeGB int) (
 
 // ListNetworkVolumes returns the account's network volumes.
 func (c *Client) ListNetworkVolumes(ctx context.Context) ([]NetworkVolume, error) {
-	r := &call{method: http.MethodGet, path: "/network-volumes"}
-	resp, err := c.do(ctx, r, true)
-	if err != nil {
-		return nil, err
-	}
-	var out struct {
-		Volumes []NetworkVolume `json:"networkVolumes"`
-	}
-	if err := decode(r, resp, &out); err != nil {
-		return nil, err
-	}
-	return out.Volumes, nil
+	return getList[NetworkVolume](ctx, c, &call{method: http.MethodGet, path: "/network-volumes"}, "networkVolumes")
 }
 
 // CreateNetworkVolume makes a network volume of sizeGB in data center dc.
