@@ -141,3 +141,25 @@ func (c *Client) GetGPUType(ctx context.Context, id string) (*GPUType, error) {
 	}
 	return &g, nil
 }
+
+// CPUType is a CPU flavor of Runpod's catalog (GET /v2/catalog/cpus), for
+// CreatePodRequest.CPUFlavorID.
+type CPUType struct {
+	ID    string `json:"id"` // e.g. "cpu3c"
+	Name  string `json:"name"`
+	Group string `json:"group"`
+	VCPU  struct {
+		Min int `json:"min"`
+		Max int `json:"max"`
+	} `json:"vcpu"`
+	RAMGBPerVCPU float64 `json:"ramGbPerVcpu"`
+	Price        struct {
+		// SecurePerVCPU is USD per hour and vCPU of a pod.
+		SecurePerVCPU float64 `json:"securePerVcpu"`
+	} `json:"price"`
+}
+
+// ListCPUTypes returns Runpod's CPU catalog with list prices.
+func (c *Client) ListCPUTypes(ctx context.Context) ([]CPUType, error) {
+	return getList[CPUType](ctx, c, &call{method: http.MethodGet, path: "/catalog/cpus"}, "cpus")
+}

@@ -196,7 +196,8 @@ func (p *Pod) Command() ([]string, error) {
 	return SplitArgs(p.Args)
 }
 
-// CreatePodRequest is what CreatePod needs to make a GPU pod.
+// CreatePodRequest is what CreatePod needs to make a GPU pod (or, with
+// CPUFlavorID, a CPU pod).
 type CreatePodRequest struct {
 	// Name must be unique among the account's pods: CreatePod finds the pod
 	// again by this name when a create attempt's outcome is unknown.
@@ -206,6 +207,12 @@ type CreatePodRequest struct {
 	// "NVIDIA GeForce RTX 4090"; GPUCount defaults to 1.
 	GPUTypeID string
 	GPUCount  int
+	// CPUFlavorID, in place of GPUTypeID, makes a CPU pod of this flavor
+	// of the CPU catalog (ListCPUTypes), e.g. "cpu3c", with VCPUCount
+	// vCPUs (a power of two, 2 when 0). A CPU pod takes no volume of its
+	// own, GPUCount nor MinCUDA.
+	CPUFlavorID string
+	VCPUCount   int
 	// Cloud is SECURE or COMMUNITY; empty lets Runpod choose (SECURE).
 	Cloud CloudType
 	// ContainerDiskGB is the ephemeral container disk; 0 keeps Runpod's
@@ -249,11 +256,18 @@ type createGPU struct {
 	MinCudaVersion string `json:"minCudaVersion,omitempty"`
 }
 
+// createCPU is the v2 CreateCpuConfig schema.
+type createCPU struct {
+	ID        string `json:"id"`
+	VCPUCount int    `json:"vcpuCount"`
+}
+
 // createPodBody is the v2 CreatePodRequest schema, the subset we use.
 type createPodBody struct {
 	Name          string            `json:"name"`
 	Image         string            `json:"image"`
-	GPU           *createGPU        `json:"gpu"`
+	GPU           *createGPU        `json:"gpu,omitempty"`
+	CPU           *createCPU        `json:"cpu,omitempty"`
 	Cloud         CloudType         `json:"cloud,omitempty"`
 	Disk          int               `json:"disk,omitempty"`
 	Mounts        *Mounts           `json:"mounts,omitempty"`
@@ -266,6 +280,32 @@ type createPodBody struct {
 	Registry      string            `json:"registry,omitempty"`
 }
 
+// cpu is the create's cpu member: nil for a GPU pod.
+func (req *CreatePodRequest) cpu() (*createCPU, error) {
+	bad := func(format string, a ...any) error { return invalidf("CreatePod: "+format, a...) }
+	if req.CPUFlavorID == "" {
+		if req.VCPUCount != 0 {
+			return nil, bad("VCPUCount is for a CPU pod (CPUFlavorID)")
+		}
+		return nil, nil
+	}
+	n := req.VCPUCount
+	if n == 0 {
+		n = 2
+	}
+	switch {
+	case checkID("CreatePod", "CPU flavor", req.CPUFlavorID) != nil:
+		return nil, bad("CPUFlavorID %q is not a plain ID", req.CPUFlavorID)
+	case req.GPUTypeID != "" || req.GPUCount != 0 || req.MinCUDA != "":
+		return nil, bad("CPUFlavorID makes a CPU pod: GPUTypeID, GPUCount and MinCUDA are for a GPU pod")
+	case req.PersistentVolume != nil:
+		return nil, bad("a CPU pod takes no PersistentVolume (Runpod: container disk and network volumes only)")
+	case n < 2 || n&(n-1) != 0:
+		return nil, bad("VCPUCount %d is not a power of two of at least 2", req.VCPUCount)
+	}
+	return &createCPU{ID: req.CPUFlavorID, VCPUCount: n}, nil
+}
+
 func (req *CreatePodRequest) body() (*createPodBody, error) {
 	bad := func(format string, a ...any) error { return invalidf("CreatePod: "+format, a...) }
 	if strings.TrimSpace(req.Name) == "" {
@@ -274,7 +314,11 @@ func (req *CreatePodRequest) body() (*createPodBody, error) {
 	if strings.TrimSpace(req.Image) == "" {
 		return nil, bad("empty Image")
 	}
-	if strings.TrimSpace(req.GPUTypeID) == "" {
+	cpu, err := req.cpu()
+	if err != nil {
+		return nil, err
+	}
+	if cpu == nil && strings.TrimSpace(req.GPUTypeID) == "" {
 		return nil, bad("empty GPUTypeID")
 	}
 	count := req.GPUCount
@@ -304,11 +348,13 @@ func (req *CreatePodRequest) body() (*createPodBody, error) {
 		}
 	}
 	b := &createPodBody{
-		Name: req.Name, Image: req.Image,
-		GPU:   &createGPU{ID: req.GPUTypeID, Count: count, MinCudaVersion: req.MinCUDA},
+		Name: req.Name, Image: req.Image, CPU: cpu,
 		Cloud: req.Cloud, Disk: req.ContainerDiskGB,
 		Ports: req.Ports, Env: req.Env, DataCenterIDs: req.DataCenterIDs,
 		Registry: req.RegistryAuthID,
+	}
+	if cpu == nil {
+		b.GPU = &createGPU{ID: req.GPUTypeID, Count: count, MinCudaVersion: req.MinCUDA}
 	}
 	switch {
 	case req.PersistentVolume != nil && req.NetworkVolume != nil:
