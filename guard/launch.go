@@ -296,6 +296,10 @@ func checkPrices(ctx context.Context, c api, spec Spec, cands []candidate) error
 		return nil
 	}
 	for _, cand := range cands {
+		if cand.cpu {
+			// Planned on the price the create answers.
+			continue
+		}
 		if err := checkPrice(ctx, c, spec, cand.gpu); err != nil {
 			return err
 		}

@@ -199,7 +199,8 @@ func outcomeOf(err error) Outcome {
 // candidate is a GPU type the launch will try, with the data centers it
 // asks for (none: any).
 type candidate struct {
-	gpu   string
+	gpu   string // or, with cpu, the CPU flavor
+	cpu   bool
 	dcs   []string
 	noDCs bool // AutoDataCenter found no data center with it in stock
 }
@@ -215,6 +216,15 @@ func planGPUs(ctx context.Context, c api, spec Spec, volDC string) ([]candidate,
 
 // planGPUsFrom is planGPUs reading the catalog's stock with list.
 func planGPUsFrom(ctx context.Context, list func(context.Context, GPUFilter) ([]runpod.GPUType, error), spec Spec, volDC string) ([]candidate, error) {
+	if spec.CPUFlavor != "" {
+		var dcs []string
+		if volDC != "" {
+			dcs = []string{volDC}
+		} else if len(spec.DataCenters) != 1 || spec.DataCenters[0] != AutoDataCenter {
+			dcs = spec.DataCenters
+		}
+		return []candidate{{gpu: spec.CPUFlavor, cpu: true, dcs: dcs}}, nil
+	}
 	autoDC := len(spec.DataCenters) == 1 && spec.DataCenters[0] == AutoDataCenter
 	dcs := spec.DataCenters
 	if autoDC {
@@ -267,6 +277,24 @@ func planGPUsFrom(ctx context.Context, list func(context.Context, GPUFilter) ([]
 		out = append(out, cand)
 	}
 	return out, nil
+}
+
+// checkCPU checks a CPU pod's Spec: none of a GPU's fields, no pod
+// volume (Runpod's CPU pods take none), no capacity wait (it reads the
+// GPU stock), and a vCPU count Runpod takes.
+func (s Spec) checkCPU(bad func(field, format string, args ...any)) {
+	switch {
+	case len(s.GPUTypes) > 0 || s.GPUTypeID != "" || s.GPUCount != 0 || s.MinVRAMGB != 0 || s.MaxPricePerGPU != 0:
+		bad("CPUFlavor", "makes a CPU pod: GPUTypes, GPUTypeID, GPUCount, MinVRAMGB and MaxPricePerGPU are for a GPU pod")
+	case s.MinCUDA != "" && s.MinCUDA != NoMinCUDA:
+		bad("MinCUDA", "is for a GPU pod, not a CPU pod (CPUFlavor)")
+	case s.VolumeGB > 0:
+		bad("VolumeGB", "a CPU pod (CPUFlavor) takes no pod volume: use a network volume")
+	case s.CapacityWait > 0:
+		bad("CapacityWait", "is for a GPU pod, not a CPU pod (CPUFlavor)")
+	case s.VCPUs < 2 || s.VCPUs&(s.VCPUs-1) != 0:
+		bad("VCPUs", "%d is not a power of two of at least 2", s.VCPUs)
+	}
 }
 
 // cudaFloor is the gpu.minCudaVersion the create sends ("" for none).
@@ -345,6 +373,9 @@ func (r *Run) tryGPU(ctx context.Context, req runpod.CreatePodRequest, cand cand
 		return errNextGPU
 	}
 	req.GPUTypeID, req.DataCenterIDs = cand.gpu, cand.dcs
+	if cand.cpu {
+		req.GPUTypeID, req.GPUCount, req.MinCUDA, req.CPUFlavorID, req.VCPUCount = "", 0, "", cand.gpu, spec.VCPUs
+	}
 	if r.rec.MaxCostUSD > 0 {
 		left := r.rec.MoneyLeft(r.rec.earlierCost())
 		if left <= 0 {

@@ -348,8 +348,8 @@ func TestAutoDataCenters(t *testing.T) {
 	f.noneBilling(t)
 }
 
-// TestGPUSpecRefused: GPU choices that cannot be met are refused, naming
-// the field, before any request.
+// TestGPUSpecRefused: GPU (or CPU) choices that cannot be met are
+// refused, naming the field, before any request.
 func TestGPUSpecRefused(t *testing.T) {
 	for _, tc := range []struct {
 		field string
@@ -364,6 +364,14 @@ func TestGPUSpecRefused(t *testing.T) {
 		{"Spec.DataCenters", func(s *guard.Spec) { s.DataCenters = []string{"DC-A", guard.AutoDataCenter} }},
 		{"Spec.DataCenters", func(s *guard.Spec) { s.DataCenters = []string{"a/b"} }},
 		{"Spec.MinCUDA", func(s *guard.Spec) { s.MinCUDA = "12" }},
+		// A CPU pod with a GPU pod's fields, a pod volume, a capacity
+		// wait or a vCPU count Runpod does not take.
+		{"Spec.CPUFlavor", func(s *guard.Spec) { s.CPUFlavor, s.GPUTypeID = "cpu3c", a40 }},
+		{"Spec.CPUFlavor", func(s *guard.Spec) { s.CPUFlavor, s.GPUCount = "cpu3c", 2 }},
+		{"Spec.MinCUDA", func(s *guard.Spec) { s.CPUFlavor, s.MinCUDA = "cpu3c", "12.4" }},
+		{"Spec.VolumeGB", func(s *guard.Spec) { s.CPUFlavor, s.VolumeGB = "cpu3c", 20 }},
+		{"Spec.CapacityWait", func(s *guard.Spec) { s.CPUFlavor, s.CapacityWait = "cpu3c", time.Minute }},
+		{"Spec.VCPUs", func(s *guard.Spec) { s.CPUFlavor, s.VCPUs = "cpu3c", 3 }},
 	} {
 		f := newFallback(t)
 		spec := f.spec(t)

@@ -49,6 +49,8 @@ type Spec struct {
 	DataCenters     []string         // any when empty, or AutoDataCenter; must hold a network volume's
 	MinCUDA         string           // the host driver's CUDA floor: DefaultMinCUDA on DefaultImage
 	GPUCount        int              // 1 when 0
+	CPUFlavor       string           // a CPU pod of this flavor (runpod.Client.ListCPUTypes) in place of a GPU: no GPU field, volume nor capacity wait
+	VCPUs           int              // CPUFlavor's vCPUs, a power of two: 2 when 0
 	Cloud           runpod.CloudType // SECURE when empty
 	DiskGB          int              // container disk, DefaultDiskGB when 0
 	VolumeGB        int              // a pod volume at VolumePath
@@ -116,14 +118,18 @@ func NewRunID(now time.Time) (string, error) { return podenv.NewRunID(now) }
 // withDefaults fills the empty fields.
 func (s Spec) withDefaults() Spec {
 	s.Image = cmp.Or(s.Image, DefaultImage)
-	if s.Image == DefaultImage {
-		s.MinCUDA = cmp.Or(s.MinCUDA, DefaultMinCUDA)
-	}
-	if len(s.GPUTypes) == 0 {
-		s.GPUTypes = []string{cmp.Or(s.GPUTypeID, DefaultGPU)}
-	}
-	if s.GPUCount == 0 {
-		s.GPUCount = 1
+	if s.CPUFlavor != "" {
+		s.VCPUs = cmp.Or(s.VCPUs, 2)
+	} else {
+		if s.Image == DefaultImage {
+			s.MinCUDA = cmp.Or(s.MinCUDA, DefaultMinCUDA)
+		}
+		if len(s.GPUTypes) == 0 {
+			s.GPUTypes = []string{cmp.Or(s.GPUTypeID, DefaultGPU)}
+		}
+		if s.GPUCount == 0 {
+			s.GPUCount = 1
+		}
 	}
 	if s.Cloud == "" {
 		s.Cloud = runpod.SecureCloud
@@ -195,7 +201,9 @@ func (s Spec) check(now time.Time) error {
 	if err := checkRegistryAuth(s.RegistryAuthID); err != nil {
 		bad("RegistryAuthID", "%v", err)
 	}
-	if s.GPUCount < 1 {
+	if s.CPUFlavor != "" {
+		s.checkCPU(bad)
+	} else if s.GPUCount < 1 {
 		bad("GPUCount", "%d is less than 1", s.GPUCount)
 	}
 	if s.Cloud != runpod.SecureCloud && s.Cloud != runpod.CommunityCloud {
