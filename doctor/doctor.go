@@ -80,9 +80,11 @@ type Report struct {
 	APIURL  string        `json:"api_url"`
 	Checks  []Check       `json:"checks"`
 	Elapsed time.Duration `json:"elapsed_ns"`
-	// PodID and GPU are the test pod's, when one was made.
+	// PodID and GPU are the test pod's, when one was made: GPU is its
+	// GPU type, or its CPU flavor for a CPU pod (CPU).
 	PodID string `json:"pod_id,omitempty"`
 	GPU   string `json:"gpu,omitempty"`
+	CPU   bool   `json:"cpu,omitempty"`
 	// CreateBodyBytes is the size of the pod's create body (0: none sent).
 	CreateBodyBytes int `json:"create_body_bytes,omitempty"`
 	// CostPerHr and EstimateUSD are the pod's price and its estimated

@@ -130,3 +130,36 @@ func (c cancelAfter) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	return resp, err
 }
+
+// The test pod is a CPU pod where the API offers one (the emulator's CPU
+// catalog), else the cheapest GPU in stock: both pass every check.
+func TestDoctorPodCPUElseGPU(t *testing.T) {
+	shtest.NeedPods(t, localpod.Check())
+	for _, tc := range []struct {
+		name   string
+		noCPUs bool
+	}{{name: "CPU catalog"}, {name: "no CPU catalog", noCPUs: true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := runpodtest.NewTestServer(t, runpodtest.WithPodRunner())
+			if tc.noCPUs {
+				srv.Fail(http.MethodGet, "/v2/catalog/cpus", runpodtest.Fault{Status: http.StatusNotFound, Times: -1})
+			}
+			rep := doctor.Run(context.Background(), doctor.Options{
+				Key: srv.APIKey(), BaseURL: srv.BaseURL(), Timeout: time.Minute,
+				BootGrace: 15 * time.Second, Interval: time.Second, DeleteCodes: srv.DeleteStatuses,
+			})
+			for _, c := range rep.Failed() {
+				t.Errorf("%s: %s", c.Name, c.Detail)
+			}
+			pods := srv.Pods()
+			if len(pods) != 1 {
+				t.Fatalf("%d pods made, want 1", len(pods))
+			}
+			cpu := pods[0].CPUFlavor != ""
+			if cpu == tc.noCPUs || rep.CPU != cpu || rep.GPU == "" {
+				t.Errorf("a CPU pod: %v (report: %v, %q), want %v", cpu, rep.CPU, rep.GPU, !tc.noCPUs)
+			}
+		})
+	}
+}

@@ -25,7 +25,7 @@ const OpenAPIPath = "/openapi.json"
 // the base URL, as the OpenAPI text names them.
 var usedOperations = []string{
 	"GET /pods", "POST /pods", "GET /pods/{id}", "DELETE /pods/{id}", "POST /pods/{id}/action", "GET /pods/{id}/logs",
-	"GET /catalog/gpus", "GET /catalog/gpus/{id}", "GET /catalog/datacenters",
+	"GET /catalog/gpus", "GET /catalog/gpus/{id}", "GET /catalog/cpus", "GET /catalog/datacenters",
 	"GET /account/secrets", "POST /account/secrets", "PATCH /account/secrets/{id}", "DELETE /account/secrets/{id}",
 	"GET /registries",
 	"GET /network-volumes", "POST /network-volumes", "GET /network-volumes/{id}", "PATCH /network-volumes/{id}", "DELETE /network-volumes/{id}",
@@ -46,8 +46,8 @@ type apiDigest map[string]map[string]string
 // sentFields are the request members this SDK sends, by operation: one
 // the live text lacks is refused (the API rejects unknown members).
 var sentFields = map[string][]string{
-	"POST /pods": {"name", "image", "gpu", "gpu.id", "gpu.count", "gpu.minCudaVersion", "cloud", "disk", "mounts", "ports", "env",
-		"args", "entrypoint", "cmd", "dataCenterIds", "registry"},
+	"POST /pods": {"name", "image", "gpu", "gpu.id", "gpu.count", "gpu.minCudaVersion", "cpu", "cpu.id", "cpu.vcpuCount",
+		"cloud", "disk", "mounts", "ports", "env", "args", "entrypoint", "cmd", "dataCenterIds", "registry"},
 	"POST /pods/{id}/action":      {"action"},
 	"POST /account/secrets":       {"name", "value", "description"},
 	"PATCH /account/secrets/{id}": {"value", "description"},

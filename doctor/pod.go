@@ -21,10 +21,11 @@ import (
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
-// pod launches the cheapest GPU in stock through guard's own Launch (the
-// real bootstrap, watchdog and env), never gives it a job, and waits for
-// its watchdog to delete it with the pod's own key after the boot grace.
-// guard makes GPU pods only: a CPU pod would not prove the path a run takes.
+// pod launches the cheapest pod that runs the start command through
+// guard's own Launch (the real bootstrap, watchdog and env): a CPU pod
+// where the API offers one, else the cheapest GPU in stock. It never
+// gives it a job, and waits for its watchdog to delete it with the pod's
+// own key after the boot grace.
 func (d *doc) pod(ctx context.Context) {
 	dir, done, err := tempJob()
 	if err != nil {
@@ -40,6 +41,9 @@ func (d *doc) pod(ctx context.Context) {
 	spec := guard.Spec{
 		RunID: id, Job: guard.Job{Dir: dir, Command: "true"}, GPUTypes: []string{guard.AutoGPU},
 		WatchdogAPIURL: d.c.BaseURL(), PodEnv: d.o.PodEnv, DeadlineFromCreate: true,
+	}
+	if flavor, ok := d.cheapestCPU(ctx); ok {
+		spec.GPUTypes, spec.CPUFlavor = nil, flavor
 	}
 	spec.BootGrace = cmp.Or(d.o.BootGrace, time.Minute)
 	spec.Interval = cmp.Or(d.o.Interval, 5*time.Second)
@@ -83,7 +87,7 @@ func (d *doc) pod(ctx context.Context) {
 	}
 	rec := run.Record()
 	run.Detach()
-	d.rep.PodID, d.rep.GPU, d.rep.CostPerHr = rec.PodID, rec.GPU, rec.CostPerHr
+	d.rep.PodID, d.rep.GPU, d.rep.CPU, d.rep.CostPerHr = rec.PodID, rec.GPU, spec.CPUFlavor != "", rec.CostPerHr
 	fp := "unreadable"
 	if k, _, _, _, err := ssh.ParseAuthorizedKey([]byte(rec.HostKey)); err == nil {
 		fp = ssh.FingerprintSHA256(k)
@@ -155,6 +159,27 @@ func (d *doc) pod(ctx context.Context) {
 	}
 	d.add(CheckPodGone, ResultOK, fmt.Sprintf("%s %s after its create", how, gone.Sub(rec.BillingStart).Round(time.Second)),
 		"a pod's own watchdog ends it when no one else does")
+}
+
+// cheapestCPU is the CPU flavor of the catalog whose smallest pod (2
+// vCPUs, guard's default) costs least; ok is false when the API offers
+// none (or its CPU catalog cannot be read: the GPU path is then taken).
+func (d *doc) cheapestCPU(ctx context.Context) (string, bool) {
+	cpus, err := d.c.ListCPUTypes(ctx)
+	if err != nil {
+		return "", false
+	}
+	best := -1
+	for i, c := range cpus {
+		if c.VCPU.Min <= 2 && c.VCPU.Max >= 2 && c.Price.SecurePerVCPU > 0 &&
+			(best < 0 || c.Price.SecurePerVCPU < cpus[best].Price.SecurePerVCPU) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return "", false
+	}
+	return cpus[best].ID, true
 }
 
 // bodyCheck reports the size of the pod's create body and its margin to

@@ -23,10 +23,11 @@ lists pods, GPU types, secrets, registries, network volumes and billing, each
 decoded by this SDK (a member it does not know is drift: a warning); the
 API's live OpenAPI text holds what this SDK calls as our copy does; a
 secret named as a run's host key (a dash in it) with a description comes
-back byte for byte, is updated and deleted; and a pod of the cheapest GPU in
-stock, made as run makes one (the real bootstrap, watchdog and env), comes
-up ready with its host key (its secret placeholder resolved) and is deleted
-by its own watchdog with its own key after a short boot grace. Everything
+back byte for byte, is updated and deleted; and a pod (a CPU pod where the
+API offers one, else the cheapest GPU in stock), made as run makes one (the
+real bootstrap, watchdog and env), comes up ready with its host key (its
+secret placeholder resolved) and is deleted by its own watchdog with its
+own key after a short boot grace. Everything
 it made is removed and confirmed gone, whatever fails (Ctrl-C too). Exit 0
 when every check passed (warnings do not fail), 1 naming those that failed.`)
 	asJSON := fs.Bool("json", false, "write the report as one JSON object on stdout (no secret values in it)")
