@@ -21,9 +21,9 @@ var floors = []struct {
 	name    string
 	folders []string
 }{
-	{"helpers that ship", []string{"internal/termtext", "internal/localport", "internal/shscript", "internal/costplan"}},
+	{"helpers that ship", []string{"internal/termtext", "internal/localport", "internal/shscript"}},
 	{"the pod and its API", []string{"podenv", "watchdog", "bootstrap", "podssh", "runpod"}},
-	{"the run and its enforcers", []string{"sweep", "guard", "internal/jobctl"}},
+	{"the run and its enforcers", []string{"sweep", "guard", "internal/jobctl", "internal/costplan"}},
 	{"proofs against an account", []string{"doctor"}},
 	{"programs", []string{"", "examples", "bench"}},
 }
@@ -161,7 +161,7 @@ func TestLayerViolationsFindsPlantedOnes(t *testing.T) {
 		{"runpodtest imports sweep", pkg("runpod/runpodtest", "sweep/sweepmetrics"), "stands above it"},
 		{"podenv imports doctor", pkg("podenv", "doctor"), "stands above it"},
 		{"watchdog imports the launcher", pkg("watchdog", "examples/launch/internal/launcher"), "stands above it"},
-		{"a helper imports podenv", pkg("internal/costplan", "podenv"), "stands above it"},
+		{"a helper imports podenv", pkg("internal/termtext", "podenv"), "stands above it"},
 		{"guard imports a test kit", pkg("guard", "internal/testkit/checkedfake"), "test kit"},
 		{"the launcher imports shtest", pkg("examples/launch", "internal/shtest"), "test kit"},
 		{"a package on no floor", pkg("newthing", "podenv"), "no floor"},
