@@ -148,7 +148,7 @@ func TestCycle(t *testing.T) {
 	if diff := cmp.Diff(wantKinds, h.kinds(progress...)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"ListPods", "CreateSecret", "CreatePod", "GetPod", "GetPod", "DeletePod", "GetPod", "ListPods", "DeleteSecret"}, h.api.methods()); diff != "" {
+	if diff := cmp.Diff([]string{"GetGPUType", "ListPods", "CreateSecret", "CreatePod", "GetPod", "GetPod", "DeletePod", "GetPod", "ListPods", "DeleteSecret"}, h.api.methods()); diff != "" {
 		t.Errorf("API calls (-want +got):\n%s", diff)
 	}
 }
