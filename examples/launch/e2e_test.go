@@ -291,6 +291,7 @@ func TestDetachLsStop(t *testing.T) {
 	}
 	mustContain(t, "stderr", p.stderr.String(), "detached from pod", "launch attach ")
 	r := w.onlyRun()
+	mustContain(t, "stderr", p.stderr.String(), "its output meanwhile: launch logs "+r.ID+" --follow")
 	if r.Phase != state.PhaseDetached || w.pod(r).Status != runpodtest.StatusRunning {
 		t.Fatalf("phase %s, pod %s", r.Phase, w.pod(r).Status)
 	}

@@ -582,6 +582,7 @@ func (d *driver) interrupted() error {
 	run.Detach()
 	a.say("detached from pod %s: it goes on under its watchdog. %s", d.r.PodID, d.guarantees())
 	a.say("resume with: launch attach %s   (or: launch stop %s; launch rm %s --force loses its results)", d.r.ID, d.r.ID, d.r.ID)
+	a.say("its output meanwhile: launch logs %s --follow", d.r.ID)
 	return &exitError{code: ExitInterrupted}
 }
 
