@@ -164,3 +164,18 @@ func TestLocalServerLosesAPodForRecovery(t *testing.T) {
 		t.Errorf("%d pods lost, want the run's first only", n)
 	}
 }
+
+// --lose-by restart restarts the first pod's container instead: with a
+// pod volume, the job starts again on the same pod.
+func TestLocalServerRestartsAPodForRecovery(t *testing.T) {
+	t.Parallel()
+	l := newLocal(t)
+	srv := l.start("local-server", "--lose-after", "8s", "--lose-by", "restart")
+	srv.waitOutput("local Runpod emulator at", patience)
+	p := l.run(args([]string{"--local", "run", "--recover", "1", "--volume-gb", "10"}, fast, demo(20))...)
+	if p.code != 0 {
+		t.Fatalf("run: exit %d\n%s", p.code, p.stderr)
+	}
+	mustContain(t, "run stderr", p.stderr.String(), "recovering (1 of 1)", "the job starts again on the same pod")
+	mustContain(t, "local-server stderr", srv.stderr.String(), "on purpose: its container restarted (--lose-after)")
+}
