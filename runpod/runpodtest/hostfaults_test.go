@@ -120,6 +120,11 @@ while :; do sleep 0.1; done`
 	body["mounts"] = map[string]any{"persistent": map[string]any{"size": 20, "path": "/workspace"}}
 	p := createPod(t, srv, body)
 	waitLog(t, srv, p.ID, "ready 1\n")
+	// The container may print before the API reads the pod as RUNNING,
+	// and only a RUNNING pod restarts.
+	if _, err := srv.WaitStatus(t.Context(), p.ID, StatusRunning); err != nil {
+		t.Fatal(err)
+	}
 	if err := srv.RestartForMaintenance(p.ID); err != nil {
 		t.Fatal(err)
 	}
