@@ -196,15 +196,13 @@ func TestCorruptedDownloadIsCaught(t *testing.T) {
 	}
 }
 
-// What a pod wrote reaches a terminal escaped, whichever error or event
-// carries it.
+// What a pod wrote reaches a terminal escaped, whichever error carries it
+// (an event's words are the launcher's: see its TestEventTextEscapes).
 func TestPodTextIsEscaped(t *testing.T) {
 	evil := "x\x1b]0;owned\x07\x1b[2K\u009b"
 	for _, s := range []string{
 		(&VerdictError{Verdict: watchdog.Verdict{Failed: true, Reason: evil}}).Error(),
 		(&PodGoneError{PodID: "p", Detail: evil, DeleteReason: watchdog.DeleteReason(evil)}).Error(),
-		Event{Kind: EventVerdict, Verdict: watchdog.Verdict{Other: evil}}.String(),
-		Event{Kind: EventDeleteReason, DeleteReason: watchdog.DeleteReason(evil)}.String(),
 		(&CollectError{&podssh.CommandError{Status: 1, Stderr: evil}}).Error(),
 	} {
 		if strings.ContainsAny(s, "\x1b\x07\u009b") || !strings.Contains(s, `\x1b]0;owned`) {

@@ -24,8 +24,6 @@ const (
 	HowNeverStarted                // no job was started
 )
 
-const lostJob = "job lost: the pod's container restarted (Runpod restarted it, or its host failed), which ended the job before it could write its exit code"
-
 // End is how a followed job ended.
 type End struct {
 	How      How
@@ -43,25 +41,6 @@ func (e End) Checkpointed() bool {
 
 // OK says the job exited 0.
 func (e End) OK() bool { return e.How == HowExited && e.ExitCode == 0 }
-
-// String says how the job ended, as one line.
-func (e End) String() string {
-	switch e.How {
-	case HowExited:
-		return fmt.Sprintf("job ended: exit code %d", e.ExitCode)
-	case HowKilled:
-		return "job ended without an exit code (killed)"
-	case HowCancelled:
-		return "job ended: cancelled"
-	case HowLost:
-		return lostJob + "; collecting its results so far"
-	case HowRunDirLost:
-		return fmt.Sprintf("%s, and its run directory %s went with it (no volume kept it): the output shown so far is all there is", lostJob, e.RunDir)
-	case HowNeverStarted:
-		return "the job never started"
-	}
-	return "job state unknown"
-}
 
 // Err is nil when the job exited 0, else how it ended (ErrJobLost if lost).
 func (e End) Err() error {

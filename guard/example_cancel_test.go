@@ -31,7 +31,7 @@ func ExampleRun_Cancel() {
 		log.Fatal(err)
 	}
 	fmt.Println(res)
-	fmt.Println(run.End())
+	fmt.Println("job cancelled:", run.End().How == guard.HowCancelled)
 	if _, err := run.Collect(ctx, filepath.Join(dir, "results")); err != nil {
 		log.Fatal(err)
 	}
@@ -42,6 +42,6 @@ func ExampleRun_Cancel() {
 	fmt.Println("pod", deleted)
 	// Output:
 	// cancelled
-	// job ended: cancelled
+	// job cancelled: true
 	// pod deleted
 }

@@ -48,7 +48,7 @@ func ExampleRelaunch() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(end)
+	fmt.Println("job ended: exit code", end.ExitCode)
 	results := filepath.Join(dir, "results")
 	if _, err := run.Collect(ctx, results); err != nil {
 		log.Fatal(err)
@@ -107,7 +107,7 @@ func ExampleSpec_recover() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(end)
+	fmt.Println("job ended: exit code", end.ExitCode)
 	if _, err := run.Collect(ctx, filepath.Join(dir, "results")); err != nil {
 		log.Fatal(err)
 	}

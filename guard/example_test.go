@@ -87,7 +87,7 @@ func ExampleLaunch() {
 	}
 	lines := strings.Split(strings.TrimSpace(output.String()), "\n")
 	model, _ := os.ReadFile(filepath.Join(results, "outputs", "model"))
-	fmt.Printf("%s; last line %q; outputs/model %q; pod %s\n", end, lines[len(lines)-1], model, res)
+	fmt.Printf("job ended: exit code %d; last line %q; outputs/model %q; pod %s\n", end.ExitCode, lines[len(lines)-1], model, res)
 	// Output:
 	// created
 	// running
@@ -142,7 +142,7 @@ func ExampleAttach() {
 	if _, err := again.Delete(ctx); err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(end)
+	fmt.Println("job ended: exit code", end.ExitCode)
 	fmt.Println("pod", again.Record().PodID == rec.PodID, again.Record().Phase)
 	// Output:
 	// saved: detached true
@@ -182,25 +182,6 @@ func ExamplePodGoneError() {
 	// Output:
 	// true true
 	// pod abc123 is EXITED; its watchdog was deleting it (deadline)
-}
-
-// Each Event is one line a person can read.
-func ExampleEvent_String() {
-	for _, e := range []guard.Event{
-		{Kind: guard.EventVerdict, Verdict: watchdog.ParseVerdict("ready")},
-		{Kind: guard.EventJobStarted, PID: 42, Command: "sh train.sh"},
-		{Kind: guard.EventJobEnded, End: guard.End{How: guard.HowExited, ExitCode: 0}},
-		{Kind: guard.EventDeleteReason, PodID: "abc123", DeleteReason: watchdog.DeleteRetrieved},
-		{Kind: guard.EventDeleted, PodID: "abc123", Result: runpod.Deleted},
-	} {
-		fmt.Printf("%-14s %s\n", e.Kind, e)
-	}
-	// Output:
-	// verdict        watchdog verdict: ready
-	// job_started    job started (process group 42): sh train.sh
-	// job_ended      job ended: exit code 0
-	// delete_reason  pod abc123's watchdog is deleting it (retrieved)
-	// deleted        pod abc123 deleted
 }
 
 // emulator starts the local Runpod emulator with its pod runner (root

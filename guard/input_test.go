@@ -220,7 +220,7 @@ func TestLaunchWarnsOfUnguardedPods(t *testing.T) {
 	if len(ws) != 1 {
 		t.Fatalf("warnings %v, want one", ws)
 	}
-	w := ws[0].String()
+	w := ws[0].Err.Error()
 	for _, want := range []string{"2 guarded pods", "p-old", "p-err", "nothing will delete them"} {
 		if !strings.Contains(w, want) {
 			t.Errorf("the warning %q does not say %q", w, want)

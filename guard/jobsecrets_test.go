@@ -48,7 +48,7 @@ func TestJobSecretsTravelOnStdinOnly(t *testing.T) {
 	}
 	var seen []string
 	for _, e := range h.allEvents() {
-		seen = append(seen, e.String(), fmt.Sprint(e.Err))
+		seen = append(seen, fmt.Sprintf("%+v", e), fmt.Sprint(e.Err))
 	}
 	for _, rec := range h.allSaved() {
 		b, _ := json.Marshal(rec)

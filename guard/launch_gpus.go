@@ -161,8 +161,8 @@ const (
 	OutcomeRefused      Outcome = "refused"       // any other error: stop
 )
 
-// next reports whether the launch goes on to the next type.
-func (o Outcome) next() bool {
+// Next says the launch tries the next GPU type after this outcome.
+func (o Outcome) Next() bool {
 	return o == OutcomeNoCapacity || o == OutcomeForbidden || o == OutcomeRejected || o == OutcomeNoStock || o == OutcomeStartTimeout
 }
 
@@ -393,7 +393,7 @@ func (r *Run) tryGPU(ctx context.Context, req runpod.CreatePodRequest, cand cand
 	if err != nil {
 		at.Outcome, at.Detail = outcomeOf(err), err.Error()
 		r.attempt(at)
-		if at.Outcome.next() && ctx.Err() == nil {
+		if at.Outcome.Next() && ctx.Err() == nil {
 			return &refusal{err}
 		}
 		return &createError{fmt.Errorf("creating the pod: %w", err)}

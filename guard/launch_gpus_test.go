@@ -174,10 +174,10 @@ func TestFallbackOrder(t *testing.T) {
 // obtained type's.
 func TestFallbackOnStartTimeout(t *testing.T) {
 	f := newFallback(t, runpodtest.WithProvisioningDelay(time.Hour))
-	var events []string
+	var events []guard.Attempt
 	err := f.launch(t, f.spec(t, a5000, a40), guard.WithEvents(func(e guard.Event) {
 		if e.Kind == guard.EventAttempt {
-			events = append(events, e.String())
+			events = append(events, e.Attempt)
 		}
 	}))
 	if !errors.Is(err, guard.ErrStartTimeout) {
@@ -197,8 +197,8 @@ func TestFallbackOnStartTimeout(t *testing.T) {
 	if f.rec.GPU != a40 || f.rec.CostPerHr != 0.40 {
 		t.Errorf("record: GPU %q at %v/h, want %s at 0.40", f.rec.GPU, f.rec.CostPerHr, a40)
 	}
-	if len(events) != 2 || !strings.Contains(events[0], "trying the next type") {
-		t.Errorf("events %q", events)
+	if len(events) != 2 || !events[0].Outcome.Next() {
+		t.Errorf("attempt events %v: the first does not try the next type", events)
 	}
 	f.noneBilling(t)
 }

@@ -1,8 +1,6 @@
 package guard
 
 import (
-	"fmt"
-	"github.com/overbrainer/overbrainer-go/internal/termtext"
 	"sync/atomic"
 	"time"
 
@@ -62,12 +60,4 @@ func (r *Run) transfer(stage Stage, move func(podssh.Progress) error) error {
 // call and the cost so far.
 func (r *Run) waiting(stage Stage) {
 	r.emit(Event{Kind: EventWaiting, Stage: stage, Addr: r.addr, Elapsed: r.since(r.rec.BillingStart), CostUSD: r.spent()})
-}
-
-// transferText is a transfer's progress as a line's words.
-func transferText(verb string, e Event) string {
-	if e.Total < 0 {
-		return fmt.Sprintf("%s: %s so far", verb, termtext.ByteSize(e.Bytes))
-	}
-	return fmt.Sprintf("%s: %s of %s", verb, termtext.ByteSize(e.Bytes), termtext.ByteSize(e.Total))
 }

@@ -3,7 +3,6 @@ package guard
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -35,9 +34,6 @@ func TestLongWaitsTellTimeAndCost(t *testing.T) {
 	}
 	if !h.eventsAt(EventWaiting, StageSSH)[0].Repeats() || (Event{Kind: EventCost}).Repeats() {
 		t.Error("Progress is not true of the waits alone")
-	}
-	if s := h.eventsAt(EventWaiting, StageVerdict)[1].String(); !strings.Contains(s, "waiting for the watchdog's verdict | ") || !strings.Contains(s, " elapsed, ~$") {
-		t.Errorf("the verdict wait says %q", s)
 	}
 }
 

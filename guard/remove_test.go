@@ -191,8 +191,8 @@ func TestADeleteIsConfirmed(t *testing.T) {
 			t.Fatalf("deleted events %v", es)
 		}
 		for _, want := range []string{"NOT confirmed", "GET still shows it RUNNING", "GET /v2/pods/" + fakePodID, "console"} {
-			if !strings.Contains(es[0].String(), want) {
-				t.Errorf("the event %q does not say %q", es[0], want)
+			if !strings.Contains(es[0].Err.Error(), want) {
+				t.Errorf("the event %q does not say %q", es[0].Err, want)
 			}
 		}
 	})

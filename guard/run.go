@@ -120,7 +120,7 @@ func (r *Run) emit(e Event) {
 	if e.Kind == EventFailed || e.Kind == EventWarning {
 		r.cfg.log.Info("guard: "+e.Kind.String(), "run", e.RunID, "pod", e.PodID, "err", e.Err)
 	} else {
-		r.cfg.log.Debug("guard: "+e.Kind.String(), "run", e.RunID, "pod", e.PodID, "event", e.String())
+		r.cfg.log.Debug("guard: "+e.Kind.String(), "run", e.RunID, "pod", e.PodID)
 	}
 	r.cfg.events(e)
 	r.podLogEvent(e)

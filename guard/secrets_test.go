@@ -87,7 +87,7 @@ func TestSecretsStayOut(t *testing.T) {
 	add := func(where, text string) { seen = append(seen, where, text) }
 	for _, hh := range []*harness{h, h2} {
 		for _, e := range hh.allEvents() {
-			add("event "+e.Kind.String(), e.String())
+			add("event "+e.Kind.String(), fmt.Sprintf("%+v", e))
 		}
 		for _, s := range hh.allSaved() {
 			b, err := json.Marshal(s)

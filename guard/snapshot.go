@@ -113,11 +113,3 @@ func proofIn(outputsDir string) *SnapshotProof {
 	}
 	return &p
 }
-
-func (p SnapshotProof) String() string {
-	s := fmt.Sprintf("step %d (%s", p.Step, p.Checkpoint)
-	if p.Reason != "" {
-		s += ", " + p.Reason
-	}
-	return s + ")"
-}

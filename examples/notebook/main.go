@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/examples/launch/demo"
@@ -74,11 +75,12 @@ func client() *runpod.Client {
 	return c
 }
 
-// say prints what the run does, but for the events that repeat (the looks,
-// the job's output, the transfers' counts): a cell's output is not redrawn.
+// say prints what the run does (guard says it in values: the words are
+// the caller's), but for the events that repeat (the looks, the job's
+// output, the transfers' counts): a cell's output is not redrawn.
 func say(e guard.Event) {
 	if !e.Repeats() {
-		fmt.Println("#", e)
+		fmt.Println(strings.TrimSuffix(fmt.Sprint("# pod ", e.PodID, " ", e.Kind, ": ", e.Err), ": <nil>"))
 	}
 }
 

@@ -102,14 +102,10 @@ func (d *driver) event(e guard.Event) {
 		d.progress(e)
 	case guard.EventOutput, guard.EventLeaseRenewed, guard.EventJobEnded, guard.EventLeft:
 		// Said by the driver, which knows more.
-	case guard.EventDeleteReason:
-		a.say("pod %s's watchdog is deleting it (%s): %s", e.PodID, e.DeleteReason, e.DeleteReason.Explain())
-	case guard.EventDeleteRight:
-		a.say("note: the watchdog's right to delete pod %s is unproven (the API has no harmless test of it): a refused delete is shown here as a warning", e.PodID)
 	case guard.EventDeleteFailed:
-		a.say("warning: %s", e)
+		a.say("warning: %s", eventText(e))
 	case guard.EventCostPlan:
-		a.say("%s", e)
+		a.say("%s", eventText(e))
 		if lead := snapshotLead(d.r.Record); !e.SnapshotAt.After(time.Now()) || e.CostCapAt.Sub(e.SnapshotAt) < lead {
 			a.say("warning: the cost cap of %s leaves the job until %s, less than the snapshot lead (%s): it is asked for its snapshot as soon as it starts, and the pod goes at the cap whether or not it stopped",
 				money(e.MaxCostUSD), e.CostCapAt.Local().Format(time.TimeOnly), since(lead))
@@ -117,7 +113,7 @@ func (d *driver) event(e guard.Event) {
 	case guard.EventSnapshotRequested:
 		d.asked = e.Snapshot
 		if e.Snapshot != watchdog.ReasonStop || !d.o.stop {
-			a.say("%s", e)
+			a.say("%s", eventText(e))
 		}
 	case guard.EventStalled:
 		last := "it reported no progress"
@@ -135,11 +131,9 @@ func (d *driver) event(e guard.Event) {
 		}
 		a.say("warning: the job has not moved for %s (--stall-after %s; %s): this launcher no longer renews the lease, %s, and the pod is deleted if it still does not move within --snapshot-wait",
 			since(e.Elapsed), since(d.r.StallAfter), last, then)
-	case guard.EventPace:
-		a.sayPace(e)
 	case guard.EventCollected:
 		d.early = !d.run.Ended() && !d.run.State().Ended()
-		a.say("results downloaded to %s (%s, %s)", e.Dir, termtext.Count(int64(e.Files), "file", "files"), termtext.Count(e.Bytes, "byte", "bytes"))
+		a.say("%s", eventText(e))
 		a.listOutputs(filepath.Join(e.Dir, guard.OutputsDir))
 		if len(e.Skipped) > 0 {
 			a.say("skipped (links and special files): %s", strings.Join(e.Skipped, ", "))
@@ -150,26 +144,14 @@ func (d *driver) event(e guard.Event) {
 	case guard.EventRecovering:
 		// The run goes on: what was said of the lost pod's end is past.
 		d.failed, d.costShown, d.early, d.asked, d.r.DueWhenGone = nil, false, false, "", nil
-		a.say("recovering (%d of %d): %v; %s", e.N, e.Of, e.Err, recoverText(e))
+		a.say("%s", eventText(e))
 	case guard.EventDeleted:
 		a.sayDeleted(e, d.r.ID)
 	case guard.EventSecretDeleted:
 		a.saySecret(e, d.r.ID)
 	default:
-		a.say("%s", e)
+		a.say("%s", eventText(e))
 	}
-}
-
-// sayPace warns that at its pace the job will be asked for a snapshot
-// before it finishes, by the bound the event names.
-func (a *app) sayPace(e guard.Event) {
-	if e.Snapshot == watchdog.ReasonCost {
-		a.say("warning: at its pace (%s a step, step %d of %d) the job needs ~%s more at %s/h, but the cost cap leaves %s: it will be asked for a snapshot before it finishes (--max-cost-usd)",
-			e.PerStep.Round(time.Millisecond), e.Step, e.Steps, money(e.CostUSD), money(e.CostPerHr), money(e.LeftUSD))
-		return
-	}
-	a.say("warning: at its pace (%s a step, step %d of %d) the job needs %s more, but the deadline %s is %s away: it will be asked for a snapshot before it finishes (--max-hours)",
-		e.PerStep.Round(time.Millisecond), e.Step, e.Steps, since(e.Need), e.Deadline.Local().Format(time.DateTime), since(e.Left))
 }
 
 // sayFailure says why the run cannot go on, and what becomes of its pod.
@@ -243,7 +225,7 @@ func (d *driver) goneText(g *guard.PodGoneError) string {
 func (a *app) sayDeleted(e guard.Event, runID string) {
 	switch e.Result {
 	case runpod.Deleted, runpod.Terminated:
-		a.say("%s", e)
+		a.say("%s", eventText(e))
 	case runpod.Stopped:
 		a.say("pod %s could only be STOPPED, not deleted: it no longer runs, but its volume STILL BILLS. "+
 			"Remove it with \"launch rm %s\" or in the Runpod console (Pods, then Terminate). %v", e.PodID, runID, e.Err)
@@ -257,7 +239,7 @@ func (a *app) saySecret(e guard.Event, runID string) {
 		a.say("could not delete secret %s: %v; retry with \"launch rm %s\"", e.SecretName, e.Err, runID)
 		return
 	}
-	a.say("%s", e)
+	a.say("%s", eventText(e))
 }
 
 // launch creates the run's pod and drives it to its end.
@@ -326,7 +308,7 @@ func (d *driver) steps(ctx context.Context, attached bool) error {
 	case !st.Started() && !d.r.JobStarted.IsZero():
 		// Starting it now would run the job again from its beginning,
 		// its earlier output and checkpoints gone.
-		a.say("%s", guard.End{How: guard.HowRunDirLost, RunDir: d.r.RunDir})
+		a.say("%s", endText(guard.End{How: guard.HowRunDirLost, RunDir: d.r.RunDir}))
 		return d.end(ctx, guard.End{How: guard.HowRunDirLost, ExitCode: -1})
 	case !st.Started() && d.o.stop:
 		a.say("the job never started: nothing to checkpoint")
@@ -362,11 +344,11 @@ func (d *driver) steps(ctx context.Context, attached bool) error {
 			a.say("cancelling the job: %v", err)
 		}
 		end = run.End()
-		a.say("the job gave no proof of a checkpoint (snapshot.json) within %s of the stop request: it was cancelled (%s); collecting what there is", d.o.stopWait, end)
+		a.say("the job gave no proof of a checkpoint (snapshot.json) within %s of the stop request: it was cancelled (%s); collecting what there is", d.o.stopWait, endText(end))
 	case err != nil:
 		return d.stopped(ctx, err)
 	default:
-		a.say("%s", end)
+		a.say("%s", endText(end))
 		d.sayEndedBy(end)
 		d.sayCheckpointed(end)
 	}
@@ -395,9 +377,9 @@ func (d *driver) sayCheckpointed(end guard.End) {
 	switch {
 	case end.Requested == "":
 	case end.Checkpointed():
-		d.a.say("the job checkpointed on request (%s): %s", end.Requested, end.Proof)
+		d.a.say("the job checkpointed on request (%s): %s", end.Requested, proofText(*end.Proof))
 	case end.Proof != nil:
-		d.a.say("the job ended after the %s request without proof of a checkpoint for it: its last snapshot.json is of %s", end.Requested, end.Proof)
+		d.a.say("the job ended after the %s request without proof of a checkpoint for it: its last snapshot.json is of %s", end.Requested, proofText(*end.Proof))
 	default:
 		d.a.say("the job ended after the %s request without proof of a checkpoint (no snapshot.json)", end.Requested)
 	}

@@ -19,7 +19,7 @@ const plainEvery = 30 * time.Second
 // in place, off it a plain line when the stage changes (another wait or
 // status, a new transfer) and then every plainEvery.
 func (d *driver) progress(e guard.Event) {
-	line := e.String()
+	line := eventText(e)
 	if e.Kind == guard.EventTransfer {
 		line += rateText(e)
 	}

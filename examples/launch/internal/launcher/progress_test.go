@@ -72,8 +72,8 @@ func TestPaceWarnings(t *testing.T) {
 		watchdog.ReasonCost:     "(--max-cost-usd)",
 	} {
 		errOut.Reset()
-		a.sayPace(guard.Event{Kind: guard.EventPace, Snapshot: reason, PerStep: time.Second, Step: 1, Steps: 10,
-			Need: time.Hour, Left: time.Minute, CostUSD: 2, CostPerHr: 1, MaxCostUSD: 3, LeftUSD: 1})
+		a.say("%s", eventText(guard.Event{Kind: guard.EventPace, Snapshot: reason, PerStep: time.Second, Step: 1, Steps: 10,
+			Need: time.Hour, Left: time.Minute, CostUSD: 2, CostPerHr: 1, MaxCostUSD: 3, LeftUSD: 1}))
 		if !strings.Contains(errOut.String(), "at its pace") || !strings.Contains(errOut.String(), want) {
 			t.Errorf("%s: %q, want %q", reason, errOut.String(), want)
 		}

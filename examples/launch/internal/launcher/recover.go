@@ -25,7 +25,7 @@ func recoverFrom(e guard.Event) string {
 	case e.Remote != "":
 		return "from its outputs on network volume " + e.VolumeID + " (" + e.Remote + ")"
 	case e.Proof != nil:
-		return "from " + e.Proof.String() + " in the outputs " + e.Dir
+		return "from " + proofText(*e.Proof) + " in the outputs " + e.Dir
 	case e.Dir != "":
 		return "from the outputs in " + e.Dir + " (no snapshot.json says which step)"
 	}
@@ -38,7 +38,7 @@ func resumeText(dir string) string {
 	p, err := guard.ReadSnapshotProof(dir)
 	switch {
 	case err == nil:
-		return p.String() + " in the outputs " + dir
+		return proofText(p) + " in the outputs " + dir
 	case errors.Is(err, guard.ErrNoSnapshotProof):
 		return "the outputs in " + dir + " (no snapshot.json says which step)"
 	}
