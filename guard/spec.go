@@ -34,6 +34,10 @@ const (
 // PodNamePrefix+ID is the name of run ID's pod, by which it is found again.
 const PodNamePrefix = podenv.PodNamePrefix
 
+// Rules are the watchdog's rules, podenv's type: a Spec sets its required
+// deadline as Rules: guard.Rules{Deadline: t}, without importing podenv.
+type Rules = podenv.Rules
+
 // Spec says what pod a run gets and the rules its watchdog ends it by. Zero
 // fields take the defaults; Deadline is required unless Keep is set.
 type Spec struct {
@@ -60,7 +64,7 @@ type Spec struct {
 	VolumePath      string           // DefaultVolumePath when empty
 	Workdir         string           // for run directories: VolumePath/overbrainer when empty
 
-	podenv.Rules // deadline, cost cap, keep mode, graces, watchdog knobs: Follow enforces them too
+	Rules // deadline, cost cap, keep mode, graces, watchdog knobs: Follow enforces them too
 	// CapacityWait: how long Launch waits with no pod for capacity, not past the
 	// Deadline (DeadlineFromCreate: moved on by the wait), before ErrNoGPU.
 	CapacityWait       time.Duration
