@@ -19,20 +19,18 @@ import (
 
 // What every cell starts from: the directory where one cell leaves the
 // next the run's Record (and the job, and the results), and the API.
-var (
-	dir    = "overbrainer-notebook"
-	record = dir + "/record.json"
-	apiKey = os.Getenv("RUNPOD_API_KEY")
-	apiURL = cmp.Or(os.Getenv(podenv.APIURLEnv), runpod.DefaultBaseURL)
-	// ctx ends on Ctrl-C (a notebook's interrupt): Launch then deletes its
-	// pod, and the other calls leave the pod to its watchdog.
-	ctx, _ = signal.NotifyContext(context.Background(), os.Interrupt)
-	// opts are every cell's: say what the run does, and save its Record
-	// at each change, so that a cell killed at any moment leaves one.
-	opts = []guard.Option{guard.WithEvents(say), guard.WithSave(func(r guard.Record) error { return r.Save(record) })}
-	// stop ends what main started (an emulator) before the program exits.
-	stop = func() {}
-)
+var dir, record, apiKey, apiURL = "overbrainer-notebook", "overbrainer-notebook/record.json", os.Getenv("RUNPOD_API_KEY"), cmp.Or(os.Getenv(podenv.APIURLEnv), runpod.DefaultBaseURL)
+
+// ctx ends on Ctrl-C (a notebook's interrupt): Launch then deletes its
+// pod, and the other calls leave the pod to its watchdog.
+var ctx, _ = signal.NotifyContext(context.Background(), os.Interrupt)
+
+// opts are every cell's: say what the run does, and save its Record at
+// each change, so that a cell killed at any moment leaves one.
+var opts = []guard.Option{guard.WithEvents(say), guard.WithSave(func(r guard.Record) error { return r.Save(record) })}
+
+// stop ends what main started (an emulator) before the program exits.
+var stop = func() {}
 
 // main runs the cells named on its command line (launch, start, follow,
 // remove), by default all of them in order, as a notebook's "run all"
@@ -45,14 +43,10 @@ func main() {
 	if apiKey == "" {
 		check(localpod.Check())
 		srv := runpodtest.NewServer(runpodtest.WithPodRunner())
-		stop = srv.Close
-		apiKey, apiURL = srv.APIKey(), srv.BaseURL()
+		stop, apiKey, apiURL = srv.Close, srv.APIKey(), srv.BaseURL()
 	}
-	cells, names := map[string]func(){"launch": launch, "start": start, "follow": follow, "remove": remove}, os.Args[1:]
-	if len(names) == 0 {
-		names = []string{"launch", "start", "follow", "remove"}
-	}
-	for _, name := range names {
+	cells := map[string]func(){"launch": launch, "start": start, "follow": follow, "remove": remove}
+	for _, name := range strings.Fields(cmp.Or(strings.Join(os.Args[1:], " "), "launch start follow remove")) {
 		if cells[name] == nil {
 			check(fmt.Errorf("no cell %q: the cells are launch, start, follow and remove", name))
 		}
@@ -84,37 +78,29 @@ func say(e guard.Event) {
 	}
 }
 
-// check ends the cell, and the program, on an error, with status 1.
-func check(err error) {
+// must ends the cell, and the program, on an error, with status 1.
+func must[T any](v T, err error) T {
 	if err != nil {
 		stop()
 		fmt.Fprintln(os.Stderr, "notebook:", err)
 		os.Exit(1)
 	}
-}
-
-func must[T any](v T, err error) T {
-	check(err)
 	return v
 }
+
+func check(err error) { must(0, err) }
 
 // Cell 1: launch a pod for the demo job (its Record is saved on the way),
 // and leave it to its watchdog until the next cell attaches.
 func launch() {
-	job := dir + "/job"
-	check(demo.WriteTo(job))
-	spec := guard.Spec{Job: guard.Job{Dir: job, Command: demo.Command}, Rules: podenv.Rules{Deadline: time.Now().Add(time.Hour)}}
-	must(guard.Launch(ctx, client(), spec, opts...)).Detach()
+	check(demo.WriteTo(dir + "/job"))
+	must(guard.Launch(ctx, client(), guard.Spec{Job: guard.Job{Dir: dir + "/job", Command: demo.Command}, Rules: guard.Rules{Deadline: time.Now().Add(time.Hour)}}, opts...)).Detach()
 }
 
-// attach rebuilds the run from the saved Record, as every later cell must.
-func attach() *guard.Run {
-	return must(guard.Attach(ctx, client(), must(guard.LoadRecord(record)), opts...))
-}
-
-// Cell 2: start the job the Record names, and leave it running.
+// Cell 2: start the job the Record names, and leave it running. Each cell
+// after the first rebuilds the run from the saved Record.
 func start() {
-	run := attach()
+	run := must(guard.Attach(ctx, client(), must(guard.LoadRecord(record)), opts...))
 	check(run.Start(ctx, guard.Job{}))
 	run.Detach()
 }
@@ -122,7 +108,7 @@ func start() {
 // Cell 3: print the job's output until it ends, then collect the results
 // (which tells the watchdog the pod may go).
 func follow() {
-	run := attach()
+	run := must(guard.Attach(ctx, client(), must(guard.LoadRecord(record)), opts...))
 	end := must(run.Follow(ctx, os.Stdout))
 	must(run.Collect(ctx, dir+"/results"))
 	run.Close()
