@@ -155,7 +155,7 @@ func serveListFake(n int) {
 			delete(env, podenv.RunIDEnv)
 		}
 		seeds[i] = runpodtest.SeedPod{
-			Name: guard.PodNamePrefix + runID, Image: guard.DefaultImage, Env: env,
+			Name: podenv.PodNamePrefix + runID, Image: guard.DefaultImage, Env: env,
 			Entrypoint: bootstrap.Entrypoint(), Cmd: bootstrap.Cmd(),
 			Status: status, CreatedAt: created, StartedAt: created.Add(time.Minute),
 		}

@@ -300,7 +300,7 @@ func (d *doc) fields(path string) (Result, string) {
 // dash included), with a description as the sweeper reads it.
 func (d *doc) secret(ctx context.Context) {
 	const meaning = "every run keeps its host key in such a secret; the sweeper reads its description"
-	id, err := guard.NewRunID(time.Now())
+	id, err := podenv.NewRunID(time.Now())
 	if err != nil {
 		d.add(CheckSecretMake, ResultFail, err.Error(), meaning)
 		return

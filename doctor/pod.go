@@ -33,7 +33,7 @@ func (d *doc) pod(ctx context.Context) {
 		return
 	}
 	defer done()
-	id, err := guard.NewRunID(time.Now())
+	id, err := podenv.NewRunID(time.Now())
 	if err != nil {
 		d.add(CheckPodBody, ResultFail, err.Error(), "no pod was tried")
 		return

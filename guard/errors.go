@@ -9,7 +9,6 @@ import (
 
 	"github.com/overbrainer/overbrainer-go/bootstrap"
 	"github.com/overbrainer/overbrainer-go/internal/termtext"
-	"github.com/overbrainer/overbrainer-go/podssh"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
@@ -29,12 +28,10 @@ var (
 	ErrNotAbandoned      = errors.New("guard: the pod is not provably abandoned")
 	ErrEnforced          = errors.New("guard: the client enforced its watchdog's rule")
 	ErrRecordMismatch    = errors.New("guard: the record is not this pod's run")
-	ErrNoGPU             = errors.New("guard: no GPU type could be had")                    // none passed the filters, or each was refused or out of stock
-	ErrCapSpent          = errors.New("guard: the cost cap was spent before a pod came up") // by pods that never came up: the cap is the run's
-	// The server at the pod's address lacks the run's host key; nothing was sent to it.
-	ErrHostKeyMismatch = podssh.ErrHostKeyMismatch
-	ErrStartTimeout    = errors.New("guard: the pod did not come up within the start timeout") // WithStartTimeout
-	ErrNoSnapshotProof = errors.New("guard: the outputs hold no snapshot proof")               // no SnapshotFile
+	ErrNoGPU             = errors.New("guard: no GPU type could be had")                         // none passed the filters, or each was refused or out of stock
+	ErrCapSpent          = errors.New("guard: the cost cap was spent before a pod came up")      // by pods that never came up: the cap is the run's
+	ErrStartTimeout      = errors.New("guard: the pod did not come up within the start timeout") // WithStartTimeout
+	ErrNoSnapshotProof   = errors.New("guard: the outputs hold no snapshot proof")               // no SnapshotFile
 )
 
 // PodGoneError says how the pod was found gone.

@@ -34,7 +34,7 @@ const (
 	EventVolumeFilling                          // the volume's usable part is Percent full (VolumeID, FromGB, ToGB: its cap or 0, UsedBytes)
 	EventReconnecting                           // the SSH connection broke (Err)
 	EventReconnected                            // a new SSH connection replaced it
-	EventPulled                                 // WithPullEvery downloaded the results so far (Dir, Files, Bytes)
+	EventPulled                                 // Spec.Recover.PullEvery downloaded the results so far (Dir, Files, Bytes)
 	EventRecovering                             // the pod was lost and a new one takes the job up (Err, N, Of, Dir, Proof; VolumeID, Remote; InPlace)
 	EventDeleteReason                           // the pod's watchdog is deleting it (DeleteReason)
 	EventJobEnded                               // the job is over (End)

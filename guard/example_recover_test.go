@@ -25,9 +25,10 @@ func ExampleRelaunch() {
 	defer srv.Close()
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
-	spec := guard.Spec{Job: guard.Job{Dir: job, Command: "sh train.sh"}, Rules: podenv.Rules{Deadline: time.Now().Add(time.Hour)}}
 	pulls := filepath.Join(dir, "pulls")
-	opts := []guard.Option{guard.WithPoll(200 * time.Millisecond), guard.WithPullEvery(500*time.Millisecond, pulls)}
+	spec := guard.Spec{Job: guard.Job{Dir: job, Command: "sh train.sh"}, Rules: podenv.Rules{Deadline: time.Now().Add(time.Hour)},
+		Recover: guard.Recovery{PullEvery: 500 * time.Millisecond, PullDir: pulls}}
+	opts := []guard.Option{guard.WithPoll(200 * time.Millisecond)}
 	run, err := guard.Launch(ctx, api, spec, opts...)
 	if err != nil {
 		log.Fatal(err)

@@ -124,7 +124,7 @@ func ExampleAttach() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("saved:", rec.Phase, rec.PodName == guard.PodNamePrefix+rec.ID)
+	fmt.Println("saved:", rec.Phase, rec.PodName == podenv.PodNamePrefix+rec.ID)
 	again, err := guard.Attach(ctx, api, rec, save)
 	if err != nil {
 		log.Fatal(err)

@@ -15,8 +15,8 @@ import (
 // Extension; only an old pod's env reads as the 24 h of then, in Parse).
 func TestDefaultExtensionIsAnHour(t *testing.T) {
 	s := Spec{Rules: podenv.Rules{Deadline: time.Now().Add(time.Hour)}}.withDefaults()
-	if s.MaxExtension != time.Hour || DefaultMaxExtension != time.Hour {
-		t.Errorf("default extension %s (DefaultMaxExtension %s), want 1h", s.MaxExtension, DefaultMaxExtension)
+	if s.MaxExtension != time.Hour || podenv.DefaultMaxExtension != time.Hour {
+		t.Errorf("default extension %s (podenv.DefaultMaxExtension %s), want 1h", s.MaxExtension, podenv.DefaultMaxExtension)
 	}
 	for _, tc := range []struct {
 		ext  time.Duration

@@ -72,7 +72,7 @@ func TestLaunchRefusesBadInput(t *testing.T) {
 		{"a largest volume size without a network volume", func(s *Spec) { s.MaxVolumeGB = 100 }, nil, []string{"Spec.MaxVolumeGB"}, nil},
 		{"a largest volume size past Runpod's", func(s *Spec) { s.NetworkVolumeID, s.MaxVolumeGB = "vol-1", runpod.MaxVolumeGB+1 }, nil,
 			[]string{"Spec.MaxVolumeGB"}, nil},
-		{"a lease renewed no sooner than it lapses", nil, []Option{WithLeaseEvery(DefaultLeaseTTL)}, []string{"WithLeaseEvery"}, nil},
+		{"a lease renewed no sooner than it lapses", nil, []Option{WithLeaseEvery(podenv.DefaultLeaseTTL)}, []string{"WithLeaseEvery"}, nil},
 		{"no poll interval", nil, []Option{WithPoll(0)}, []string{"WithPoll"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -133,11 +133,11 @@ func TestRecordOfAnotherRun(t *testing.T) {
 		name string
 		edit func(*Record, *fakeAPI)
 	}{
-		{"another pod name", func(r *Record, _ *fakeAPI) { r.PodName = PodNamePrefix + "run2" }},
+		{"another pod name", func(r *Record, _ *fakeAPI) { r.PodName = podenv.PodNamePrefix + "run2" }},
 		{"another run id", func(r *Record, _ *fakeAPI) { r.ID = "run2" }},
 		{"another secret", func(r *Record, _ *fakeAPI) { r.SecretName = podenv.HostKeySecretName("run2") }},
 		{"another API", func(r *Record, _ *fakeAPI) { r.APIURL = "https://elsewhere.example/v2" }},
-		{"a pod of another name", func(_ *Record, a *fakeAPI) { a.podName = PodNamePrefix + "run2" }},
+		{"a pod of another name", func(_ *Record, a *fakeAPI) { a.podName = podenv.PodNamePrefix + "run2" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, look{st: ready})
@@ -166,7 +166,7 @@ func TestHostKeyMismatchIsFinal(t *testing.T) {
 	t.Run("launch", func(t *testing.T) {
 		h := newHarness(t, look{st: ready})
 		h.dialErrs = []error{mismatch}
-		if _, err := h.launch(ctx, h.spec()); !errors.Is(err, ErrHostKeyMismatch) {
+		if _, err := h.launch(ctx, h.spec()); !errors.Is(err, podssh.ErrHostKeyMismatch) {
 			t.Fatalf("Launch: %v", err)
 		}
 		if n := h.dialCount(); n != 1 {
@@ -181,7 +181,7 @@ func TestHostKeyMismatchIsFinal(t *testing.T) {
 		h := newHarness(t, look{st: ready})
 		rec := launched(t, h)
 		h.dialErrs = []error{mismatch}
-		if _, err := attach(ctx, h.api, rec, h.options()...); !errors.Is(err, ErrHostKeyMismatch) {
+		if _, err := attach(ctx, h.api, rec, h.options()...); !errors.Is(err, podssh.ErrHostKeyMismatch) {
 			t.Fatalf("attach: %v", err)
 		}
 		if n := h.dialCount(); n != 2 {
@@ -192,7 +192,7 @@ func TestHostKeyMismatchIsFinal(t *testing.T) {
 		h := newHarness(t, look{st: ready}, look{st: running}, look{err: io.ErrUnexpectedEOF}, look{st: running})
 		r := h.mustStart(h.spec())
 		h.dialErrs = []error{mismatch}
-		if _, err := r.Follow(ctx, io.Discard); !errors.Is(err, ErrHostKeyMismatch) {
+		if _, err := r.Follow(ctx, io.Discard); !errors.Is(err, podssh.ErrHostKeyMismatch) {
 			t.Fatalf("Follow: %v", err)
 		}
 		if n := h.dialCount(); n != 2 {
@@ -209,9 +209,9 @@ func TestHostKeyMismatchIsFinal(t *testing.T) {
 func TestLaunchWarnsOfUnguardedPods(t *testing.T) {
 	h := newHarness(t, look{st: ready})
 	h.api.others = []runpod.Pod{
-		{ID: "p-old", Name: PodNamePrefix + "old-1", Status: runpod.StatusExited},
-		{ID: "p-live", Name: PodNamePrefix + "live-2", Status: runpod.StatusRunning},
-		{ID: "p-err", Name: PodNamePrefix + "bad-3", Status: runpod.StatusError},
+		{ID: "p-old", Name: podenv.PodNamePrefix + "old-1", Status: runpod.StatusExited},
+		{ID: "p-live", Name: podenv.PodNamePrefix + "live-2", Status: runpod.StatusRunning},
+		{ID: "p-err", Name: podenv.PodNamePrefix + "bad-3", Status: runpod.StatusError},
 	}
 	if _, err := h.launch(context.Background(), h.spec()); err != nil {
 		t.Fatal(err)

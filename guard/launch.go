@@ -53,7 +53,7 @@ func prepare(spec Spec, opts []Option) (Spec, config, time.Time, error) {
 	}
 	now := cfg.clock.Now()
 	if spec.RunID == "" {
-		id, err := NewRunID(now)
+		id, err := podenv.NewRunID(now)
 		if err != nil {
 			return spec, cfg, now, err
 		}
@@ -337,7 +337,7 @@ func checkPrice(ctx context.Context, c api, spec Spec, gpu string) error {
 // delete: EXITED or ERROR, their watchdogs no longer run, and they bill.
 // A failed listing only goes to the log: it is no reason not to launch.
 func (r *Run) warnUnguarded(ctx context.Context) {
-	pods, err := r.api.ListPods(ctx, runpod.ListPodsOptions{NamePrefix: PodNamePrefix})
+	pods, err := r.api.ListPods(ctx, runpod.ListPodsOptions{NamePrefix: podenv.PodNamePrefix})
 	if err != nil {
 		r.cfg.log.Debug("guard: listing the account's pods", "err", err)
 		return
@@ -384,7 +384,7 @@ func (r *Run) createFailed(ctx context.Context, err error) error {
 
 // Attach rebuilds a Run from its Record in another process, once its pod is
 // found to be the Record's run (ErrRecordMismatch) holding its host key
-// (ErrHostKeyMismatch). When ctx ends, the pod stays.
+// (podssh.ErrHostKeyMismatch). When ctx ends, the pod stays.
 func Attach(ctx context.Context, c *runpod.Client, rec Record, opts ...Option) (*Run, error) {
 	if c == nil {
 		return nil, &podenv.FieldError{Field: "api", Reason: "is nil"}
@@ -447,7 +447,7 @@ func attach(ctx context.Context, c api, rec Record, opts ...Option) (*Run, error
 			r.dropConn()
 			return r, err
 		}
-		if errors.Is(err, ErrHostKeyMismatch) {
+		if errors.Is(err, podssh.ErrHostKeyMismatch) {
 			// Not this Record's pod, or someone in between: nothing is
 			// sent to it, and the pod is left to its own watchdog.
 			r.dropConn()

@@ -24,7 +24,7 @@ type config struct {
 	force          bool
 	save           func(Record) error
 	podLog         io.Writer
-	// pull is WithPullEvery's; prior the attempts of a run's earlier
+	// pull is Recover.PullEvery's; prior the attempts of a run's earlier
 	// pods, for Relaunch.
 	pull  *puller
 	prior []Attempt

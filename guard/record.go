@@ -143,7 +143,7 @@ func (r Record) check() error {
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, &podenv.FieldError{Field: "Record." + field, Reason: fmt.Sprintf(format, args...)})
 	}
-	if err := CheckRunID(r.ID); err != nil {
+	if err := podenv.CheckRunID(r.ID); err != nil {
 		bad("ID", "%v", err)
 	} else {
 		if r.PodName != podenv.PodName(r.ID) {

@@ -24,7 +24,7 @@ import (
 
 // Recovery: a run whose pod was lost under its job goes on on a new pod,
 // one pod at a time, from the newest outputs pulled during the run
-// (WithPullEvery), within the run's deadline and cost cap across its pods.
+// (Recover.PullEvery), within the run's deadline and cost cap across its pods.
 
 // Recoverable says a run that failed with err may go on: its pod died by
 // no rule (EXITED, ERROR), its bootstrap or verdict failed, or its job was
@@ -153,7 +153,7 @@ func (r *Run) goneForGood(ctx context.Context) (err error) {
 type Recovery struct {
 	Times   int  `json:"times,omitempty"`    // how many recoveries the run may make (new pods, restarts in place); 0 recovers nothing
 	OnError bool `json:"on_error,omitempty"` // also recover a job that exited non-zero, from what it left
-	// PullEvery pulls into PullDir as WithPullEvery does, for the next pod; PullDir alone is OnError's.
+	// PullEvery pulls the outputs so far into PullDir while the job runs (Pull), for the next pod; PullDir alone is OnError's.
 	PullEvery time.Duration `json:"pull_every,omitempty"`
 	PullDir   string        `json:"pull_dir,omitempty"`
 }

@@ -17,17 +17,9 @@ import (
 	"github.com/overbrainer/overbrainer-go/podssh"
 )
 
-// WithPullEvery makes Follow Pull into dir every d while the job runs; a
-// failed pull is a warning, and the last one is kept.
-func WithPullEvery(d time.Duration, dir string) Option {
-	return func(c *config) {
-		if d > 0 && dir != "" {
-			c.pull = &puller{every: d, dir: dir}
-		}
-	}
-}
-
-// puller is WithPullEvery's state.
+// puller is Spec.Recover.PullEvery's state: Follow pulls into its dir
+// every d while the job runs; a failed pull is a warning, and the last one
+// is kept.
 type puller struct {
 	every time.Duration
 	dir   string
@@ -60,7 +52,7 @@ func PulledOutputs(dir string) string {
 	return ""
 }
 
-// pullIfDue makes WithPullEvery's pull when it is due.
+// pullIfDue makes Recover.PullEvery's pull when it is due.
 func (r *Run) pullIfDue(ctx context.Context, st jobctl.State) {
 	p := r.cfg.pull
 	if p == nil || !st.Started() || st.Ended() {
@@ -258,7 +250,7 @@ func (r *Run) pullDir() string {
 	return r.rec.Recovery.PullDir
 }
 
-// pullFromRecovery arms the Recovery's pulls, unless WithPullEvery did.
+// pullFromRecovery arms the Recovery's pulls.
 func (c *config) pullFromRecovery(rc Recovery) {
 	if c.pull == nil && rc.PullEvery > 0 && rc.PullDir != "" {
 		c.pull = &puller{every: rc.PullEvery, dir: rc.PullDir}

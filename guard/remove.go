@@ -147,7 +147,7 @@ func remove(ctx context.Context, c api, rec Record, opts ...Option) (Record, run
 	for _, o := range opts {
 		o(&cfg)
 	}
-	if err := CheckRunID(rec.ID); err != nil {
+	if err := podenv.CheckRunID(rec.ID); err != nil {
 		return rec, runpod.NotDeleted, &podenv.FieldError{Field: "Record.ID", Reason: err.Error()}
 	}
 	if rec.PodName == "" {

@@ -37,13 +37,13 @@ func TestRemoveRefusesARecordOfAnotherRun(t *testing.T) {
 		name string
 		edit func(*Record, *fakeAPI)
 	}{
-		{"another pod name", func(r *Record, a *fakeAPI) { r.PodName = PodNamePrefix + "run2"; a.podName = r.PodName }},
+		{"another pod name", func(r *Record, a *fakeAPI) { r.PodName = podenv.PodNamePrefix + "run2"; a.podName = r.PodName }},
 		{"another pod name, no pod id", func(r *Record, a *fakeAPI) {
-			r.PodName, r.PodID = PodNamePrefix+"run2", ""
+			r.PodName, r.PodID = podenv.PodNamePrefix+"run2", ""
 			a.podName = r.PodName
 		}},
 		{"another secret", func(r *Record, _ *fakeAPI) { r.SecretName, r.SecretID = "someone_elses", "" }},
-		{"a pod of another name", func(_ *Record, a *fakeAPI) { a.podName = PodNamePrefix + "run2" }},
+		{"a pod of another name", func(_ *Record, a *fakeAPI) { a.podName = podenv.PodNamePrefix + "run2" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, look{st: ready})
@@ -121,7 +121,7 @@ func TestRemoveOrphan(t *testing.T) {
 		{runpod.StatusExited, marked, false, time.Minute}, {runpod.StatusExited, kept, false, time.Hour},
 	} {
 		h := newHarness(t)
-		h.api.status, h.api.podName = tc.status, PodNamePrefix+"elsewhere-1"
+		h.api.status, h.api.podName = tc.status, podenv.PodNamePrefix+"elsewhere-1"
 		started := t0.Add(-tc.started)
 		pod := runpod.Pod{ID: fakePodID, Name: h.api.podName, Status: tc.status, Env: tc.env, CreatedAt: t0.Add(-time.Hour), StartedAt: &started}
 		res, err := removeOrphan(context.Background(), h.api, pod, h.options()...)

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/overbrainer/overbrainer-go/podenv"
 )
 
 // TestNewRunIDsDiffer: runs launched at once from one program, in the same
@@ -15,7 +17,7 @@ func TestNewRunIDsDiffer(t *testing.T) {
 	var wg sync.WaitGroup
 	for range n {
 		wg.Go(func() {
-			id, err := NewRunID(now)
+			id, err := podenv.NewRunID(now)
 			if err != nil {
 				t.Error(err)
 			}
@@ -26,7 +28,7 @@ func TestNewRunIDsDiffer(t *testing.T) {
 	close(ids)
 	seen := map[string]bool{}
 	for id := range ids {
-		if len(id) != len("20260301-120000-a1b2") || id[:16] != "20260301-120000-" || CheckRunID(id) != nil {
+		if len(id) != len("20260301-120000-a1b2") || id[:16] != "20260301-120000-" || podenv.CheckRunID(id) != nil {
 			t.Errorf("run id %q", id)
 		}
 		if seen[id] {

@@ -25,14 +25,8 @@ const (
 	DefaultGPU          = "NVIDIA GeForce RTX 4090"
 	DefaultDiskGB       = 50
 	DefaultVolumePath   = "/workspace"
-	DefaultSnapshotLead = podenv.DefaultSnapshotLead
-	DefaultLeaseTTL     = podenv.DefaultLeaseTTL     // how long a renewed lease holds
-	DefaultMaxExtension = podenv.DefaultMaxExtension // how long past the deadline a lease may hold
-	DefaultMaxResultsGB = 100                        // Results.MaxGB
+	DefaultMaxResultsGB = 100 // Results.MaxGB
 )
-
-// PodNamePrefix+ID is the name of run ID's pod, by which it is found again.
-const PodNamePrefix = podenv.PodNamePrefix
 
 // Rules are the watchdog's rules, podenv's type: a Spec sets its required
 // deadline as Rules: guard.Rules{Deadline: t}, without importing podenv.
@@ -41,7 +35,7 @@ type Rules = podenv.Rules
 // Spec says what pod a run gets and the rules its watchdog ends it by. Zero
 // fields take the defaults; Deadline is required unless Keep is set.
 type Spec struct {
-	RunID string // 1 to 64 of [A-Za-z0-9_-]; empty: NewRunID makes one
+	RunID string // 1 to 64 of [A-Za-z0-9_-]; empty: podenv.NewRunID makes one
 	Job   Job    // what Start uploads and runs
 
 	Image           string           // DefaultImage when empty
@@ -113,12 +107,6 @@ func (j Job) check(prefix string, results Results) []error {
 // secrets is a copy of the job's secrets, for the run to keep.
 func (j Job) secrets() map[string]string { return maps.Clone(j.Secrets) }
 
-// CheckRunID refuses an id that could not name a pod, secret and directory.
-func CheckRunID(id string) error { return podenv.CheckRunID(id) }
-
-// NewRunID makes a run id such as 20260301-120000-a1b2 (UTC, 4 hex digits).
-func NewRunID(now time.Time) (string, error) { return podenv.NewRunID(now) }
-
 // withDefaults fills the empty fields.
 func (s Spec) withDefaults() Spec {
 	s.Image = cmp.Or(s.Image, DefaultImage)
@@ -164,7 +152,7 @@ func (s Spec) check(now time.Time) error {
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, &podenv.FieldError{Field: "Spec." + field, Reason: fmt.Sprintf(format, args...)})
 	}
-	if err := CheckRunID(s.RunID); err != nil {
+	if err := podenv.CheckRunID(s.RunID); err != nil {
 		bad("RunID", "%v", err)
 	}
 	errs = append(errs, s.Job.check("Spec.Job.", s.Results)...)

@@ -3,10 +3,11 @@ package guard
 import (
 	"context"
 	"errors"
-	"github.com/overbrainer/overbrainer-go/internal/testkit/checkedfake"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/overbrainer/overbrainer-go/internal/testkit/checkedfake"
 
 	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/runpod"
@@ -27,7 +28,7 @@ func TestSweepOnTheFake(t *testing.T) {
 	create := func(id string, s podenv.Settings) string {
 		s.RunID = id
 		env := testPodEnv(t, s)
-		p, err := c.CreatePod(context.Background(), runpod.CreatePodRequest{Name: PodNamePrefix + id, Image: "x",
+		p, err := c.CreatePod(context.Background(), runpod.CreatePodRequest{Name: podenv.PodNamePrefix + id, Image: "x",
 			GPUTypeID: "NVIDIA GeForce RTX 4090", Env: env})
 		if err != nil {
 			t.Fatal(err)
@@ -40,7 +41,7 @@ func TestSweepOnTheFake(t *testing.T) {
 	capped := create("capped", podenv.Settings{Rules: podenv.Rules{Deadline: in(10 * time.Hour), MaxCostUSD: 0.5}})
 	exited := create("exited", podenv.Settings{Rules: podenv.Rules{Deadline: in(10 * time.Hour)}})
 	kept := create("kept", podenv.Settings{Rules: podenv.Rules{Keep: true}})
-	other, err := c.CreatePod(context.Background(), runpod.CreatePodRequest{Name: PodNamePrefix + "other", Image: "x", GPUTypeID: "NVIDIA GeForce RTX 4090"})
+	other, err := c.CreatePod(context.Background(), runpod.CreatePodRequest{Name: podenv.PodNamePrefix + "other", Image: "x", GPUTypeID: "NVIDIA GeForce RTX 4090"})
 	if err != nil {
 		t.Fatal(err)
 	}

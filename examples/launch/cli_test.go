@@ -27,14 +27,14 @@ func newAPIWorld(t *testing.T) *world {
 // results not collected, with a RUNNING pod in the fake under its name.
 func (w *world) seedRun(id string) (*state.Run, string) {
 	w.t.Helper()
-	podID := w.srv.AddPods(runpodtest.SeedPod{Name: guard.PodNamePrefix + id, Env: map[string]string{podenv.RunIDEnv: id}})[0]
+	podID := w.srv.AddPods(runpodtest.SeedPod{Name: podenv.PodNamePrefix + id, Env: map[string]string{podenv.RunIDEnv: id}})[0]
 	st, err := state.Open(w.stateDir)
 	if err != nil {
 		w.t.Fatal(err)
 	}
 	now := time.Now()
 	r := &state.Run{Record: guard.Record{
-		ID: id, PodName: guard.PodNamePrefix + id, PodID: podID, APIURL: w.srv.BaseURL(),
+		ID: id, PodName: podenv.PodNamePrefix + id, PodID: podID, APIURL: w.srv.BaseURL(),
 		Phase: state.PhaseDetached, BillingStart: now, JobStarted: now,
 	}, Created: now, OutDir: filepath.Join(st.RunPath(id), "results")}
 	if err := st.Create(r); err != nil {

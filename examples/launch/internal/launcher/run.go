@@ -24,7 +24,7 @@ import (
 )
 
 // PodNamePrefix starts the name of every run's pod.
-const PodNamePrefix = guard.PodNamePrefix
+const PodNamePrefix = podenv.PodNamePrefix
 
 // followFlags are the flags of every command that follows a run.
 type followFlags struct {
@@ -284,7 +284,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.recoverOnError, "recover-on-error", false, "with --recover, recover a job that exited non-zero by itself too, from the outputs it left")
 	fs.DurationVar(&f.pullEvery, "pull-every", 0, "while the job runs, download its outputs so far this often into the run's state, for --recover (0: never)")
 	fs.DurationVar(&f.waitForGPU, "wait-for-gpu", 0, "when no GPU type can be had for want of capacity, wait up to this long for one, looking again every 10s to 2m, with no pod meanwhile (0: fail at once)")
-	fs.DurationVar(&f.rules.MaxExtension, "max-extension", guard.DefaultMaxExtension, "how long past the deadline this launcher's lease may hold the pod (0: the deadline is hard)")
+	fs.DurationVar(&f.rules.MaxExtension, "max-extension", podenv.DefaultMaxExtension, "how long past the deadline this launcher's lease may hold the pod (0: the deadline is hard)")
 	fs.Float64Var(&f.rules.MaxCostUSD, "max-cost-usd", 0, "cost cap in USD: a snapshot is asked at 95% (or --snapshot-lead before), the pod is deleted at 100% (0: none)")
 	fs.Var(stallFlag{&f.rules.StallAfter}, "stall-after", "turns the stall rule on: a job that has not moved this long (no new output, no new line in $OVERBRAINER_PROGRESS, no file changed under its outputs, less than a tenth of a core of CPU, no GPU busy by --min-gpu-util) is asked for a snapshot, its lease is no longer renewed, and its watchdog deletes the pod when it still has not moved a --snapshot-wait later (off or 0: nothing is deleted for a stall; the launcher only warns after "+since(podenv.StallWarnAfter)+" without movement)")
 	fs.IntVar(&f.rules.MinGPUUtil, "min-gpu-util", 0, "for the stall rule and its warning, a GPU at least this busy (percent, by nvidia-smi on the pod, where it exists) counts as the job moving (0: the GPU does not count)")
@@ -294,7 +294,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.rules.RetrieveGrace, "retrieve-grace", podenv.DefaultRetrieveGrace, "the watchdog deletes the pod this long after the job ended if nobody collected the results (a download in progress holds it)")
 	fs.DurationVar(&f.poll, "poll", 2*time.Second, "how often the job's state and output are read")
 	fs.DurationVar(&f.leaseEvery, "lease-every", 5*time.Minute, "how often the lease is renewed while the job's output progresses")
-	fs.DurationVar(&f.rules.SnapshotLead, "snapshot-lead", guard.DefaultSnapshotLead, "how long before the cost cap or the deadline a snapshot is asked for")
+	fs.DurationVar(&f.rules.SnapshotLead, "snapshot-lead", podenv.DefaultSnapshotLead, "how long before the cost cap or the deadline a snapshot is asked for")
 	fs.DurationVar(&f.rules.Interval, "watchdog-interval", 0, "the watchdog's tick (default 60s)")
 	fs.DurationVar(&f.rules.LeaseTTL, "lease-ttl", 0, "how long a lease holds for the watchdog (default 15m)")
 	fs.DurationVar(&f.rules.SnapshotWait, "snapshot-wait", 0, "how long the watchdog waits for a snapshot it asked for (default 15m)")
@@ -388,7 +388,7 @@ read-only checks and keeps them (`+EnvAccountCheck+`=off skips them).`)
 		// Checked as the run would be, so that a printed run file is one
 		// that launch run -f takes.
 		now := time.Now()
-		id, err := guard.NewRunID(now)
+		id, err := podenv.NewRunID(now)
 		if err != nil {
 			return err
 		}
@@ -413,7 +413,7 @@ read-only checks and keeps them (`+EnvAccountCheck+`=off skips them).`)
 	a.accountCheck(ctx)
 
 	now := time.Now()
-	id, err := guard.NewRunID(now)
+	id, err := podenv.NewRunID(now)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/guard"
+	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
@@ -103,7 +104,7 @@ func privateDir(dir string) error {
 // CheckID refuses a run id that could not be a directory name here and a
 // secret name at Runpod.
 func CheckID(id string) error {
-	if guard.CheckRunID(id) != nil {
+	if podenv.CheckRunID(id) != nil {
 		return fmt.Errorf("state: %q is not a run id", id)
 	}
 	return nil

@@ -32,7 +32,7 @@ func TestRunsArePrivate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := guard.NewRunID(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	id, err := podenv.NewRunID(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)
 	}
