@@ -73,15 +73,11 @@ func (r Rules) WorstCase(costPerHr float64, start time.Time, sw *Sweeper) WorstC
 	}
 	// The two ends no lease holds off, as spans from the create.
 	var hard, capSpan time.Duration = -1, -1
-	if !r.Deadline.IsZero() {
-		ext := e.MaxExtension
-		if r.HardDeadline {
-			ext = 0
-		}
-		hard = max(r.Deadline.Add(ext).Sub(start), 0)
+	if end := r.HardEnd(); !end.IsZero() {
+		hard = max(end.Sub(start), 0)
 	}
-	if r.MaxCostUSD > 0 && costPerHr > 0 && !math.IsInf(costPerHr, 0) {
-		capSpan = spanOf(r.MaxCostUSD / costPerHr)
+	if capAt := r.CapAt(start, costPerHr, 0); !capAt.IsZero() {
+		capSpan = capAt.Sub(start)
 	}
 	bound := func(end time.Duration, late time.Duration) Bound {
 		if end < 0 {
@@ -127,14 +123,6 @@ func earliest(a, b time.Duration) time.Duration {
 		return a
 	}
 	return min(a, b)
-}
-
-// spanOf is h hours, saturating far in the future.
-func spanOf(h float64) time.Duration {
-	if d := h * float64(time.Hour); d < float64(math.MaxInt64/2) {
-		return time.Duration(d)
-	}
-	return math.MaxInt64 / 2
 }
 
 // addSat adds two durations that are not negative, stopping at the
