@@ -71,7 +71,8 @@ func (r Rules) WorstCase(costPerHr float64, start time.Time, sw *Sweeper) WorstC
 	if r.Keep {
 		return w
 	}
-	// The two ends no lease holds off, as spans from the create.
+	// The two ends no lease holds off (HardEnd, CapAt), as spans from
+	// the create.
 	var hard, capSpan time.Duration = -1, -1
 	if end := r.HardEnd(); !end.IsZero() {
 		hard = max(end.Sub(start), 0)
