@@ -9,14 +9,19 @@ import (
 )
 
 // worstLine is one of the worst cases the launcher prints before its
-// create, when it has a figure in dollars.
-var worstLine = regexp.MustCompile(`worst case [^:\n]*: \$([0-9.]+) for up to `)
+// create, when it has a figure in dollars: its case, and the figure.
+var worstLine = regexp.MustCompile(`worst case ([^:\n]*): \$([0-9.]+) for up to `)
 
-// worstPrinted is the largest worst case in dollars the launcher printed:
-// whichever of its guards failed in the cell, the bill must stay under it.
-func worstPrinted(out string) (usd float64, ok bool) {
+// launcherDies is the case of a cell whose launcher is killed: its
+// watchdog's bound.
+const launcherDies = "if this launcher dies"
+
+// worstPrinted is the worst case in dollars the launcher printed for the
+// case given, or, for "", the largest it printed (whichever of its guards
+// failed, the bill must stay under it).
+func worstPrinted(out, which string) (usd float64, ok bool) {
 	for _, m := range worstLine.FindAllStringSubmatch(out, -1) {
-		if v, err := strconv.ParseFloat(m[1], 64); err == nil {
+		if v, err := strconv.ParseFloat(m[2], 64); err == nil && (which == "" || m[1] == which) {
 			usd, ok = max(usd, v), true
 		}
 	}
@@ -32,12 +37,18 @@ var bills struct {
 }
 
 // checkBill holds the cell's bill (the fake's, over all its pods, once
-// they ended) to the worst case its launcher printed before the create. A
-// cell whose worst case is unbounded (a kept pod) has no figure to hold.
+// they ended) to the worst case its launcher printed before the create
+// for it: a killed launcher's, its watchdog's bound; else the larger of
+// that and the following launcher's. A cell whose worst case is
+// unbounded (a kept pod) has no figure to hold.
 func (e *env) checkBill(l *launcher) {
 	t, c := e.t, e.c
 	out := l.output()
-	bound, ok := worstPrinted(out)
+	which := ""
+	if c.fault == "kill" {
+		which = launcherDies
+	}
+	bound, ok := worstPrinted(out, which)
 	switch {
 	case !ok && len(e.srv.Pods()) == 0:
 		return
