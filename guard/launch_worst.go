@@ -47,11 +47,13 @@ func WorstCase(ctx context.Context, c *runpod.Client, spec Spec, sw *podenv.Swee
 func worstCase(ctx context.Context, c api, spec Spec, cands []candidate, volGB int, start time.Time, sw *podenv.Sweeper) podenv.WorstCase {
 	lo, hi := math.Inf(1), 0.0
 	for _, cand := range cands {
-		g, err := c.GetGPUType(ctx, cand.gpu)
-		if err != nil {
-			continue
+		p, ok := 0.0, false
+		if cand.cpu {
+			p, ok = cpuPrice(ctx, c, cand.gpu, spec.VCPUs)
+		} else if g, err := c.GetGPUType(ctx, cand.gpu); err == nil {
+			p, ok = g.PricePerHour(spec.Cloud, spec.GPUCount)
 		}
-		if p, ok := g.PricePerHour(spec.Cloud, spec.GPUCount); ok && p > 0 && !math.IsInf(p, 0) {
+		if ok && p > 0 && !math.IsInf(p, 0) {
 			lo, hi = min(lo, p), max(hi, p)
 		}
 	}
@@ -75,4 +77,25 @@ func worstCase(ctx context.Context, c api, spec Spec, cands []candidate, volGB i
 		w.StorageUSDPerMonth += float64(spec.VolumeGB) * runpod.StoppedVolumeUSDPerGBMonth
 	}
 	return w
+}
+
+// cpuPrice is a CPU pod's list price, flavor's per vCPU times vcpus, from
+// the CPU catalog where the API gives it.
+func cpuPrice(ctx context.Context, c api, flavor string, vcpus int) (float64, bool) {
+	cat, ok := c.(interface {
+		ListCPUTypes(ctx context.Context) ([]runpod.CPUType, error)
+	})
+	if !ok {
+		return 0, false
+	}
+	types, err := cat.ListCPUTypes(ctx)
+	if err != nil {
+		return 0, false
+	}
+	for _, t := range types {
+		if t.ID == flavor {
+			return t.Price.SecurePerVCPU * float64(vcpus), true
+		}
+	}
+	return 0, false
 }

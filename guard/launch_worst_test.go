@@ -3,6 +3,7 @@ package guard_test
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,5 +48,25 @@ func TestWorstCaseBeforeTheCreate(t *testing.T) {
 	_ = f.launch(t, spec)
 	if f.rec.WorstCase == nil || f.rec.WorstCase.CostPerHr != 2 || !f.rec.WorstCase.NoSweeper {
 		t.Errorf("the record keeps %+v", f.rec.WorstCase)
+	}
+}
+
+// A CPU pod's worst case is priced from the CPU catalog, per vCPU, and
+// asks the GPU catalog nothing.
+func TestWorstCaseOfACPUPod(t *testing.T) {
+	f := newFallback(t)
+	spec := f.spec(t)
+	spec.CPUFlavor, spec.VCPUs = "cpu3c", 4
+	w, err := guard.WorstCase(context.Background(), f.api, spec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(w.CostPerHr-4*0.03) > 1e-9 || w.Watchdog.Unbounded || w.Watchdog.USD <= 0 {
+		t.Errorf("worst case %+v, want priced at 4 vCPUs of $0.03/h", w)
+	}
+	for _, r := range f.srv.Requests() {
+		if strings.HasPrefix(r.Path, "/v2/catalog/gpus") {
+			t.Errorf("%s %s: a CPU pod's worst case read the GPU catalog", r.Method, r.Path)
+		}
 	}
 }
