@@ -4,9 +4,11 @@
 // HF token on standard input only); watch.sh is one long-lived session per
 // connection that answers looks at the run (job state, verdict, snapshot
 // request, the rule by which the watchdog is deleting the pod, new output,
-// lease renewal) and writes the client's pod files, so
-// that following a job opens no new session, nor a new login shell with its
-// rc files, for every look. Its writes to the run directory (a put, the
+// lease renewal) and writes the client's pod files, so that following a
+// job opens no new session, nor a new login shell with its rc files, for
+// every look; a pod gets watch.sh once, in its first session, and keeps it
+// on its disk (/etc/overbrainer/watch-HASH.sh), so that a session's
+// command stays under 2 KB. Its writes to the run directory (a put, the
 // lease) get OVERBRAINER_WRITE_WAIT seconds (10): one that a hung volume
 // does not take in time fails the put, and watch.sh goes on, so the
 // session can still end. cancel.sh stops the job's whole process group at

@@ -50,7 +50,7 @@ func TestPutOnAHungVolume(t *testing.T) {
 	t.Parallel()
 	forEachShell(t, func(t *testing.T, shell []string) {
 		runDir, _ := newRun(t, "")
-		argv := append(hungPodDir(t, runDir), append(shell, "-c", WatchScript(), "sh", runDir)...)
+		argv := append(hungPodDir(t, runDir), append(shell, "-c", watchOpen(), "sh", runDir, t.TempDir())...)
 		w := startWatchArgv(t, argv, []string{"OVERBRAINER_WRITE_WAIT=1"})
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()

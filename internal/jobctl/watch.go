@@ -3,15 +3,19 @@ package jobctl
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"path"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/overbrainer/overbrainer-go/internal/shscript"
 	"github.com/overbrainer/overbrainer-go/internal/termtext"
+	"github.com/overbrainer/overbrainer-go/podenv"
 	"github.com/overbrainer/overbrainer-go/podssh"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
@@ -39,33 +43,108 @@ var abandonAfter = 10 * time.Second
 // Watch starts watch.sh on the run directory runDir. ctx bounds the start;
 // each Poll and Put then takes its own.
 func Watch(ctx context.Context, c *podssh.Conn, runDir string) (*Watcher, error) {
-	st, err := c.Stream(ctx, podssh.Command(WatchScript(), runDir))
+	st, err := c.Stream(ctx, watchCommand(runDir, lookDir))
 	if err != nil {
 		return nil, err
 	}
-	return newWatcher(st.In, st.Out, func() { st.Close() }, st.Wait, func() { c.Close() }), nil
+	w := newWatcher(st.In, st.Out, func() { st.Close() }, st.Wait, func() { c.Close() })
+	if err := w.open(ctx); err != nil {
+		return nil, err
+	}
+	return w, nil
 }
 
 func newWatcher(in io.Writer, out io.Reader, stop func(), wait func() error, drop func()) *Watcher {
 	return &Watcher{in: in, br: bufio.NewReaderSize(out, 64<<10), stop: stop, wait: wait, drop: drop}
 }
 
-// WatchScript is the script of a look's session as the pod runs it: watch.sh
-// after the group_signal and wake_watchdog helpers (watchText), packed
-// (shscript.Pack) behind a few lines that unpack it with base64 and gzip,
-// as the pod's own command does, so that opening a session sends some
-// 3 KB rather than the 12 KB of the commented script.
-func WatchScript() string { return watchCommand() }
+// WatchScript is watch.sh as the pod runs it: after the group_signal and
+// wake_watchdog helpers, without comment lines. It travels to a pod once,
+// packed (shscript.Pack), and is kept there as a file named by its hash
+// (see watchOpen); a look's session then sends only the few lines that run
+// that file.
+func WatchScript() string { return watchText() }
 
-var watchCommand = sync.OnceValue(func() string {
-	return "watch_sh=$(printf \"%s\\n\" " + shscript.Pack(watchText()) + " | base64 -d | gzip -dc) || {\n" +
-		"  echo \"ob1-error cannot unpack watch.sh (base64 -d | gzip -d)\"\n  exit 1\n}\neval \"$watch_sh\"\n"
+var watchText = sync.OnceValue(func() string {
+	return shscript.Compact(watchdog.GroupSignal() + watchdog.WakeFunction() + watchScript)
 })
 
-// watchText is watch.sh after the group_signal and wake_watchdog helpers,
-// without comment lines: what WatchScript unpacks and runs.
-func watchText() string {
-	return shscript.Compact(watchdog.GroupSignal() + watchdog.WakeFunction() + watchScript)
+// lookDir is where a pod keeps watch.sh between sessions: the directory of
+// its own files on the container's disk (a run directory on a network
+// volume may hang), which the bootstrap makes.
+var lookDir = path.Dir(podenv.JobEnv)
+
+// watchCommand is the command line that opens a look's session on runDir,
+// with watch.sh kept in dir.
+func watchCommand(runDir, dir string) string {
+	return podssh.Command(watchOpen(), runDir, dir)
+}
+
+// watchOpen is the script of that command (its arguments: the run
+// directory, the directory of the kept script). It runs dir/watch-HASH.sh
+// (HASH: of WatchScript, so that a pod never runs another version's) when
+// the pod has it, after an "ob1-ready" line; else it says "ob1-need",
+// reads the packed script (watchPacked) on one input line, unpacks it,
+// keeps it (tmp + mv) for the next sessions, says "ob1-ready" and runs it.
+// The client answers the need (Watcher.open) before its first request.
+// The kept file is run with "." and the one just unpacked with eval: the
+// same text, and no process either way.
+var watchOpen = sync.OnceValue(func() string {
+	return "ob1_look=$2/" + watchFile() + `
+if [ -f "$ob1_look" ]; then
+  echo ob1-ready
+  . "$ob1_look"
+else
+  echo ob1-need
+  IFS= read -r ob1_sh && ob1_sh=$(printf '%s\n' "$ob1_sh" | base64 -d | gzip -dc) && [ -n "$ob1_sh" ] || {
+    echo "ob1-error cannot unpack watch.sh (base64 -d | gzip -d)"
+    exit 1
+  }
+  { printf '%s\n' "$ob1_sh" >"$ob1_look.$$" && mv -f "$ob1_look.$$" "$ob1_look"; } 2>/dev/null ||
+    rm -f "$ob1_look.$$" 2>/dev/null
+  echo ob1-ready
+  eval "$ob1_sh"
+fi
+`
+})
+
+// watchFile is the name of the kept watch.sh, by a hash of WatchScript.
+var watchFile = sync.OnceValue(func() string {
+	sum := sha256.Sum256([]byte(watchText()))
+	return "watch-" + hex.EncodeToString(sum[:8]) + ".sh"
+})
+
+// watchPacked is what the client sends on an "ob1-need": WatchScript
+// packed, on one line.
+var watchPacked = sync.OnceValue(func() string { return shscript.Pack(watchText()) + "\n" })
+
+// open ends the session's start: it answers watchOpen's need for the
+// script, and waits until watch.sh reads requests.
+func (w *Watcher) open(ctx context.Context) error {
+	return w.do(ctx, func() error {
+		sent := false
+		for {
+			line, _, err := termtext.ReadLine(w.br, maxLine)
+			if err != nil {
+				return w.ended(err)
+			}
+			switch {
+			case strings.HasPrefix(line, "ob1-error"):
+				return fmt.Errorf("jobctl: watch.sh: %s", strings.TrimSpace(line))
+			case line == "ob1-ready\n":
+				return nil
+			case line == "ob1-need\n":
+				if sent {
+					return errors.New("jobctl: watch.sh asked for the script twice")
+				}
+				if _, err := io.WriteString(w.in, watchPacked()); err != nil {
+					return w.ended(err)
+				}
+				sent = true
+			}
+			// Else what a login shell's rc file printed first.
+		}
+	})
 }
 
 // Close ends the watcher's session.

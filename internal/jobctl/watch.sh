@@ -30,8 +30,9 @@
 # replaces one of the client's pod files (tmp + mv) with VALUE, a word of
 # [A-Za-z0-9_-] or nothing, and answers "ob1-ok". Anything else is answered
 # "ob1-error WHY". The group_signal and wake_watchdog helpers are prepended
-# by the Go package, which sends the whole without comment lines, packed
-# (gzip, then base64) behind a line that unpacks it (WatchScript).
+# by the Go package (WatchScript), which sends the whole without comment
+# lines, packed (gzip, then base64), on a pod's first session only: the pod
+# keeps it on its disk, and the next sessions run that copy.
 #
 # A write to the run directory, which a hung network volume may block for
 # ever, is given OVERBRAINER_WRITE_WAIT (10) seconds: a put or a lease that

@@ -18,19 +18,23 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
 	"github.com/overbrainer/overbrainer-go/internal/termtext"
-	"github.com/overbrainer/overbrainer-go/podssh"
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
-// startWatch runs watch.sh under shell as the pod would, and talks to it
-// through a Watcher.
+// startWatch runs watch.sh under shell as the pod would, from the copy a
+// pod keeps after its first session (see TestWatchOpenKeepsTheScript),
+// and talks to it through a Watcher.
 func startWatch(t *testing.T, shell []string, runDir string) *Watcher {
 	t.Helper()
-	return startWatchArgv(t, append(shell, "-c", WatchScript(), "sh", runDir), nil)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, watchFile()), []byte(WatchScript()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return startWatchArgv(t, append(shell, "-c", watchOpen(), "sh", runDir, dir), nil)
 }
 
-// startWatchArgv runs argv (which runs watch.sh) with env added to the
-// test's, and talks to it through a Watcher.
+// startWatchArgv runs argv (which runs watchOpen) with env added to the
+// test's, and talks to it through an open Watcher.
 func startWatchArgv(t *testing.T, argv, env []string) *Watcher {
 	t.Helper()
 	cmd := exec.Command(argv[0], argv[1:]...)
@@ -65,7 +69,13 @@ func startWatchArgv(t *testing.T, argv, env []string) *Watcher {
 		exited <- err
 		return err
 	}
-	return newWatcher(in, out, stop, wait, kill)
+	w := newWatcher(in, out, stop, wait, kill)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := w.open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return w
 }
 
 func poll(t *testing.T, w *Watcher, offset int64, touch bool, max int) (State, string) {
@@ -501,31 +511,55 @@ func TestPutRefuses(t *testing.T) {
 	}
 }
 
-// maxWatchCommand bounds the command that opens a look's session (issue 42
-// asks for 2 KB, not met yet; packed, with the delete right and the last
-// refused delete in its header, the script is some 3 KB).
-const maxWatchCommand = 3<<10 + 512
+// maxWatchCommand bounds the command that opens a look's session (issue
+// 42).
+const maxWatchCommand = 2 << 10
 
-// The look's command is small, and under every shell it unpacks to watch.sh
-// after its helpers, without comments: the loader runs as it ships, with
-// the line that runs the script replaced by one that prints it.
-func TestWatchCommandUnpacksTheScript(t *testing.T) {
-	if n := len(podssh.Command(WatchScript(), "/workspace/overbrainer-0123456789abcdef")); n > maxWatchCommand {
+// The look's command is small: it runs the copy of watch.sh the pod keeps.
+func TestWatchCommandIsSmall(t *testing.T) {
+	if n := len(watchCommand("/workspace/overbrainer-0123456789abcdef", lookDir)); n > maxWatchCommand {
 		t.Errorf("the look's command is %d bytes, the bound is %d", n, maxWatchCommand)
 	}
-	loader, ok := strings.CutSuffix(WatchScript(), "eval \"$watch_sh\"\n")
-	if !ok {
-		t.Fatal("WatchScript does not end by running the unpacked script")
-	}
-	want := watchText()
+	want := WatchScript()
 	if !strings.Contains(want, "group_signal()") || !strings.Contains(want, "wake_watchdog()") || !strings.Contains(want, "look()") ||
 		strings.Contains(want, "\n#") {
-		t.Fatalf("watchText is not watch.sh and its helpers without comments:\n%s", want)
+		t.Fatalf("WatchScript is not watch.sh and its helpers without comments:\n%s", want)
 	}
+}
+
+// A pod's first session asks for watch.sh, which the client sends packed;
+// under every shell it unpacks to WatchScript, answers the looks, and is
+// kept for the next session, which runs it without asking; where it
+// cannot be kept, it still runs.
+func TestWatchOpenKeepsTheScript(t *testing.T) {
+	t.Parallel()
 	forEachShell(t, func(t *testing.T, shell []string) {
-		out, stderr, err := runScript(t, shell, nil, "", loader+"printf \"%s\\n\" \"$watch_sh\"\n")
-		if err != nil || out != want {
-			t.Errorf("the loader printed %d bytes, want the %d of watchText (%v): %s", len(out), len(want), err, stderr)
+		runDir, _ := newRun(t, "")
+		dir := t.TempDir()
+		kept := filepath.Join(dir, watchFile())
+		open := func(dir, stdin string) string {
+			t.Helper()
+			out, _, _ := runScript(t, shell, nil, stdin, watchOpen(), runDir, dir)
+			return out
+		}
+		look := "poll 0 0 10\n"
+		if out := open(dir, watchPacked()+look); !strings.HasPrefix(out, "ob1-need\nob1-ready\nob1 - - - 0 0 ") {
+			t.Fatalf("first session: %q", out)
+		}
+		if b, err := os.ReadFile(kept); err != nil || string(b) != WatchScript() {
+			t.Fatalf("the kept script is not WatchScript (%v):\n%s", err, b)
+		}
+		if out := open(dir, look); !strings.HasPrefix(out, "ob1-ready\nob1 - - - 0 0 ") {
+			t.Fatalf("second session: %q", out)
+		}
+		if out := open(filepath.Join(dir, "missing"), watchPacked()+look); !strings.HasPrefix(out, "ob1-need\nob1-ready\nob1 - - - 0 0 ") {
+			t.Fatalf("a session that cannot keep the script: %q", out)
+		}
+		if out := open(filepath.Join(dir, "other"), "not base64\n"+look); out != "ob1-need\nob1-error cannot unpack watch.sh (base64 -d | gzip -d)\n" {
+			t.Fatalf("a session sent garbage: %q", out)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+			t.Errorf("the look's directory holds %d files, want the kept script alone", len(entries))
 		}
 	})
 }
@@ -586,18 +620,20 @@ func BenchmarkLookProcesses(b *testing.B) {
 }
 
 // BenchmarkLookCommandSize reports the bytes the client sends to open a
-// look's session (podssh.Command of WatchScript on a launcher's run
-// directory), cmd-bytes, and those of watch.sh with its helpers as the
-// package embeds them, comments included (script-bytes, the baseline).
-// Each poll then sends one request line.
+// look's session on a launcher's run directory, cmd-bytes; those it sends
+// once per pod, the packed watch.sh of the first session, first-bytes;
+// and those of watch.sh with its helpers as the package embeds them,
+// comments included (script-bytes, the baseline). Each poll then sends
+// one request line.
 //
 //	go test -run '^$' -bench LookCommandSize -benchtime 1x ./internal/jobctl
 func BenchmarkLookCommandSize(b *testing.B) {
 	var cmd string
 	for b.Loop() {
-		cmd = podssh.Command(WatchScript(), "/workspace/overbrainer-0123456789abcdef")
+		cmd = watchCommand("/workspace/overbrainer-0123456789abcdef", lookDir)
 	}
 	b.ReportMetric(float64(len(cmd)), "cmd-bytes")
+	b.ReportMetric(float64(len(watchPacked())), "first-bytes")
 	b.ReportMetric(float64(len(watchdog.GroupSignal()+watchdog.WakeFunction()+watchScript)), "script-bytes")
 }
 
