@@ -569,3 +569,45 @@ func TestFollowTellsARefusedDelete(t *testing.T) {
 		}
 	}
 }
+
+// A pod lost with its host drops the connection a moment before the API
+// shows it ended: while the dials are refused, the run reads the pod again
+// at its poll pace, not after 5 s (a recovery took 1.56× a fresh launch
+// for it, issue 42).
+func TestALostPodIsSeenAtThePollPace(t *testing.T) {
+	h := newHarness(t)
+	h.pod.looks = []look{{st: ready}, {st: running},
+		{err: io.ErrUnexpectedEOF, do: func() {
+			h.api.mu.Lock()
+			h.api.boot, h.api.status = []runpod.PodStatus{runpod.StatusRunning}, runpod.StatusExited
+			h.api.mu.Unlock()
+			h.mu.Lock()
+			for range 100 {
+				h.dialErrs = append(h.dialErrs, errors.New("fake: connection refused"))
+			}
+			h.mu.Unlock()
+		}}}
+	r := h.mustStart(h.spec())
+	_, err := r.Follow(context.Background(), io.Discard)
+	var gone *PodGoneError
+	if !errors.As(err, &gone) || gone.Status != runpod.StatusExited {
+		t.Fatalf("Follow: %v, want a *PodGoneError with status EXITED", err)
+	}
+	// The time slept from the first refused dial to the next read of
+	// the pod.
+	lines := h.trace.all()
+	var waited time.Duration
+	for _, l := range lines[h.trace.index("dial", h.trace.index("poll 0 failed", 0)):] {
+		if strings.HasPrefix(l, "api GetPod") {
+			break
+		}
+		if d, ok := strings.CutPrefix(l, "sleep "); ok {
+			w, _ := time.ParseDuration(d)
+			waited += w
+		}
+	}
+	if waited > testPoll+time.Second {
+		t.Errorf("the pod was read again %s after the first refused dial, want at most the poll (%s) and a second:\n%s",
+			waited, testPoll, strings.Join(lines, "\n"))
+	}
+}

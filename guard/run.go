@@ -156,6 +156,16 @@ const (
 	firstSSHLook = 50 * time.Millisecond
 )
 
+// podCheckEvery is how often dial reads a pod whose SSH does not answer.
+const podCheckEvery = 5 * time.Second
+
+// lostConnCheck is when a redial first reads the pod: a connection lost
+// may be a pod lost, which the API shows only a moment after, so at the
+// run's poll pace.
+func lostConnCheck(poll time.Duration) time.Duration {
+	return min(cmp.Or(poll, podCheckEvery), podCheckEvery)
+}
+
 func newRamp(limit time.Duration) *ramp { return newRampFrom(firstLook, limit) }
 
 func newRampFrom(first, limit time.Duration) *ramp {
@@ -193,7 +203,7 @@ func (r *Run) connect(ctx context.Context) error {
 	if err := r.waitRunning(ctx); err != nil {
 		return err
 	}
-	return r.dial(ctx, r.cfg.startTimeout)
+	return r.dial(ctx, r.cfg.startTimeout, podCheckEvery)
 }
 
 // waitRunning waits until the pod runs with its SSH port published.
@@ -265,8 +275,9 @@ func (r *Run) spent() float64 { return r.rec.costTo(r.now()) }
 
 // dial connects with the run's host key pinned, retrying while sshd comes
 // up. A host key mismatch is final: this is not the run's pod, or someone
-// is in between.
-func (r *Run) dial(ctx context.Context, timeout time.Duration) error {
+// is in between. While dials fail, it reads the pod after check, then
+// twice as long apart up to podCheckEvery, and ends with the pod.
+func (r *Run) dial(ctx context.Context, timeout, check time.Duration) error {
 	// A refused dial costs nothing of the API's quota, so it ramps up to
 	// the run's poll pace, but no slower than a second.
 	start, checked, pace := r.now(), r.now(), newRampFrom(firstSSHLook, min(time.Second, cmp.Or(r.rec.Poll, time.Second)))
@@ -289,10 +300,10 @@ func (r *Run) dial(ctx context.Context, timeout time.Duration) error {
 			return fmt.Errorf("SSH to pod %s at %s failed for %s: %w", r.rec.PodID, r.addr, timeout, lastErr)
 		}
 		r.waiting(StageSSH)
-		if r.since(checked) > 5*time.Second {
+		if r.since(checked) > check {
 			// A pod whose bootstrap failed is deleted by its watchdog:
 			// no need to knock until the timeout.
-			checked = r.now()
+			checked, check = r.now(), min(2*check, podCheckEvery)
 			detail := fmt.Sprintf("SSH never answered: %v", lastErr)
 			if pod, err := r.lookPod(ctx); errors.Is(err, runpod.ErrNotFound) {
 				return r.gone("", detail)
@@ -332,7 +343,7 @@ func (r *Run) liveConn(ctx context.Context) error {
 			return err
 		}
 	}
-	return r.dial(ctx, 30*time.Second)
+	return r.dial(ctx, 30*time.Second, lostConnCheck(r.rec.Poll))
 }
 
 // reconnect replaces a broken SSH connection, unless the pod is gone.
@@ -352,7 +363,7 @@ func (r *Run) reconnect(ctx context.Context, cause error, enforce func() error) 
 		if err := r.waitRunning(ctx); err != nil {
 			return err
 		}
-		err := r.dial(ctx, 30*time.Second)
+		err := r.dial(ctx, 30*time.Second, lostConnCheck(r.rec.Poll))
 		if err == nil {
 			r.emit(Event{Kind: EventReconnected})
 			return nil
