@@ -40,7 +40,7 @@ import (
 // the memory and CPU measured are the lister's alone; the fake's own CPU
 // time is reported apart (fake-cpu-s). Its pods are seeded (no request,
 // no process each) and look like a launcher's: the real start command
-// (bootstrap.Entrypoint and Cmd, some 40 KB, which the fake reports in the
+// (bootstrap.Entrypoint and Cmd, some 17 KB, which the fake reports in the
 // pod's cmd and again in its args, as Runpod does) and environment, a host-key secret each,
 // statuses and times for every rule of the sweep.
 //

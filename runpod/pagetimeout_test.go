@@ -18,7 +18,7 @@ import (
 // the listing is whole.
 func TestListPodsSlowPageSmaller(t *testing.T) {
 	t.Parallel()
-	const n = 400
+	const n = ListPageSize + 100
 	var mu sync.Mutex
 	var asked []string // limit/cursor of each request
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -28,7 +28,7 @@ func TestListPodsSlowPageSmaller(t *testing.T) {
 		mu.Lock()
 		asked = append(asked, q.Get("limit")+"/"+q.Get("cursor"))
 		mu.Unlock()
-		if limit > 100 && from > 0 {
+		if limit > ListPageSize/4 && from > 0 {
 			// Too slow past the first page: its start, then nothing
 			// until the client gives up.
 			w.Header().Set("Content-Type", "application/json")

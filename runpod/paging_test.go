@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -261,16 +262,21 @@ func TestListPodsSkipArgs(t *testing.T) {
 // TestListPodsOfLargestCommands: an account of pods whose start commands
 // are as large as a create body allows lists, the sweeper's way
 // (SkipArgs, which drops the commands only once a page is read): a listed
-// pod carries its command twice, in cmd and args, so a page of the API's
-// largest size would be over the client's bound on a body, and the
-// sweeper could list nothing. The server writes as many pods as the
-// limit asks.
+// pod carries its command twice, in cmd and args, so a page of
+// ListPageSize, which fits guarded pods, is over the client's bound on a
+// body; the listing starts over in pages that fit, rather than list
+// nothing. The server writes as many pods as the limit asks.
 func TestListPodsOfLargestCommands(t *testing.T) {
-	const n = 340 // over the bound at 1,000 a page
+	const n = 340 // over the bound in one page
 	word := strings.Repeat("x", runpod.MaxCreatePodBody-2048)
 	command := `"entrypoint":["sh","-c"],"cmd":["` + word + `"],"args":"sh -c '` + word + `'"}`
+	var mu sync.Mutex
+	var limits []int
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
 		limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+		limits = append(limits, limit)
+		mu.Unlock()
 		from, _ := strconv.Atoi(r.URL.Query().Get("cursor"))
 		to := min(from+max(limit, 1), n)
 		w.Header().Set("Content-Type", "application/json")
@@ -293,6 +299,11 @@ func TestListPodsOfLargestCommands(t *testing.T) {
 	pods, err := pagedClient(t, srv.URL).ListPods(context.Background(), runpod.ListPodsOptions{SkipArgs: true})
 	if err != nil || len(pods) != n {
 		t.Fatalf("%d pods, %v; want %d", len(pods), err, n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(limits) != 3 || limits[0] != runpod.ListPageSize || limits[1] != limits[2] || limits[1] >= n {
+		t.Errorf("limits asked %v, want %d then twice a smaller one", limits, runpod.ListPageSize)
 	}
 }
 

@@ -684,7 +684,8 @@ type ListPodsOptions struct {
 	// Cmd empty, so Command returns nil. A guarded pod's command is some
 	// 17 KB, in its cmd and again in its args, most of what a large
 	// account's list weighs: a caller that judges pods by their status,
-	// times and env need not hold it.
+	// times and env need not hold it, and it is dropped as each page
+	// comes in.
 	SkipArgs bool
 }
 
@@ -710,12 +711,12 @@ func (c *Client) ListPods(ctx context.Context, opts ListPodsOptions) ([]Pod, err
 	limit := ListPageSize
 	// Each page is decoded (its strings copied) before the next is read:
 	// the pages can share one body buffer.
-	var body bytes.Buffer
+	var body []byte
 	for page := 0; ; page++ {
 		if page == maxListPages {
 			return nil, fmt.Errorf("runpod: GET /pods: more than %d pages", maxListPages)
 		}
-		r := &call{method: http.MethodGet, path: "/pods", query: url.Values{}, into: &body, timeout: c.pageTimeout(limit)}
+		r := &call{method: http.MethodGet, path: "/pods", query: url.Values{}, into: &body, skipArgs: opts.SkipArgs, timeout: c.pageTimeout(limit)}
 		if opts.IncludeClusterPods {
 			r.query.Set("includeClusterPods", "true")
 		}
@@ -734,14 +735,20 @@ func (c *Client) ListPods(ctx context.Context, opts ListPodsOptions) ([]Pod, err
 			all, cursor, page = all[:0], "", -1
 			continue
 		}
+		if err != nil && ctx.Err() == nil && errors.Is(err, errBodyTooLarge) && limit > largestPodsPage {
+			// Pods larger than a guarded one's (another tool's): pages
+			// that fit the bound whatever the pods, from the first.
+			limit = largestPodsPage
+			c.log.LogAttrs(ctx, slog.LevelDebug, "runpod: listing pods again in pages of the largest pods",
+				slog.Int("page", page+1), slog.Int("limit", limit))
+			all, cursor, page = all[:0], "", -1
+			continue
+		}
 		if err != nil && page > 0 {
 			return nil, fmt.Errorf("runpod: listing pods, page %d: %w", page+1, err)
 		}
 		if err != nil {
 			return nil, err
-		}
-		if opts.SkipArgs {
-			resp.body = withoutArgs(resp.body)
 		}
 		pods, pg, err := readPage(r, resp)
 		if err != nil {
@@ -833,12 +840,24 @@ func withIDs(pods []Pod) []Pod {
 }
 
 // ListPageSize is the limit ListPods asks for on every page: as many pods
-// as fit in the client's bound on a response body when each is as large as
-// Runpod lets a pod be. A listed pod carries its start command twice (cmd
-// and args), each up to a create body, plus the API's own fields; at
-// REST v2's largest page (1,000) a page of guarded pods could be over the
-// bound, and the list, the sweeper's too, would fail.
-const ListPageSize = maxSuccessBody / (2*MaxCreatePodBody + listedPodFields)
+// as fit in the client's bound on a response body when each carries a
+// guarded pod's start command twice (cmd and args), up to REST v2's
+// largest page (1,000). A page over the bound (pods of other tools, whose
+// command may be as large as a create body) makes the listing start over
+// in pages that fit any pods (largestPodsPage).
+const ListPageSize = min(restMaxLimit, maxSuccessBody/(2*listedPodCommand+listedPodFields))
+
+// restMaxLimit is REST v2's largest page.
+const restMaxLimit = 1000
+
+// listedPodCommand bounds a guarded pod's start command: the bootstrap's
+// MaxCommandBytes (a test holds them equal).
+const listedPodCommand = 24 << 10
+
+// largestPodsPage is a page that fits the bound whatever its pods: each
+// carries its command twice, each up to a create body, plus the API's own
+// fields.
+const largestPodsPage = maxSuccessBody / (2*MaxCreatePodBody + listedPodFields)
 
 // listedPodFields bounds what the API adds to a pod besides its start
 // command (status, machine, ports, env and the rest).

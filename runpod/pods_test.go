@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/overbrainer/overbrainer-go/bootstrap"
 	"github.com/overbrainer/overbrainer-go/internal/testkit/openapicheck"
 	"github.com/overbrainer/overbrainer-go/podenv"
 )
@@ -373,5 +374,19 @@ func TestDecodeSpecExamples(t *testing.T) {
 	}
 	if !strings.Contains(mustJSON(g), `"price":{"secure"`) {
 		t.Errorf("GPUType JSON %s", mustJSON(g))
+	}
+}
+
+// A page of ListPageSize guarded pods fits the client's bound on a body:
+// the guarded command's bound here is the bootstrap's.
+func TestListPageFitsGuardedPods(t *testing.T) {
+	if listedPodCommand != bootstrap.MaxCommandBytes {
+		t.Fatalf("listedPodCommand %d, bootstrap.MaxCommandBytes %d", listedPodCommand, bootstrap.MaxCommandBytes)
+	}
+	if ListPageSize*(2*listedPodCommand+listedPodFields) > maxSuccessBody || ListPageSize > restMaxLimit {
+		t.Fatalf("a page of %d pods may be over the bound", ListPageSize)
+	}
+	if largestPodsPage*(2*MaxCreatePodBody+listedPodFields) > maxSuccessBody || largestPodsPage >= ListPageSize {
+		t.Fatalf("a page of %d of the largest pods may be over the bound", largestPodsPage)
 	}
 }

@@ -1,149 +1,218 @@
 package runpod
 
-import "bytes"
+import (
+	"bytes"
+	"slices"
+)
 
 // withoutArgs returns a page of GET /pods with each pod's start command
-// dropped, compacted in place, for ListPods' SkipArgs: the value of its
-// "args" member emptied ("") and those of its "cmd" and "entrypoint"
-// members (arrays of strings) made []. A guarded pod's command is some
-// 17 KB of shell, in its cmd and again, escaped, in its args: most of the
-// page. encoding/json would scan it twice (once to validate, once
-// to decode) only for it to be dropped, while this finds each string's
-// end with memchr. A pod is an object in the page's top-level array or in
-// the array of its top-level object; a member of those names met anywhere
-// else (an env variable, say) is kept, as is one whose value is of
-// another type. A page it cannot follow is returned unchanged, for json
-// to judge.
+// dropped (see argsDropper), compacted in place.
 func withoutArgs(page []byte) []byte {
-	// Each cut is the [start, end) of a value to drop, quotes or brackets
-	// included; it keeps its first and last byte: "" or [].
-	var cuts [][2]int
+	d := argsDropper{out: page[:0]}
+	_, _ = d.Write(page)
+	return d.out
+}
+
+// argsDropper is an io.Writer that takes a page of GET /pods as it comes
+// and keeps it, in out, without each pod's start command, for ListPods'
+// SkipArgs: the value of its "args" member emptied ("") and those of its
+// "cmd" and "entrypoint" members (arrays of strings) made []. A guarded
+// pod's command is some 17 KB of shell, in its cmd and again, escaped, in
+// its args: most of the page, which so never has to be held whole, nor
+// scanned twice by encoding/json (once to validate, once to decode) only to
+// be dropped; each string's end is found with memchr. A pod is an object in
+// the page's top-level array or in the array of its top-level object; a
+// member of those names met anywhere else (an env variable, say) is kept,
+// as is one whose value is of another type. Past what it cannot follow
+// (not JSON) it keeps the rest as it comes, for json to judge.
+type argsDropper struct {
+	out []byte
 	// stack holds '{' or '[' per open container; key is true where the
 	// next string of the current object is a member name; member is the
 	// command member whose value comes next, if any.
-	var stack []byte
-	key, member := false, ""
-	for i := 0; i < len(page); i++ {
-		switch c := page[i]; c {
-		case '[':
-			if member == "cmd" || member == "entrypoint" {
-				end := arrayEnd(page, i)
-				if end < 0 {
-					return page
+	stack  []byte
+	key    bool
+	member string
+	state  dropState
+	// In a string: bs is the run of backslashes just before what comes
+	// next; name holds a member name read so far (up to 16 bytes).
+	bs   int
+	name []byte
+	// closers are the brackets a dropped array awaits, innermost last.
+	closers []byte
+}
+
+type dropState uint8
+
+const (
+	inValue      dropState = iota // between tokens
+	inName                        // a member name, kept
+	inString                      // another string, kept
+	inArgs                        // the string of an args member, dropped
+	inArray                       // an array of cmd or entrypoint, dropped
+	inArrayQuote                  // a string inside such an array
+	lost                          // not JSON: the rest is kept as it comes
+)
+
+// Write takes the next bytes of the page; it never fails.
+func (d *argsDropper) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		switch d.state {
+		case lost:
+			d.out = append(d.out, p...)
+			return n, nil
+		case inName, inString, inArgs, inArrayQuote:
+			end, closed := d.stringPart(p)
+			switch d.state {
+			case inName:
+				// The name first: in place (withoutArgs), out may
+				// overwrite p.
+				if len(d.name) <= 16 {
+					d.name = append(d.name, p[:min(end, 17)]...)
 				}
-				cuts = append(cuts, [2]int{i, end})
-				member = ""
-				i = end - 1
-				continue
+				d.out = append(d.out, p[:end]...)
+			case inString:
+				d.out = append(d.out, p[:end]...)
 			}
-			fallthrough
-		case '{':
-			stack = append(stack, c)
-			key, member = c == '{', ""
-		case '}', ']':
-			if len(stack) == 0 {
-				return page
+			p = p[end:]
+			if closed {
+				d.closeString()
 			}
-			stack = stack[:len(stack)-1]
-			key = false
-		case ',':
-			key = len(stack) > 0 && stack[len(stack)-1] == '{'
-		case '"':
-			end := stringEnd(page, i)
-			if end < 0 {
-				return page
+		case inArray:
+			i := bytes.IndexAny(p, "\"[]{}")
+			if i < 0 {
+				return n, nil
 			}
-			switch {
-			case key:
-				member = ""
-				if name := string(page[i+1 : end-1]); inPod(stack) && (name == "args" || name == "cmd" || name == "entrypoint") {
-					member = name
-				}
-				key = false
-			case member == "args":
-				cuts = append(cuts, [2]int{i, end})
-				member = ""
+			c := p[i]
+			p = p[i+1:]
+			switch c {
+			case '"':
+				d.state, d.bs = inArrayQuote, 0
+			case '[':
+				d.closers = append(d.closers, ']')
+			case '{':
+				d.closers = append(d.closers, '}')
 			default:
-				member = ""
+				if d.closers[len(d.closers)-1] != c {
+					d.state = lost
+					continue
+				}
+				d.closers = d.closers[:len(d.closers)-1]
+				if len(d.closers) == 0 {
+					d.out = append(d.out, ']')
+					d.state = inValue
+				}
 			}
-			i = end - 1
-		case ':':
 		default:
-			// A literal or a number ends any command member of another
-			// type; blanks change nothing.
-			if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
-				member = ""
-			}
+			d.value(p[0])
+			p = p[1:]
 		}
 	}
-	if len(stack) != 0 {
-		return page
+	return n, nil
+}
+
+// value takes one byte between tokens.
+func (d *argsDropper) value(c byte) {
+	switch c {
+	case '[':
+		if d.member == "cmd" || d.member == "entrypoint" {
+			d.out = append(d.out, c)
+			d.closers = append(d.closers[:0], ']')
+			d.state, d.member = inArray, ""
+			return
+		}
+		d.stack = append(d.stack, c)
+		d.key, d.member = false, ""
+	case '{':
+		d.stack = append(d.stack, c)
+		d.key, d.member = true, ""
+	case '}', ']':
+		if len(d.stack) == 0 {
+			d.out = append(d.out, c)
+			d.state = lost
+			return
+		}
+		d.stack = d.stack[:len(d.stack)-1]
+		d.key = false
+	case ',':
+		d.key = len(d.stack) > 0 && d.stack[len(d.stack)-1] == '{'
+	case '"':
+		d.out = append(d.out, c)
+		d.bs = 0
+		switch {
+		case d.key:
+			d.state, d.name = inName, d.name[:0]
+		case d.member == "args":
+			d.state = inArgs
+		default:
+			d.state = inString
+		}
+		return
+	case ':', ' ', '\t', '\n', '\r':
+	default:
+		// A literal or a number ends any command member of another
+		// type.
+		d.member = ""
 	}
-	w, r := 0, 0
-	for _, c := range cuts {
-		w += copy(page[w:], page[r:c[0]+1])
-		page[w] = page[c[1]-1]
-		w++
-		r = c[1]
+	d.out = append(d.out, c)
+}
+
+// stringPart finds, in p, the end of the string d is in: it returns the
+// length of p that belongs to the string, its closing quote included when
+// closed. An escaped quote follows an odd run of backslashes.
+func (d *argsDropper) stringPart(p []byte) (end int, closed bool) {
+	from := 0
+	for {
+		j := bytes.IndexByte(p[from:], '"')
+		if j < 0 {
+			d.bs = backslashes(p[from:], d.bs)
+			return len(p), false
+		}
+		j += from
+		if backslashes(p[from:j], d.bs)%2 == 0 {
+			return j + 1, true
+		}
+		from, d.bs = j+1, 0
 	}
-	w += copy(page[w:], page[r:])
-	return page[:w]
+}
+
+// backslashes is the run of backslashes at the end of p, run being the
+// one before p.
+func backslashes(p []byte, run int) int {
+	n := 0
+	for n < len(p) && p[len(p)-1-n] == '\\' {
+		n++
+	}
+	if n == len(p) {
+		return run + n
+	}
+	return n
+}
+
+// closeString ends the string d was in, its closing quote taken.
+func (d *argsDropper) closeString() {
+	switch d.state {
+	case inName:
+		d.member = ""
+		name := d.name[:max(len(d.name)-1, 0)] // without the closing quote
+		if inPod(d.stack) && (string(name) == "args" || string(name) == "cmd" || string(name) == "entrypoint") {
+			d.member = string(name)
+		}
+		d.key, d.state = false, inValue
+	case inArgs:
+		d.out = append(d.out, '"')
+		d.member, d.state = "", inValue
+	case inArrayQuote:
+		d.state = inArray
+	default:
+		d.member, d.state = "", inValue
+	}
 }
 
 // inPod reports whether the innermost open object is a pod of a page:
 // an element of the top-level array, or of an array in the top-level
 // object (its "pods").
 func inPod(stack []byte) bool {
-	return bytes.Equal(stack, []byte("[{")) || bytes.Equal(stack, []byte("{[{"))
-}
-
-// arrayEnd returns the index just past the bracket that closes the JSON
-// array opening at start, or -1 when it does not close or its brackets do
-// not match.
-func arrayEnd(b []byte, start int) int {
-	var open []byte // the closers awaited, innermost last
-	for i := start; i < len(b); i++ {
-		switch c := b[i]; c {
-		case '[':
-			open = append(open, ']')
-		case '{':
-			open = append(open, '}')
-		case ']', '}':
-			if len(open) == 0 || open[len(open)-1] != c {
-				return -1
-			}
-			open = open[:len(open)-1]
-			if len(open) == 0 {
-				return i + 1
-			}
-		case '"':
-			end := stringEnd(b, i)
-			if end < 0 {
-				return -1
-			}
-			i = end - 1
-		}
-	}
-	return -1
-}
-
-// stringEnd returns the index just past the closing quote of the JSON
-// string that opens at start, or -1 when it does not close.
-func stringEnd(b []byte, start int) int {
-	for i := start + 1; ; {
-		j := bytes.IndexByte(b[i:], '"')
-		if j < 0 {
-			return -1
-		}
-		i += j
-		// A quote after an odd run of backslashes is escaped.
-		n := 0
-		for k := i - 1; k > start && b[k] == '\\'; k-- {
-			n++
-		}
-		if n%2 == 0 {
-			return i + 1
-		}
-		i++
-	}
+	return slices.Equal(stack, []byte("[{")) || slices.Equal(stack, []byte("{[{"))
 }

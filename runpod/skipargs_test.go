@@ -44,6 +44,26 @@ func clearPodArgs(v any) {
 func checkWithoutArgs(t *testing.T, page string) {
 	t.Helper()
 	got := string(withoutArgs([]byte(page)))
+	// The page as it comes off the wire: in byte-sized writes, and in
+	// two at every cut of a short page, the same.
+	cuts := [][]int{nil}
+	for i := 0; i <= len(page); i++ {
+		cuts[0] = append(cuts[0], i)
+		if len(page) <= 256 {
+			cuts = append(cuts, []int{i, len(page)})
+		}
+	}
+	for _, ends := range cuts {
+		var d argsDropper
+		from := 0
+		for _, end := range ends {
+			_, _ = d.Write([]byte(page[from:end]))
+			from = end
+		}
+		if string(d.out) != got {
+			t.Fatalf("%q written in writes ending at %v: %q, at once %q", page, ends, d.out, got)
+		}
+	}
 	if !json.Valid([]byte(page)) {
 		if len(got) > len(page) {
 			t.Errorf("withoutArgs(%q) = %q: longer", page, got)

@@ -24,7 +24,10 @@ type call struct {
 	body   any // marshalled to JSON; nil for no body
 	// into, when set, is where the answer's body is read, its old content
 	// dropped: a caller that reads page after page keeps one buffer.
-	into *bytes.Buffer
+	into *[]byte
+	// skipArgs reads a 2xx answer, a page of pods, without their start
+	// commands (argsDropper) as it comes.
+	skipArgs bool
 	// secrets are strings (besides the API key) that must not appear in an
 	// error or a log line; a debug dump leaves out the body of a call with
 	// secrets.
@@ -66,6 +69,9 @@ type response struct {
 type permanentError struct{ error }
 
 func (e permanentError) Unwrap() error { return e.error }
+
+// errBodyTooLarge is a 2xx answer over the client's bound on a body.
+var errBodyTooLarge = errors.New("response body too large")
 
 // do sends r, retrying when retry is set and the failure is transient: a
 // transport error (connection refused or reset, timeout), 429, 502, 503 or
@@ -223,17 +229,18 @@ func (c *Client) once(ctx context.Context, r *call, attempt int) (response, erro
 		limit = maxErrorBody
 	}
 	var body []byte
+	var read int64
 	if raw.ContentLength != 0 && code != http.StatusNoContent {
-		body, err = readBody(r.into, io.LimitReader(raw.Body, limit+1))
+		body, read, err = readBody(r, io.LimitReader(raw.Body, limit+1), r.skipArgs && code <= 299)
 	}
 	if err != nil {
 		err = fmt.Errorf("reading response body: %w", err)
 		c.logAttempt(ctx, r, attempt, code, start, err)
 		return response{}, err
 	}
-	truncated := int64(len(body)) > limit
+	truncated := read > limit
 	if truncated {
-		body = body[:limit]
+		body = body[:min(int64(len(body)), limit)]
 	}
 	c.logAttempt(ctx, r, attempt, code, start, nil)
 	if c.debug && c.log.Enabled(ctx, slog.LevelDebug) {
@@ -248,19 +255,34 @@ func (c *Client) once(ctx context.Context, r *call, attempt int) (response, erro
 		return response{}, c.answerError(r, code, raw.Header, body, truncated, attempt)
 	}
 	if truncated {
-		return response{}, permanentError{fmt.Errorf("response body larger than %d bytes", limit)}
+		return response{}, permanentError{fmt.Errorf("%w: more than %d bytes", errBodyTooLarge, limit)}
 	}
 	return response{status: code, header: raw.Header, body: body}, nil
 }
 
-// readBody reads all of rd, into buf when there is one.
-func readBody(buf *bytes.Buffer, rd io.Reader) ([]byte, error) {
-	if buf == nil {
-		return io.ReadAll(rd)
+// readBody reads all of rd, into r's buffer when it has one, without the
+// pods' start commands with skipArgs. It returns the body and the bytes
+// read.
+func readBody(r *call, rd io.Reader, skipArgs bool) ([]byte, int64, error) {
+	var dst []byte
+	if r.into != nil {
+		dst = (*r.into)[:0]
 	}
-	buf.Reset()
-	_, err := buf.ReadFrom(rd)
-	return buf.Bytes(), err
+	var n int64
+	var err error
+	if skipArgs {
+		d := argsDropper{out: dst}
+		n, err = io.Copy(&d, rd)
+		dst = d.out
+	} else {
+		b := bytes.NewBuffer(dst)
+		n, err = b.ReadFrom(rd)
+		dst = b.Bytes()
+	}
+	if r.into != nil {
+		*r.into = dst
+	}
+	return dst, n, err
 }
 
 // answerError is the error of a non-2xx answer to r: an *APIError with
