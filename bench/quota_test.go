@@ -71,12 +71,13 @@ func BenchmarkLaunchesUnderQuota(b *testing.B) {
 				var failed, unlaunched atomic.Int64
 				for i := range n {
 					g.Go(func() error {
-						launched, err := quotaRun(b, api, i)
+						step, err := quotaRun(b, api, i)
 						if err != nil {
-							if failed.Add(1) <= 3 {
-								b.Logf("%v", err)
-							}
-							if !launched {
+							// Every failure, with its step and reason: the
+							// report lists them (bench/report).
+							b.Logf("%s%s: %v", failedRunLog, step, err)
+							failed.Add(1)
+							if step == stepLaunch || step == stepStart {
 								unlaunched.Add(1)
 							}
 						}
@@ -106,22 +107,34 @@ func BenchmarkLaunchesUnderQuota(b *testing.B) {
 	}
 }
 
-// quotaRun is one guarded run of a one-line job. launched says that its
-// job started (launch and start worked), whatever came after. A run that
-// fails after its launch still deletes its pod, as a launcher would, so
-// that the benchmark's check for pods left billing judges the SDK, not the
-// run's early return.
-func quotaRun(b *testing.B, api *runpod.Client, i int) (launched bool, err error) {
+// failedRunLog starts the log line of a failed run: its step, ": ", and
+// its error. bench/report lists these lines.
+const failedRunLog = "failed run at "
+
+// The steps of a run, as failedRunLog names them.
+const (
+	stepLaunch  = "launch"
+	stepStart   = "start"
+	stepFollow  = "follow"
+	stepCollect = "collect"
+	stepDelete  = "delete"
+)
+
+// quotaRun is one guarded run of a one-line job. A failed run returns the
+// step it failed at. A run that fails after its launch still deletes its
+// pod, as a launcher would, so that the benchmark's check for pods left
+// billing judges the SDK, not the run's early return.
+func quotaRun(b *testing.B, api *runpod.Client, i int) (step string, err error) {
 	dir := b.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "train.sh"), []byte("echo run "+strconv.Itoa(i)+"\n"), 0o644); err != nil {
-		return false, err
+		return stepLaunch, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	spec := guard.Spec{Job: guard.Job{Dir: dir, Command: "sh train.sh"}, Rules: podenv.Rules{Deadline: time.Now().Add(time.Hour)}}
 	run, err := guard.Launch(ctx, api, spec, guard.WithPoll(time.Second))
 	if err != nil {
-		return false, fmt.Errorf("run %d: launch: %w", i, err)
+		return stepLaunch, fmt.Errorf("run %d: %w", i, err)
 	}
 	defer run.Close()
 	defer func() {
@@ -132,18 +145,18 @@ func quotaRun(b *testing.B, api *runpod.Client, i int) (launched bool, err error
 		}
 	}()
 	if err := run.Start(ctx, guard.Job{}); err != nil {
-		return false, fmt.Errorf("run %d: start: %w", i, err)
+		return stepStart, fmt.Errorf("run %d: %w", i, err)
 	}
 	if _, err := run.Follow(ctx, io.Discard); err != nil {
-		return true, fmt.Errorf("run %d: follow: %w", i, err)
+		return stepFollow, fmt.Errorf("run %d: %w", i, err)
 	}
 	if _, err := run.Collect(ctx, filepath.Join(dir, "results")); err != nil {
-		return true, fmt.Errorf("run %d: collect: %w", i, err)
+		return stepCollect, fmt.Errorf("run %d: %w", i, err)
 	}
 	if _, err := run.Delete(ctx); err != nil {
-		return true, fmt.Errorf("run %d: delete: %w", i, err)
+		return stepDelete, fmt.Errorf("run %d: %w", i, err)
 	}
-	return true, nil
+	return "", nil
 }
 
 func envInt(name string, def int) int {

@@ -59,7 +59,14 @@ func main() {
 type Results struct {
 	Values map[string]map[string][]float64
 	Skips  map[string]string
+	// Failed holds, per benchmark, its runs' failures as it logged them
+	// (failedRunLog): "STEP: ERROR".
+	Failed map[string][]string
 }
+
+// failedRunLog starts a benchmark's log line of a failed run (bench's
+// BenchmarkLaunchesUnderQuota).
+const failedRunLog = "failed run at "
 
 func (r *Results) get(name, unit string) []float64 { return r.Values[name][unit] }
 
@@ -75,9 +82,21 @@ func Parse(r io.Reader, res *Results) (raw []string, err error) {
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	// A skip or failure's message follows its "--- SKIP" line, or, with
 	// -test.v, precedes it.
-	pending, lastMsg := "", ""
+	pending, lastMsg, running := "", "", ""
 	for sc.Scan() {
 		line := sc.Text()
+		// With -test.v, a benchmark's name comes alone on a line before
+		// its log lines.
+		if f := strings.Fields(line); len(f) == 1 && strings.HasPrefix(f[0], "Benchmark") {
+			running = f[0]
+		}
+		if msg, ok := message(line); ok && strings.HasPrefix(msg, failedRunLog) && running != "" {
+			if res.Failed == nil {
+				res.Failed = map[string][]string{}
+			}
+			res.Failed[running] = append(res.Failed[running], strings.TrimPrefix(msg, failedRunLog))
+			continue
+		}
 		if m := skipLine.FindStringSubmatch(line); m != nil {
 			pending = procsSuffix.ReplaceAllString(m[2], "")
 			res.Skips[pending] = strings.ToLower(m[1])
@@ -132,7 +151,7 @@ func message(line string) (string, bool) {
 }
 
 func readDir(dir string) (*Results, []string, error) {
-	res := &Results{Values: map[string]map[string][]float64{}, Skips: map[string]string{}}
+	res := &Results{Values: map[string]map[string][]float64{}, Skips: map[string]string{}, Failed: map[string][]string{}}
 	files, err := filepath.Glob(filepath.Join(dir, "*.txt"))
 	if err != nil {
 		return nil, nil, err

@@ -18,6 +18,11 @@ BenchmarkMarkerReaction/retrieved-2 	       1	2139706112 ns/op	        50 s-max/
 BenchmarkLaunch/x
     launch_test.go:222: no run command (yet)
 --- SKIP: BenchmarkLaunch/x
+BenchmarkLaunchesUnderQuota/200
+    quota_test.go:80: failed run at follow: run 7: SSH lost
+    quota_test.go:80: failed run at follow: run 9: SSH lost
+    quota_test.go:80: failed run at delete: run 3: unconfirmed
+BenchmarkLaunchesUnderQuota/200-2 	       1	         3.000 failed-runs
 PASS
 `
 
@@ -28,8 +33,8 @@ func parse(t *testing.T) *Results {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(raw) != 6 {
-		t.Errorf("%d raw lines, want 6", len(raw))
+	if len(raw) != 7 {
+		t.Errorf("%d raw lines, want 7", len(raw))
 	}
 	return res
 }
@@ -106,5 +111,22 @@ func TestEvaluate(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the report lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// The runs a benchmark logged as failed are listed with their step and
+// reason, and counted by step.
+func TestFailedRunsListed(t *testing.T) {
+	res := parse(t)
+	var b bytes.Buffer
+	writeFailed(&b, res)
+	for _, want := range []string{"**BenchmarkLaunchesUnderQuota/200**: 3 failed (1 at delete, 2 at follow).",
+		"- at follow: run 7: SSH lost\n", "- at delete: run 3: unconfirmed\n"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("no %q in:\n%s", want, b.String())
+		}
+	}
+	if s := Summarize(res, "BenchmarkLaunchesUnderQuota/200", "failed-runs"); !s.Present || s.Median != 3 {
+		t.Errorf("failed-runs: %+v", s)
 	}
 }
