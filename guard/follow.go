@@ -169,10 +169,30 @@ func (r *Run) follow(ctx context.Context, w io.Writer) (End, error) {
 		if len(b) == maxChunk {
 			continue
 		}
-		if err := r.cfg.clock.Sleep(ctx, r.rec.Poll); err != nil {
+		if err := r.pause(ctx, r.rec.Poll); err != nil {
 			return End{}, err
 		}
 	}
+}
+
+// pause sleeps d, or less when the connection ends first: a lost
+// connection may be a lost pod, and the next look tells.
+func (r *Run) pause(ctx context.Context, d time.Duration) error {
+	if r.conn == nil {
+		return r.cfg.clock.Sleep(ctx, d)
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ended := r.conn.Done()
+	go func() {
+		select {
+		case <-ended:
+			cancel()
+		case <-sctx.Done():
+		}
+	}()
+	_ = r.cfg.clock.Sleep(sctx, d)
+	return ctx.Err()
 }
 
 // enforce applies the watchdog's money rules from this side while the

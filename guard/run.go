@@ -159,9 +159,9 @@ const (
 // podCheckEvery is how often dial reads a pod whose SSH does not answer.
 const podCheckEvery = 5 * time.Second
 
-// lostConnCheck is when a redial first reads the pod: a connection lost
-// may be a pod lost, which the API shows only a moment after, so at the
-// run's poll pace.
+// lostConnCheck is how often a redial reads the pod at first: a
+// connection lost may be a pod lost, which the API shows only a moment
+// after, so at the run's poll pace.
 func lostConnCheck(poll time.Duration) time.Duration {
 	return min(cmp.Or(poll, podCheckEvery), podCheckEvery)
 }
@@ -203,7 +203,7 @@ func (r *Run) connect(ctx context.Context) error {
 	if err := r.waitRunning(ctx); err != nil {
 		return err
 	}
-	return r.dial(ctx, r.cfg.startTimeout, podCheckEvery)
+	return r.dial(ctx, r.cfg.startTimeout, podCheckEvery, podCheckEvery)
 }
 
 // waitRunning waits until the pod runs with its SSH port published.
@@ -275,12 +275,14 @@ func (r *Run) spent() float64 { return r.rec.costTo(r.now()) }
 
 // dial connects with the run's host key pinned, retrying while sshd comes
 // up. A host key mismatch is final: this is not the run's pod, or someone
-// is in between. While dials fail, it reads the pod after check, then
-// twice as long apart up to podCheckEvery, and ends with the pod.
-func (r *Run) dial(ctx context.Context, timeout, check time.Duration) error {
+// is in between. While dials fail, it reads the pod first after first,
+// then every, then twice as long apart up to podCheckEvery, and ends with
+// the pod.
+func (r *Run) dial(ctx context.Context, timeout, first, every time.Duration) error {
 	// A refused dial costs nothing of the API's quota, so it ramps up to
 	// the run's poll pace, but no slower than a second.
-	start, checked, pace := r.now(), r.now(), newRampFrom(firstSSHLook, min(time.Second, cmp.Or(r.rec.Poll, time.Second)))
+	start, pace := r.now(), newRampFrom(firstSSHLook, min(time.Second, cmp.Or(r.rec.Poll, time.Second)))
+	check := start.Add(first)
 	var lastErr error
 	for {
 		c, err := r.cfg.dial(ctx, podssh.Target{Addr: r.addr, Key: r.key, HostKey: r.host, Timeout: 20 * time.Second})
@@ -300,10 +302,10 @@ func (r *Run) dial(ctx context.Context, timeout, check time.Duration) error {
 			return fmt.Errorf("SSH to pod %s at %s failed for %s: %w", r.rec.PodID, r.addr, timeout, lastErr)
 		}
 		r.waiting(StageSSH)
-		if r.since(checked) > check {
+		if !r.now().Before(check) {
 			// A pod whose bootstrap failed is deleted by its watchdog:
 			// no need to knock until the timeout.
-			checked, check = r.now(), min(2*check, podCheckEvery)
+			check, every = r.now().Add(every), min(2*every, podCheckEvery)
 			detail := fmt.Sprintf("SSH never answered: %v", lastErr)
 			if pod, err := r.lookPod(ctx); errors.Is(err, runpod.ErrNotFound) {
 				return r.gone("", detail)
@@ -343,7 +345,9 @@ func (r *Run) liveConn(ctx context.Context) error {
 			return err
 		}
 	}
-	return r.dial(ctx, 30*time.Second, lostConnCheck(r.rec.Poll))
+	// Nothing read the pod since the connection broke: at the first
+	// refused dial.
+	return r.dial(ctx, 30*time.Second, 0, lostConnCheck(r.rec.Poll))
 }
 
 // reconnect replaces a broken SSH connection, unless the pod is gone.
@@ -363,7 +367,8 @@ func (r *Run) reconnect(ctx context.Context, cause error, enforce func() error) 
 		if err := r.waitRunning(ctx); err != nil {
 			return err
 		}
-		err := r.dial(ctx, 30*time.Second, lostConnCheck(r.rec.Poll))
+		// waitRunning has just read the pod.
+		err := r.dial(ctx, 30*time.Second, lostConnCheck(r.rec.Poll), lostConnCheck(r.rec.Poll))
 		if err == nil {
 			r.emit(Event{Kind: EventReconnected})
 			return nil
