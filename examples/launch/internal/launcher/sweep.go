@@ -143,7 +143,9 @@ func (a *app) rmOrphans(ctx context.Context, p sweep.Policy) error {
 // and whose lock is free: a launcher killed between creating the secret
 // and cleaning up leaves it behind. A held lock means a live launcher
 // that will remove the secret itself. A needed secret (a recovery on a
-// network volume left under way) is left.
+// network volume left under way) is left, and so is every secret while a
+// listed pod's name cannot be read (it may be that run's pod): each is
+// said.
 func (a *app) rmKnownSecrets(ctx context.Context, known, needed map[string]bool) (int, error) {
 	// The sweep left the known runs out: their pods and secrets are
 	// listed again here.
@@ -156,11 +158,16 @@ func (a *app) rmKnownSecrets(ctx context.Context, known, needed map[string]bool)
 		return 0, fmt.Errorf("listing secrets: %w", err)
 	}
 	// A pod still holding its run's name keeps its secret (a pod that
-	// restarts reads it again); a terminated pod does not.
+	// restarts reads it again); a terminated pod does not. A pod whose
+	// name could not be read may be any run's.
 	podOf := map[string]bool{}
+	var unnamed *runpod.PodReadError
 	for _, p := range pods {
 		if id, ok := podenv.RunIDOfPod(p.Name); ok && p.Status != runpod.StatusTerminated {
 			podOf[id] = true
+		}
+		if p.Unreadable != nil && p.Name == "" && p.Status != runpod.StatusTerminated {
+			unnamed = p.Unreadable
 		}
 	}
 	var errs []error
@@ -168,6 +175,11 @@ func (a *app) rmKnownSecrets(ctx context.Context, known, needed map[string]bool)
 	for _, s := range secrets {
 		id, ok := podenv.RunIDOfSecret(s.Name)
 		if !ok || !known[id] || podOf[id] {
+			continue
+		}
+		if unnamed != nil {
+			a.say("secret %s of run %s left: a listed pod whose name could not be read may be its run's (%s)", dash(s.Name), id, dash(unnamed.Error()))
+			n++
 			continue
 		}
 		if needed[id] {
