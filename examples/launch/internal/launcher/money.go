@@ -111,7 +111,7 @@ func (a *app) sayWorstCase(w podenv.WorstCase, kept bool) {
 	why := ""
 	switch {
 	case kept:
-		why = ": a kept pod (--keep-pod) runs until launch rm, or its idle bound once its job ended"
+		why = ": a kept pod (--keep-pod) runs until launch rm, or until --keep-idle without use once its job is over"
 	case w.Follow.Unbounded:
 		why = ": no deadline and no cost cap"
 	}
