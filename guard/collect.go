@@ -14,19 +14,23 @@ import (
 	"github.com/overbrainer/overbrainer-go/watchdog"
 )
 
+// JobLog is the job's output (its stdout and stderr) among the results
+// Collect downloads: a program shows a finished run's output from there.
+const JobLog = jobctl.JobLog
+
 // resultNames are what Collect downloads from the run directory (those
 // that exist): the cancelled marker says why a job that has no exit code
 // ended, when it was lost with an earlier container, and ended_by which
 // rule of the watchdog went to end the pod (ReadEndedBy reads it there);
 // the bootstrap's log lands next to the watchdog's, in .pod, outside the
 // outputs.
-var resultNames = []string{jobctl.OutputsDir, jobctl.JobLog, watchdog.Log, bootstrap.Log, watchdog.ExitCode, watchdog.Cancelled, watchdog.SnapshotRequest, watchdog.EndedByFile}
+var resultNames = []string{jobctl.OutputsDir, JobLog, watchdog.Log, bootstrap.Log, watchdog.ExitCode, watchdog.Cancelled, watchdog.SnapshotRequest, watchdog.EndedByFile}
 
 // growingNames are the logs among them, which a running job and its
 // watchdog append to (and a new container's bootstrap replaces) while
 // they are sent: checking them against the pod's manifest would fail a
 // download for a line written meanwhile.
-var growingNames = []string{jobctl.JobLog, watchdog.Log, bootstrap.Log}
+var growingNames = []string{JobLog, watchdog.Log, bootstrap.Log}
 
 // Results says what Collect and Download bring back.
 type Results struct {

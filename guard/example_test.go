@@ -173,6 +173,24 @@ func ExampleLaunch_badSpec() {
 	// 0 pods
 }
 
+// Check refuses what Launch would refuse, before anything is asked of the
+// API: a program checks its input with it before it spends anything.
+func ExampleCheck() {
+	spec := guard.Spec{
+		RunID: "20261206-093000-ab12",
+		Job:   guard.Job{Dir: os.TempDir(), Command: "python train.py"},
+		Rules: guard.Rules{Deadline: time.Now().Add(2 * time.Hour), MaxCostUSD: -1},
+	}
+	err := guard.Check(spec)
+	var fe *podenv.FieldError
+	fmt.Println(errors.As(err, &fe), fe.Field)
+	spec.MaxCostUSD = 5
+	fmt.Println(guard.Check(spec))
+	// Output:
+	// true Spec.MaxCostUSD
+	// <nil>
+}
+
 // A pod found gone says how, for errors.Is and errors.As.
 func ExamplePodGoneError() {
 	var err error = &guard.PodGoneError{PodID: "abc123", Status: runpod.StatusExited, DeleteReason: watchdog.DeleteDeadline}

@@ -16,7 +16,6 @@ import (
 
 	"github.com/overbrainer/overbrainer-go/examples/launch/internal/state"
 	"github.com/overbrainer/overbrainer-go/guard"
-	"github.com/overbrainer/overbrainer-go/internal/jobctl"
 	"github.com/overbrainer/overbrainer-go/internal/termtext"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/watchdog"
@@ -166,7 +165,7 @@ that ended it, where that is known.`)
 // jobLogs shows the job's output: the copy collected with the results,
 // or, while the run's pod lives, live from the pod.
 func (a *app) jobLogs(ctx context.Context, r *state.Run, n int, follow bool) error {
-	saved := filepath.Join(r.OutDir, jobctl.JobLog)
+	saved := filepath.Join(r.OutDir, guard.JobLog)
 	if r.PodID == "" || !r.Ended.IsZero() {
 		return a.savedJobLog(r, saved, n, follow)
 	}
