@@ -16,8 +16,8 @@ type Bill struct {
 	Read    time.Time `json:"read"`
 }
 
-// BillSettle is how long after a run's end its bill may still grow.
-const BillSettle = time.Hour
+// billSettle is how long after a run's end its bill may still grow.
+const billSettle = time.Hour
 
 // billTimeout bounds the bill's read at the end of a run.
 const billTimeout = 30 * time.Second
@@ -58,9 +58,9 @@ func (r Record) BillDue() bool {
 	return !r.BillSettled()
 }
 
-// BillSettled says the bill was read at least BillSettle after the end.
+// BillSettled says the bill was read at least billSettle after the end.
 func (r Record) BillSettled() bool {
-	return r.Bill != nil && !r.Ended.IsZero() && !r.Bill.Read.Before(r.Ended.Add(BillSettle))
+	return r.Bill != nil && !r.Ended.IsZero() && !r.Bill.Read.Before(r.Ended.Add(billSettle))
 }
 
 // ReadBill reads what the run's pods cost, as of now.

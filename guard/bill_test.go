@@ -80,7 +80,7 @@ func TestReadBill(t *testing.T) {
 	}
 }
 
-// A bill is due once the run ended, until one was read BillSettle past
+// A bill is due once the run ended, until one was read billSettle past
 // the end.
 func TestBillDue(t *testing.T) {
 	end := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
@@ -96,9 +96,9 @@ func TestBillDue(t *testing.T) {
 	if !rec.BillDue() || rec.BillSettled() {
 		t.Error("a bill read a minute after the end is settled")
 	}
-	rec.Bill = &Bill{Read: end.Add(BillSettle)}
+	rec.Bill = &Bill{Read: end.Add(billSettle)}
 	if rec.BillDue() || !rec.BillSettled() {
-		t.Error("a bill read BillSettle after the end is still due")
+		t.Error("a bill read billSettle after the end is still due")
 	}
 	if (Record{Ended: end}).BillDue() {
 		t.Error("a run that never had a pod is due a bill")

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/overbrainer/overbrainer-go/bootstrap"
 	"github.com/overbrainer/overbrainer-go/internal/termtext"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/watchdog"
@@ -85,18 +84,6 @@ func (e *VerdictError) Error() string {
 }
 
 func (e *VerdictError) Is(target error) bool { return target == ErrVerdictFailed }
-
-// Explain says in words what the failed verdict means for the pod.
-func (e *VerdictError) Explain() string {
-	v := e.Verdict
-	if !v.Bootstrap {
-		return "the pod's watchdog cannot reach the API, so the client deletes the pod"
-	}
-	if text := bootstrap.Explain(v.Reason); text != "" {
-		return "the pod's setup failed: " + text + ". Its watchdog deletes the pod, and so does the client"
-	}
-	return "the pod's setup failed. Its watchdog deletes the pod, and so does the client"
-}
 
 // CollectError is a failed download of the results.
 type CollectError struct{ Err error }

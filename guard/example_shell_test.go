@@ -26,7 +26,7 @@ func ExampleRun_Shell() {
 		log.Fatal(err)
 	}
 	defer run.Delete(ctx)
-	err = run.Shell(ctx, guard.ShellOptions{Command: "echo on the pod; exit 3", Stdout: os.Stdout})
+	err = run.Shell(ctx, podssh.ShellOptions{Command: "echo on the pod; exit 3", Stdout: os.Stdout})
 	status, _ := podssh.ExitStatus(err)
 	fmt.Println("exit status", status)
 	// Output:

@@ -16,9 +16,6 @@ import (
 	"github.com/overbrainer/overbrainer-go/podssh"
 )
 
-// ShellOptions says what Run.Shell runs: podssh's.
-type ShellOptions = podssh.ShellOptions
-
 // shellConn is a connection that can open a shell: a real one.
 type shellConn interface {
 	Shell(ctx context.Context, o podssh.ShellOptions) error
@@ -30,7 +27,7 @@ type shellConn interface {
 // $OVERBRAINER_OUTPUTS, the pod's environment), never its secrets. A
 // non-zero exit is a *podssh.CommandError. It renews no lease, but is use
 // of a kept pod whose job ended.
-func (r *Run) Shell(ctx context.Context, opts ShellOptions) error {
+func (r *Run) Shell(ctx context.Context, opts podssh.ShellOptions) error {
 	if err := r.liveConn(ctx); err != nil {
 		return err
 	}
@@ -48,11 +45,11 @@ type SSHConfig struct {
 	Command     string // the line that opens a shell on the pod with them
 }
 
-// File names WriteSSHConfig writes into its directory.
+// The files WriteSSHConfig writes into its directory.
 const (
-	SSHConfigFile  = "ssh_config"
-	KnownHostsFile = "known_hosts"
-	SSHKeyFile     = "id_ed25519"
+	sshConfigFile  = "ssh_config"
+	knownHostsFile = "known_hosts"
+	sshKeyFile     = "id_ed25519"
 )
 
 // WriteSSHConfig writes an ssh_config, known_hosts and the client's key into
@@ -77,7 +74,7 @@ func (r *Run) WriteSSHConfig(ctx context.Context, dir string) (SSHConfig, error)
 		return SSHConfig{}, fmt.Errorf("guard: %w", err)
 	}
 	alias := r.rec.PodName
-	file := filepath.Join(dir, SSHConfigFile)
+	file := filepath.Join(dir, sshConfigFile)
 	config := fmt.Sprintf(`# Written by overbrainer for run %s: ssh -F %s %s
 Host %s
   HostName %s
@@ -95,9 +92,9 @@ Host %s
   HostKeyAlgorithms %s
   PasswordAuthentication no
   KbdInteractiveAuthentication no
-`, r.rec.ID, file, alias, alias, host, port, filepath.Join(dir, SSHKeyFile), alias, filepath.Join(dir, KnownHostsFile), r.host.Type())
+`, r.rec.ID, file, alias, alias, host, port, filepath.Join(dir, sshKeyFile), alias, filepath.Join(dir, knownHostsFile), r.host.Type())
 	known := alias + " " + string(ssh.MarshalAuthorizedKey(r.host))
-	for name, b := range map[string]string{SSHKeyFile: string(r.rec.ClientKey), KnownHostsFile: known, SSHConfigFile: config} {
+	for name, b := range map[string]string{sshKeyFile: string(r.rec.ClientKey), knownHostsFile: known, sshConfigFile: config} {
 		if err := writePrivate(filepath.Join(dir, name), []byte(b)); err != nil {
 			return SSHConfig{}, err
 		}

@@ -60,7 +60,7 @@ func TestShellSSHConfigAndCancel(t *testing.T) {
 	defer run.Delete(ctx)
 
 	var out, errb bytes.Buffer
-	err = run.Shell(ctx, guard.ShellOptions{Command: "echo ok; echo oops >&2; exit 3", Stdout: &out, Stderr: &errb})
+	err = run.Shell(ctx, podssh.ShellOptions{Command: "echo ok; echo oops >&2; exit 3", Stdout: &out, Stderr: &errb})
 	var ce *podssh.CommandError
 	if !errors.As(err, &ce) || ce.Status != 3 || out.String() != "ok\n" || errb.String() != "oops\n" {
 		t.Fatalf("Shell = %v; stdout %q, stderr %q: want exit 3, ok and oops apart", err, out.String(), errb.String())
@@ -68,7 +68,7 @@ func TestShellSSHConfigAndCancel(t *testing.T) {
 	// A session is in the run directory with the job's variables, not
 	// its secrets.
 	out.Reset()
-	err = run.Shell(ctx, guard.ShellOptions{Command: `echo "$(pwd) $OVERBRAINER_RUN_DIR $OVERBRAINER_OUTPUTS ${API_TOKEN-none}"`, Stdout: &out, Stderr: &errb})
+	err = run.Shell(ctx, podssh.ShellOptions{Command: `echo "$(pwd) $OVERBRAINER_RUN_DIR $OVERBRAINER_OUTPUTS ${API_TOKEN-none}"`, Stdout: &out, Stderr: &errb})
 	rd := run.Record().RunDir
 	if want := rd + " " + rd + " " + rd + "/outputs none\n"; err != nil || out.String() != want {
 		t.Errorf("Shell in the job's surroundings: %v, %q, want %q", err, out.String(), want)
@@ -78,13 +78,13 @@ func TestShellSSHConfigAndCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{guard.SSHConfigFile, guard.KnownHostsFile, guard.SSHKeyFile} {
+	for _, name := range []string{"ssh_config", "known_hosts", "id_ed25519"} {
 		if fi, err := os.Stat(filepath.Join(dir, "ssh", name)); err != nil || fi.Mode().Perm() != 0o600 {
 			t.Fatalf("%s: %v, mode %v; want 0600", name, err, fi.Mode())
 		}
 		// The client's key is in its own file only.
-		if b, _ := os.ReadFile(filepath.Join(dir, "ssh", name)); strings.Contains(string(b), "PRIVATE KEY") != (name == guard.SSHKeyFile) {
-			t.Errorf("%s: holds the private key: %v", name, name != guard.SSHKeyFile)
+		if b, _ := os.ReadFile(filepath.Join(dir, "ssh", name)); strings.Contains(string(b), "PRIVATE KEY") != (name == "id_ed25519") {
+			t.Errorf("%s: holds the private key: %v", name, name != "id_ed25519")
 		}
 	}
 	openssh := func() (string, error) {
@@ -104,7 +104,7 @@ func TestShellSSHConfigAndCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	known := filepath.Join(dir, "ssh", guard.KnownHostsFile)
+	known := filepath.Join(dir, "ssh", "known_hosts")
 	if err := os.WriteFile(known, []byte(cfg.Alias+" "+other.AuthorizedKey("")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -54,7 +54,7 @@ type Spec struct {
 	VolumeGB        int              // a pod volume at VolumePath
 	NetworkVolumeID string           // or a network volume there (not both)
 	MaxVolumeGB     int              // grow a filling network volume up to this; 0: ask for a disk snapshot
-	NoVolumeCaches  bool             // keep the job's caches off the network volume (VolumeCaches)
+	NoVolumeCaches  bool             // keep the job's caches (HF_HOME, TORCH_HOME, PIP_CACHE_DIR) off the network volume's .cache/
 	VolumePath      string           // DefaultVolumePath when empty
 	Workdir         string           // for run directories: VolumePath/overbrainer when empty
 
@@ -247,9 +247,9 @@ func (s Spec) check(now time.Time) error {
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// VolumeCaches are the job's default HF_HOME, TORCH_HOME and PIP_CACHE_DIR
+// volumeCaches are the job's default HF_HOME, TORCH_HOME and PIP_CACHE_DIR
 // under volumeDir/.cache, to keep caches across pods; the pod's env wins.
-func VolumeCaches(volumeDir string) map[string]string {
+func volumeCaches(volumeDir string) map[string]string {
 	dir := path.Join(volumeDir, ".cache")
 	return map[string]string{
 		"HF_HOME":       path.Join(dir, "huggingface"),
@@ -264,7 +264,7 @@ func (rec Record) jobDefaults() map[string]string {
 	if rec.NetworkVolumeID == "" || rec.VolumeDir == "" || rec.NoVolumeCaches {
 		return nil
 	}
-	return VolumeCaches(rec.VolumeDir)
+	return volumeCaches(rec.VolumeDir)
 }
 
 // unjoin lists the errors that errors.Join joined into err.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/overbrainer/overbrainer-go/bootstrap"
 	"github.com/overbrainer/overbrainer-go/guard"
 	"github.com/overbrainer/overbrainer-go/internal/costplan"
 	"github.com/overbrainer/overbrainer-go/internal/termtext"
@@ -161,3 +162,14 @@ func proofText(p guard.SnapshotProof) string {
 
 // lostJobText says how a job was lost.
 const lostJobText = "job lost: the pod's container restarted (Runpod restarted it, or its host failed), which ended the job before it could write its exit code"
+
+// verdictText says in words what a failed verdict means for the pod.
+func verdictText(v watchdog.Verdict) string {
+	if !v.Bootstrap {
+		return "the pod's watchdog cannot reach the API, so the client deletes the pod"
+	}
+	if text := bootstrap.Explain(v.Reason); text != "" {
+		return "the pod's setup failed: " + text + ". Its watchdog deletes the pod, and so does the client"
+	}
+	return "the pod's setup failed. Its watchdog deletes the pod, and so does the client"
+}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/overbrainer/overbrainer-go/bootstrap"
 	"github.com/overbrainer/overbrainer-go/guard"
 	"github.com/overbrainer/overbrainer-go/runpod"
 	"github.com/overbrainer/overbrainer-go/watchdog"
@@ -68,5 +69,21 @@ func TestEventsCountInWords(t *testing.T) {
 		if got := eventText(c.e); got != c.want {
 			t.Errorf("%q, want %q", got, c.want)
 		}
+	}
+}
+
+// A failed verdict is explained in words: the failed bootstrap step when
+// there is one, the unreachable API otherwise.
+func TestVerdictTextExplains(t *testing.T) {
+	for _, r := range bootstrap.Reasons() {
+		if got := verdictText(watchdog.ParseVerdict("failed bootstrap: " + r)); !strings.Contains(got, bootstrap.Explain(r)) || !strings.Contains(got, "watchdog deletes the pod") {
+			t.Errorf("verdict %q explained as %q", r, got)
+		}
+	}
+	if got := verdictText(watchdog.ParseVerdict("failed bootstrap: brand_new")); !strings.Contains(got, "setup failed") {
+		t.Errorf("an unknown bootstrap reason explained as %q", got)
+	}
+	if got := verdictText(watchdog.ParseVerdict("failed http_401")); !strings.Contains(got, "cannot reach the API") {
+		t.Errorf("a failed probe explained as %q", got)
 	}
 }

@@ -178,7 +178,7 @@ func (d *driver) sayFailure(e guard.Event) {
 			}
 		}
 	case errors.As(e.Err, &verdict):
-		a.say("error: %v: %s", verdict, verdict.Explain())
+		a.say("error: %v: %s", verdict, verdictText(verdict.Verdict))
 	case errors.As(e.Err, &collect) && e.Then == guard.ThenDelete:
 		a.say("error: %v", e.Err)
 		a.say("pod %s is gone: its results were not collected", e.PodID)

@@ -42,7 +42,7 @@ state.`)
 	}
 	a.say("with OpenSSH: %s", cfg.Command)
 	words := fs.Args()[1:]
-	o := guard.ShellOptions{Command: podssh.JoinArgs(words), Stdin: os.Stdin, Stdout: a.stdout, Stderr: a.stderr}
+	o := podssh.ShellOptions{Command: podssh.JoinArgs(words), Stdin: os.Stdin, Stdout: a.stdout, Stderr: a.stderr}
 	if len(words) == 0 {
 		if restore, err := podssh.AttachTerminal(os.Stdin, &o); err == nil {
 			defer restore()
