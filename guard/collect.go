@@ -32,7 +32,7 @@ var resultNames = []string{jobctl.OutputsDir, JobLog, watchdog.Log, bootstrap.Lo
 // download for a line written meanwhile.
 var growingNames = []string{JobLog, watchdog.Log, bootstrap.Log}
 
-// Results says what Collect and Download bring back.
+// Results says what Collect and CollectSoFar bring back.
 type Results struct {
 	MaxGB          float64  `json:"max_gb,omitempty"`          // the download's cap: DefaultMaxResultsGB when 0
 	RequireOutputs bool     `json:"require_outputs,omitempty"` // no file in the outputs fails the run: ErrNoOutputs
@@ -113,9 +113,9 @@ func (r *Run) collect(ctx context.Context, dir string) (Collected, error) {
 	return got, nil
 }
 
-// Download is Collect without the retrieved marker, for a job that may still
+// CollectSoFar is Collect without the retrieved marker, for a job that may still
 // run; an output file rewritten meanwhile fails with podssh.ErrChecksum.
-func (r *Run) Download(ctx context.Context, dir string) (Collected, error) {
+func (r *Run) CollectSoFar(ctx context.Context, dir string) (Collected, error) {
 	got, err := r.fetch(ctx, dir, false)
 	if err != nil {
 		return Collected{}, err

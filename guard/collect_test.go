@@ -232,12 +232,12 @@ while :; do i=$((i + 1)); echo "line $i"; sleep 0.002; done
 	}
 	results := filepath.Join(dir, "results")
 	for try := 0; try < 3; try++ {
-		got, err := r.Download(ctx, results)
+		got, err := r.CollectSoFar(ctx, results)
 		if err != nil {
-			t.Fatalf("Download %d while the job prints: %v", try, err)
+			t.Fatalf("CollectSoFar %d while the job prints: %v", try, err)
 		}
 		if got.Outputs != 1 {
-			t.Fatalf("Download %d: %+v, want the one output", try, got)
+			t.Fatalf("CollectSoFar %d: %+v, want the one output", try, got)
 		}
 	}
 	if b, _ := os.ReadFile(filepath.Join(results, "outputs", "model")); string(b) != "the model\n" {

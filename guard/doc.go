@@ -8,6 +8,13 @@
 // pod without connecting to it; Relaunch, or Spec.Recover, moves a job whose
 // pod was lost to a new pod. ExampleLaunch runs it all on this machine.
 //
+// One word per idea: the results are collected (Collect once the job
+// ended, which lets the pod go; CollectSoFar while it may still run);
+// a recovery pulls (Pull, Recover.PullEvery: the checkpoint so far, kept
+// two deep for the next pod). A job ends (End, JobState.Ended,
+// EventJobEnded); a pod is gone (Run.PodGone, ErrPodGone), deleted by
+// Delete, Remove or its watchdog.
+//
 // Three enforcers make sure the pod goes:
 //
 //   - its watchdog deletes it at the deadline when no client holds the

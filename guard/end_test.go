@@ -277,8 +277,8 @@ func TestCancelledStart(t *testing.T) {
 		if detach {
 			wantDeletes = 0
 		}
-		if n := h.api.count("DeletePod"); n != wantDeletes || r.Ended() != !detach {
-			t.Errorf("detach %v: %d pod deletes (want %d), ended %v: %v", detach, n, wantDeletes, r.Ended(), h.api.allCalls())
+		if n := h.api.count("DeletePod"); n != wantDeletes || r.PodGone() != !detach {
+			t.Errorf("detach %v: %d pod deletes (want %d), ended %v: %v", detach, n, wantDeletes, r.PodGone(), h.api.allCalls())
 		}
 		if len(h.pod.starts) != 0 {
 			t.Errorf("detach %v: the job was started", detach)

@@ -79,7 +79,7 @@ const (
 	StageVerdict                   // the watchdog's verdict
 	StageCapacity                  // a GPU type with capacity (Spec.CapacityWait; GPU, Next; Elapsed since Launch)
 	StageUpload                    // the job's upload (Start)
-	StageDownload                  // the results' download (Collect, Download, Pull); Total -1: unknown
+	StageDownload                  // the results' download (Collect, CollectSoFar, Pull); Total -1: unknown
 )
 
 var stageNames = map[Stage]string{

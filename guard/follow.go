@@ -301,7 +301,7 @@ func (r *Run) earlyResults(ctx context.Context, st jobctl.State) {
 	r.earlyFor = end
 	dctx, cancel := context.WithDeadline(ctx, end)
 	defer cancel()
-	if _, err := r.Download(dctx, r.cfg.early); err != nil && ctx.Err() == nil {
+	if _, err := r.CollectSoFar(dctx, r.cfg.early); err != nil && ctx.Err() == nil {
 		r.warn(fmt.Errorf("downloading the results so far before the pod's end at %s: %w", end.Local().Format(time.TimeOnly), err))
 	}
 }

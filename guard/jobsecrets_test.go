@@ -228,9 +228,9 @@ func TestDownloadedLogsAreRedacted(t *testing.T) {
 		if _, err := r.Follow(context.Background(), io.Discard); err != nil {
 			t.Fatal(err)
 		}
-		_, err := r.Download(context.Background(), dir)
+		_, err := r.CollectSoFar(context.Background(), dir)
 		if (err != nil) != fail {
-			t.Fatalf("Download: %v", err)
+			t.Fatalf("CollectSoFar: %v", err)
 		}
 		if b, err := os.ReadFile(jobLog); err != nil || string(b) != "+ : [REDACTED]\n" {
 			t.Errorf("failed download %v: job.log = %q, %v", fail, b, err)

@@ -106,7 +106,7 @@ func WithLeaveOnFailure() Option { return func(c *config) { c.leave = true } }
 // when ctx ends, instead of deleting it; Launch then returns the Run.
 func WithDetachOnCancel() Option { return func(c *config) { c.detachOnCancel = true } }
 
-// WithEarlyResults makes Follow Download into dir once a job asked for a
+// WithEarlyResults makes Follow CollectSoFar into dir once a job asked for a
 // snapshot nears a delete it can foresee (the cost cap, the deadline plus
 // its extension, the stalled rule SnapshotWait after its snapshot was
 // asked), so that its checkpoint outlives the pod.

@@ -72,8 +72,8 @@ func enforcedWhileSSHIsDown(t *testing.T, maxUSD float64, want watchdog.DeleteRe
 		t.Errorf("deleted events %+v, want one confirmed", es)
 	}
 	rec := r.Record()
-	if !r.Ended() || rec.Phase != PhaseFailed {
-		t.Errorf("ended %v, phase %s", r.Ended(), rec.Phase)
+	if !r.PodGone() || rec.Phase != PhaseFailed {
+		t.Errorf("ended %v, phase %s", r.PodGone(), rec.Phase)
 	}
 	// Nothing is written to a pod SSH does not reach: no dial of its own
 	// for the cost cap's snapshot, no warning of it at each turn.

@@ -21,7 +21,7 @@ const redacted = "[REDACTED]"
 // redactor holds the values of the job's secrets, to keep them out of what
 // a Run writes whoever printed them (the job with set -x, a traceback):
 // the pod's log (WithPodLog), the job's output that Follow streams, and
-// the logs Collect and Download bring back. Safe for concurrent use.
+// the logs Collect and CollectSoFar bring back. Safe for concurrent use.
 type redactor struct {
 	mu      sync.Mutex
 	secrets []string

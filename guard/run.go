@@ -105,8 +105,8 @@ func (r *Run) Record() Record { return r.rec }
 // State is what the last look at the pod saw.
 func (r *Run) State() JobState { return JobState(r.last) }
 
-// Ended says the pod was deleted (or found gone) and the cost recorded.
-func (r *Run) Ended() bool { return r.ended }
+// PodGone says the pod was deleted (or found gone) and the cost recorded.
+func (r *Run) PodGone() bool { return r.ended }
 
 // Ready says the watchdog's verdict was ready: its rules guard the pod.
 func (r *Run) Ready() bool { return r.ready }

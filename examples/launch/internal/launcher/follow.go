@@ -132,7 +132,7 @@ func (d *driver) event(e guard.Event) {
 		a.say("warning: the job has not moved for %s (--stall-after %s; %s): this launcher no longer renews the lease, %s, and the pod is deleted if it still does not move within --snapshot-wait",
 			since(e.Elapsed), since(d.r.StallAfter), last, then)
 	case guard.EventCollected:
-		d.early = !d.run.Ended() && !d.run.State().Ended()
+		d.early = !d.run.PodGone() && !d.run.State().Ended()
 		a.say("%s", eventText(e))
 		a.listOutputs(filepath.Join(e.Dir, guard.OutputsDir))
 		if len(e.Skipped) > 0 {
@@ -537,7 +537,7 @@ func (d *driver) stopped(ctx context.Context, err error) error {
 // anyway; else detach.
 func (d *driver) interrupted() error {
 	a, run := d.a, d.run
-	if run == nil || run.Ended() {
+	if run == nil || run.PodGone() {
 		// guard deleted the pod: its job had not started.
 		d.printCost()
 		return &exitError{code: ExitInterrupted}
@@ -550,7 +550,7 @@ func (d *driver) interrupted() error {
 		}
 		if run.State().Started() {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			if _, err := run.Download(ctx, d.r.OutDir); err != nil {
+			if _, err := run.CollectSoFar(ctx, d.r.OutDir); err != nil {
 				a.say("downloading the results: %v", err)
 			}
 			cancel()
