@@ -74,6 +74,32 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 	if err != nil {
 		return nil, err
 	}
+	r, settings := newRun(c, spec, cfg)
+	volDC, err := r.onNetworkVolume(ctx, spec, &settings)
+	if err != nil {
+		return nil, err
+	}
+	cands, err := r.planCandidates(ctx, spec, volDC, settings, now)
+	if err != nil {
+		return nil, err
+	}
+	host, env, err := r.makeKeys(spec, &settings)
+	if err != nil {
+		return nil, err
+	}
+	r.save()
+	r.warnUnguarded(ctx)
+	if host != nil {
+		if err := r.hostSecret(ctx, host); err != nil {
+			return nil, err
+		}
+	}
+	return r.create(ctx, spec, settings, createRequest(spec, r.rec.PodName, env), cands, host, volDC, now)
+}
+
+// newRun is the run before anything exists: its Record from the Spec and
+// the options, and the pod's settings.
+func newRun(c api, spec Spec, cfg config) (*Run, podenv.Settings) {
 	r := &Run{api: c, cfg: cfg}
 	if s := spec.Job.secrets(); len(s) > 0 {
 		// For a Start that names no job, and a recovery's on a new pod.
@@ -98,86 +124,99 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 	if settings.APIURL == "" {
 		settings.APIURL = c.BaseURL()
 	}
-	var volDC string
-	if spec.NetworkVolumeID != "" {
-		v, err := c.GetNetworkVolume(ctx, spec.NetworkVolumeID)
-		if err != nil {
-			return nil, &podenv.FieldError{Field: "Spec.NetworkVolumeID", Reason: fmt.Sprintf("network volume %s: %v", spec.NetworkVolumeID, err)}
-		}
-		settings.VolumeDir, settings.VolumeGB = spec.VolumePath, v.SizeGB
-		r.rec.NetworkVolumeID, r.rec.VolumeDir, r.rec.VolumeGB = spec.NetworkVolumeID, spec.VolumePath, v.SizeGB
-		r.rec.MaxVolumeGB, r.rec.NoVolumeCaches = spec.MaxVolumeGB, spec.NoVolumeCaches
-		volDC = v.DataCenterID
-		if !spec.Deadline.IsZero() {
-			// The run directory on the volume is claimed by the run's
-			// host key, which a recovery's pod gets from the secret
-			// (Relaunch) at any time until the run's last pod may end,
-			// however long after the lost pod went. The description
-			// tells a sweeper so: it counts its grace for a secret with
-			// no pod from the run's start, and would take the key from
-			// a run whose pod was lost past that grace.
-			until := spec.HardEnd()
-			if spec.DeadlineFromCreate {
-				until = until.Add(spec.CapacityWait)
-			}
-			r.hostDesc = podenv.HostKeySecretDescription(spec.RunID, until)
-		}
+	return r, settings
+}
+
+// onNetworkVolume reads the Spec's network volume into the settings and
+// the Record, and returns its data center ("" without one).
+func (r *Run) onNetworkVolume(ctx context.Context, spec Spec, settings *podenv.Settings) (string, error) {
+	if spec.NetworkVolumeID == "" {
+		return "", nil
 	}
-	cands, err := planGPUs(ctx, c, spec, volDC)
+	v, err := r.api.GetNetworkVolume(ctx, spec.NetworkVolumeID)
+	if err != nil {
+		return "", &podenv.FieldError{Field: "Spec.NetworkVolumeID", Reason: fmt.Sprintf("network volume %s: %v", spec.NetworkVolumeID, err)}
+	}
+	settings.VolumeDir, settings.VolumeGB = spec.VolumePath, v.SizeGB
+	r.rec.NetworkVolumeID, r.rec.VolumeDir, r.rec.VolumeGB = spec.NetworkVolumeID, spec.VolumePath, v.SizeGB
+	r.rec.MaxVolumeGB, r.rec.NoVolumeCaches = spec.MaxVolumeGB, spec.NoVolumeCaches
+	if !spec.Deadline.IsZero() {
+		// The run directory on the volume is claimed by the run's
+		// host key, which a recovery's pod gets from the secret
+		// (Relaunch) at any time until the run's last pod may end,
+		// however long after the lost pod went. The description
+		// tells a sweeper so: it counts its grace for a secret with
+		// no pod from the run's start, and would take the key from
+		// a run whose pod was lost past that grace.
+		until := spec.HardEnd()
+		if spec.DeadlineFromCreate {
+			until = until.Add(spec.CapacityWait)
+		}
+		r.hostDesc = podenv.HostKeySecretDescription(spec.RunID, until)
+	}
+	return v.DataCenterID, nil
+}
+
+// planCandidates is the GPU types to try, in order, priced when a cost
+// cap needs their price, with the run's worst case planned on them.
+func (r *Run) planCandidates(ctx context.Context, spec Spec, volDC string, settings podenv.Settings, now time.Time) ([]candidate, error) {
+	cands, err := planGPUs(ctx, r.api, spec, volDC)
 	if err != nil && (spec.CapacityWait == 0 || !errors.Is(err, ErrNoGPU) || errors.Is(err, errNoType)) {
 		return nil, err
 	}
-	if err := checkPrices(ctx, c, spec, cands); err != nil {
+	if err := checkPrices(ctx, r.api, spec, cands); err != nil {
 		return nil, err
 	}
-	if r.rec.WorstCase = cfg.worst; r.rec.WorstCase == nil {
-		worst := worstCase(ctx, c, spec, cands, settings.VolumeGB, now, nil)
+	if r.rec.WorstCase = r.cfg.worst; r.rec.WorstCase == nil {
+		worst := worstCase(ctx, r.api, spec, cands, settings.VolumeGB, now, nil)
 		r.rec.WorstCase = &worst
 	}
 	r.rec.RunDir = settings.RunDir()
+	return cands, nil
+}
 
+// makeKeys makes the run's client key and its host key, or takes the
+// run's host key over on a recovery on its network volume (host nil: the
+// run's secret holds it already), into the settings and the Record, and
+// returns the pod's env.
+func (r *Run) makeKeys(spec Spec, settings *podenv.Settings) (host *podssh.Key, env map[string]string, err error) {
 	if r.key, err = podssh.NewKey(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var host *podssh.Key
-	if kept := cfg.keptHost; kept.claim != "" {
+	if kept := r.cfg.keptHost; kept.claim != "" {
 		// A recovery on the run's network volume: the new pod gets the
 		// run's host key from the secret still there, so that its claim
 		// on the run directory is the run's, and takes the directory
 		// over from the lost pod (podenv's TakeOver).
 		if r.host, err = podssh.ParsePublicKey(kept.claim); err != nil {
-			return nil, &podenv.FieldError{Field: "Record.HostKey", Reason: err.Error()}
+			return nil, nil, &podenv.FieldError{Field: "Record.HostKey", Reason: err.Error()}
 		}
 		settings.Claim, settings.TakeOver, r.rec.SecretID = kept.claim, true, kept.secretID
 	} else {
 		if host, err = podssh.NewKey(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		r.host = host.Public
 		settings.Claim = host.AuthorizedKey("")
 	}
 	settings.AuthorizedKey = r.key.AuthorizedKey(r.rec.PodName)
 	r.rec.HostKey = settings.Claim
-	env, err := settings.Env()
-	if err != nil {
-		return nil, fmt.Errorf("guard: the pod's env: %w", err)
+	if env, err = settings.Env(); err != nil {
+		return nil, nil, fmt.Errorf("guard: the pod's env: %w", err)
 	}
 	maps.Copy(env, spec.PodEnv)
 	clientPEM, err := r.key.PrivatePEM(r.rec.PodName)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	r.rec.ClientKey = PEM(clientPEM)
-	r.save()
-	r.warnUnguarded(ctx)
-	if host != nil {
-		if err := r.hostSecret(ctx, host); err != nil {
-			return nil, err
-		}
-	}
+	return host, env, nil
+}
 
+// createRequest is the pod's create call, the bootstrap its entrypoint.
+func createRequest(spec Spec, name string, env map[string]string) runpod.CreatePodRequest {
 	req := runpod.CreatePodRequest{
-		Name: r.rec.PodName, Image: spec.Image, GPUCount: spec.GPUCount,
+		Name: name, Image: spec.Image, GPUCount: spec.GPUCount,
 		Cloud: spec.Cloud, ContainerDiskGB: spec.DiskGB, MinCUDA: spec.cudaFloor(),
 		Ports: []string{"22/tcp"}, Env: env, RegistryAuthID: spec.RegistryAuthID,
 		// The bootstrap is the entrypoint: the image's own ENTRYPOINT, which
@@ -191,6 +230,13 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 	if spec.NetworkVolumeID != "" {
 		req.NetworkVolume = &runpod.NetworkMount{VolumeID: spec.NetworkVolumeID, Path: spec.VolumePath}
 	}
+	return req
+}
+
+// create tries the GPU types in order, and waits for capacity between
+// rounds when the Spec allows it, until a pod is up or the launch stops.
+func (r *Run) create(ctx context.Context, spec Spec, settings podenv.Settings, req runpod.CreatePodRequest, cands []candidate, host *podssh.Key, volDC string, now time.Time) (*Run, error) {
+	var err error
 	w := &capacityWait{limit: spec.CapacityWait, start: now, deadlineAsked: spec.Deadline}
 	if !spec.DeadlineFromCreate {
 		w.deadline = spec.Deadline
@@ -211,7 +257,7 @@ func launch(ctx context.Context, c api, spec Spec, opts ...Option) (*Run, error)
 				return nil, r.createFailed(ctx, r.noneLeft(r.rec.Attempts[from:], err))
 			case errors.As(err, new(*createError)):
 				return nil, r.createFailed(ctx, errors.Unwrap(err))
-			case ctx.Err() != nil && cfg.detachOnCancel:
+			case ctx.Err() != nil && r.cfg.detachOnCancel:
 				r.Detach()
 				return r, err
 			case ctx.Err() != nil:
