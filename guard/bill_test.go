@@ -108,7 +108,7 @@ func TestBillDue(t *testing.T) {
 // Remove reads the run's bill once its pod is deleted.
 func TestRemoveReadsTheBill(t *testing.T) {
 	srv, clock, c, rec := billWorld(t)
-	got, res, err := remove(context.Background(), c, rec, withClock(&manualClock{clock}))
+	got, res, err := remove(context.Background(), c, rec, false, withClock(&manualClock{clock}))
 	if err != nil || res != runpod.Deleted {
 		t.Fatalf("remove = %v, %v", res, err)
 	}

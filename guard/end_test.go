@@ -225,7 +225,7 @@ func TestACollectedRunEndsDone(t *testing.T) {
 	}
 	t.Run("remove", func(t *testing.T) {
 		h, rec := collected(t)
-		got, _, err := remove(ctx, h.api, rec, h.options()...)
+		got, _, err := remove(ctx, h.api, rec, false, h.options()...)
 		if err != nil || got.Phase != PhaseDone {
 			t.Errorf("remove: phase %s, %v", got.Phase, err)
 		}

@@ -22,7 +22,7 @@ var (
 	ErrCollect           = errors.New("guard: the results could not be collected")
 	ErrNoPod             = errors.New("guard: the run has no pod") // or not listed any more
 	ErrDeleteUnconfirmed = errors.New("guard: the pod's delete is not confirmed")
-	ErrNotCollected      = errors.New("guard: the run's results were not collected") // Remove of a started run (WithForce)
+	ErrNotCollected      = errors.New("guard: the run's results were not collected") // Remove of a started run (force)
 	ErrNoOutputs         = errors.New("guard: the job left no outputs")              // Results.RequireOutputs
 	ErrNotAbandoned      = errors.New("guard: the pod is not provably abandoned")
 	ErrEnforced          = errors.New("guard: the client enforced its watchdog's rule")

@@ -21,7 +21,6 @@ type config struct {
 	verdictTimeout time.Duration
 	leave          bool
 	detachOnCancel bool
-	force          bool
 	save           func(Record) error
 	podLog         io.Writer
 	// pull is Recover.PullEvery's; prior the attempts of a run's earlier
@@ -111,9 +110,6 @@ func WithDetachOnCancel() Option { return func(c *config) { c.detachOnCancel = t
 // its extension, the stalled rule SnapshotWait after its snapshot was
 // asked), so that its checkpoint outlives the pod.
 func WithEarlyResults(dir string) Option { return func(c *config) { c.early = dir } }
-
-// WithForce makes Remove delete a pod whose results were not collected.
-func WithForce() Option { return func(c *config) { c.force = true } }
 
 // WithSave calls f with each new Record, for Attach; its errors are warnings.
 func WithSave(f func(Record) error) Option { return func(c *config) { c.save = f } }

@@ -137,12 +137,12 @@ func (r *Run) deleteSecret(ctx context.Context) {
 }
 
 // Remove deletes a run's pod and secret without connecting to the pod; a
-// started run with uncollected results needs WithForce (ErrNotCollected).
-func Remove(ctx context.Context, c *runpod.Client, rec Record, opts ...Option) (Record, runpod.DeleteResult, error) {
-	return remove(ctx, c, rec, opts...)
+// started run with uncollected results needs force (else ErrNotCollected).
+func Remove(ctx context.Context, c *runpod.Client, rec Record, force bool, opts ...Option) (Record, runpod.DeleteResult, error) {
+	return remove(ctx, c, rec, force, opts...)
 }
 
-func remove(ctx context.Context, c api, rec Record, opts ...Option) (Record, runpod.DeleteResult, error) {
+func remove(ctx context.Context, c api, rec Record, force bool, opts ...Option) (Record, runpod.DeleteResult, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
 		o(&cfg)
@@ -165,7 +165,7 @@ func remove(ctx context.Context, c api, rec Record, opts ...Option) (Record, run
 	if err := r.findPod(ctx); err != nil && !errors.Is(err, ErrNoPod) {
 		return r.rec, runpod.NotDeleted, err
 	}
-	if !cfg.force && !rec.JobStarted.IsZero() && rec.Collected.IsZero() && r.rec.PodID != "" {
+	if !force && !rec.JobStarted.IsZero() && rec.Collected.IsZero() && r.rec.PodID != "" {
 		// The job may still run, and its results are on the pod only.
 		pod, err := r.lookPod(ctx)
 		if err == nil && !podEnded(pod.Status) {

@@ -18,7 +18,7 @@ func TestRemove(t *testing.T) {
 	h := newHarness(t, look{st: ready})
 	rec := launched(t, h)
 	rec.PodID = "" // found by name
-	got, res, err := remove(context.Background(), h.api, rec, h.options()...)
+	got, res, err := remove(context.Background(), h.api, rec, false, h.options()...)
 	if err != nil || res != runpod.Deleted {
 		t.Fatalf("remove = %v, %v", res, err)
 	}
@@ -50,7 +50,7 @@ func TestRemoveRefusesARecordOfAnotherRun(t *testing.T) {
 			rec := launched(t, h)
 			h.api.secrets["someone_elses"] = "x"
 			tc.edit(&rec, h.api)
-			_, res, err := remove(context.Background(), h.api, rec, h.options()...)
+			_, res, err := remove(context.Background(), h.api, rec, false, h.options()...)
 			if !errors.Is(err, ErrRecordMismatch) || res != runpod.NotDeleted {
 				t.Fatalf("remove = %v, %v; want ErrRecordMismatch", res, err)
 			}
@@ -62,28 +62,28 @@ func TestRemoveRefusesARecordOfAnotherRun(t *testing.T) {
 }
 
 // Remove refuses a run whose job was started and whose results were not
-// collected while its pod is up: the results would go with it. WithForce,
+// collected while its pod is up: the results would go with it. force,
 // collected results, or a pod that no longer runs let it delete.
 func TestRemoveRefusesUncollectedResults(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		edit    func(*Record, *fakeAPI)
-		opts    []Option
+		force   bool
 		refused bool
 	}{
-		{"job started", func(r *Record, a *fakeAPI) {}, nil, true},
-		{"job started, forced", func(r *Record, a *fakeAPI) {}, []Option{WithForce()}, false},
-		{"results collected", func(r *Record, a *fakeAPI) { r.Collected = t0 }, nil, false},
-		{"pod exited", func(r *Record, a *fakeAPI) { a.status = runpod.StatusExited }, nil, false},
-		{"pod gone", func(r *Record, a *fakeAPI) { a.gone = true }, nil, false},
-		{"no job", func(r *Record, a *fakeAPI) { r.JobStarted = time.Time{} }, nil, false},
+		{"job started", func(r *Record, a *fakeAPI) {}, false, true},
+		{"job started, forced", func(r *Record, a *fakeAPI) {}, true, false},
+		{"results collected", func(r *Record, a *fakeAPI) { r.Collected = t0 }, false, false},
+		{"pod exited", func(r *Record, a *fakeAPI) { a.status = runpod.StatusExited }, false, false},
+		{"pod gone", func(r *Record, a *fakeAPI) { a.gone = true }, false, false},
+		{"no job", func(r *Record, a *fakeAPI) { r.JobStarted = time.Time{} }, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, look{st: ready})
 			rec := launched(t, h)
 			rec.JobStarted = t0
 			tc.edit(&rec, h.api)
-			_, res, err := remove(context.Background(), h.api, rec, h.options(tc.opts...)...)
+			_, res, err := remove(context.Background(), h.api, rec, tc.force, h.options()...)
 			deletes := h.api.count("DeletePod")
 			if tc.refused {
 				if !errors.Is(err, ErrNotCollected) || res != runpod.NotDeleted || deletes != 0 {

@@ -119,6 +119,6 @@ func follow() {
 // the results were collected the watchdog may have deleted the pod
 // already, and a pod already gone is no error.
 func remove() {
-	_, _, err := guard.Remove(ctx, client(), must(guard.LoadRecord(record)), opts...)
+	_, _, err := guard.Remove(ctx, client(), must(guard.LoadRecord(record)), false, opts...)
 	check(err)
 }

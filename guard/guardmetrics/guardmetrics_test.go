@@ -45,7 +45,7 @@ func TestMetricsOfRuns(t *testing.T) {
 	rec := guard.Record{ID: id, PodName: podenv.PodName(id), SecretName: podenv.HostKeySecretName(id), PodID: p.ID,
 		CostPerHr: p.CostPerHr, BillingStart: clock.Now().Add(-time.Hour), Phase: guard.PhaseDetached}
 	m.Record(guard.Record{ID: "other", Phase: guard.PhaseRunning})
-	got, _, err := guard.Remove(ctx, c, rec, guard.WithEvents(m.Observe),
+	got, _, err := guard.Remove(ctx, c, rec, false, guard.WithEvents(m.Observe),
 		guard.WithSave(m.Save(func(guard.Record) error { saved++; return nil })))
 	if err != nil || got.Phase != guard.PhaseRemoved || saved == 0 {
 		t.Fatalf("remove: %v, phase %s, %d saves", err, got.Phase, saved)

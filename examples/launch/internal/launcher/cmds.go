@@ -409,11 +409,7 @@ func (a *app) rmEvents(id string) guard.Option {
 
 // remove deletes a run's pod and secret without following it.
 func (a *app) remove(ctx context.Context, r *state.Run, force bool) error {
-	opts := []guard.Option{a.rmEvents(r.ID), guard.WithLogger(a.logger)}
-	if force {
-		opts = append(opts, guard.WithForce())
-	}
-	rec, res, err := guard.Remove(ctx, a.api, r.Record, opts...)
+	rec, res, err := guard.Remove(ctx, a.api, r.Record, force, a.rmEvents(r.ID), guard.WithLogger(a.logger))
 	r.Record = rec
 	if serr := a.store.Save(r); serr != nil {
 		return serr
