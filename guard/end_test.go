@@ -413,3 +413,17 @@ func TestTheClientEnforcesOnAHungVolume(t *testing.T) {
 		t.Errorf("%d pod deletes, phase %s", n, r.Record().Phase)
 	}
 }
+
+// A Delete under a live context is not bounded by the teardown's time:
+// that bound starts when the context ends. A crowd's deletes may wait
+// minutes for the API's quota, and 19 of 200 runs under the quota failed
+// at their delete when the bound counted from its start (issue 42).
+func TestDeleteBoundStartsAtTheContextsEnd(t *testing.T) {
+	h := newHarness(t, look{st: ready})
+	// A bound that is over at once, were it counted from the start.
+	r := h.mustStart(h.spec(), func(c *config) { c.teardown = 0 })
+	res, err := r.Delete(context.Background())
+	if err != nil || res != runpod.Deleted {
+		t.Fatalf("Delete under a live context = %v, %v; want it deleted", res, err)
+	}
+}

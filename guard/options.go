@@ -45,10 +45,12 @@ type config struct {
 	// that ignores the lease takes the pod (WithEarlyResults).
 	early string
 
-	// Test seams: the clock, the SSH side and the catalog's cache.
-	clock clock
-	dial  dialFunc
-	stock *stockCache
+	// Test seams: the clock, the SSH side and the catalog's cache; the
+	// bound of a delete after its context ended.
+	clock    clock
+	dial     dialFunc
+	stock    *stockCache
+	teardown time.Duration
 }
 
 func defaultConfig() config {
@@ -62,6 +64,7 @@ func defaultConfig() config {
 		clock:          realClock{},
 		dial:           dialSSH,
 		stock:          processStock,
+		teardown:       teardownTimeout,
 	}
 }
 

@@ -19,15 +19,33 @@ func (r *Run) Delete(ctx context.Context) (runpod.DeleteResult, error) {
 	return r.teardownCtx(ctx, r.endPhase(PhaseFailed))
 }
 
-// teardown deletes the pod and the secret, whatever ctx says.
+// teardown deletes the pod and the secret, for at most teardownTimeout.
 func (r *Run) teardown(phase Phase) runpod.DeleteResult {
-	res, _ := r.teardownCtx(context.Background(), phase)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	res, _ := r.teardownCtx(ctx, phase)
 	return res
 }
 
+// teardownCtx deletes the pod and the secret, whatever ctx says: for as
+// long as ctx lasts (a crowd's deletes may wait minutes for the API's
+// quota), then for teardownTimeout more.
 func (r *Run) teardownCtx(ctx context.Context, phase Phase) (runpod.DeleteResult, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
+	dctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
+	started := make(chan struct{})
+	var bound *time.Timer
+	stop := context.AfterFunc(ctx, func() {
+		bound = time.AfterFunc(r.cfg.teardown, cancel)
+		close(started)
+	})
+	defer func() {
+		if !stop() {
+			<-started
+			bound.Stop()
+		}
+	}()
+	ctx = dctx
 	res, err := r.deletePod(ctx)
 	r.dropConn()
 	r.deleteSecret(ctx)
