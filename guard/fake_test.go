@@ -79,6 +79,8 @@ type fakeClock struct {
 	park  time.Duration
 	wake  chan struct{}
 	trace *trace
+	// parked, when set, gets a token as a sleep parks.
+	parked chan struct{}
 }
 
 func (c *fakeClock) Now() time.Time {
@@ -92,6 +94,12 @@ func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
 		return err
 	}
 	if c.park > 0 && d == c.park {
+		if c.parked != nil {
+			select {
+			case c.parked <- struct{}{}:
+			default:
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -609,5 +610,57 @@ func TestALostPodIsSeenAtThePollPace(t *testing.T) {
 	if waited > testPoll+time.Second {
 		t.Errorf("the pod was read again %s after the first refused dial, want at most the poll (%s) and a second:\n%s",
 			waited, testPoll, strings.Join(lines, "\n"))
+	}
+}
+
+// The pause between two looks ends when the connection does: a lost
+// connection may be a lost pod, and waiting out --poll before the next
+// look delayed a recovery by up to that much.
+func TestFollowNoticesALostConnectionAtOnce(t *testing.T) {
+	h := newHarness(t, look{st: ready}, look{st: running}, look{st: running}, look{st: exited(0)})
+	var mu sync.Mutex
+	var conns []*fakeConn
+	dial := func(ctx context.Context, tg podssh.Target) (conn, error) {
+		c, err := h.dial(ctx, tg)
+		if fc, ok := c.(*fakeConn); ok {
+			mu.Lock()
+			conns = append(conns, fc)
+			mu.Unlock()
+		}
+		return c, err
+	}
+	// Looks a lease apart: every pause between them parks until woken.
+	r := h.mustStart(h.spec(), WithPoll(testLease), withDial(dial))
+	h.clk.parked = make(chan struct{}, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	ended := make(chan error, 1)
+	go func() {
+		_, err := r.Follow(ctx, io.Discard)
+		ended <- err
+	}()
+	defer func() {
+		cancel()
+		<-ended
+	}()
+	select {
+	case <-h.clk.parked:
+	case <-time.After(time.Minute):
+		t.Fatal("the follow never paused")
+	}
+	mu.Lock()
+	conns[len(conns)-1].Close()
+	mu.Unlock()
+	select {
+	case <-h.clk.parked:
+		// The next pause, on the new connection: the lost one ended
+		// the pause it was in.
+	case err := <-ended:
+		ended <- err
+		t.Fatalf("Follow ended: %v", err)
+	case <-time.After(time.Minute):
+		t.Fatal("the pause did not end with the connection")
+	}
+	if n := h.dialCount(); n != 2 {
+		t.Errorf("%d dials, want 2 (launch, reconnect)", n)
 	}
 }
