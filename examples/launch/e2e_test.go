@@ -190,7 +190,12 @@ func TestAttachAfterKill(t *testing.T) {
 	before := p.stdout.String()
 
 	// The end meets API errors: the delete call fails once (terminate
-	// takes over), the secret's delete fails (rm finishes it).
+	// takes over), the secret's delete fails (rm finishes it). The pod's
+	// own key is refused every way meanwhile: its watchdog deletes the
+	// pod as soon as the results are marked retrieved, and would else
+	// race the launcher's delete (and win it on a busy machine).
+	w.srv.Fail("DELETE", "/v2/pods/"+r.PodID, runpodtest.Fault{Status: 400, Caller: r.PodID, Times: -1})
+	w.srv.Fail("POST", "/v2/pods/"+r.PodID+"/action", runpodtest.Fault{Status: 400, Caller: r.PodID, Times: -1})
 	w.srv.Fail("DELETE", "/v2/pods/"+r.PodID, runpodtest.Fault{Status: 400, Caller: runpodtest.CallerAccount})
 	w.srv.Fail("DELETE", "/v2/account/secrets/*", runpodtest.Fault{Status: 400})
 	a := w.run("attach", r.ID)
