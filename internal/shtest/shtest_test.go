@@ -84,19 +84,14 @@ func TestGroupKilledOnCleanup(t *testing.T) {
 
 func TestProcSignalAndExit(t *testing.T) {
 	sh, _ := Lookup("bash")
-	p := Start(t, sh, `trap 'echo term; exit 7' TERM; while :; do sleep 0.05; done`, Opts{})
-	time.Sleep(100 * time.Millisecond) // let the trap be installed
-	Eventually(t, 10*time.Second, func() bool {
-		_ = p.Signal(syscall.SIGTERM)
-		select {
-		case <-p.Done():
-			return true
-		case <-time.After(200 * time.Millisecond):
-			return false
-		}
-	}, "no exit after TERM")
-	if p.ExitCode() != 7 || p.Stdout() != "term\n" {
-		t.Errorf("code %d stdout %q", p.ExitCode(), p.Stdout())
+	p := Start(t, sh, `trap 'echo term; exit 7' TERM; echo ready; while :; do sleep 0.05; done`, Opts{})
+	// The trap is installed once the script says so.
+	Eventually(t, time.Minute, func() bool { return p.Stdout() != "" || p.Exited() }, "the script never started")
+	if err := p.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.Wait(t, time.Minute); code != 7 || p.Stdout() != "ready\nterm\n" {
+		t.Errorf("code %d stdout %q", code, p.Stdout())
 	}
 }
 
