@@ -112,17 +112,19 @@ func TestStallOutputsFileHoldsTheJob(t *testing.T) {
 
 // A silent job whose processes use at least a tenth of a core (a
 // compile, a download, a save) is moving; one that uses less is stuck.
-// The processes are a table the watchdog reads (OVERBRAINER_PROC): one
-// of the job's group whose CPU time the clock's ticks move, a core's
-// worth or a twentieth of one, and one of another group that burns a
-// core, which does not count.
+// The processes are a table the watchdog reads (OVERBRAINER_PROC) whose
+// CPU time the clock's ticks move: busy, one of the job's group (in
+// another session) and one of the job's session (in another group), at
+// 8% of a core each, which only counted together reach the tenth; idle,
+// one of the job's group at a twentieth of a core. Beside them one of
+// another group and session burns a core, which does not count.
 func TestStallCPUHoldsTheJob(t *testing.T) {
 	t.Parallel()
 	shtest.ForEach(t, func(t *testing.T, sh shtest.Shell) {
 		for _, tc := range []struct {
 			name  string
-			ticks string // CPU ticks of the job's process per fake second (100: a core)
-		}{{"busy", "100"}, {"idle", "5"}} {
+			ticks string // CPU ticks of each of the job's processes per fake second (100: a core)
+		}{{"busy", "8"}, {"idle", "5"}} {
 			t.Run(tc.name, func(t *testing.T) {
 				p := newPod(t, sh)
 				c := p.fakeClock(fakeT0)
@@ -135,18 +137,23 @@ func TestStallCPUHoldsTheJob(t *testing.T) {
 				}
 				proc := t.TempDir()
 				p.setEnv("OVERBRAINER_PROC", proc)
-				stat := func(pid, group int, cpu string) string {
+				stat := func(pid, group, session int, cpu string) string {
 					dir := filepath.Join(proc, strconv.Itoa(pid))
 					if err := os.MkdirAll(dir, 0o755); err != nil {
 						t.Fatal(err)
 					}
 					return fmt.Sprintf(`printf '%d (py thon) R 1 %d %d 0 -1 4194560 1 2 3 4 %%d 0 0 0 20 0 1 0 777 1000 10\n' %s > %q`,
-						pid, group, group, cpu, filepath.Join(dir, "stat"))
+						pid, group, session, cpu, filepath.Join(dir, "stat"))
 				}
 				// CPU time since the clock's start, in ticks: small numbers,
 				// as mksh's 32 bits need.
 				since := "(t - " + strconv.FormatInt(fakeT0*100, 10) + ")"
-				c.onTick(stat(pgid+1, pgid, "$(("+since+" * "+tc.ticks+" / 100))") + "; " + stat(pgid+2, pgid+2, "$(("+since+"))"))
+				job := "$((" + since + " * " + tc.ticks + " / 100))"
+				tick := stat(pgid+1, pgid, pgid+1, job) + "; " + stat(pgid+2, pgid+2, pgid+2, "$(("+since+"))")
+				if tc.name == "busy" {
+					tick += "; " + stat(pgid+3, pgid+3, pgid, job)
+				}
+				c.onTick(tick)
 				if tc.name == "idle" {
 					p.start()
 					p.deleted(watchdog.DeleteStalled)

@@ -978,9 +978,10 @@ ssh_title() {
   return 1
 }
 
-# proc_fields FILE: sets $proc_pid, $proc_ppid, $proc_pgrp, $proc_start and
-# $proc_cpu (utime.stime.cutime.cstime) from FILE, a /proc/PID/stat; fails
-# when it cannot be read.
+# proc_fields FILE: sets $proc_pid, $proc_ppid, $proc_pgrp, $proc_session,
+# $proc_start and $proc_cpu (utime.stime.cutime.cstime) from FILE, a
+# /proc/PID/stat; fails when it cannot be read. The one parser of that
+# line, for pod_scan and cpu_moved.
 proc_fields() {
   proc_line=
   read -r proc_line 2>/dev/null <"$1" || return 1
@@ -991,6 +992,7 @@ proc_fields() {
   [ "$#" -ge 20 ] || return 1
   proc_ppid=$2
   proc_pgrp=$3
+  proc_session=$4
   proc_cpu=${12}.${13}.${14}.${15}
   proc_start=${20}
 }
@@ -1346,7 +1348,7 @@ outputs_moved() {
 }
 
 # cpu_moved: the job's processes (those of its process group or session,
-# read from /proc with the shell's own read, as ssh_sessions does) used at
+# read from /proc by proc_fields, with the shell's own read) used at
 # least a tenth of a core since the look before: user and system time,
 # their waited-for children's included (a loop of short commands). The
 # first look only takes the measure. /proc counts in USER_HZ ticks, 100 a
@@ -1356,14 +1358,13 @@ cpu_moved() {
   [ -n "$job_pgid" ] || return 1
   cpu=0
   for proc_file in "$PROC"/[0-9]*/stat; do
-    proc_line=
-    read -r proc_line 2>/dev/null <"$proc_file" || continue
-    # shellcheck disable=SC2086 # the fields are numbers and a state letter
-    set -- ${proc_line##*) }
-    [ "$#" -ge 15 ] || continue
-    [ "$3" = "$job_pgid" ] || [ "$4" = "$job_pgid" ] || continue
-    for t in "${12}" "${13}" "${14}" "${15}"; do
-      number "$t" && cpu=$((cpu + number))
+    proc_fields "$proc_file" || continue
+    [ "$proc_pgrp" = "$job_pgid" ] || [ "$proc_session" = "$job_pgid" ] || continue
+    # The four ticks of $proc_cpu, each ended by a dot.
+    t=$proc_cpu.
+    while [ -n "$t" ]; do
+      number "${t%%.*}" && cpu=$((cpu + number))
+      t=${t#*.}
     done
   done
   was=$cpu_was
