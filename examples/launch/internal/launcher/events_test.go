@@ -87,3 +87,13 @@ func TestVerdictTextExplains(t *testing.T) {
 		t.Errorf("a failed probe explained as %q", got)
 	}
 }
+
+// A recovery with nothing to resume from does not blame --pull-every when
+// pulls were made: their outputs held nothing, so it names where a job
+// keeps what it resumes from.
+func TestRecoverFromNothingSaysWhere(t *testing.T) {
+	got := recoverText(guard.Event{Kind: guard.EventRecovering, N: 1, Of: 1})
+	if strings.Contains(got, "no outputs were pulled") || !strings.Contains(got, "$OVERBRAINER_OUTPUTS") {
+		t.Errorf("%q: want no claim that nothing was pulled, and where the job keeps its checkpoints", got)
+	}
+}

@@ -29,7 +29,10 @@ func recoverFrom(e guard.Event) string {
 	case e.Dir != "":
 		return "from the outputs in " + e.Dir + " (no snapshot.json says which step)"
 	}
-	return "from its beginning (no outputs were pulled: see --pull-every)"
+	// No pull was made, or none held a file (or a whole checkpoint):
+	// the event does not say which, so the words fit both.
+	return "from its beginning: no pull of its outputs held anything to resume from " +
+		"(a job keeps its checkpoints in $OVERBRAINER_OUTPUTS; --pull-every pulls them while it runs)"
 }
 
 // resumeText says what a job resumes from: the step its snapshot.json
