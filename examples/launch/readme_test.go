@@ -30,20 +30,28 @@ func readme(t *testing.T) string {
 // marker line (an HTML comment naming the test that checks it).
 func readmeSample(t *testing.T, marker string) string {
 	t.Helper()
+	return readmeBlock(t, marker, "text")
+}
+
+// readmeBlock is the README's first block fenced as lang after the marker
+// line (an HTML comment naming the test that checks it).
+func readmeBlock(t *testing.T, marker, lang string) string {
+	t.Helper()
 	s := readme(t)
 	i := strings.Index(s, marker)
 	if i < 0 {
 		t.Fatalf("the README has no %q", marker)
 	}
 	s = s[i:]
-	start := strings.Index(s, "```text\n")
+	fence := "```" + lang + "\n"
+	start := strings.Index(s, fence)
 	if start < 0 {
-		t.Fatalf("no ```text block after %q", marker)
+		t.Fatalf("no %s block after %q", fence, marker)
 	}
-	s = s[start+len("```text\n"):]
+	s = s[start+len(fence):]
 	end := strings.Index(s, "```\n")
 	if end < 0 {
-		t.Fatal("the README's sample block does not end")
+		t.Fatalf("the README's %s block after %q does not end", lang, marker)
 	}
 	return s[:end]
 }

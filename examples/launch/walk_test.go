@@ -1,0 +1,88 @@
+package main_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/overbrainer/overbrainer-go/internal/shtest"
+)
+
+// sketchPrelude is what the README's Python sketch leaves to its user: a
+// model that counts its steps, its save and load, and a training step.
+const sketchPrelude = `import json, time
+total = 100000
+model = {"step": 0}
+
+def save(model, path):
+    with open(path, "w") as f:
+        json.dump(model, f)
+
+def load(model, path):
+    with open(path) as f:
+        model.update(json.load(f))
+    return model["step"]
+
+def train_step(model):
+    time.sleep(0.2)
+    model["step"] += 1
+    return 1.0 / model["step"]
+
+`
+
+// The README's path for a job of one's own, walked as a newcomer does: its
+// Python sketch (the block itself, so that an edit that breaks it fails
+// here) as the job, kept in a run file, run with run -f; stop from
+// another terminal, and the launcher says the job proved its checkpoint
+// for the request; logs shows the job's output.
+func TestReadmeJobSketch(t *testing.T) {
+	t.Parallel()
+	shtest.NeedTool(t, "python3")
+	w := newWorld(t)
+	dir := t.TempDir()
+	sketch := readmeBlock(t, "<!-- TestReadmeJobSketch", "python")
+	if err := os.Mkdir(filepath.Join(dir, "my-job"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "my-job", "train.py"), []byte(sketchPrelude+sketch), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runFile := "job: my-job\ncmd: python3 train.py\nmax-hours: 1\nmax-cost-usd: 1\n"
+	if err := os.WriteFile(filepath.Join(dir, "run.yaml"), []byte(runFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	p := w.start(args([]string{"run", "-f", filepath.Join(dir, "run.yaml")}, fast)...)
+	p.waitOutput("step 2/100000 loss ", patience) // printed unbuffered, as it ran
+	r := w.onlyRun()
+	if s := w.run("stop", r.ID); s.code != 0 {
+		t.Fatalf("stop: exit %d\n%s", s.code, s.stderr)
+	}
+	if code := p.wait(patience); code != 0 {
+		t.Fatalf("run: exit %d", code)
+	}
+	mustContain(t, "run stderr", p.stderr.String(), "the job checkpointed on request (stop): step ", "(ckpt.pt, stop)", "results downloaded")
+
+	var proof struct {
+		Checkpoint, Reason string
+		Step               int
+	}
+	b, err := os.ReadFile(filepath.Join(r.OutDir, "outputs", "snapshot.json"))
+	if err == nil {
+		err = json.Unmarshal(b, &proof)
+	}
+	if err != nil || proof.Checkpoint != "ckpt.pt" || proof.Reason != "stop" || proof.Step < 2 {
+		t.Errorf("the collected proof %s (%v): want ckpt.pt, stop, step 2 or more", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(r.OutDir, "outputs", "ckpt.pt")); err != nil {
+		t.Errorf("the checkpoint was not collected: %v", err)
+	}
+
+	logs := w.run("logs", r.ID)
+	if logs.code != 0 {
+		t.Fatalf("logs: exit %d\n%s", logs.code, logs.stderr)
+	}
+	mustContain(t, "logs", logs.stdout.String(), "step 1/100000 loss 1.000\n", "step 2/100000 loss 0.500\n")
+	w.assertClean()
+}
