@@ -86,3 +86,27 @@ func TestReadmeJobSketch(t *testing.T) {
 	mustContain(t, "logs", logs.stdout.String(), "step 1/100000 loss 1.000\n", "step 2/100000 loss 0.500\n")
 	w.assertClean()
 }
+
+// cancel of a run that run follows in another terminal, as the README's
+// list of commands invites, says what to do instead of only refusing:
+// stop works alongside, and the following launcher must end first for
+// the rest.
+func TestCancelWhileFollowedSaysHow(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	p := w.start(args([]string{"run"}, fast, demo(600))...)
+	p.waitOutput("step 2/600", patience)
+	r := w.onlyRun()
+	c := w.run("cancel", r.ID)
+	if c.code != 1 {
+		t.Errorf("cancel: exit %d, want 1", c.code)
+	}
+	mustContain(t, "cancel stderr", c.stderr.String(), "another launcher is following run "+r.ID, "launch stop "+r.ID, "Ctrl-C")
+	if s := w.run("stop", r.ID); s.code != 0 {
+		t.Fatalf("stop: exit %d\n%s", s.code, s.stderr)
+	}
+	if code := p.wait(patience); code != 0 {
+		t.Fatalf("run: exit %d", code)
+	}
+	w.assertClean()
+}

@@ -79,7 +79,7 @@ pod and the secret.`
 	if err != nil {
 		return err
 	}
-	lock, err := a.store.TryLock(id)
+	lock, err := a.lockRun(id, name)
 	if stop && errors.Is(err, state.ErrBusy) {
 		// run or attach follows it in another terminal: the stop request
 		// is enough, that launcher collects.
@@ -126,6 +126,27 @@ pod and the secret.`
 	}
 	return err
 }
+
+// lockRun takes run id's lock for the command verb; a run that another
+// launcher follows is refused saying what works instead (a followedError).
+func (a *app) lockRun(id, verb string) (*state.Lock, error) {
+	lock, err := a.store.TryLock(id)
+	if errors.Is(err, state.ErrBusy) {
+		return nil, followedError{id: id, verb: verb}
+	}
+	return lock, err
+}
+
+// followedError is state.ErrBusy in words: what to do about it.
+type followedError struct{ id, verb string }
+
+func (e followedError) Error() string {
+	return fmt.Sprintf("another launcher is following run %s (run or attach, in another terminal): "+
+		"launch stop %s asks its job to checkpoint alongside it; to %s it here, end that launcher first (Ctrl-C detaches it)",
+		e.id, e.id, e.verb)
+}
+
+func (e followedError) Unwrap() error { return state.ErrBusy }
 
 // stopFollowed asks the job of a run that another launcher follows for a
 // checkpoint. It saves nothing: the run's state is that launcher's.
@@ -381,7 +402,7 @@ func (a *app) rmRun(ctx context.Context, id string, force bool) error {
 	if err != nil {
 		return err
 	}
-	lock, err := a.store.TryLock(id)
+	lock, err := a.lockRun(id, "rm")
 	if err != nil {
 		return err
 	}

@@ -80,7 +80,7 @@ later), collects what there is, deletes the pod (unless --keep-pod).`)
 	if err != nil {
 		return err
 	}
-	lock, err := a.store.TryLock(r.ID)
+	lock, err := a.lockRun(r.ID, "cancel")
 	if err != nil {
 		return err
 	}
