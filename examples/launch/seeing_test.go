@@ -160,6 +160,7 @@ func TestLocalServerLosesAPodForRecovery(t *testing.T) {
 	mustContain(t, "run stderr", p.stderr.String(), "recovering (1 of 1)")
 	mustContain(t, "run stdout", p.stdout.String(), "training done")
 	mustContain(t, "local-server stderr", srv.stderr.String(), "on purpose: its host failed (--lose-after)")
+	assertReadmeLines(t, readmeSample(t, "<!-- TestLocalServerLosesAPodForRecovery"), p.stdout.String()+p.stderr.String())
 	if n := strings.Count(srv.stderr.String(), "on purpose"); n != 1 {
 		t.Errorf("%d pods lost, want the run's first only", n)
 	}
@@ -178,4 +179,5 @@ func TestLocalServerRestartsAPodForRecovery(t *testing.T) {
 	}
 	mustContain(t, "run stderr", p.stderr.String(), "recovering (1 of 1)", "the job starts again on the same pod")
 	mustContain(t, "local-server stderr", srv.stderr.String(), "on purpose: its container restarted (--lose-after)")
+	assertReadmeLines(t, readmeSample(t, "<!-- TestLocalServerRestartsAPodForRecovery"), p.stdout.String()+p.stderr.String())
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
@@ -109,4 +111,37 @@ func TestCancelWhileFollowedSaysHow(t *testing.T) {
 		t.Fatalf("run: exit %d", code)
 	}
 	w.assertClean()
+}
+
+// wordsOnly keeps a line's words: its numbers, a pod's id, a run's id
+// and the directory before a run's pulls are what differ from run to run.
+var wordsOnly = []struct {
+	re   *regexp.Regexp
+	with string
+}{
+	{regexp.MustCompile(`\bpod [a-z0-9]{6,14}\b`), "pod POD"},
+	{regexp.MustCompile(`\b\d{8}-\d{6}-[0-9a-f]{4}\b`), "RUN"},
+	{regexp.MustCompile(`\S*/pulls/`), ".../pulls/"},
+	{regexp.MustCompile(`\d+`), "N"},
+}
+
+// assertReadmeLines checks that each line of a README sample is a line of
+// out, both read by wordsOnly.
+func assertReadmeLines(t *testing.T, sample, out string) {
+	t.Helper()
+	words := func(line string) string {
+		for _, r := range wordsOnly {
+			line = r.re.ReplaceAllString(line, r.with)
+		}
+		return line
+	}
+	seen := map[string]bool{}
+	for line := range strings.Lines(out) {
+		seen[words(strings.TrimSuffix(line, "\n"))] = true
+	}
+	for line := range strings.Lines(sample) {
+		if w := words(strings.TrimSuffix(line, "\n")); !seen[w] {
+			t.Errorf("the README's line %q is not what a real run prints (read as %q):\n%s", line, w, out)
+		}
+	}
 }
