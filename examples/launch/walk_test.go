@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/overbrainer/overbrainer-go/internal/shtest"
@@ -143,5 +144,32 @@ func assertReadmeLines(t *testing.T, sample, out string) {
 		if w := words(strings.TrimSuffix(line, "\n")); !seen[w] {
 			t.Errorf("the README's line %q is not what a real run prints (read as %q):\n%s", line, w, out)
 		}
+	}
+}
+
+// While "launch run" follows a run in its in-process emulator, logs, ssh
+// and ls from another terminal (as the README's "See a run" has them) do
+// not call that emulator ended nor the pod gone: they say where the run
+// is seen, and how to see runs from other terminals.
+func TestInProcessRunSeenFromAnotherTerminal(t *testing.T) {
+	t.Parallel()
+	l := newLocal(t)
+	p := l.start(args([]string{"run"}, fast, demo(600))...)
+	p.waitOutput("step 2/600", patience)
+	id := l.runs()[0].ID
+	for _, cmd := range [][]string{{"logs", id}, {"ssh", id, "--", "true"}} {
+		c := l.run(cmd...)
+		if c.code != 1 || strings.Contains(c.stderr.String(), "has ended") {
+			t.Errorf("%s: exit %d, want 1 and no emulator said to have ended\n%s", cmd[0], c.code, c.stderr)
+		}
+		mustContain(t, cmd[0]+" stderr", c.stderr.String(), "in-process emulator of the launcher that started it", "launch local-server")
+	}
+	ls := l.run("ls")
+	if line := lineWith(ls.stdout.String(), id); strings.Contains(line, "gone") {
+		t.Errorf("ls says the running pod is gone: %q", line)
+	}
+	p.signal(syscall.SIGINT) // an in-process run collects and deletes on Ctrl-C
+	if code := p.wait(patience); code != 130 {
+		t.Errorf("run: exit %d after Ctrl-C, want 130", code)
 	}
 }

@@ -30,6 +30,11 @@ func (a *app) loadRun(id string) (*state.Run, error) {
 	if r.Local && a.local == nil {
 		return nil, fmt.Errorf("run %s lives in the local emulator: use --local", id)
 	}
+	if a.inOtherProcess(r) {
+		return nil, fmt.Errorf("run %s runs in the in-process emulator of the launcher that started it, which no other launcher can reach: "+
+			"see it in that launcher's terminal (Ctrl-C there collects and deletes); runs started while \"launch local-server\" runs "+
+			"can be seen with logs, ssh, stop and attach from other terminals", id)
+	}
 	if a.emulatorGone(r) {
 		return nil, fmt.Errorf("run %s lived in a local emulator that has ended (an in-process one ends with its launcher, a local-server with its Ctrl-C), "+
 			"and its pod with it: \"launch rm %s\" clears it; runs started while \"launch local-server\" runs can be attached", id, id)
@@ -228,6 +233,9 @@ run knows (orphans: "launch rm --all-orphans" removes them).`)
 			age = since(now.Sub(r.Created))
 		}
 		switch {
+		case a.inOtherProcess(r):
+			// Its pod is in the emulator of the launcher that follows it.
+			status = "in-process"
 		case live && r.Keep && stoppedStorage(pod, r.PodVolumeGB) != "":
 			// A kept pod its watchdog stopped: its pod volume bills on.
 			status, cost = dash(statusText(pod.Status)), stoppedStorage(pod, r.PodVolumeGB)

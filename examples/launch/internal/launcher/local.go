@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -69,7 +70,30 @@ func (a *app) inProcess() bool { return a.local != nil && !a.local.shared }
 // in-process one, or a local-server since stopped): this launcher talks to
 // another. The run's pod ended with it, and nothing more of it is billed.
 func (a *app) emulatorGone(r *state.Run) bool {
+	return a.otherEmulator(r) && !a.followed(r.ID)
+}
+
+// inOtherProcess says run r lives in the in-process emulator of the
+// launcher that follows it: up, and out of this launcher's reach.
+func (a *app) inOtherProcess(r *state.Run) bool {
+	return a.otherEmulator(r) && a.followed(r.ID)
+}
+
+// otherEmulator says run r was made in a local emulator other than the
+// one this launcher talks to.
+func (a *app) otherEmulator(r *state.Run) bool {
 	return r.Local && a.local != nil && r.APIURL != "" && r.APIURL != a.apiURL
+}
+
+// followed says a launcher holds run id's lock: it follows the run (and
+// an in-process emulator lives as long as that launcher).
+func (a *app) followed(id string) bool {
+	lock, err := a.store.TryLock(id)
+	if err != nil {
+		return errors.Is(err, state.ErrBusy)
+	}
+	lock.Unlock()
+	return false
 }
 
 func cmdLocalServer(ctx context.Context, a *app, args []string) error {
