@@ -43,11 +43,18 @@ func startWatchArgv(t *testing.T, argv, env []string) *Watcher {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := cmd.StdoutPipe()
+	// An os.Pipe rather than StdoutPipe: Wait closes a StdoutPipe as soon
+	// as the shell exits, which would cut off what a shell that exits at
+	// once (a missing run directory) wrote before it went.
+	out, wout, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	t.Cleanup(func() { out.Close() })
+	cmd.Stdout = wout
+	err = cmd.Start()
+	wout.Close()
+	if err != nil {
 		t.Fatal(err)
 	}
 	exited := make(chan error, 1)
