@@ -31,6 +31,7 @@ const (
 	KindStopped           = "stopped"            // method=stop, reason: a GET confirmed the pod stopped (EXITED), its volume still bills
 	KindStopping          = "stopping"           // signal: the watchdog got TERM or INT and exits
 	KindStallOver         = "stall_over"         // the job moved again after its stall snapshot was asked
+	KindClockUnreadable   = "clock_unreadable"   // how=failed|empty|garbled|never_read, at=start for the start's read: no rule acted on that read
 )
 
 // DeleteRight is what the watchdog's probe says of the pod key's right to

@@ -26,7 +26,8 @@
 #  - the job ended and nobody retrieved it within RETRIEVE_GRACE: delete,
 #    once the lease is LEASE_TTL old too (a client still downloading the
 #    results holds it), so at the later of the two;
-#  - no job started within BOOT_GRACE of the watchdog's start: delete;
+#  - no job started within BOOT_GRACE of the watchdog's start (its first
+#    clock read that worked): delete;
 #  - only when asked (STALL_AFTER, 0 by default: off): the job has not
 #    moved (output, progress, outputs, CPU; a busy GPU when asked) for STALL_AFTER,
 #    then SNAPSHOT_WAIT more after its snapshot was asked (stalled; not
@@ -51,6 +52,10 @@
 # abandoned rule counts from there. A client may start the lost job again in
 # its run directory (the start script's restart mode): once the cancelled
 # marker is gone and a new job.pid is there, the job runs again.
+#
+# No rule fires on a clock read that failed (date failing or printing no
+# Unix time): the tick logs clock_unreadable and deletes nothing, and the
+# next one reads the clock again (see start and clock_sync).
 #
 # Timing: the loop wakes every INTERVAL seconds, or sooner when one of the
 # time rules above falls due earlier, so each fires within a second or two of
@@ -96,6 +101,23 @@ VOLUME_USABLE=94
 DF=${OVERBRAINER_DF:-df}
 DU=${OVERBRAINER_DU:-du}
 
+# date_now: sets $date_s to date's Unix time, or empties it and fails when
+# date fails or prints anything else (nothing, a word, 0, a leading zero,
+# more than 10 digits), with $date_how saying which: failed, empty or
+# garbled. A builtin check, so that $number is left alone.
+date_now() {
+  date_how=
+  date_s=$(date +%s 2>/dev/null) || date_how=failed
+  case $date_how$date_s in
+    '') date_how=empty ;;
+    failed*) ;;
+    *[!0-9]* | 0* | ???????????*) date_how=garbled ;;
+    *) return 0 ;;
+  esac
+  date_s=
+  return 1
+}
+
 # log MSG: appends "<unix time> MSG" to the watchdog log, on the descriptor
 # opened once below (7). It never fails, so a full disk cannot stop the loop.
 # The time is the watchdog's clock (log_now) once it is defined; the
@@ -104,7 +126,8 @@ log() {
   if [ -n "${clock_ready:-}" ]; then
     log_now
   else
-    logged_at=$(date +%s 2>/dev/null) || logged_at=0
+    logged_at=0
+    ! date_now || logged_at=$date_s
   fi
   printf '%s %s\n' "$logged_at" "$1" 2>/dev/null >&7 || :
 }
@@ -245,9 +268,23 @@ stop_relay() {
 }
 trap stop_relay EXIT
 
-start=$(date +%s)
-number "$start" || number=0
-start=$number
+# The watchdog's start, which the boot grace counts from. A date that does
+# not read (it fails, or prints no Unix time) leaves it empty, and no rule
+# counts from a time that was not read: each tick until the clock reads
+# logs clock_unreadable and deletes nothing, and the first tick that reads
+# it takes it as the start (later than the true one: the grace ends later,
+# never sooner). If the clock never reads, this watchdog never deletes the
+# pod: what it cannot read, it reports and leaves. The pod is still
+# bounded by the two other enforcers, which read the API's times and
+# their own clock: the launcher while it follows the run (cost cap,
+# deadline, a pod EXITED or ERROR) and the sweeper (deadline plus max
+# extension, cost cap, a pod never RUNNING).
+start=
+if date_now; then
+  start=$date_s
+else
+  log "clock_unreadable at=start how=$date_how msg=no rule counts from the start until the clock reads"
+fi
 
 # settings: reads the rules' settings from the environment, each through
 # setting (its default when unset, as podenv's Default constants say);
@@ -282,6 +319,7 @@ settings() {
       DEADLINE=$number
     else
       log "bad_setting name=OVERBRAINER_DEADLINE"
+      # Without a start yet, the loop sets it once the clock reads.
       DEADLINE=$start
     fi
   fi
@@ -401,8 +439,8 @@ log_now() {
   if uptime_sum; then
     logged_at=$sum
     [ -z "${n:-}" ] || [ "$sum" -ge "$n" ] || logged_at=$n
-  elif date_ok; then
-    logged_at=$(date +%s)
+  elif date_ok && date_now; then
+    logged_at=$date_s
   else
     logged_at=${n:-${last_n:-${start:-0}}}
   fi
@@ -410,15 +448,22 @@ log_now() {
 clock_ready=1
 
 # kernel_time: sets $n from the kernel's clock alone (once the job exists):
-# the uptime sum, or without one the last time plus the last full sleep.
+# the uptime sum, or without one the last time plus the last full sleep;
+# with neither (the clock never read), leaves $n empty and sets $clock_how.
 kernel_time() {
-  clock_now || n=$((last_n + paused))
+  clock_now && return 0
+  if [ -n "$last_n" ]; then
+    n=$((last_n + paused))
+  else
+    clock_how=never_read
+  fi
 }
 
 # clock_sync: sets $n from date and takes the boot time again: date minus
 # the uptime read after it, in hundredths (boot_s + boot_c/100), so that it
-# errs early. An unreadable date keeps $n (the sum) or, without one, counts
-# the last sleep; an unreadable uptime leaves no boot time.
+# errs early. An unreadable date sets $clock_how (why) and keeps $n (the
+# sum) or, without one, counts the last sleep (none when the clock never
+# read: $n stays empty); an unreadable uptime leaves no boot time.
 clock_sync() {
   synced=1
   synced_tick=$tick
@@ -426,17 +471,18 @@ clock_sync() {
     kernel_time
     return 0
   fi
-  d=$(date +%s)
+  date_now
   # A job that appeared while date ran may have replaced it.
   if ! date_ok; then
     kernel_time
     return 0
   fi
-  if ! number "$d"; then
-    [ -n "$n" ] || n=$((last_n + paused))
+  if [ -z "$date_s" ]; then
+    clock_how=$date_how
+    [ -n "$n" ] || [ -z "$last_n" ] || n=$((last_n + paused))
     return 0
   fi
-  n=$number
+  n=$date_s
   take_boot
 }
 
@@ -456,7 +502,7 @@ take_boot() {
 # The boot time comes with the start, so that the clock has one even when
 # the first tick already finds a job (one of this container cannot have
 # replaced date yet: the client starts it only once the verdict is written).
-if [ "$start" -gt 0 ]; then
+if [ -n "$start" ]; then
   n=$start
   take_boot
 fi
@@ -1489,12 +1535,31 @@ confirm=0
 while :; do
   tick=$((tick + 1))
   synced=0
+  clock_how=
   n=
   if ! clock_now || [ "$confirm" = 1 ] || [ $((tick - synced_tick)) -ge "$CLOCK_EVERY" ]; then
     clock_sync
   fi
   confirm=0
-  last_n=$n
+  # A clock that did not read: the tick says why, and with no time at all
+  # (it never read) judges nothing but a failed bootstrap or an unsafe pod
+  # directory (no time enters them, and they come before every time rule:
+  # 0 stands in, and is not kept); with a time (the uptime sum, or the
+  # sleeps counted) it runs, but no time rule deletes (below).
+  if [ -n "$clock_how" ]; then
+    log "clock_unreadable how=$clock_how msg=no delete on this tick; the next tick reads the clock again"
+    if [ -z "$n" ]; then
+      if [ "$BOOT_FAILED" = 0 ] && [ "$POD_DIR_UNSAFE" = 0 ]; then
+        pause "$INTERVAL"
+        continue
+      fi
+      n=0
+    fi
+  elif [ -z "$start" ]; then
+    start=$n
+    [ -z "${OVERBRAINER_DEADLINE:-}" ] || [ -n "$DEADLINE" ] || DEADLINE=$start
+  fi
+  [ -z "$start" ] || last_n=$n
   next=
 
   if [ "$started" = 0 ] && [ -f "$RUN_DIR/job.pid" ]; then
@@ -1636,6 +1701,18 @@ while :; do
     reason=kept_idle
   fi
 
+  # A time rule deletes on a clock that read: a tick whose date did not
+  # read (before the job exists) leaves it, and the next one, an interval
+  # on, reads it again (clock_unreadable said why).
+  if [ -n "$clock_how" ]; then
+    case $reason in
+      bootstrap_failed | pod_dir_unsafe | retrieved) ;;
+      *)
+        reason=
+        next=
+        ;;
+    esac
+  fi
   # A delete acts on date's time: a tick that used the sum alone runs
   # again at once with date.
   if [ -n "$reason" ] && [ "$synced" = 0 ]; then
