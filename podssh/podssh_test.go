@@ -408,3 +408,35 @@ func TestStream(t *testing.T) {
 		t.Fatalf("Wait = %#v", err)
 	}
 }
+
+// A stream's Done tells that its command ended, with its output unread:
+// a conversation between two turns learns at once that its pod is gone.
+func TestStreamDoneWithOutputUnread(t *testing.T) {
+	client, host := keys(t)
+	d := startSSHD(t, host, client.AuthorizedKey(""))
+	c := dial(t, d.addr, client, host)
+	st, err := c.Stream(context.Background(), Command(`read -r l; echo "got $l"; exit 3`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	select {
+	case <-st.Done():
+		t.Fatal("Done before the command ended")
+	default:
+	}
+	fmt.Fprintln(st.In, "x")
+	select {
+	case <-st.Done():
+	case <-time.After(time.Minute):
+		t.Fatal("Done never closed after the command ended")
+	}
+	got, err := bufio.NewReader(st.Out).ReadString('\n')
+	if err != nil || got != "got x\n" {
+		t.Fatalf("the output after Done: %q %v", got, err)
+	}
+	var ce *CommandError
+	if err := st.Wait(); !errors.As(err, &ce) || ce.Status != 3 {
+		t.Fatalf("Wait = %#v", err)
+	}
+}

@@ -17,6 +17,11 @@ type Stream struct {
 
 	mu     sync.Mutex
 	stderr bytes.Buffer
+
+	// done closes when the command ended (its session closed), with
+	// the session's end in err.
+	done chan struct{}
+	err  error
 }
 
 type sessionCloser interface {
@@ -37,7 +42,7 @@ func (c *Conn) Stream(ctx context.Context, cmd string) (*Stream, error) {
 	}
 	stop := context.AfterFunc(ctx, func() { s.Close() })
 	defer stop()
-	st := &Stream{s: s}
+	st := &Stream{s: s, done: make(chan struct{})}
 	if st.In, err = s.StdinPipe(); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("podssh: %w", err)
@@ -55,6 +60,10 @@ func (c *Conn) Stream(ctx context.Context, cmd string) (*Stream, error) {
 		// ctx ended while the session started, and closed it.
 		return nil, ctx.Err()
 	}
+	go func() {
+		st.err = s.Wait()
+		close(st.done)
+	}()
 	return st, nil
 }
 
@@ -74,11 +83,15 @@ func (t *lockedTail) Write(p []byte) (int, error) {
 // Wait waits for the command to end once its output is read to the end. A
 // non-zero exit is a *CommandError with the end of standard error.
 func (st *Stream) Wait() error {
-	err := st.s.Wait()
+	<-st.done
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return commandError(err, st.stderr.Bytes())
+	return commandError(st.err, st.stderr.Bytes())
 }
+
+// Done is closed when the command ended, without a read of its output: a
+// conversation between two turns learns at once that its pod is gone.
+func (st *Stream) Done() <-chan struct{} { return st.done }
 
 // Close ends the conversation: end of input, then the session.
 func (st *Stream) Close() error {
