@@ -261,6 +261,9 @@ type fakeConn struct {
 	once sync.Once
 	done chan struct{}
 	dead atomic.Bool // sessions fail, though done is not closed
+
+	mu       sync.Mutex
+	watchers []*fakeWatcher // its watch sessions, oldest first
 }
 
 var errConnClosed = errors.New("fake: connection closed")
@@ -288,7 +291,11 @@ func (c *fakeConn) Watch(_ context.Context, runDir string) (watcher, error) {
 	if c.dead.Load() {
 		return nil, errors.New("podssh: new session: EOF")
 	}
-	return &fakeWatcher{c: c}, nil
+	w := &fakeWatcher{c: c, ended: make(chan struct{})}
+	c.mu.Lock()
+	c.watchers = append(c.watchers, w)
+	c.mu.Unlock()
+	return w, nil
 }
 
 func (c *fakeConn) Run(ctx context.Context, cmd string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -367,7 +374,19 @@ type fakeWatcher struct {
 	c      *fakeConn
 	mu     sync.Mutex
 	closed bool
+	ended  chan struct{} // Done's; closed by end
+	once   sync.Once
 }
+
+// end ends the session as a watch.sh that died does: Done closes, Polls fail.
+func (w *fakeWatcher) end() {
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
+	w.once.Do(func() { close(w.ended) })
+}
+
+func (w *fakeWatcher) Done() <-chan struct{} { return w.ended }
 
 func (w *fakeWatcher) usable(ctx context.Context) error {
 	w.mu.Lock()
@@ -413,11 +432,7 @@ func (w *fakeWatcher) Put(ctx context.Context, name, value string) error {
 	return p.put(name, value)
 }
 
-func (w *fakeWatcher) Close() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.closed = true
-}
+func (w *fakeWatcher) Close() { w.end() }
 
 // fakeAPI is Runpod: one pod at most, one secret, the GPU catalog and
 // network volumes.

@@ -175,18 +175,24 @@ func (r *Run) follow(ctx context.Context, w io.Writer) (End, error) {
 	}
 }
 
-// pause sleeps d, or less when the connection ends first: a lost
-// connection may be a lost pod, and the next look tells.
+// pause sleeps d, or less when the connection or the look's session ends
+// first: a lost connection, or a look whose watch.sh died, may be a lost
+// pod, and the next look tells.
 func (r *Run) pause(ctx context.Context, d time.Duration) error {
 	if r.conn == nil {
 		return r.cfg.clock.Sleep(ctx, d)
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ended := r.conn.Done()
+	ended, look := r.conn.Done(), (<-chan struct{})(nil)
+	if r.watch != nil {
+		look = r.watch.Done()
+	}
 	go func() {
 		select {
 		case <-ended:
+			cancel()
+		case <-look:
 			cancel()
 		case <-sctx.Done():
 		}

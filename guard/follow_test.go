@@ -573,9 +573,10 @@ func TestFollowTellsARefusedDelete(t *testing.T) {
 
 // A pod lost with its host drops the connection a moment before the API
 // shows it ended: while the dials are refused, the run reads the pod again
-// at its poll pace, not after 5 s (a recovery took 1.56× a fresh launch
-// for it, issue 42).
-func TestALostPodIsSeenAtThePollPace(t *testing.T) {
+// at their pace, not after 5 s (a recovery took 1.56× a fresh launch for
+// it, issue 42), nor a poll later (the look's end is noticed at once),
+// and the read that shows it ended ends the run.
+func TestALostPodIsSeenAtTheDialPace(t *testing.T) {
 	h := newHarness(t)
 	h.pod.looks = []look{{st: ready}, {st: running},
 		{err: io.ErrUnexpectedEOF, do: func() {
@@ -607,60 +608,86 @@ func TestALostPodIsSeenAtThePollPace(t *testing.T) {
 			waited += w
 		}
 	}
-	if waited > testPoll+time.Second {
-		t.Errorf("the pod was read again %s after the first refused dial, want at most the poll (%s) and a second:\n%s",
-			waited, testPoll, strings.Join(lines, "\n"))
+	if waited > 2*firstSSHLook {
+		t.Errorf("the pod was read again %s after the first refused dial, want at most %s:\n%s",
+			waited, 2*firstSSHLook, strings.Join(lines, "\n"))
+	}
+	// That read shows the pod ended: the run ends with it, without a
+	// poll's sleep and a read more.
+	read := h.trace.index("api GetPod", h.trace.index("dial", h.trace.index("poll 0 failed", 0)))
+	for _, l := range lines[read:h.trace.index("api DeletePod", read)] {
+		if strings.HasPrefix(l, "sleep ") {
+			t.Errorf("the run slept after the read that showed its pod ended:\n%s", strings.Join(lines, "\n"))
+			break
+		}
 	}
 }
 
-// The pause between two looks ends when the connection does: a lost
-// connection may be a lost pod, and waiting out --poll before the next
-// look delayed a recovery by up to that much.
+// The pause between two looks ends when the connection does, or the
+// look's session though the connection stays (a pod lost with its host
+// kills watch.sh at once): a lost connection may be a lost pod, and
+// waiting out --poll before the next look delayed a recovery by up to
+// that much (issue 42).
 func TestFollowNoticesALostConnectionAtOnce(t *testing.T) {
-	h := newHarness(t, look{st: ready}, look{st: running}, look{st: running}, look{st: exited(0)})
-	var mu sync.Mutex
-	var conns []*fakeConn
-	dial := func(ctx context.Context, tg podssh.Target) (conn, error) {
-		c, err := h.dial(ctx, tg)
-		if fc, ok := c.(*fakeConn); ok {
+	for _, tc := range []struct {
+		name string
+		lose func(c *fakeConn)
+	}{
+		{"connection", func(c *fakeConn) { c.Close() }},
+		{"look", func(c *fakeConn) {
+			c.mu.Lock()
+			w := c.watchers[len(c.watchers)-1]
+			c.mu.Unlock()
+			w.end()
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, look{st: ready}, look{st: running}, look{st: running}, look{st: exited(0)})
+			var mu sync.Mutex
+			var conns []*fakeConn
+			dial := func(ctx context.Context, tg podssh.Target) (conn, error) {
+				c, err := h.dial(ctx, tg)
+				if fc, ok := c.(*fakeConn); ok {
+					mu.Lock()
+					conns = append(conns, fc)
+					mu.Unlock()
+				}
+				return c, err
+			}
+			// Looks a lease apart: every pause between them parks until woken.
+			r := h.mustStart(h.spec(), WithPoll(testLease), withDial(dial))
+			h.clk.parked = make(chan struct{}, 1)
+			ctx, cancel := context.WithCancel(context.Background())
+			ended := make(chan error, 1)
+			go func() {
+				_, err := r.Follow(ctx, io.Discard)
+				ended <- err
+			}()
+			defer func() {
+				cancel()
+				<-ended
+			}()
+			select {
+			case <-h.clk.parked:
+			case <-time.After(time.Minute):
+				t.Fatal("the follow never paused")
+			}
 			mu.Lock()
-			conns = append(conns, fc)
+			tc.lose(conns[len(conns)-1])
 			mu.Unlock()
-		}
-		return c, err
-	}
-	// Looks a lease apart: every pause between them parks until woken.
-	r := h.mustStart(h.spec(), WithPoll(testLease), withDial(dial))
-	h.clk.parked = make(chan struct{}, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	ended := make(chan error, 1)
-	go func() {
-		_, err := r.Follow(ctx, io.Discard)
-		ended <- err
-	}()
-	defer func() {
-		cancel()
-		<-ended
-	}()
-	select {
-	case <-h.clk.parked:
-	case <-time.After(time.Minute):
-		t.Fatal("the follow never paused")
-	}
-	mu.Lock()
-	conns[len(conns)-1].Close()
-	mu.Unlock()
-	select {
-	case <-h.clk.parked:
-		// The next pause, on the new connection: the lost one ended
-		// the pause it was in.
-	case err := <-ended:
-		ended <- err
-		t.Fatalf("Follow ended: %v", err)
-	case <-time.After(time.Minute):
-		t.Fatal("the pause did not end with the connection")
-	}
-	if n := h.dialCount(); n != 2 {
-		t.Errorf("%d dials, want 2 (launch, reconnect)", n)
+			select {
+			case <-h.clk.parked:
+				// The next pause, on the new connection: the lost one ended
+				// the pause it was in.
+			case err := <-ended:
+				ended <- err
+				t.Fatalf("Follow ended: %v", err)
+			case <-time.After(time.Minute):
+				t.Fatal("the pause did not end with the connection")
+			}
+			if n := h.dialCount(); n != 2 {
+				t.Errorf("%d dials, want 2 (launch, reconnect)", n)
+			}
+		})
 	}
 }

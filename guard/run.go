@@ -161,9 +161,10 @@ const podCheckEvery = 5 * time.Second
 
 // lostConnCheck is how often a redial reads the pod at first: a
 // connection lost may be a pod lost, which the API shows only a moment
-// after, so at the run's poll pace.
+// after (its look's session ends first), so at the pace of the refused
+// dials, then twice as long apart: a few reads per lost connection.
 func lostConnCheck(poll time.Duration) time.Duration {
-	return min(cmp.Or(poll, podCheckEvery), podCheckEvery)
+	return min(cmp.Or(poll, podCheckEvery), firstSSHLook)
 }
 
 func newRamp(limit time.Duration) *ramp { return newRampFrom(firstLook, limit) }
@@ -373,7 +374,9 @@ func (r *Run) reconnect(ctx context.Context, cause error, enforce func() error) 
 			r.emit(Event{Kind: EventReconnected})
 			return nil
 		}
-		if ctx.Err() != nil || errors.Is(err, podssh.ErrHostKeyMismatch) {
+		// The dial's read of the pod showed it ended: so would the next.
+		var gone *PodGoneError
+		if ctx.Err() != nil || errors.Is(err, podssh.ErrHostKeyMismatch) || errors.As(err, &gone) {
 			return err
 		}
 		if err := r.cfg.clock.Sleep(ctx, wait); err != nil {

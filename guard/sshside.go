@@ -27,6 +27,7 @@ type watcher interface {
 	Poll(ctx context.Context, offset int64, touchLease bool, max int) (jobctl.State, []byte, error)
 	Put(ctx context.Context, name, value string) error
 	Close()
+	Done() <-chan struct{} // closed when the session ended
 }
 
 type dialFunc func(ctx context.Context, t podssh.Target) (conn, error)

@@ -31,6 +31,8 @@ type Watcher struct {
 	stop func()
 	wait func() error
 	drop func()
+	// done closes when the session ended (nil: never told).
+	done <-chan struct{}
 
 	mu     sync.Mutex
 	broken error
@@ -48,6 +50,7 @@ func Watch(ctx context.Context, c *podssh.Conn, runDir string) (*Watcher, error)
 		return nil, err
 	}
 	w := newWatcher(st.In, st.Out, func() { st.Close() }, st.Wait, func() { c.Close() })
+	w.done = st.Done()
 	if err := w.open(ctx); err != nil {
 		return nil, err
 	}
@@ -149,6 +152,10 @@ func (w *Watcher) open(ctx context.Context) error {
 
 // Close ends the watcher's session.
 func (w *Watcher) Close() { w.stop() }
+
+// Done is closed when the session ended, between two Polls too: watch.sh
+// died with its pod (or by Close), and the next Poll fails.
+func (w *Watcher) Done() <-chan struct{} { return w.done }
 
 // Poll is one look at the run: the job's state, the verdict and up to max
 // bytes of the job's log from offset on. With touchLease it first renews
