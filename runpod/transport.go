@@ -357,18 +357,40 @@ func getList[T any](ctx context.Context, c *Client, r *call, member string) ([]T
 // scrub replaces the API key and the given secrets in s, in their raw and
 // their JSON-escaped forms.
 func (c *Client) scrub(s string, secrets ...string) string {
-	for _, v := range append([]string{c.key}, secrets...) {
-		if v == "" {
-			continue
-		}
-		s = strings.ReplaceAll(s, v, "[REDACTED]")
-		if b, err := json.Marshal(v); err == nil {
-			if esc := string(b[1 : len(b)-1]); esc != v {
-				s = strings.ReplaceAll(s, esc, "[REDACTED]")
-			}
+	s = redact(s, c.key)
+	for _, v := range secrets {
+		s = redact(s, v)
+	}
+	return s
+}
+
+// redact replaces v in s, also as JSON would escape it. Every API answer's
+// strings pass here: where nothing matches, nothing is allocated.
+func redact(s, v string) string {
+	if v == "" || s == "" {
+		return s
+	}
+	s = strings.ReplaceAll(s, v, "[REDACTED]")
+	if !jsonEscapes(v) {
+		return s
+	}
+	if b, err := json.Marshal(v); err == nil {
+		if esc := string(b[1 : len(b)-1]); esc != v {
+			s = strings.ReplaceAll(s, esc, "[REDACTED]")
 		}
 	}
 	return s
+}
+
+// jsonEscapes says whether json.Marshal may write v otherwise than as is:
+// a control, a quote, a backslash, an HTML character or anything not ASCII.
+func jsonEscapes(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x20 || c >= 0x7f || strings.IndexByte(`"\<>&`, c) >= 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Client) scrubAPIError(e *APIError, secrets []string) {
