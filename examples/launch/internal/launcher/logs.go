@@ -217,8 +217,36 @@ func (a *app) jobLogs(ctx context.Context, r *state.Run, n int, follow bool) err
 		_, err = run.ReadOutput(ctx, a.stdout, 0, false)
 		return err
 	}
-	_, err = run.ReadOutput(ctx, a.stdout, next, true)
+	off, err := run.ReadOutput(ctx, a.stdout, next, true)
+	if err != nil && ctx.Err() == nil {
+		// The run's own launcher deletes the pod once it has the results,
+		// which can cut this session before it reads the job's last lines:
+		// a pod found gone ended the output, and the rest is in the
+		// downloaded copy.
+		if p, gerr := a.api.GetPod(ctx, r.PodID); errors.Is(gerr, runpod.ErrNotFound) || gerr == nil && p.Status == runpod.StatusTerminated {
+			return a.restOfSavedLog(r, saved, off)
+		}
+	}
 	return err
+}
+
+// restOfSavedLog shows the downloaded job output from byte off on, for a
+// follow whose pod went before it read the end.
+func (a *app) restOfSavedLog(r *state.Run, file string, off int64) error {
+	f, err := os.Open(file)
+	if err != nil {
+		a.say("pod %s is gone: its output ended above, and its results are not here", r.PodID)
+		return nil
+	}
+	defer f.Close()
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		return err
+	}
+	if _, err := io.Copy(a.stdout, f); err != nil {
+		return err
+	}
+	a.say("pod %s is gone: the rest of its output came from the downloaded results", r.PodID)
+	return nil
 }
 
 // savedJobLog shows the job's output downloaded with the run's results.
